@@ -1,1 +1,82 @@
-//! placeholder
+//! `#[derive(Equivalence)]` for phalanx.
+//!
+//! Contract: the derive accepts only structs (named, tuple or unit) whose fields all
+//! implement `phalanx::datatype::Equivalence`, and emits a compile-time assertion that
+//! the struct has no padding (the sum of its field sizes equals its size), so that every
+//! byte of the value is data and every bit pattern is valid. Enums and unions are
+//! rejected: their bit patterns are restricted.
+
+use proc_macro::TokenStream;
+use quote::quote;
+use syn::{parse_macro_input, Data, DeriveInput, Fields, Index};
+
+/// Derives `Equivalence` for a struct without padding whose fields are all `Equivalence`.
+#[proc_macro_derive(Equivalence)]
+pub fn derive_equivalence(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    let name = &input.ident;
+    if !input.generics.params.is_empty() {
+        return syn::Error::new_spanned(
+            &input.generics,
+            "derive(Equivalence) does not support generic structs",
+        )
+        .to_compile_error()
+        .into();
+    }
+    let fields = match &input.data {
+        Data::Struct(s) => &s.fields,
+        _ => {
+            return syn::Error::new_spanned(
+                name,
+                "derive(Equivalence) supports only structs: enums and unions have invalid bit \
+                 patterns",
+            )
+            .to_compile_error()
+            .into()
+        }
+    };
+    let (members, types): (Vec<proc_macro2::TokenStream>, Vec<&syn::Type>) = match fields {
+        Fields::Named(f) => f
+            .named
+            .iter()
+            .map(|f| {
+                let id = f.ident.as_ref().expect("named field");
+                (quote!(#id), &f.ty)
+            })
+            .unzip(),
+        Fields::Unnamed(f) => f
+            .unnamed
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let idx = Index::from(i);
+                (quote!(#idx), &f.ty)
+            })
+            .unzip(),
+        Fields::Unit => (Vec::new(), Vec::new()),
+    };
+    let expanded = quote! {
+        const _: () = {
+            assert!(
+                0 #( + ::core::mem::size_of::<#types>() )* == ::core::mem::size_of::<#name>(),
+                concat!("derive(Equivalence): struct ", stringify!(#name),
+                        " has padding; add explicit fields or reorder them")
+            );
+        };
+        // SAFETY: every field is Equivalence (checked by the trait bounds below) and the
+        // struct has no padding (checked by the const assertion above), so every byte is
+        // data and every bit pattern is a valid value.
+        unsafe impl ::phalanx::datatype::Equivalence for #name {
+            fn equivalent_datatype() -> ::phalanx::datatype::Datatype {
+                ::phalanx::datatype::Datatype::structure(
+                    ::core::mem::size_of::<Self>(),
+                    &[ #( (
+                        ::core::mem::offset_of!(#name, #members),
+                        <#types as ::phalanx::datatype::Equivalence>::equivalent_datatype(),
+                    ) ),* ],
+                )
+            }
+        }
+    };
+    expanded.into()
+}

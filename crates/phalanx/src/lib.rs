@@ -1,1 +1,73 @@
-//! placeholder
+//! phalanx: an MPI-style message-passing runtime in pure Rust.
+//!
+//! The API follows the shape of the `mpi` crate (rsmpi), so porting is mostly a change
+//! of dependency and `use` lines:
+//!
+//! ```no_run
+//! use phalanx::traits::*;
+//!
+//! let universe = phalanx::initialize().unwrap();
+//! let world = universe.world();
+//! let (rank, size) = (world.rank(), world.size());
+//! if rank == 0 {
+//!     world.process_at_rank(1 % size).send(&42u64);
+//! }
+//! if rank == 1 % size {
+//!     let (x, _status) = world.process_at_rank(0).receive::<u64>();
+//!     assert_eq!(x, 42);
+//! }
+//! ```
+//!
+//! Programs are started by the launcher, `phalanx run -n 4 ./app`; started alone they run
+//! as a singleton of size 1.
+//!
+//! Layers: the rsmpi-shaped facade ([`topology`], [`point_to_point`], [`request`]) sends
+//! errors to the communicator's error handler (fatal: the rank prints the error naming the
+//! call and exits non-zero, which ends the job); the core ([`engine`]) returns `Result`.
+//!
+//! Thread level: **funneled** — the universe, communicators and requests are `!Send`; only
+//! the thread that called [`initialize`] makes phalanx calls. [`Universe::threading_support`]
+//! reports exactly that.
+
+extern crate self as phalanx;
+
+pub mod config;
+pub mod datatype;
+pub mod engine;
+pub mod environment;
+pub mod error;
+pub mod point_to_point;
+pub mod request;
+pub mod topology;
+
+pub use environment::{initialize, try_initialize, Threading, Universe};
+pub use error::{Error, ErrorClass};
+pub use phalanx_derive::Equivalence;
+
+/// Rank of a process in a communicator.
+pub type Rank = i32;
+/// Message tag.
+pub type Tag = i32;
+/// Count of elements.
+pub type Count = i32;
+
+/// The usual imports: `use phalanx::traits::*;`.
+pub mod traits {
+    pub use crate::datatype::{Buffer, BufferMut, Equivalence};
+    pub use crate::point_to_point::{Destination, Source};
+    pub use crate::topology::Communicator;
+    pub use phalanx_derive::Equivalence;
+}
+
+/// Test hooks (not part of the stable API).
+#[doc(hidden)]
+pub mod testing {
+    /// The UDP address of `rank`, for tests that aim foreign traffic at a rank.
+    pub fn peer_addr(rank: u32) -> Option<std::net::SocketAddrV4> {
+        crate::environment::with_engine(|e| Ok(e.peer_addr(rank))).ok().flatten()
+    }
+    /// This rank's counters so far.
+    pub fn stats() -> Option<crate::engine::Stats> {
+        crate::environment::with_engine(|e| Ok(e.stats())).ok()
+    }
+}

@@ -1,0 +1,66 @@
+//! Runtime configuration read once from the environment at initialization.
+//!
+//! Contract: every knob has a documented default; a malformed value is an
+//! initialization error naming the variable, never silently ignored.
+
+use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// Tunables of one rank.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Largest message sent eagerly (bytes); longer ones use rendezvous. `PHALANX_EAGER_LIMIT`.
+    pub eager_limit: Option<usize>,
+    /// How long a blocking wait spins before sleeping in the kernel. `PHALANX_SPIN_US`
+    /// (default 50 µs, or 0 when more local ranks than cores).
+    pub spin: Option<Duration>,
+    /// Bound on Finalize's drain and release waits. `PHALANX_FINALIZE_TIMEOUT` (s, default 30).
+    pub finalize_timeout: Duration,
+    /// Print per-rank counters at exit. `PHALANX_STATS=1`.
+    pub stats: bool,
+    /// Bound on bytes held for unexpected (not yet received) messages.
+    /// `PHALANX_UNEXPECTED_LIMIT` (bytes, default 256 MiB).
+    pub unexpected_limit: usize,
+    /// go-back-n send window in packets. `PHALANX_WINDOW` (default 128).
+    pub window: u32,
+    /// Acknowledge every packet at once. `PHALANX_EAGER_ACK=1`.
+    pub eager_ack: bool,
+    /// Retransmission back-off clamp. `PHALANX_RTO_MAX_MS` (default 100).
+    pub rto_max: Duration,
+    /// Address the rank's UDP socket binds to. `PHALANX_IP` (default 127.0.0.1).
+    pub ip: std::net::Ipv4Addr,
+}
+
+fn var<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
+    match std::env::var(name) {
+        Ok(s) if !s.trim().is_empty() => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| Error::Init(format!("{name}={s:?} is not a valid value"))),
+        _ => Ok(None),
+    }
+}
+
+fn flag(name: &str) -> bool {
+    matches!(std::env::var(name).as_deref(), Ok("1") | Ok("true") | Ok("yes"))
+}
+
+impl Config {
+    /// Reads the configuration from the environment.
+    pub fn from_env() -> Result<Config> {
+        Ok(Config {
+            eager_limit: var("PHALANX_EAGER_LIMIT")?,
+            spin: var::<u64>("PHALANX_SPIN_US")?.map(Duration::from_micros),
+            finalize_timeout: Duration::from_secs_f64(
+                var("PHALANX_FINALIZE_TIMEOUT")?.unwrap_or(30.0),
+            ),
+            stats: flag("PHALANX_STATS"),
+            unexpected_limit: var("PHALANX_UNEXPECTED_LIMIT")?.unwrap_or(256 << 20),
+            window: var("PHALANX_WINDOW")?.unwrap_or(128).max(1),
+            eager_ack: flag("PHALANX_EAGER_ACK"),
+            rto_max: Duration::from_millis(var("PHALANX_RTO_MAX_MS")?.unwrap_or(100)),
+            ip: var("PHALANX_IP")?.unwrap_or(std::net::Ipv4Addr::LOCALHOST),
+        })
+    }
+}

@@ -1,0 +1,460 @@
+//! The progress engine: one per rank, owned by the thread that initialized phalanx.
+//!
+//! Contract: all communication progresses inside library calls ([`Engine::progress`]):
+//! receive a batch of datagrams, run protocol timers, move queued fragments into the
+//! go-back-n windows, put datagrams on the wire. Blocking waits spin for a bounded time
+//! and then sleep in `poll()` on the transport's sockets and the launcher connection, so
+//! more ranks than cores still progress. Every wait ends: by completion, by a protocol
+//! error naming the peer, or by the launcher (timeout/abort). Finalize drains every send
+//! window, reports `drained` to the launcher and keeps answering until released.
+
+mod p2p;
+pub mod requests;
+mod stats;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use phalanx_boot::{BootClient, BootEnv, Control, Endpoint, HostInfo};
+use phalanx_proto::gbn::{Gbn, GbnConfig, GbnEvent, Verdict};
+use phalanx_transport::{wait_readable, FaultConfig, Faulty, Transport, UdpTransport};
+use phalanx_wire::{Packet, HEADER_LEN};
+use requests::{ReqId, Requests};
+use std::collections::VecDeque;
+use std::net::SocketAddrV4;
+use std::time::{Duration, Instant};
+
+pub use requests::{RawStatus, RecvBuf, SendBuf};
+pub use stats::Stats;
+
+/// What a blocking call is waiting for, reported to the launcher on `--timeout`.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Waiting {
+    #[default]
+    Nothing,
+    Recv {
+        src: Option<u32>,
+        tag: Option<i32>,
+        ctx: u32,
+    },
+    Send {
+        peer: u32,
+        tag: i32,
+    },
+    Finalize,
+}
+
+/// The per-rank engine.
+pub struct Engine {
+    pub(crate) rank: u32,
+    pub(crate) size: u32,
+    job_key: u64,
+    cfg: Config,
+    epoch: Instant,
+    transport: Option<Box<dyn Transport>>,
+    peer_addrs: Vec<SocketAddrV4>,
+    gbn: Gbn,
+    boot: Option<BootClient>,
+    /// Payload bytes per datagram after the header.
+    max_payload: usize,
+    eager_limit: usize,
+    spin: Duration,
+    pub(crate) reqs: Requests,
+    p2p: p2p::P2p,
+    /// Datagrams a rank sent to itself, delivered in order by `progress`.
+    local: VecDeque<Vec<u8>>,
+    pub(crate) stats: Stats,
+    waiting: Waiting,
+    iterations: u64,
+    finalized: bool,
+}
+
+fn gbn_config(cfg: &Config) -> GbnConfig {
+    GbnConfig {
+        window: cfg.window,
+        eager_ack: cfg.eager_ack,
+        rto_max_ns: cfg.rto_max.as_nanos() as u64,
+        ..GbnConfig::default()
+    }
+}
+
+impl Engine {
+    /// Starts this rank: reads the environment, binds the transport, runs the start-up
+    /// rendezvous with the launcher (or becomes a singleton without one).
+    pub fn init() -> Result<Engine> {
+        let cfg = Config::from_env()?;
+        let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
+        phalanx_transport::transport_kind_from_env().map_err(Error::Init)?;
+        let faults = FaultConfig::from_env().map_err(|e| Error::Init(e.to_string()))?;
+        let Some(env) = boot_env else {
+            return Ok(Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1));
+        };
+        let udp = UdpTransport::bind(cfg.ip)
+            .map_err(|e| Error::Init(format!("cannot bind UDP on {}: {e}", cfg.ip)))?;
+        let me = Endpoint {
+            addr: udp.local_addr(),
+            host: HostInfo::current(),
+        };
+        let (boot, table) = BootClient::connect(&env, me.clone(), Duration::from_secs(120))
+            .map_err(|e| Error::Init(format!("start-up rendezvous failed: {e}")))?;
+        if table.endpoints.len() != env.size as usize {
+            return Err(Error::Init("endpoint table has the wrong size".into()));
+        }
+        let addrs: Vec<SocketAddrV4> = table.endpoints.iter().map(|e| e.addr).collect();
+        let local_ranks = table
+            .endpoints
+            .iter()
+            .filter(|e| e.host.boot_id == me.host.boot_id && e.host.netns_ino == me.host.netns_ino)
+            .count();
+        let mut udp = udp;
+        udp.set_peers(addrs.clone());
+        let transport: Box<dyn Transport> = match faults {
+            Some(f) => Box::new(Faulty::new(udp, f, env.rank)),
+            None => Box::new(udp),
+        };
+        Ok(Self::build(
+            cfg,
+            env.rank,
+            env.size,
+            table.job_key,
+            Some(transport),
+            addrs,
+            Some(boot),
+            local_ranks,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        cfg: Config,
+        rank: u32,
+        size: u32,
+        job_key: u64,
+        transport: Option<Box<dyn Transport>>,
+        peer_addrs: Vec<SocketAddrV4>,
+        boot: Option<BootClient>,
+        local_ranks: usize,
+    ) -> Engine {
+        let max_dgram = transport.as_ref().map_or(65507, |t| t.max_datagram());
+        let max_payload = max_dgram.saturating_sub(HEADER_LEN + 16).max(256);
+        let eager_limit = cfg.eager_limit.unwrap_or(max_payload.max(32 << 10));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let spin = cfg.spin.unwrap_or(if local_ranks > cores {
+            Duration::ZERO
+        } else {
+            Duration::from_micros(50)
+        });
+        Engine {
+            rank,
+            size,
+            job_key,
+            gbn: Gbn::new(gbn_config(&cfg), job_key, rank, size),
+            cfg,
+            epoch: Instant::now(),
+            transport,
+            peer_addrs,
+            boot,
+            max_payload,
+            eager_limit,
+            spin,
+            reqs: Requests::default(),
+            p2p: p2p::P2p::new(size),
+            local: VecDeque::new(),
+            stats: Stats::default(),
+            waiting: Waiting::Nothing,
+            iterations: 0,
+            finalized: false,
+        }
+    }
+
+    #[inline]
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// The UDP address of `rank` (tests use it to aim foreign traffic at a rank).
+    pub fn peer_addr(&self, rank: u32) -> Option<SocketAddrV4> {
+        self.peer_addrs.get(rank as usize).copied()
+    }
+
+    /// One round of progress. Returns whether anything happened.
+    pub fn progress(&mut self) -> Result<bool> {
+        let now = self.now();
+        let mut did = false;
+        if let Some(mut t) = self.transport.take() {
+            let r = t.recv_batch(&mut |from, bytes| {
+                self.handle_datagram(now, from, bytes);
+            });
+            if let Some(d) = t.next_deadline() {
+                if d <= now {
+                    let _ = t.service(now);
+                }
+            }
+            self.transport = Some(t);
+            did |= r? > 0;
+        }
+        while let Some(d) = self.local.pop_front() {
+            did = true;
+            if let Ok(pkt) = Packet::new_checked(&d) {
+                self.on_message(&pkt, true);
+            }
+        }
+        if self.gbn.poll_timeout().is_some_and(|t| t <= now) {
+            self.gbn.handle_timeout(now);
+        }
+        while let Some(ev) = self.gbn.poll_event() {
+            match ev {
+                GbnEvent::PeerUnresponsive { peer } => {
+                    return Err(Error::PeerUnresponsive { peer });
+                }
+            }
+        }
+        did |= self.pump_all(now);
+        did |= self.flush(now);
+        self.iterations = self.iterations.wrapping_add(1);
+        if self.iterations % 8192 == 0 {
+            self.service_boot()?;
+        }
+        Ok(did)
+    }
+
+    fn handle_datagram(&mut self, now: u64, from: SocketAddrV4, bytes: &[u8]) {
+        self.stats.datagrams_received += 1;
+        let Ok(pkt) = Packet::new_checked(bytes) else {
+            self.stats.drop_malformed += 1;
+            return;
+        };
+        if pkt.job_key() != self.job_key
+            || self.peer_addrs.get(pkt.src() as usize) != Some(&from)
+        {
+            self.stats.drop_foreign += 1;
+            return;
+        }
+        match self.gbn.handle_packet(now, &pkt) {
+            Verdict::Deliver => {
+                if self.on_message(&pkt, false) {
+                    self.gbn.accept(now, pkt.src());
+                } else {
+                    self.stats.drop_no_buffer += 1;
+                }
+            }
+            Verdict::AckOnly => {}
+            Verdict::Duplicate => self.stats.drop_duplicate += 1,
+            Verdict::OutOfOrder => self.stats.drop_out_of_window += 1,
+            Verdict::Invalid(_) => self.stats.drop_invalid += 1,
+        }
+    }
+
+    /// Puts every datagram the protocol wants sent on the wire.
+    fn flush(&mut self, now: u64) -> bool {
+        let Some(t) = self.transport.as_mut() else {
+            return false;
+        };
+        let mut did = false;
+        while let Some((peer, bytes)) = self.gbn.poll_transmit(now) {
+            did = true;
+            self.stats.datagrams_sent += 1;
+            if let Err(e) = t.send_to(peer, bytes) {
+                // The protocol retransmits; a persistent error shows up as an
+                // unresponsive peer.
+                self.stats.send_errors += 1;
+                if self.stats.send_errors < 4 {
+                    eprintln!("phalanx: rank {}: send to rank {peer} failed: {e}", self.rank);
+                }
+            }
+        }
+        did
+    }
+
+    fn service_boot(&mut self) -> Result<()> {
+        loop {
+            let Some(boot) = self.boot.as_mut() else {
+                return Ok(());
+            };
+            match boot.poll() {
+                Ok(None) => return Ok(()),
+                Ok(Some(Control::Query)) => {
+                    let text = self.describe_wait();
+                    if let Some(b) = self.boot.as_mut() {
+                        let _ = b.reply_status(&text);
+                    }
+                }
+                Ok(Some(Control::Release)) => {
+                    self.finalized = true;
+                    return Ok(());
+                }
+                Ok(Some(Control::Abort(reason))) => {
+                    return Err(Error::Launcher(format!("job aborted: {reason}")))
+                }
+                Err(e) => return Err(Error::Launcher(e.to_string())),
+            }
+        }
+    }
+
+    fn describe_wait(&self) -> String {
+        let any = |o: Option<u32>| o.map_or("any source".to_string(), |r| format!("rank {r}"));
+        let anyt = |o: Option<i32>| o.map_or("any tag".to_string(), |t| format!("tag {t}"));
+        match &self.waiting {
+            Waiting::Nothing => "not waiting (computing between phalanx calls)".into(),
+            Waiting::Recv { src, tag, ctx } => format!(
+                "waiting in receive from {} with {} on communicator {ctx}",
+                any(*src),
+                anyt(*tag)
+            ),
+            Waiting::Send { peer, tag } => {
+                format!("waiting in send to rank {peer} with tag {tag}")
+            }
+            Waiting::Finalize => format!(
+                "in finalize, waiting for acknowledgements from ranks {:?}",
+                self.gbn.unacked_peers()
+            ),
+        }
+    }
+
+    /// Sleeps until something may have happened: a socket or the launcher connection is
+    /// readable, or a protocol timer is due (at most 100 ms).
+    fn block(&mut self) -> Result<()> {
+        let now = self.now();
+        let mut deadline = now + 100_000_000;
+        if let Some(t) = self.gbn.poll_timeout() {
+            deadline = deadline.min(t);
+        }
+        let mut fds = Vec::with_capacity(3);
+        if let Some(t) = self.transport.as_ref() {
+            if let Some(d) = t.next_deadline() {
+                deadline = deadline.min(d);
+            }
+            fds.extend(t.fds());
+        }
+        if !self.local.is_empty() {
+            return Ok(());
+        }
+        if let Some(b) = self.boot.as_ref() {
+            fds.push(b.fd());
+        }
+        if deadline <= now {
+            return Ok(());
+        }
+        self.stats.sleeps += 1;
+        wait_readable(&fds, Some(Duration::from_nanos(deadline - now)))?;
+        self.service_boot()
+    }
+
+    /// Waits, making progress, until `done(self)` holds.
+    pub(crate) fn wait_until(
+        &mut self,
+        waiting: Waiting,
+        mut done: impl FnMut(&mut Engine) -> bool,
+    ) -> Result<()> {
+        self.waiting = waiting;
+        let r = self.wait_loop(&mut done);
+        self.waiting = Waiting::Nothing;
+        r
+    }
+
+    fn wait_loop(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            if done(self) {
+                return Ok(());
+            }
+            if self.progress()? {
+                idle_since = None;
+                continue;
+            }
+            let start = *idle_since.get_or_insert_with(Instant::now);
+            if start.elapsed() >= self.spin {
+                self.block()?;
+                idle_since = None;
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Waits for request `id` and returns its result.
+    pub fn wait(&mut self, id: ReqId) -> Result<RawStatus> {
+        if let Some(r) = self.reqs.take_done(id) {
+            return r;
+        }
+        let waiting = self.p2p.describe(&self.reqs, id);
+        self.wait_until(waiting, |e| e.reqs.is_done(id))?;
+        self.reqs.take_done(id).unwrap_or(Err(Error::InvalidRequest))
+    }
+
+    /// Tests request `id` once (with one round of progress).
+    pub fn test(&mut self, id: ReqId) -> Result<Option<RawStatus>> {
+        if !self.reqs.is_done(id) {
+            self.progress()?;
+        }
+        self.reqs.take_done(id).transpose()
+    }
+
+    /// Drains and leaves: every send window acknowledged (bounded by the finalize
+    /// timeout), `drained` reported, protocol traffic answered until the launcher
+    /// releases the job.
+    pub fn finalize(&mut self) -> Result<()> {
+        let start = Instant::now();
+        let limit = self.cfg.finalize_timeout;
+        let now = self.now();
+        self.gbn.flush_acks(now);
+        self.waiting = Waiting::Finalize;
+        let mut warning = None;
+        let r = self.wait_loop(&mut |e| {
+            if e.p2p.idle() && e.gbn.all_acked() {
+                return true;
+            }
+            if start.elapsed() >= limit {
+                warning = Some(format!(
+                    "rank {}: finalize gave up after {:?}: packets to ranks {:?} were never \
+                     acknowledged, messages may be lost",
+                    e.rank,
+                    limit,
+                    e.gbn.unacked_peers()
+                ));
+                return true;
+            }
+            false
+        });
+        let now = self.now();
+        self.gbn.flush_acks(now);
+        self.flush(now);
+        if self.cfg.stats {
+            eprintln!("{}", self.stats_line());
+        }
+        r?;
+        if let Some(w) = &warning {
+            eprintln!("phalanx: warning: {w}");
+        }
+        if let Some(b) = self.boot.as_mut() {
+            b.send_drained(warning)
+                .map_err(|e| Error::Launcher(e.to_string()))?;
+            let release_by = Instant::now() + limit * 2;
+            self.wait_until(Waiting::Finalize, |e| {
+                e.finalized || Instant::now() >= release_by
+            })?;
+        }
+        self.finalized = true;
+        Ok(())
+    }
+
+    /// The per-rank counters, merged from every layer.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        let g = self.gbn.stats();
+        s.retransmits = g.retransmits;
+        s.pure_acks = g.pure_acks_sent;
+        s.dup_acks = g.dup_acks_sent;
+        if let Some(t) = self.transport.as_ref() {
+            let ts = t.stats();
+            s.kernel_drops = ts.kernel_drops;
+            s.faults_dropped = ts.faults_dropped;
+            s.faults_duplicated = ts.faults_duplicated;
+            s.faults_reordered = ts.faults_reordered;
+        }
+        s
+    }
+
+    fn stats_line(&self) -> String {
+        format!("phalanx stats rank {}: {}", self.rank, self.stats())
+    }
+}

@@ -1,0 +1,597 @@
+//! Point-to-point messaging on top of the reliable per-peer streams.
+//!
+//! Contract: MPI matching on (source, tag, context) with wildcards and non-overtaking
+//! order between a pair (posted and unexpected queues, both in arrival order). Messages
+//! up to the eager limit go as `Eager` fragments right away; longer ones send an `Rts`,
+//! and the data (`RndvData`, addressed to the receiver's request) follows the receiver's
+//! `Cts`. Each peer has one FIFO of send jobs whose fragments are cut from the user's
+//! buffer only when the go-back-n window has room, so a job's fragments are contiguous in
+//! the stream and a message's buffer is read once. Unexpected eager data is held up to
+//! the configured limit; beyond it packets are refused (not acknowledged) and the sender
+//! retransmits later — flow control without extra messages.
+
+use super::requests::{RawStatus, RecvBuf, RecvReq, Req, ReqId, Requests, SendBuf, SendReq};
+use super::{Engine, Waiting};
+use crate::error::{Error, Result};
+use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
+use std::collections::VecDeque;
+
+/// A unit of work in a peer's send FIFO.
+#[derive(Debug)]
+enum Job {
+    /// Fragments of request `req`'s buffer: eager (`rreq` = None) or rendezvous data.
+    Frags {
+        req: ReqId,
+        ctx: u32,
+        total: u64,
+        next: u64,
+        rreq: Option<u64>,
+    },
+    /// A ready datagram (RTS, CTS).
+    Control(Vec<u8>),
+}
+
+/// Where the rest of a multi-fragment eager message from a peer goes.
+#[derive(Debug, Clone, Copy)]
+enum Incoming {
+    Req(ReqId),
+    Unexpected(u64),
+}
+
+#[derive(Debug)]
+enum UnexpKind {
+    Eager {
+        data: Vec<u8>,
+        matched: Option<ReqId>,
+    },
+    Rts {
+        sreq: u64,
+    },
+}
+
+#[derive(Debug)]
+struct Unexpected {
+    id: u64,
+    src: u32,
+    tag: i32,
+    ctx: u32,
+    total: u64,
+    kind: UnexpKind,
+}
+
+impl Unexpected {
+    fn complete(&self) -> bool {
+        match &self.kind {
+            UnexpKind::Eager { data, .. } => data.len() as u64 == self.total,
+            UnexpKind::Rts { .. } => true,
+        }
+    }
+}
+
+/// Matching and send-queue state.
+pub(super) struct P2p {
+    jobs: Vec<VecDeque<Job>>,
+    queued_jobs: usize,
+    posted: VecDeque<ReqId>,
+    unexpected: VecDeque<Unexpected>,
+    unexpected_bytes: usize,
+    next_unexpected: u64,
+    incoming: Vec<Option<Incoming>>,
+    /// Receives still waiting for rendezvous data: receiver request ids.
+    rndv_recvs: usize,
+}
+
+fn matches(r: &RecvReq, src: u32, tag: i32, ctx: u32) -> bool {
+    r.ctx == ctx && r.src.is_none_or(|s| s == src) && r.tag.is_none_or(|t| t == tag)
+}
+
+impl P2p {
+    pub(super) fn new(size: u32) -> P2p {
+        P2p {
+            jobs: (0..size).map(|_| VecDeque::new()).collect(),
+            queued_jobs: 0,
+            posted: VecDeque::new(),
+            unexpected: VecDeque::new(),
+            unexpected_bytes: 0,
+            next_unexpected: 1,
+            incoming: vec![None; size as usize],
+            rndv_recvs: 0,
+        }
+    }
+
+    /// No queued outgoing work.
+    pub(super) fn idle(&self) -> bool {
+        self.queued_jobs == 0
+    }
+
+    pub(super) fn describe(&self, reqs: &Requests, id: ReqId) -> Waiting {
+        match reqs.get(id) {
+            Some(Req::Recv(r)) => Waiting::Recv {
+                src: r.src,
+                tag: r.tag,
+                ctx: r.ctx,
+            },
+            Some(Req::Send(s)) => Waiting::Send {
+                peer: s.peer,
+                tag: s.tag,
+            },
+            _ => Waiting::Nothing,
+        }
+    }
+}
+
+fn data_header(job_key: u64, src: u32, msg: MsgKind, ctx: u32, tag: i32, len: u64) -> Header {
+    let mut h = Header::new(Kind::GbnData, job_key, src);
+    h.msg = msg;
+    h.context = ctx;
+    h.tag = tag;
+    h.msg_len = len;
+    h
+}
+
+impl Engine {
+    fn check_peer(&self, rank: u32) -> Result<()> {
+        if rank >= self.size {
+            return Err(Error::InvalidRank {
+                rank: rank as i32,
+                size: self.size as usize,
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts a send of `buf` to world rank `dest`.
+    pub fn isend(&mut self, buf: SendBuf, dest: u32, tag: i32, ctx: u32) -> Result<ReqId> {
+        self.check_peer(dest)?;
+        if tag < 0 {
+            return Err(Error::InvalidTag(tag));
+        }
+        let len = buf.len() as u64;
+        let id = self.reqs.insert(Req::Send(SendReq {
+            peer: dest,
+            tag,
+            buf,
+        }))?;
+        let job = if len as usize <= self.eager_limit {
+            Job::Frags {
+                req: id,
+                ctx,
+                total: len,
+                next: 0,
+                rreq: None,
+            }
+        } else {
+            let mut h = data_header(self.job_key, self.rank, MsgKind::Rts, ctx, tag, len);
+            h.aux = id;
+            Job::Control(h.to_datagram(&[]))
+        };
+        self.push_job(dest, job);
+        let now = self.now();
+        self.pump(now, dest);
+        self.flush(now);
+        Ok(id)
+    }
+
+    fn push_job(&mut self, peer: u32, job: Job) {
+        self.p2p.jobs[peer as usize].push_back(job);
+        self.p2p.queued_jobs += 1;
+    }
+
+    /// Moves fragments of every peer's jobs into the windows.
+    pub(super) fn pump_all(&mut self, now: u64) -> bool {
+        if self.p2p.queued_jobs == 0 {
+            return false;
+        }
+        let mut did = false;
+        for peer in 0..self.size {
+            if !self.p2p.jobs[peer as usize].is_empty() {
+                did |= self.pump(now, peer);
+            }
+        }
+        did
+    }
+
+    /// Cuts datagrams from `peer`'s jobs while its window has room.
+    fn pump(&mut self, now: u64, peer: u32) -> bool {
+        let mut did = false;
+        loop {
+            let to_self = peer == self.rank;
+            if !to_self && self.gbn.send_space(peer) == 0 {
+                return did;
+            }
+            let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
+                return did;
+            };
+            did = true;
+            let (dgram, finished) = match job {
+                Job::Control(d) => (std::mem::take(d), None),
+                Job::Frags {
+                    req,
+                    ctx,
+                    total,
+                    next,
+                    rreq,
+                } => {
+                    let Some(Req::Send(s)) = self.reqs.get(*req) else {
+                        // The request vanished (cannot happen: sends complete only here).
+                        self.p2p.jobs[peer as usize].pop_front();
+                        self.p2p.queued_jobs -= 1;
+                        continue;
+                    };
+                    let room = self.max_payload - if rreq.is_some() { 8 } else { 0 };
+                    let n = room.min((*total - *next) as usize);
+                    let msg = if rreq.is_some() {
+                        MsgKind::RndvData
+                    } else {
+                        MsgKind::Eager
+                    };
+                    let mut h = data_header(self.job_key, self.rank, msg, *ctx, s.tag, *total);
+                    h.aux = *next;
+                    let pre = if rreq.is_some() { 8 } else { 0 };
+                    let mut d = vec![0u8; HEADER_LEN + pre + n];
+                    let _ = h.emit(&mut d);
+                    if let Some(r) = rreq {
+                        d[HEADER_LEN..HEADER_LEN + 8].copy_from_slice(&r.to_le_bytes());
+                    }
+                    d[HEADER_LEN + pre..].copy_from_slice(s.buf.slice(*next as usize, n));
+                    *next += n as u64;
+                    let done = *next == *total;
+                    (d, done.then_some((*req, *total)))
+                }
+            };
+            let finished_job = match self.p2p.jobs[peer as usize].front() {
+                Some(Job::Control(_)) => true,
+                Some(Job::Frags { .. }) => finished.is_some(),
+                None => true,
+            };
+            if finished_job {
+                self.p2p.jobs[peer as usize].pop_front();
+                self.p2p.queued_jobs -= 1;
+            }
+            if let Some((req, total)) = finished {
+                let tag = match self.reqs.get(req) {
+                    Some(Req::Send(s)) => s.tag,
+                    _ => 0,
+                };
+                self.reqs.complete(
+                    req,
+                    Ok(RawStatus {
+                        source: self.rank,
+                        tag,
+                        bytes: total,
+                    }),
+                );
+            }
+            if to_self {
+                self.local.push_back(dgram);
+            } else if let Err(d) = self.gbn.send(now, peer, dgram) {
+                // send_space said there was room; keep the datagram rather than lose it.
+                self.p2p.jobs[peer as usize].push_front(Job::Control(d));
+                self.p2p.queued_jobs += 1;
+                return did;
+            }
+        }
+    }
+
+    /// Posts a receive.
+    pub fn irecv(
+        &mut self,
+        buf: RecvBuf,
+        src: Option<u32>,
+        tag: Option<i32>,
+        ctx: u32,
+    ) -> Result<ReqId> {
+        if let Some(s) = src {
+            self.check_peer(s)?;
+        }
+        if let Some(t) = tag {
+            if t < 0 {
+                return Err(Error::InvalidTag(t));
+            }
+        }
+        let id = self.reqs.insert(Req::Recv(RecvReq {
+            src,
+            tag,
+            ctx,
+            buf,
+            matched: None,
+            received: 0,
+        }))?;
+        // Look in the unexpected queue first (arrival order), skipping entries that a
+        // receive already owns.
+        let pos = self.p2p.unexpected.iter().position(|u| {
+            ctx == u.ctx
+                && src.is_none_or(|s| s == u.src)
+                && tag.is_none_or(|t| t == u.tag)
+                && !matches!(u.kind, UnexpKind::Eager { matched: Some(_), .. })
+        });
+        match pos {
+            None => self.p2p.posted.push_back(id),
+            Some(i) => {
+                let (src, tag, total) = {
+                    let u = &self.p2p.unexpected[i];
+                    (u.src, u.tag, u.total)
+                };
+                self.start_recv(id, src, tag, total);
+                if self.p2p.unexpected[i].complete() {
+                    let Some(u) = self.p2p.unexpected.remove(i) else {
+                        return Ok(id);
+                    };
+                    match u.kind {
+                        UnexpKind::Eager { data, .. } => {
+                            self.unexpected_release(data.len());
+                            self.recv_data(id, 0, &data);
+                        }
+                        UnexpKind::Rts { sreq } => self.send_cts(src, u.ctx, sreq, id),
+                    }
+                } else if let UnexpKind::Eager { matched, .. } = &mut self.p2p.unexpected[i].kind
+                {
+                    *matched = Some(id);
+                }
+            }
+        }
+        Ok(id)
+    }
+
+    fn unexpected_release(&mut self, n: usize) {
+        self.p2p.unexpected_bytes = self.p2p.unexpected_bytes.saturating_sub(n);
+    }
+
+    /// Probes for a matching message without receiving it.
+    pub fn iprobe(&mut self, src: Option<u32>, tag: Option<i32>, ctx: u32) -> Option<RawStatus> {
+        self.p2p
+            .unexpected
+            .iter()
+            .find(|u| {
+                ctx == u.ctx
+                    && src.is_none_or(|s| s == u.src)
+                    && tag.is_none_or(|t| t == u.tag)
+                    && !matches!(u.kind, UnexpKind::Eager { matched: Some(_), .. })
+            })
+            .map(|u| RawStatus {
+                source: u.src,
+                tag: u.tag,
+                bytes: u.total,
+            })
+    }
+
+    /// Blocking probe.
+    pub fn probe(&mut self, src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawStatus> {
+        let mut found = None;
+        self.wait_until(Waiting::Recv { src, tag, ctx }, |e| {
+            found = e.iprobe(src, tag, ctx);
+            found.is_some()
+        })?;
+        found.ok_or(Error::InvalidRequest)
+    }
+
+    /// Records the envelope of the message a receive matched; flags truncation.
+    fn start_recv(&mut self, id: ReqId, src: u32, tag: i32, total: u64) {
+        if let Some(Req::Recv(r)) = self.reqs.get_mut(id) {
+            r.matched = Some((src, tag, total));
+        }
+        if total == 0 {
+            self.finish_recv(id);
+        }
+    }
+
+    /// Writes message bytes at `off` into receive `id`; completes it when all arrived.
+    fn recv_data(&mut self, id: ReqId, off: u64, data: &[u8]) {
+        let Some(Req::Recv(r)) = self.reqs.get_mut(id) else {
+            return;
+        };
+        r.buf.write(off, data);
+        r.received += data.len() as u64;
+        if r.matched.is_some_and(|(_, _, total)| r.received >= total) {
+            self.finish_recv(id);
+        }
+    }
+
+    fn finish_recv(&mut self, id: ReqId) {
+        let Some(Req::Recv(r)) = self.reqs.get_mut(id) else {
+            return;
+        };
+        let Some((source, tag, total)) = r.matched else {
+            return;
+        };
+        let cap = r.buf.cap() as u64;
+        let result = if total > cap {
+            Err(Error::Truncated {
+                len: total,
+                cap,
+                source_rank: source as i32,
+            })
+        } else {
+            r.buf.finish(total);
+            Ok(RawStatus {
+                source,
+                tag,
+                bytes: total,
+            })
+        };
+        self.reqs.complete(id, result);
+    }
+
+    fn match_posted(&mut self, src: u32, tag: i32, ctx: u32) -> Option<ReqId> {
+        let reqs = &self.reqs;
+        let i = self.p2p.posted.iter().position(|&id| match reqs.get(id) {
+            Some(Req::Recv(r)) => matches(r, src, tag, ctx),
+            _ => false,
+        })?;
+        self.p2p.posted.remove(i)
+    }
+
+    fn send_cts(&mut self, peer: u32, ctx: u32, sreq: u64, rreq: ReqId) {
+        self.p2p.rndv_recvs += 1;
+        let mut h = data_header(self.job_key, self.rank, MsgKind::Cts, ctx, 0, 0);
+        h.aux = sreq;
+        self.push_job(peer, Job::Control(h.to_datagram(&rreq.to_le_bytes())));
+    }
+
+    /// Handles one in-order message-layer packet. Returns false to refuse it (no buffer).
+    pub(super) fn on_message(&mut self, pkt: &Packet<'_>, local: bool) -> bool {
+        let src = pkt.src();
+        if src >= self.size {
+            self.stats.drop_invalid += 1;
+            return true;
+        }
+        match pkt.msg_kind() {
+            MsgKind::Eager => self.on_eager(pkt, local),
+            MsgKind::Rts => {
+                let (tag, ctx, total) = (pkt.tag(), pkt.context(), pkt.msg_len());
+                match self.match_posted(src, tag, ctx) {
+                    Some(id) => {
+                        self.start_recv(id, src, tag, total);
+                        self.send_cts(src, ctx, pkt.aux(), id);
+                    }
+                    None => {
+                        let id = self.p2p.next_unexpected;
+                        self.p2p.next_unexpected += 1;
+                        self.p2p.unexpected.push_back(Unexpected {
+                            id,
+                            src,
+                            tag,
+                            ctx,
+                            total,
+                            kind: UnexpKind::Rts { sreq: pkt.aux() },
+                        });
+                    }
+                }
+                true
+            }
+            MsgKind::Cts => {
+                let sreq = pkt.aux();
+                let rreq = match pkt.payload().get(..8).and_then(|b| b.try_into().ok()) {
+                    Some(b) => u64::from_le_bytes(b),
+                    None => {
+                        self.stats.drop_invalid += 1;
+                        return true;
+                    }
+                };
+                let total = match self.reqs.get(sreq) {
+                    Some(Req::Send(s)) if s.peer == src => s.buf.len() as u64,
+                    _ => {
+                        self.stats.drop_invalid += 1;
+                        return true;
+                    }
+                };
+                self.push_job(
+                    src,
+                    Job::Frags {
+                        req: sreq,
+                        ctx: pkt.context(),
+                        total,
+                        next: 0,
+                        rreq: Some(rreq),
+                    },
+                );
+                true
+            }
+            MsgKind::RndvData => {
+                let p = pkt.payload();
+                let Some(rreq) = p.get(..8).and_then(|b| b.try_into().ok()) else {
+                    self.stats.drop_invalid += 1;
+                    return true;
+                };
+                let rreq = u64::from_le_bytes(rreq);
+                match self.reqs.get(rreq) {
+                    Some(Req::Recv(r)) if r.matched.is_some_and(|m| m.0 == src) => {}
+                    _ => {
+                        self.stats.drop_invalid += 1;
+                        return true;
+                    }
+                }
+                self.recv_data(rreq, pkt.aux(), &p[8..]);
+                if self.reqs.is_done(rreq) {
+                    self.p2p.rndv_recvs = self.p2p.rndv_recvs.saturating_sub(1);
+                }
+                true
+            }
+            MsgKind::None | MsgKind::SyncAck => true,
+        }
+    }
+
+    fn on_eager(&mut self, pkt: &Packet<'_>, local: bool) -> bool {
+        let src = pkt.src();
+        let data = pkt.payload();
+        let (tag, ctx, total, off) = (pkt.tag(), pkt.context(), pkt.msg_len(), pkt.aux());
+        if off > 0 {
+            // Continuation of the message this peer is in the middle of.
+            match self.p2p.incoming[src as usize] {
+                Some(Incoming::Req(id)) => {
+                    self.recv_data(id, off, data);
+                    if self.reqs.is_done(id) {
+                        self.p2p.incoming[src as usize] = None;
+                    }
+                }
+                Some(Incoming::Unexpected(uid)) => self.append_unexpected(src, uid, data),
+                None => self.stats.drop_invalid += 1,
+            }
+            return true;
+        }
+        if let Some(id) = self.match_posted(src, tag, ctx) {
+            self.start_recv(id, src, tag, total);
+            if total > 0 {
+                self.recv_data(id, 0, data);
+                if !self.reqs.is_done(id) {
+                    self.p2p.incoming[src as usize] = Some(Incoming::Req(id));
+                }
+            }
+            return true;
+        }
+        let need = total as usize;
+        if !local
+            && !self.p2p.unexpected.is_empty()
+            && self.p2p.unexpected_bytes + need > self.cfg.unexpected_limit
+        {
+            return false;
+        }
+        self.p2p.unexpected_bytes += need;
+        let id = self.p2p.next_unexpected;
+        self.p2p.next_unexpected += 1;
+        let mut buf = Vec::with_capacity(need);
+        buf.extend_from_slice(&data[..data.len().min(need)]);
+        let complete = buf.len() == need;
+        self.p2p.unexpected.push_back(Unexpected {
+            id,
+            src,
+            tag,
+            ctx,
+            total,
+            kind: UnexpKind::Eager {
+                data: buf,
+                matched: None,
+            },
+        });
+        if !complete {
+            self.p2p.incoming[src as usize] = Some(Incoming::Unexpected(id));
+        }
+        true
+    }
+
+    fn append_unexpected(&mut self, src: u32, uid: u64, data: &[u8]) {
+        let Some(i) = self.p2p.unexpected.iter().position(|u| u.id == uid) else {
+            self.stats.drop_invalid += 1;
+            return;
+        };
+        let u = &mut self.p2p.unexpected[i];
+        let UnexpKind::Eager { data: buf, matched } = &mut u.kind else {
+            return;
+        };
+        let room = (u.total as usize).saturating_sub(buf.len());
+        buf.extend_from_slice(&data[..data.len().min(room)]);
+        if buf.len() as u64 != u.total {
+            return;
+        }
+        self.p2p.incoming[src as usize] = None;
+        if let Some(id) = *matched {
+            let Some(u) = self.p2p.unexpected.remove(i) else {
+                return;
+            };
+            if let UnexpKind::Eager { data, .. } = u.kind {
+                self.unexpected_release(data.len());
+                self.recv_data(id, 0, &data);
+            }
+        }
+    }
+}

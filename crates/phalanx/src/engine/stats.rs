@@ -1,0 +1,72 @@
+//! Per-rank counters, printed at Finalize when `PHALANX_STATS=1`.
+
+use std::fmt;
+
+/// Counters of one rank.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Datagrams handed to the transport.
+    pub datagrams_sent: u64,
+    /// Datagrams received from the transport.
+    pub datagrams_received: u64,
+    /// Retransmitted data packets.
+    pub retransmits: u64,
+    /// Pure acknowledgements sent.
+    pub pure_acks: u64,
+    /// Duplicate acknowledgements sent.
+    pub dup_acks: u64,
+    /// Dropped: not a phalanx datagram or malformed.
+    pub drop_malformed: u64,
+    /// Dropped: wrong job key or unknown sender address.
+    pub drop_foreign: u64,
+    /// Dropped: already received (duplicate).
+    pub drop_duplicate: u64,
+    /// Dropped: out of the receive window (a gap before it).
+    pub drop_out_of_window: u64,
+    /// Dropped: protocol-invalid (bad rank, acknowledgement of unsent data).
+    pub drop_invalid: u64,
+    /// Dropped: no buffer for an unexpected message (the sender retransmits).
+    pub drop_no_buffer: u64,
+    /// Dropped by the kernel for lack of socket buffer.
+    pub kernel_drops: u64,
+    /// Send system calls that failed.
+    pub send_errors: u64,
+    /// Times a wait went to sleep in the kernel.
+    pub sleeps: u64,
+    /// Injected faults: dropped datagrams.
+    pub faults_dropped: u64,
+    /// Injected faults: duplicated datagrams.
+    pub faults_duplicated: u64,
+    /// Injected faults: reordered datagrams.
+    pub faults_reordered: u64,
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "sent={} received={} retransmits={} pure_acks={} dup_acks={} \
+             drop_malformed={} drop_foreign={} drop_duplicate={} drop_out_of_window={} \
+             drop_invalid={} drop_no_buffer={} kernel_drops={} send_errors={} sleeps={} \
+             faults_dropped={} faults_duplicated={} faults_reordered={}",
+            self.datagrams_sent,
+            self.datagrams_received,
+            self.retransmits,
+            self.pure_acks,
+            self.dup_acks,
+            self.drop_malformed,
+            self.drop_foreign,
+            self.drop_duplicate,
+            self.drop_out_of_window,
+            self.drop_invalid,
+            self.drop_no_buffer,
+            self.kernel_drops,
+            self.send_errors,
+            self.sleeps,
+            self.faults_dropped,
+            self.faults_duplicated,
+            self.faults_reordered
+        )
+    }
+}

@@ -1,0 +1,114 @@
+//! Errors of the core: every fallible call returns `Result<T, Error>`, and every error
+//! carries the MPI error class it maps to (what the C ABI returns and the error handler
+//! sees).
+
+use thiserror::Error;
+
+/// MPI error classes used by phalanx (numbered as in the MPI-5 ABI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// Invalid buffer.
+    Buffer = 1,
+    /// Invalid count.
+    Count = 2,
+    /// Invalid datatype.
+    Type = 3,
+    /// Invalid tag.
+    Tag = 4,
+    /// Invalid communicator.
+    Comm = 5,
+    /// Invalid rank.
+    Rank = 6,
+    /// Invalid request.
+    Request = 7,
+    /// Invalid root.
+    Root = 8,
+    /// Message truncated on receive.
+    Truncate = 15,
+    /// Known error not in this list.
+    Other = 16,
+    /// Internal error.
+    Intern = 17,
+    /// Error in status.
+    InStatus = 18,
+    /// Invalid argument.
+    Arg = 12,
+    /// Peer process failed or stopped answering.
+    ProcFailed = 54,
+}
+
+/// A phalanx error.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The runtime could not start.
+    #[error("initialization failed: {0}")]
+    Init(String),
+    /// Called before initialize or after finalize, or from another thread.
+    #[error("phalanx is not initialized on this thread (or already finalized)")]
+    NotInitialized,
+    /// A rank outside the communicator.
+    #[error("invalid rank {rank} (communicator size {size})")]
+    InvalidRank {
+        /// The rank given.
+        rank: i32,
+        /// The communicator size.
+        size: usize,
+    },
+    /// A negative tag other than the wildcard.
+    #[error("invalid tag {0}")]
+    InvalidTag(i32),
+    /// The message is longer than the receive buffer.
+    #[error("message of {len} bytes from rank {source_rank} truncated to a {cap}-byte buffer")]
+    Truncated {
+        /// Message length.
+        len: u64,
+        /// Receive buffer capacity.
+        cap: u64,
+        /// Source rank of the message.
+        source_rank: i32,
+    },
+    /// The received byte count is not a whole number of elements of the wanted type.
+    #[error("received {bytes} bytes, not a whole number of {elem}-byte elements")]
+    PartialElement {
+        /// Bytes received.
+        bytes: u64,
+        /// Element size.
+        elem: usize,
+    },
+    /// A request id that does not name a live request.
+    #[error("invalid or already completed request")]
+    InvalidRequest,
+    /// A peer stopped answering.
+    #[error("rank {peer} stopped answering (no acknowledgement after repeated retransmission)")]
+    PeerUnresponsive {
+        /// The silent peer.
+        peer: u32,
+    },
+    /// The launcher vanished or aborted the job.
+    #[error("launcher: {0}")]
+    Launcher(String),
+    /// An operating-system error.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    /// The MPI error class of this error.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Error::InvalidRank { .. } => ErrorClass::Rank,
+            Error::InvalidTag(_) => ErrorClass::Tag,
+            Error::Truncated { .. } => ErrorClass::Truncate,
+            Error::PartialElement { .. } => ErrorClass::Count,
+            Error::InvalidRequest => ErrorClass::Request,
+            Error::PeerUnresponsive { .. } => ErrorClass::ProcFailed,
+            Error::Init(_) | Error::NotInitialized => ErrorClass::Other,
+            Error::Launcher(_) | Error::Io(_) => ErrorClass::Other,
+        }
+    }
+}
+
+/// Result alias of the core.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,310 @@
+//! Point-to-point operations in the shape of rsmpi's `Source` and `Destination`.
+//!
+//! Contract: ranks are communicator ranks; `receive*` without a tag match any tag
+//! (`MPI_ANY_TAG`), `send*` without a tag use tag 0. Every buffer is described by its
+//! element [`Datatype`]: contiguous types go straight from/to user memory, others are
+//! packed and unpacked through the datatype's block list. Errors go to the fatal handler.
+
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::engine::{RawStatus, RecvBuf, SendBuf};
+use crate::environment::call;
+use crate::error::Error;
+use crate::request::{Request, Scope};
+use crate::topology::{AnyProcess, Process, SimpleCommunicator};
+use crate::{Count, Rank, Tag};
+use std::mem::MaybeUninit;
+
+/// What a completed receive reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    source: Rank,
+    tag: Tag,
+    bytes: u64,
+}
+
+impl Status {
+    pub(crate) fn from_raw(raw: RawStatus, comm: &SimpleCommunicator) -> Status {
+        Status {
+            source: comm.comm_rank(raw.source),
+            tag: raw.tag,
+            bytes: raw.bytes,
+        }
+    }
+    pub(crate) fn from_raw_world(raw: RawStatus) -> Status {
+        Status {
+            source: raw.source as Rank,
+            tag: raw.tag,
+            bytes: raw.bytes,
+        }
+    }
+    /// Rank of the sender in the communicator.
+    pub fn source_rank(&self) -> Rank {
+        self.source
+    }
+    /// Tag of the message.
+    pub fn tag(&self) -> Tag {
+        self.tag
+    }
+    /// Number of elements of `dt` in the message (`MPI_UNDEFINED` = -32766 if not whole).
+    pub fn count(&self, dt: Datatype) -> Count {
+        if dt.size() == 0 {
+            return 0;
+        }
+        if self.bytes % dt.size() as u64 != 0 {
+            return -32766;
+        }
+        (self.bytes / dt.size() as u64) as Count
+    }
+    /// Bytes in the message.
+    pub fn byte_count(&self) -> u64 {
+        self.bytes
+    }
+}
+
+fn send_buf<B: ?Sized + Buffer>(buf: &B) -> SendBuf {
+    let dt = buf.datatype();
+    if dt.is_contiguous() {
+        SendBuf::Raw(buf.buffer_ptr(), buf.count() * dt.size())
+    } else {
+        let mut v = Vec::new();
+        // SAFETY: Buffer guarantees count * extent readable bytes.
+        unsafe { dt.pack(buf.buffer_ptr(), buf.count(), &mut v) };
+        SendBuf::Owned(v)
+    }
+}
+
+fn recv_buf(ptr: *mut u8, count: usize, dt: Datatype) -> RecvBuf {
+    if dt.is_contiguous() {
+        RecvBuf::Raw(ptr, count * dt.size())
+    } else {
+        RecvBuf::Unpack {
+            tmp: vec![0; count * dt.size()],
+            dt,
+            dst: ptr,
+        }
+    }
+}
+
+/// Something messages can be received from: a [`Process`] or [`AnyProcess`].
+pub trait Source {
+    /// The communicator.
+    fn comm(&self) -> &SimpleCommunicator;
+    /// World rank of the source, `None` for any source.
+    fn source_world(&self) -> Option<u32>;
+
+    /// Receives into `buf` a message with `tag`.
+    fn receive_into_with_tag<Buf: ?Sized + BufferMut>(&self, buf: &mut Buf, tag: Tag) -> Status {
+        receive_into_impl(self, buf, Some(tag))
+    }
+    /// Receives into `buf` a message with any tag.
+    fn receive_into<Buf: ?Sized + BufferMut>(&self, buf: &mut Buf) -> Status {
+        receive_into_impl(self, buf, None)
+    }
+    /// Receives one value with `tag`.
+    fn receive_with_tag<Msg: Equivalence>(&self, tag: Tag) -> (Msg, Status) {
+        receive_one(self, Some(tag))
+    }
+    /// Receives one value with any tag.
+    fn receive<Msg: Equivalence>(&self) -> (Msg, Status) {
+        receive_one(self, None)
+    }
+    /// Receives a message of any length with `tag` into a new vector.
+    fn receive_vec_with_tag<Msg: Equivalence>(&self, tag: Tag) -> (Vec<Msg>, Status) {
+        receive_vec_impl(self, Some(tag))
+    }
+    /// Receives a message of any length with any tag into a new vector.
+    fn receive_vec<Msg: Equivalence>(&self) -> (Vec<Msg>, Status) {
+        receive_vec_impl(self, None)
+    }
+    /// Waits until a message with `tag` can be received, without receiving it.
+    fn probe_with_tag(&self, tag: Tag) -> Status {
+        let (src, ctx) = (self.source_world(), self.comm().context());
+        let raw = call("probe", |e| e.probe(src, Some(tag), ctx));
+        Status::from_raw(raw, self.comm())
+    }
+    /// Waits until a message with any tag can be received, without receiving it.
+    fn probe(&self) -> Status {
+        let (src, ctx) = (self.source_world(), self.comm().context());
+        let raw = call("probe", |e| e.probe(src, None, ctx));
+        Status::from_raw(raw, self.comm())
+    }
+    /// Checks once whether a message with any tag can be received.
+    fn immediate_probe(&self) -> Option<Status> {
+        let (src, ctx) = (self.source_world(), self.comm().context());
+        call("iprobe", |e| {
+            e.progress()?;
+            Ok(e.iprobe(src, None, ctx))
+        })
+        .map(|raw| Status::from_raw(raw, self.comm()))
+    }
+    /// Starts receiving into `buf` a message with `tag`.
+    fn immediate_receive_into_with_tag<'a, Sc, Buf>(
+        &self,
+        scope: Sc,
+        buf: &'a mut Buf,
+        tag: Tag,
+    ) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + BufferMut,
+    {
+        immediate_receive_impl(self, scope, buf, Some(tag))
+    }
+    /// Starts receiving into `buf` a message with any tag.
+    fn immediate_receive_into<'a, Sc, Buf>(&self, scope: Sc, buf: &'a mut Buf) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + BufferMut,
+    {
+        immediate_receive_impl(self, scope, buf, None)
+    }
+}
+
+fn receive_into_impl<S: Source + ?Sized, B: ?Sized + BufferMut>(
+    s: &S,
+    buf: &mut B,
+    tag: Option<Tag>,
+) -> Status {
+    let rb = recv_buf(buf.buffer_mut_ptr(), buf.count(), buf.datatype());
+    let (src, ctx) = (s.source_world(), s.comm().context());
+    let raw = call("receive", |e| {
+        let id = e.irecv(rb, src, tag, ctx)?;
+        e.wait(id)
+    });
+    Status::from_raw(raw, s.comm())
+}
+
+fn immediate_receive_impl<'a, S, Sc, B>(
+    s: &S,
+    scope: Sc,
+    buf: &'a mut B,
+    tag: Option<Tag>,
+) -> Request<'a, B, Sc>
+where
+    S: Source + ?Sized,
+    Sc: Scope<'a>,
+    B: ?Sized + BufferMut,
+{
+    let rb = recv_buf(buf.buffer_mut_ptr(), buf.count(), buf.datatype());
+    let (src, ctx) = (s.source_world(), s.comm().context());
+    let id = call("immediate_receive", |e| e.irecv(rb, src, tag, ctx));
+    Request::new(id, scope, s.comm())
+}
+
+fn receive_one<S: Source + ?Sized, M: Equivalence>(s: &S, tag: Option<Tag>) -> (M, Status) {
+    let mut v = MaybeUninit::<M>::uninit();
+    let dt = M::equivalent_datatype();
+    let rb = recv_buf(v.as_mut_ptr() as *mut u8, 1, dt.clone());
+    let (src, ctx) = (s.source_world(), s.comm().context());
+    let raw = call("receive", |e| {
+        let id = e.irecv(rb, src, tag, ctx)?;
+        let st = e.wait(id)?;
+        if st.bytes != dt.size() as u64 {
+            return Err(Error::PartialElement {
+                bytes: st.bytes,
+                elem: dt.size(),
+            });
+        }
+        Ok(st)
+    });
+    // SAFETY: exactly size() bytes were written and Equivalence makes any bytes valid.
+    (unsafe { v.assume_init() }, Status::from_raw(raw, s.comm()))
+}
+
+fn receive_vec_impl<S: Source + ?Sized, M: Equivalence>(
+    s: &S,
+    tag: Option<Tag>,
+) -> (Vec<M>, Status) {
+    let dt = M::equivalent_datatype();
+    let (src, ctx) = (s.source_world(), s.comm().context());
+    let (v, raw) = call("receive_vec", |e| {
+        // The first message matching (src, tag) is the one a receive for its exact
+        // source and tag will match: queues keep arrival order.
+        let st = e.probe(src, tag, ctx)?;
+        let elem = dt.size().max(1);
+        if st.bytes % elem as u64 != 0 {
+            return Err(Error::PartialElement {
+                bytes: st.bytes,
+                elem,
+            });
+        }
+        let n = (st.bytes / elem as u64) as usize;
+        let mut v: Vec<M> = Vec::with_capacity(n);
+        let rb = recv_buf(v.as_mut_ptr() as *mut u8, n, dt.clone());
+        let id = e.irecv(rb, Some(st.source), Some(st.tag), ctx)?;
+        let got = e.wait(id)?;
+        // SAFETY: the receive wrote n whole elements (length checked by the probe and
+        // the truncation check), and Equivalence makes any bytes valid.
+        unsafe { v.set_len((got.bytes / elem as u64) as usize) };
+        Ok((v, got))
+    });
+    (v, Status::from_raw(raw, s.comm()))
+}
+
+/// Something messages can be sent to: a [`Process`].
+pub trait Destination {
+    /// The communicator.
+    fn comm(&self) -> &SimpleCommunicator;
+    /// World rank of the destination.
+    fn destination_world(&self) -> u32;
+
+    /// Sends `buf` with `tag` (returns when the buffer may be reused).
+    fn send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
+        let sb = send_buf(buf);
+        let (dst, ctx) = (self.destination_world(), self.comm().context());
+        call("send", |e| {
+            let id = e.isend(sb, dst, tag, ctx)?;
+            e.wait(id)
+        });
+    }
+    /// Sends `buf` with tag 0.
+    fn send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
+        self.send_with_tag(buf, 0)
+    }
+    /// Starts sending `buf` with `tag`.
+    fn immediate_send_with_tag<'a, Sc, Buf>(&self, scope: Sc, buf: &'a Buf, tag: Tag) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + Buffer,
+    {
+        let sb = send_buf(buf);
+        let (dst, ctx) = (self.destination_world(), self.comm().context());
+        let id = call("immediate_send", |e| e.isend(sb, dst, tag, ctx));
+        Request::new(id, scope, self.comm())
+    }
+    /// Starts sending `buf` with tag 0.
+    fn immediate_send<'a, Sc, Buf>(&self, scope: Sc, buf: &'a Buf) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + Buffer,
+    {
+        self.immediate_send_with_tag(scope, buf, 0)
+    }
+}
+
+impl Source for Process<'_> {
+    fn comm(&self) -> &SimpleCommunicator {
+        self.comm
+    }
+    fn source_world(&self) -> Option<u32> {
+        Some(self.comm.world_rank(self.rank))
+    }
+}
+
+impl Source for AnyProcess<'_> {
+    fn comm(&self) -> &SimpleCommunicator {
+        self.comm
+    }
+    fn source_world(&self) -> Option<u32> {
+        None
+    }
+}
+
+impl Destination for Process<'_> {
+    fn comm(&self) -> &SimpleCommunicator {
+        self.comm
+    }
+    fn destination_world(&self) -> u32 {
+        self.comm.world_rank(self.rank)
+    }
+}

@@ -1,0 +1,135 @@
+//! Nonblocking requests and the scopes that keep their buffers borrowed.
+//!
+//! Contract: the engine's requests are `'static` and hold raw pointers; a [`Request`]
+//! borrows its buffer for `'a`, and its [`Scope`] guarantees that no request outlives the
+//! borrow: [`scope`] waits at its end for every request registered with it that was not
+//! completed (for example one that was leaked with `mem::forget`). Dropping an incomplete
+//! request waits for it.
+
+use crate::engine::requests::ReqId;
+use crate::environment::call;
+use crate::point_to_point::Status;
+use crate::topology::SimpleCommunicator;
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+/// Something that keeps request buffers alive.
+///
+/// # Safety
+/// Implementors must make sure every registered request completes before the borrowed
+/// buffers of lifetime `'a` are released.
+pub unsafe trait Scope<'a> {
+    /// Registers a request.
+    fn register(&self, id: ReqId);
+    /// Unregisters a completed request.
+    fn unregister(&self, id: ReqId);
+}
+
+/// The scope of requests on `'static` buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct StaticScope;
+
+// SAFETY: buffers of a static scope are 'static, so they outlive every request.
+unsafe impl Scope<'static> for StaticScope {
+    fn register(&self, _: ReqId) {}
+    fn unregister(&self, _: ReqId) {}
+}
+
+/// A scope of local lifetime `'a`; see [`scope`].
+pub struct LocalScope<'a> {
+    ids: RefCell<Vec<ReqId>>,
+    _invariant: PhantomData<std::cell::Cell<&'a ()>>,
+}
+
+// SAFETY: `scope` waits for every request still registered before returning, and the
+// buffers are borrowed for 'a which spans the whole closure.
+unsafe impl<'a> Scope<'a> for &LocalScope<'a> {
+    fn register(&self, id: ReqId) {
+        self.ids.borrow_mut().push(id);
+    }
+    fn unregister(&self, id: ReqId) {
+        self.ids.borrow_mut().retain(|&x| x != id);
+    }
+}
+
+/// Runs `f` with a local scope; every request started in it has completed when this
+/// returns.
+pub fn scope<'a, F, R>(f: F) -> R
+where
+    F: FnOnce(&LocalScope<'a>) -> R,
+{
+    let s = LocalScope {
+        ids: RefCell::new(Vec::new()),
+        _invariant: PhantomData,
+    };
+    let r = f(&s);
+    let left: Vec<ReqId> = s.ids.borrow_mut().drain(..).collect();
+    for id in left {
+        let _ = crate::environment::with_engine(|e| e.wait(id));
+    }
+    r
+}
+
+/// A nonblocking operation on a buffer borrowed for `'a`.
+#[must_use = "a request must be waited for or tested to completion"]
+pub struct Request<'a, Buf: ?Sized, S: Scope<'a> = StaticScope> {
+    id: ReqId,
+    comm: Option<SimpleCommunicator>,
+    scope: S,
+    done: bool,
+    _buf: PhantomData<&'a Buf>,
+}
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
+    pub(crate) fn new(id: ReqId, scope: S, comm: &SimpleCommunicator) -> Self {
+        scope.register(id);
+        Request {
+            id,
+            comm: Some(comm.clone()),
+            scope,
+            done: false,
+            _buf: PhantomData,
+        }
+    }
+
+    fn status(&self, raw: crate::engine::RawStatus) -> Status {
+        match &self.comm {
+            Some(c) => Status::from_raw(raw, c),
+            None => Status::from_raw_world(raw),
+        }
+    }
+
+    /// Waits for completion.
+    pub fn wait(mut self) -> Status {
+        let raw = call("wait", |e| e.wait(self.id));
+        self.done = true;
+        self.scope.unregister(self.id);
+        self.status(raw)
+    }
+
+    /// Tests for completion once; gives the request back if it is still running.
+    pub fn test(mut self) -> Result<Status, Self> {
+        match call("test", |e| e.test(self.id)) {
+            Some(raw) => {
+                self.done = true;
+                self.scope.unregister(self.id);
+                Ok(self.status(raw))
+            }
+            None => Err(self),
+        }
+    }
+}
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for Request<'a, Buf, S> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = crate::environment::with_engine(|e| e.wait(self.id));
+            self.scope.unregister(self.id);
+        }
+    }
+}
+
+/// Waits for all requests in `reqs`, returning their statuses in order.
+pub fn wait_all<'a, Buf: ?Sized, S: Scope<'a>>(reqs: Vec<Request<'a, Buf, S>>) -> Vec<Status> {
+    reqs.into_iter().map(Request::wait).collect()
+}
