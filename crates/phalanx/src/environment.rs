@@ -37,7 +37,9 @@ pub(crate) fn fatal(call: &str, err: Error) -> ! {
     let rank = ENGINE
         .with(|c| c.try_borrow().ok().and_then(|g| g.as_ref().map(|e| e.rank)))
         .map_or("?".to_string(), |r| r.to_string());
-    eprintln!("phalanx: rank {rank}: {call}: {err} (error class {:?})", err.class());
+    // One write, so the launcher never forwards half a line.
+    let line = format!("phalanx: rank {rank}: {call}: {err} (error class {:?})\n", err.class());
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     std::process::exit(1)
 }
 
@@ -106,6 +108,11 @@ impl Universe {
 
 impl Drop for Universe {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // The rank is dying: finalizing would wait for a release that the launcher
+            // never sends to a failed job. The non-zero exit ends the job.
+            return;
+        }
         let r = with_engine(|e| e.finalize());
         if let Err(e) = r {
             fatal("finalize", e);

@@ -16,6 +16,8 @@ pub struct SimpleCommunicator {
     /// World rank of each member; `None` for the identity (world).
     members: Option<Rc<Vec<u32>>>,
     size: Rank,
+    /// Communicators derived from this one so far (all ranks derive in the same order).
+    derived: Rc<std::cell::Cell<u32>>,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -26,6 +28,28 @@ impl SimpleCommunicator {
             rank: rank as Rank,
             members: None,
             size: size as Rank,
+            derived: Rc::new(std::cell::Cell::new(0)),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// A new communicator with the same members and a new context, so its messages never
+    /// match this one's. Collective: every member calls it in the same order (as MPI
+    /// requires), which lets every rank derive the same context id without messages.
+    pub fn duplicate(&self) -> SimpleCommunicator {
+        let n = self.derived.get() + 1;
+        self.derived.set(n);
+        // splitmix-style mix of (parent context, derivation number); never 0 (world).
+        let mut z = ((self.ctx as u64) << 32 | n as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let ctx = ((z ^ (z >> 31)) as u32).max(1);
+        SimpleCommunicator {
+            ctx,
+            rank: self.rank,
+            members: self.members.clone(),
+            size: self.size,
+            derived: Rc::new(std::cell::Cell::new(0)),
             _not_send: PhantomData,
         }
     }

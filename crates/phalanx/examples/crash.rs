@@ -1,0 +1,44 @@
+//! Misbehaving ranks, to show (and test) how the launcher ends a job.
+//!
+//! Usage: `phalanx run -n 4 crash MODE` with MODE one of `panic`, `exit3`, `kill`
+//! (rank 1 SIGKILLs itself), `nofinalize` (rank 1 exits 0 without finalizing), `deadlock`
+//! (rank 1 waits for a message nobody sends; ends only at `--timeout`). Every rank first
+//! prints `pid RANK PID` so a caller can check that no process survives.
+use phalanx::traits::*;
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    let universe = phalanx::initialize().expect("phalanx initialized twice");
+    let world = universe.world();
+    let rank = world.rank();
+    println!("pid {rank} {}", std::process::id());
+    // Every rank reports to rank 1 after printing its pid, so the job is fully up (and
+    // every pid line written) before rank 1 misbehaves.
+    if rank == 1 {
+        for _ in 1..world.size() {
+            let _ = world.any_process().receive_with_tag::<i32>(5);
+        }
+    } else {
+        world.process_at_rank(1).send_with_tag(&rank, 5);
+    }
+    if rank == 1 {
+        match mode.as_str() {
+            "panic" => panic!("rank 1 panics on purpose"),
+            "exit3" => std::process::exit(3),
+            // SAFETY: sending a signal to our own pid has no memory-safety implications.
+            "kill" => unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            },
+            "nofinalize" => std::process::exit(0),
+            "deadlock" => {
+                let _ = world.process_at_rank(0).receive_with_tag::<u64>(99);
+            }
+            _ => {}
+        }
+    }
+    // The other ranks wait for a message that never comes (rank 1 is gone): only the
+    // launcher can end them.
+    if rank != 1 {
+        let _ = world.process_at_rank(1).receive_with_tag::<u64>(77);
+    }
+}

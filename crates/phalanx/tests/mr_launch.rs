@@ -1,0 +1,138 @@
+//! End-to-end jobs through `phalanx run`: examples complete, failures end the job with
+//! the rank named and no survivors, timeouts report what every rank waits on, foreign
+//! datagrams are dropped and counted.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(100);
+
+fn ex(name: &str) -> String {
+    example(name).display().to_string()
+}
+
+#[test]
+fn mr_hello_singleton_without_launcher() {
+    let mut cmd = std::process::Command::new(example("hello"));
+    cmd.env_remove("PHALANX_BOOT");
+    let r = run_cmd(cmd, LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    assert!(r.stdout.contains("hello from rank 0 of 1"), "{}", r.dump());
+}
+
+#[test]
+fn mr_hello_4_tagged() {
+    let r = run(&["-n", "4", "--tag-output", &ex("hello")], &[], LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    for k in 1..4 {
+        assert!(
+            r.stdout.contains(&format!("got from rank {k}: hello from rank {k} of 4")),
+            "{}",
+            r.dump()
+        );
+    }
+    assert!(r.stdout.lines().all(|l| l.starts_with('[')), "{}", r.dump());
+}
+
+#[test]
+fn mr_ring_4_reports_hop_latency() {
+    let r = run(&["-n", "4", &ex("ring"), "1", "2000"], &[], LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    assert!(r.stdout.contains("one-hop latency"), "{}", r.dump());
+}
+
+#[test]
+fn mr_ring_8_on_two_cores() {
+    let r = run(&["-n", "8", &ex("ring"), "16", "500"], &[], LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    assert!(r.stdout.contains("ring: 8 ranks"), "{}", r.dump());
+}
+
+#[test]
+fn mr_stress_8_on_two_cores() {
+    let r = run(&["-n", "8", &ex("stress"), "2", "60", "5"], &[], LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(r.stdout.matches("all checksums ok").count(), 8, "{}", r.dump());
+}
+
+#[test]
+fn mr_pingpong_2() {
+    let r = run(&["-n", "2", &ex("pingpong"), "300000", "20"], &[], LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    assert!(r.stdout.contains("262144"), "{}", r.dump());
+}
+
+fn failing(mode: &str, expect: &str) {
+    let r = run(&["-n", "4", &ex("crash"), mode], &[], LIMIT);
+    assert!(!r.ok(), "job with {mode} must fail\n{}", r.dump());
+    assert!(r.stderr.contains(expect), "{}", r.dump());
+    let pids = r.pids();
+    assert_eq!(pids.len(), 4, "{}", r.dump());
+    for p in pids {
+        assert!(gone(p), "rank process {p} survived the job");
+    }
+}
+
+#[test]
+fn mr_rank_panics() {
+    failing("panic", "rank 1 exited with code 101");
+}
+
+#[test]
+fn mr_rank_exits_3() {
+    let r = run(&["-n", "4", &ex("crash"), "exit3"], &[], LIMIT);
+    assert_eq!(r.code, Some(3), "{}", r.dump());
+    failing("exit3", "rank 1 exited with code 3");
+}
+
+#[test]
+fn mr_rank_killed() {
+    failing("kill", "rank 1 killed by signal 9");
+}
+
+#[test]
+fn mr_rank_skips_finalize() {
+    failing("nofinalize", "rank 1 exited without completing Finalize");
+}
+
+#[test]
+fn mr_timeout_reports_waits() {
+    let r = run(&["-n", "3", "--timeout", "3", &ex("crash"), "deadlock"], &[], LIMIT);
+    assert!(!r.ok(), "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("rank 1: waiting in receive from rank 0 with tag 99"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr
+            .contains("rank 0: waiting in receive from rank 1 with tag 77"),
+        "{}",
+        r.dump()
+    );
+    for p in r.pids() {
+        assert!(gone(p), "rank process {p} survived the job");
+    }
+}
+
+#[test]
+fn mr_foreign_datagrams_dropped_and_counted() {
+    let r = run(&["-n", "4", &ex("intruder")], &[], LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    let mut lines = 0;
+    for l in r.stdout.lines().filter(|l| l.starts_with("intruder:")) {
+        lines += 1;
+        let num = |key: &str| -> u64 {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        // At least the previous rank's noise was processed before its real message.
+        assert!(num("drop_malformed=") >= 200, "{l}");
+        assert!(num("drop_foreign=") >= 200, "{l}");
+    }
+    assert_eq!(lines, 4, "{}", r.dump());
+}
