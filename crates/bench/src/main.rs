@@ -1,1 +1,38 @@
-fn main() {}
+//! `phalanx-bench`: OSU-style micro-benchmarks for phalanx.
+//!
+//! Run under the launcher with exactly two ranks:
+//!
+//! ```text
+//! phalanx run -n 2 phalanx-bench latency [-m [min:]max] [-i iters] [-x warmup]
+//! phalanx run -n 2 phalanx-bench bw      [-m [min:]max] [-i iters] [-x warmup] [-W window]
+//! ```
+//!
+//! Rank 0 prints an OSU-shaped table (`# Size  Latency (us)` / `# Size  Bandwidth (MB/s)`)
+//! that `bench/compare.py` parses next to the C benchmark's output under Open MPI.
+
+mod bw;
+mod latency;
+mod options;
+mod report;
+mod sync;
+
+use clap::Parser;
+use options::{Cli, Test};
+use phalanx::traits::*;
+
+fn main() {
+    let cli = Cli::parse();
+    let plan = cli.plan();
+    let universe = phalanx::initialize().expect("phalanx initialized twice");
+    let world = universe.world();
+    if world.size() != 2 {
+        if world.rank() == 0 {
+            eprintln!("phalanx-bench: this test requires exactly two processes");
+        }
+        std::process::exit(1);
+    }
+    match cli.test {
+        Test::Latency => latency::run(&world, &plan),
+        Test::Bw => bw::run(&world, &plan),
+    }
+}

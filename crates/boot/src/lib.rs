@@ -1,1 +1,34 @@
-//! placeholder
+//! phalanx start-up rendezvous: the protocol between `phalanx run` and its ranks.
+//!
+//! Contract:
+//! - The launcher listens on TCP and starts every rank with [`ENV_RANK`], [`ENV_SIZE`] and
+//!   [`ENV_BOOT`] set ([`BootEnv::from_env`] reads them; no [`ENV_BOOT`] means a singleton).
+//! - Each rank binds its data endpoint *before* it connects, then sends one
+//!   [`RankMsg::Hello`]. When every rank has said hello and all hosts are alike
+//!   ([`check_hosts`]), the launcher sends every rank the same [`Table`] (job key plus one
+//!   endpoint per rank, in rank order). Receiving the table therefore is the start-up
+//!   barrier: every peer can already receive.
+//! - While the job runs the launcher may send [`Control`] messages (`Query`, `Release`,
+//!   `Abort`); the rank answers `Query` with a status line, reports `Drained` once during
+//!   Finalize and exits only after `Release`.
+//! - Framing is one JSON object per `\n`-terminated line ([`frame`]); every line is bounded
+//!   in length ([`MAX_LINE`]) and every blocking wait is bounded in time.
+//!
+//! Both sides share the message types in [`msg`]; the rank side is [`BootClient`], the
+//! launcher side uses [`frame::LineReader`] and [`frame::send_blocking`] directly.
+
+mod client;
+mod env;
+mod error;
+pub mod frame;
+pub mod msg;
+
+pub use client::BootClient;
+pub use env::{check_hosts, BootEnv, HostInfo, ENV_BOOT, ENV_RANK, ENV_SIZE};
+pub use error::BootError;
+pub use msg::{Control, Endpoint, Hello, LauncherMsg, RankMsg, Table, PROTOCOL_VERSION};
+
+/// Longest line (in bytes, without the newline) either side accepts for an ordinary
+/// message. A [`Table`] may be longer: its bound grows with the job size
+/// ([`frame::table_line_limit`]).
+pub const MAX_LINE: usize = 1 << 20;

@@ -6,7 +6,9 @@
 use phalanx::traits::*;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-const SIZES: [usize; 12] = [0, 1, 7, 64, 1000, 1472, 4000, 20_000, 65_000, 70_000, 150_000, 400_000];
+const SIZES: [usize; 12] = [
+    0, 1, 7, 64, 1000, 1472, 4000, 20_000, 65_000, 70_000, 150_000, 400_000,
+];
 
 #[derive(Clone, Copy)]
 struct Msg {
@@ -19,7 +21,8 @@ struct Msg {
 
 /// The whole job's traffic for a round; every rank computes the same plan.
 fn plan(seed: u64, round: usize, size: usize, per_rank: usize) -> Vec<Msg> {
-    let mut rng = SmallRng::seed_from_u64(seed ^ (round as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng =
+        SmallRng::seed_from_u64(seed ^ (round as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut out = Vec::new();
     for src in 0..size {
         for i in 0..per_rank {
@@ -100,9 +103,11 @@ fn main() {
                 .iter()
                 .zip(&bodies)
                 .map(|(m, b)| {
-                    world
-                        .process_at_rank(m.dst as i32)
-                        .immediate_send_with_tag(scope, &b[..], m.tag)
+                    world.process_at_rank(m.dst as i32).immediate_send_with_tag(
+                        scope,
+                        &b[..],
+                        m.tag,
+                    )
                 })
                 .collect();
             if wildcard {
@@ -137,10 +142,13 @@ fn main() {
                         .process_at_rank(m.src as i32)
                         .receive_into_with_tag(&mut buf[..], m.tag);
                     if st.byte_count() as usize != m.len || buf != body(m) {
-                        fail(rank, format!(
-                            "round {round}: message {} from rank {} tag {} has wrong bytes",
-                            m.index, m.src, m.tag
-                        ));
+                        fail(
+                            rank,
+                            format!(
+                                "round {round}: message {} from rank {} tag {} has wrong bytes",
+                                m.index, m.src, m.tag
+                            ),
+                        );
                     }
                     bytes += m.len;
                 }

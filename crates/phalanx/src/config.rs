@@ -27,6 +27,9 @@ pub struct Config {
     pub eager_ack: bool,
     /// Retransmission back-off clamp. `PHALANX_RTO_MAX_MS` (default 100).
     pub rto_max: Duration,
+    /// Time without acknowledgement progress after which a peer is declared
+    /// unresponsive (an error naming it). `PHALANX_PEER_TIMEOUT` (s, default 300).
+    pub peer_timeout: Duration,
     /// Address the rank's UDP socket binds to. `PHALANX_IP` (default 127.0.0.1).
     pub ip: std::net::Ipv4Addr,
 }
@@ -43,7 +46,10 @@ fn var<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
 }
 
 fn flag(name: &str) -> bool {
-    matches!(std::env::var(name).as_deref(), Ok("1") | Ok("true") | Ok("yes"))
+    matches!(
+        std::env::var(name).as_deref(),
+        Ok("1") | Ok("true") | Ok("yes")
+    )
 }
 
 impl Config {
@@ -60,6 +66,7 @@ impl Config {
             window: var("PHALANX_WINDOW")?.unwrap_or(128).max(1),
             eager_ack: flag("PHALANX_EAGER_ACK"),
             rto_max: Duration::from_millis(var("PHALANX_RTO_MAX_MS")?.unwrap_or(100)),
+            peer_timeout: Duration::from_secs_f64(var("PHALANX_PEER_TIMEOUT")?.unwrap_or(300.0)),
             ip: var("PHALANX_IP")?.unwrap_or(std::net::Ipv4Addr::LOCALHOST),
         })
     }

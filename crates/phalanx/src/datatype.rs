@@ -76,8 +76,9 @@ impl Datatype {
 
     /// `count` consecutive copies of `elem`.
     pub fn contiguous(count: usize, elem: &Datatype) -> Datatype {
-        let fields: Vec<(usize, Datatype)> =
-            (0..count).map(|i| (i * elem.extent(), elem.clone())).collect();
+        let fields: Vec<(usize, Datatype)> = (0..count)
+            .map(|i| (i * elem.extent(), elem.clone()))
+            .collect();
         Datatype::structure(count * elem.extent(), &fields)
     }
 

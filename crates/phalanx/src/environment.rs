@@ -38,7 +38,10 @@ pub(crate) fn fatal(call: &str, err: Error) -> ! {
         .with(|c| c.try_borrow().ok().and_then(|g| g.as_ref().map(|e| e.rank)))
         .map_or("?".to_string(), |r| r.to_string());
     // One write, so the launcher never forwards half a line.
-    let line = format!("phalanx: rank {rank}: {call}: {err} (error class {:?})\n", err.class());
+    let line = format!(
+        "phalanx: rank {rank}: {call}: {err} (error class {:?})\n",
+        err.class()
+    );
     let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     std::process::exit(1)
 }
@@ -125,5 +128,8 @@ impl Drop for Universe {
 pub fn time() -> f64 {
     use std::sync::OnceLock;
     static START: OnceLock<std::time::Instant> = OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
 }

@@ -64,7 +64,9 @@ pub mod traits {
 pub mod testing {
     /// The UDP address of `rank`, for tests that aim foreign traffic at a rank.
     pub fn peer_addr(rank: u32) -> Option<std::net::SocketAddrV4> {
-        crate::environment::with_engine(|e| Ok(e.peer_addr(rank))).ok().flatten()
+        crate::environment::with_engine(|e| Ok(e.peer_addr(rank)))
+            .ok()
+            .flatten()
     }
     /// This rank's counters so far.
     pub fn stats() -> Option<crate::engine::Stats> {

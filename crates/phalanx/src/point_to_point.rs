@@ -50,7 +50,7 @@ impl Status {
         if dt.size() == 0 {
             return 0;
         }
-        if self.bytes % dt.size() as u64 != 0 {
+        if !self.bytes.is_multiple_of(dt.size() as u64) {
             return -32766;
         }
         (self.bytes / dt.size() as u64) as Count
@@ -151,7 +151,11 @@ pub trait Source {
         immediate_receive_impl(self, scope, buf, Some(tag))
     }
     /// Starts receiving into `buf` a message with any tag.
-    fn immediate_receive_into<'a, Sc, Buf>(&self, scope: Sc, buf: &'a mut Buf) -> Request<'a, Buf, Sc>
+    fn immediate_receive_into<'a, Sc, Buf>(
+        &self,
+        scope: Sc,
+        buf: &'a mut Buf,
+    ) -> Request<'a, Buf, Sc>
     where
         Sc: Scope<'a>,
         Buf: ?Sized + BufferMut,
@@ -262,7 +266,12 @@ pub trait Destination {
         self.send_with_tag(buf, 0)
     }
     /// Starts sending `buf` with `tag`.
-    fn immediate_send_with_tag<'a, Sc, Buf>(&self, scope: Sc, buf: &'a Buf, tag: Tag) -> Request<'a, Buf, Sc>
+    fn immediate_send_with_tag<'a, Sc, Buf>(
+        &self,
+        scope: Sc,
+        buf: &'a Buf,
+        tag: Tag,
+    ) -> Request<'a, Buf, Sc>
     where
         Sc: Scope<'a>,
         Buf: ?Sized + Buffer,

@@ -146,4 +146,3 @@ impl Process<'_> {
 pub struct AnyProcess<'a> {
     pub(crate) comm: &'a SimpleCommunicator,
 }
-

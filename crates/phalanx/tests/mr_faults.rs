@@ -9,7 +9,14 @@ fn stress_with_faults(seeds: std::ops::Range<u64>) {
     for seed in seeds {
         let faults = format!("loss=0.1,dup=0.02,reorder=0.05,seed={seed}");
         let r = run(
-            &["-n", "4", &example("stress").display().to_string(), "2", "80", &seed.to_string()],
+            &[
+                "-n",
+                "4",
+                &example("stress").display().to_string(),
+                "2",
+                "80",
+                &seed.to_string(),
+            ],
             &[("PHALANX_FAULTS", &faults), ("PHALANX_STATS", "1")],
             Duration::from_secs(100),
         );
@@ -20,7 +27,11 @@ fn stress_with_faults(seeds: std::ops::Range<u64>) {
             "fault seed {seed}:\n{}",
             r.dump()
         );
-        assert!(!r.stderr.contains("warning"), "fault seed {seed}:\n{}", r.dump());
+        assert!(
+            !r.stderr.contains("warning"),
+            "fault seed {seed}:\n{}",
+            r.dump()
+        );
         let sum = |key: &str| -> u64 {
             r.stderr
                 .lines()
@@ -30,8 +41,16 @@ fn stress_with_faults(seeds: std::ops::Range<u64>) {
                 .filter_map(|v| v.parse::<u64>().ok())
                 .sum()
         };
-        assert!(sum("faults_dropped=") > 0, "seed {seed}: no loss injected\n{}", r.dump());
-        assert!(sum("retransmits=") > 0, "seed {seed}: no retransmission\n{}", r.dump());
+        assert!(
+            sum("faults_dropped=") > 0,
+            "seed {seed}: no loss injected\n{}",
+            r.dump()
+        );
+        assert!(
+            sum("retransmits=") > 0,
+            "seed {seed}: no retransmission\n{}",
+            r.dump()
+        );
     }
 }
 

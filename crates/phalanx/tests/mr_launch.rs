@@ -27,7 +27,8 @@ fn mr_hello_4_tagged() {
     assert!(r.ok(), "{}", r.dump());
     for k in 1..4 {
         assert!(
-            r.stdout.contains(&format!("got from rank {k}: hello from rank {k} of 4")),
+            r.stdout
+                .contains(&format!("got from rank {k}: hello from rank {k} of 4")),
             "{}",
             r.dump()
         );
@@ -53,7 +54,12 @@ fn mr_ring_8_on_two_cores() {
 fn mr_stress_8_on_two_cores() {
     let r = run(&["-n", "8", &ex("stress"), "2", "60", "5"], &[], LIMIT);
     assert!(r.ok(), "{}", r.dump());
-    assert_eq!(r.stdout.matches("all checksums ok").count(), 8, "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all checksums ok").count(),
+        8,
+        "{}",
+        r.dump()
+    );
 }
 
 #[test]
@@ -98,7 +104,11 @@ fn mr_rank_skips_finalize() {
 
 #[test]
 fn mr_timeout_reports_waits() {
-    let r = run(&["-n", "3", "--timeout", "3", &ex("crash"), "deadlock"], &[], LIMIT);
+    let r = run(
+        &["-n", "3", "--timeout", "3", &ex("crash"), "deadlock"],
+        &[],
+        LIMIT,
+    );
     assert!(!r.ok(), "{}", r.dump());
     assert!(
         r.stderr

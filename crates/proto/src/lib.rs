@@ -1,1 +1,12 @@
-//! placeholder
+//! phalanx sans-I/O reliability protocols.
+//!
+//! * [`gbn`]: go-back-n with lazy (piggy-backed) acknowledgements, seed 004 §5–6.
+//!
+//! Nothing in this crate reads a clock, does I/O or uses unseeded randomness: time is a
+//! `u64` count of nanoseconds supplied by the caller, datagrams go in through
+//! `handle_packet` and come out through `poll_transmit`.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod gbn;

@@ -1,1 +1,178 @@
-//! placeholder
+//! phalanx datagram transports.
+//!
+//! Contract of this crate:
+//! * [`Transport`] is the interface the phalanx progress engine drives. It is
+//!   datagram-oriented, nonblocking and single-owner (`&mut self`): the engine
+//!   sends with [`Transport::send_to`], drains with [`Transport::recv_batch`],
+//!   sleeps on [`Transport::fds`] (see [`wait_readable`]) and calls
+//!   [`Transport::service`] no later than [`Transport::next_deadline`].
+//! * Datagrams may be lost, duplicated or reordered; reliability is the job
+//!   of the protocols above. A transport never blocks for more than a few
+//!   milliseconds in any call.
+//! * [`UdpTransport`] is the real transport (one unicast UDP socket per rank);
+//!   [`Faulty`] wraps any transport and injects seeded, replayable faults.
+//! * Host identity ([`HostId`]) is the kernel boot id plus the network
+//!   namespace inode, never the hostname.
+//! * Transport choice comes from `PHALANX_TRANSPORT`
+//!   ([`transport_kind_from_env`]); fault injection from `PHALANX_FAULTS`
+//!   ([`FaultConfig::from_env`]).
+
+use std::net::SocketAddrV4;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+mod faulty;
+mod host;
+mod udp;
+
+pub use faulty::{FaultConfig, FaultParseError, Faulty};
+pub use host::HostId;
+pub use udp::UdpTransport;
+
+/// Index of a process in a job.
+pub type Rank = u32;
+
+/// Counters kept by every transport. All values are cumulative since creation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransportStats {
+    /// Datagrams handed to the kernel (`send_to` returned `Ok(true)` after a real send).
+    pub sent: u64,
+    /// Datagrams dropped on the send path because the socket stayed unwritable.
+    pub send_dropped: u64,
+    /// Datagrams delivered by `recv_batch`.
+    pub received: u64,
+    /// `recv_batch` calls that delivered at least one datagram.
+    pub recv_batches: u64,
+    /// Datagrams the kernel dropped on our receive queue (`SO_RXQ_OVFL`), 0 if unavailable.
+    pub kernel_drops: u64,
+    /// Datagrams deliberately dropped by fault injection.
+    pub faults_dropped: u64,
+    /// Datagrams deliberately duplicated by fault injection.
+    pub faults_duplicated: u64,
+    /// Datagrams deliberately held back (reordered) by fault injection.
+    pub faults_reordered: u64,
+}
+
+/// A datagram transport used by the phalanx progress engine. Nonblocking.
+pub trait Transport {
+    /// Sends one datagram to `peer`. Nonblocking in spirit: on EAGAIN/ENOBUFS
+    /// it waits for writability with poll() for at most ~1 ms a few times,
+    /// then returns `Ok(false)` = dropped (counted; reliability protocols
+    /// will retransmit). `Ok(true)` = handed to the kernel.
+    fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> std::io::Result<bool>;
+    /// Drains up to one batch of received datagrams without blocking,
+    /// calling `f(from_addr, bytes)` for each. Returns how many.
+    fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> std::io::Result<usize>;
+    /// File descriptors to wait on (poll/epoll) for readability.
+    fn fds(&self) -> Vec<RawFd>;
+    /// Time (ns, caller's clock) at which `service` must be called again
+    /// (e.g. a held reordered packet), if any. May be in the past: then call
+    /// `service` now.
+    fn next_deadline(&self) -> Option<u64>;
+    /// Lets time-based work happen (release delayed/held packets). `now` in ns.
+    fn service(&mut self, now: u64) -> std::io::Result<()>;
+    /// Largest datagram this transport carries (bytes, including phalanx's header).
+    fn max_datagram(&self) -> usize;
+    /// Cumulative counters.
+    fn stats(&self) -> TransportStats;
+}
+
+/// The transports that can be selected with `PHALANX_TRANSPORT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    /// Unicast UDP sockets ([`UdpTransport`]).
+    Udp,
+}
+
+/// Reads `PHALANX_TRANSPORT`: unset, empty, `udp` or `auto` select UDP (the
+/// only transport that exists now; `auto` will later pick shared memory
+/// between ranks of one host). Anything else is an error message naming
+/// the value.
+pub fn transport_kind_from_env() -> Result<TransportKind, String> {
+    let raw = match std::env::var_os("PHALANX_TRANSPORT") {
+        None => return Ok(TransportKind::Udp),
+        Some(v) => v,
+    };
+    let Some(v) = raw.to_str() else {
+        return Err(format!(
+            "PHALANX_TRANSPORT={raw:?} is not valid UTF-8 (expected auto|udp)"
+        ));
+    };
+    parse_transport_kind(v)
+}
+
+fn parse_transport_kind(v: &str) -> Result<TransportKind, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "" | "auto" | "udp" => Ok(TransportKind::Udp),
+        "shm" => Err(
+            "PHALANX_TRANSPORT=shm: the shared-memory transport is not available yet \
+             (use udp or auto)"
+                .to_string(),
+        ),
+        other => Err(format!(
+            "PHALANX_TRANSPORT={other:?} is not a known transport (expected auto|udp|shm; \
+             only udp is available now)"
+        )),
+    }
+}
+
+/// Blocks in `ppoll()` on `fds` for readability until `timeout`
+/// (`None` = forever). Returns `true` if any fd is readable (or has an error
+/// or hang-up pending, which a read will report). Returns `false` on timeout
+/// and on EINTR (the caller re-evaluates its state). With no fds it simply
+/// sleeps for `timeout`.
+pub fn wait_readable(fds: &[RawFd], timeout: Option<Duration>) -> std::io::Result<bool> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `pfds` is a valid, exclusively borrowed array of `pfds.len()`
+    // pollfd structs; `ts_ptr` is null or points to a timespec that lives
+    // until the call returns; a null sigmask means "do not change the mask".
+    let rc = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
+    if rc < 0 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EINTR) {
+            return Ok(false);
+        }
+        return Err(err);
+    }
+    Ok(rc > 0
+        && pfds
+            .iter()
+            .any(|p| p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_parsing() {
+        assert_eq!(parse_transport_kind(""), Ok(TransportKind::Udp));
+        assert_eq!(parse_transport_kind("udp"), Ok(TransportKind::Udp));
+        assert_eq!(parse_transport_kind(" AUTO "), Ok(TransportKind::Udp));
+        let e = parse_transport_kind("shm").unwrap_err();
+        assert!(e.contains("not available yet"), "{e}");
+        let e = parse_transport_kind("carrier-pigeon").unwrap_err();
+        assert!(e.contains("carrier-pigeon"), "{e}");
+    }
+}

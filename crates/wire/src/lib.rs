@@ -135,7 +135,6 @@ pub enum WireError {
     BadExtension,
 }
 
-
 impl core::fmt::Display for WireError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let s = match self {

@@ -73,6 +73,9 @@ fn gbn_config(cfg: &Config) -> GbnConfig {
         window: cfg.window,
         eager_ack: cfg.eager_ack,
         rto_max_ns: cfg.rto_max.as_nanos() as u64,
+        // Retransmission continues at the clamp; after `peer_timeout` without any
+        // acknowledgement progress the peer is declared unresponsive.
+        max_backoffs: (cfg.peer_timeout.as_nanos() / cfg.rto_max.as_nanos().max(1)).max(1) as u32,
         ..GbnConfig::default()
     }
 }
@@ -201,17 +204,13 @@ impl Engine {
         if self.gbn.poll_timeout().is_some_and(|t| t <= now) {
             self.gbn.handle_timeout(now);
         }
-        while let Some(ev) = self.gbn.poll_event() {
-            match ev {
-                GbnEvent::PeerUnresponsive { peer } => {
-                    return Err(Error::PeerUnresponsive { peer });
-                }
-            }
+        if let Some(GbnEvent::PeerUnresponsive { peer }) = self.gbn.poll_event() {
+            return Err(Error::PeerUnresponsive { peer });
         }
         did |= self.pump_all(now);
         did |= self.flush(now);
         self.iterations = self.iterations.wrapping_add(1);
-        if self.iterations % 8192 == 0 {
+        if self.iterations.is_multiple_of(8192) {
             self.service_boot()?;
         }
         Ok(did)
@@ -223,9 +222,7 @@ impl Engine {
             self.stats.drop_malformed += 1;
             return;
         };
-        if pkt.job_key() != self.job_key
-            || self.peer_addrs.get(pkt.src() as usize) != Some(&from)
-        {
+        if pkt.job_key() != self.job_key || self.peer_addrs.get(pkt.src() as usize) != Some(&from) {
             self.stats.drop_foreign += 1;
             return;
         }
@@ -258,7 +255,10 @@ impl Engine {
                 // unresponsive peer.
                 self.stats.send_errors += 1;
                 if self.stats.send_errors < 4 {
-                    eprintln!("phalanx: rank {}: send to rank {peer} failed: {e}", self.rank);
+                    eprintln!(
+                        "phalanx: rank {}: send to rank {peer} failed: {e}",
+                        self.rank
+                    );
                 }
             }
         }
@@ -378,7 +378,9 @@ impl Engine {
         }
         let waiting = self.p2p.describe(&self.reqs, id);
         self.wait_until(waiting, |e| e.reqs.is_done(id))?;
-        self.reqs.take_done(id).unwrap_or(Err(Error::InvalidRequest))
+        self.reqs
+            .take_done(id)
+            .unwrap_or(Err(Error::InvalidRequest))
     }
 
     /// Tests request `id` once (with one round of progress).

@@ -303,7 +303,13 @@ impl Engine {
             ctx == u.ctx
                 && src.is_none_or(|s| s == u.src)
                 && tag.is_none_or(|t| t == u.tag)
-                && !matches!(u.kind, UnexpKind::Eager { matched: Some(_), .. })
+                && !matches!(
+                    u.kind,
+                    UnexpKind::Eager {
+                        matched: Some(_),
+                        ..
+                    }
+                )
         });
         match pos {
             None => self.p2p.posted.push_back(id),
@@ -324,8 +330,7 @@ impl Engine {
                         }
                         UnexpKind::Rts { sreq } => self.send_cts(src, u.ctx, sreq, id),
                     }
-                } else if let UnexpKind::Eager { matched, .. } = &mut self.p2p.unexpected[i].kind
-                {
+                } else if let UnexpKind::Eager { matched, .. } = &mut self.p2p.unexpected[i].kind {
                     *matched = Some(id);
                 }
             }
@@ -346,7 +351,13 @@ impl Engine {
                 ctx == u.ctx
                     && src.is_none_or(|s| s == u.src)
                     && tag.is_none_or(|t| t == u.tag)
-                    && !matches!(u.kind, UnexpKind::Eager { matched: Some(_), .. })
+                    && !matches!(
+                        u.kind,
+                        UnexpKind::Eager {
+                            matched: Some(_),
+                            ..
+                        }
+                    )
             })
             .map(|u| RawStatus {
                 source: u.src,

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Parse the raw runs of bench/compare.sh and print phalanx vs Open MPI medians.
+
+Usage: compare.py RESULTS_DIR
+
+RESULTS_DIR holds raw outputs named ``<test>-<impl>-<pair>.txt`` (impl is ``phalanx``
+or ``ompi``), each an OSU-style table: ``#`` comment lines, then ``size value`` rows.
+Writes ``runs.csv`` (every value), ``summary.csv`` and ``summary.json`` (medians and
+ratios) into RESULTS_DIR and prints one table per test.
+
+Ratio is always phalanx median / Open MPI median. Whether higher is better depends on the
+test's unit: for times (latency, collectives in us) lower is better, for bandwidth higher.
+"""
+import csv
+import json
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+IMPLS = ("phalanx", "ompi")
+RAW_NAME = re.compile(r"^(?P<test>[a-z0-9_]+)-(?P<impl>phalanx|ompi)-(?P<pair>\d+)\.txt$")
+# Tests whose value is a rate (higher is better); every other test reports a time.
+RATE_TESTS = {"bw", "bibw"}
+# Summary points: (test, size, label).
+HEADLINES = (("latency", 1, "1 B latency"), ("bw", 1 << 20, "1 MiB bandwidth"))
+
+
+def parse_table(path):
+    """Returns ({size: value}, unit column header) of one OSU-style output."""
+    rows, unit = {}, ""
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            m = re.match(r"#\s*Size\s+(.*)$", line)
+            if m:
+                unit = m.group(1).strip()
+            continue
+        parts = line.split()
+        if len(parts) >= 2:
+            try:
+                rows[int(parts[0])] = float(parts[1])
+            except ValueError:
+                pass
+    return rows, unit
+
+
+def load(results):
+    """runs[test][impl][size] = [values...], units[test] = column header."""
+    runs = defaultdict(lambda: {impl: defaultdict(list) for impl in IMPLS})
+    units, records = {}, []
+    for path in sorted(results.glob("*.txt")):
+        m = RAW_NAME.match(path.name)
+        if not m:
+            continue
+        test, impl, pair = m.group("test"), m.group("impl"), int(m.group("pair"))
+        rows, unit = parse_table(path)
+        if unit:
+            units[test] = unit
+        for size, value in rows.items():
+            runs[test][impl][size].append(value)
+            records.append({"test": test, "impl": impl, "pair": pair, "size": size, "value": value})
+    return runs, units, records
+
+
+def summarize(runs, units):
+    summary = []
+    for test, by_impl in runs.items():
+        sizes = sorted(set(by_impl["phalanx"]) | set(by_impl["ompi"]))
+        for size in sizes:
+            ph, om = by_impl["phalanx"].get(size, []), by_impl["ompi"].get(size, [])
+            ph_med = statistics.median(ph) if ph else None
+            om_med = statistics.median(om) if om else None
+            ratio = ph_med / om_med if ph_med is not None and om_med else None
+            summary.append({
+                "test": test, "size": size, "unit": units.get(test, ""),
+                "phalanx_median": ph_med, "ompi_median": om_med, "ratio": ratio,
+                "phalanx_min": min(ph, default=None), "phalanx_max": max(ph, default=None),
+                "ompi_min": min(om, default=None), "ompi_max": max(om, default=None),
+                "phalanx_runs": len(ph), "ompi_runs": len(om),
+                "higher_is_better": test in RATE_TESTS,
+            })
+    return summary
+
+
+def fmt(v, spec=".2f"):
+    return "-" if v is None else format(v, spec)
+
+
+def print_tables(summary):
+    for test in sorted({s["test"] for s in summary}, key=lambda t: (t != "latency", t)):
+        rows = [s for s in summary if s["test"] == test]
+        better = "higher" if rows[0]["higher_is_better"] else "lower"
+        print(f"\n## {test} ({rows[0]['unit']}); ratio = phalanx/ompi, {better} is better "
+              f"(medians of {rows[0]['phalanx_runs']} phalanx / {rows[0]['ompi_runs']} Open MPI runs)")
+        print(f"{'# Size':<10}{'phalanx':>14}{'Open MPI':>14}{'ratio':>10}")
+        for s in rows:
+            print(f"{s['size']:<10}{fmt(s['phalanx_median']):>14}{fmt(s['ompi_median']):>14}"
+                  f"{fmt(s['ratio'], '.2f'):>10}")
+    print()
+    for test, size, label in HEADLINES:
+        hit = [s for s in summary if s["test"] == test and s["size"] == size]
+        if hit:
+            s = hit[0]
+            print(f"summary: {label}: phalanx {fmt(s['phalanx_median'])} vs Open MPI "
+                  f"{fmt(s['ompi_median'])} {s['unit']} (ratio {fmt(s['ratio'])})")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    results = Path(sys.argv[1])
+    runs, units, records = load(results)
+    if not records:
+        sys.exit(f"compare.py: no raw runs in {results}")
+    summary = summarize(runs, units)
+    with open(results / "runs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["test", "impl", "pair", "size", "value"])
+        w.writeheader()
+        w.writerows(records)
+    with open(results / "summary.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(summary[0]))
+        w.writeheader()
+        w.writerows(summary)
+    (results / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print_tables(summary)
+
+
+if __name__ == "__main__":
+    main()

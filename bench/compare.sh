@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Compare phalanx with Open MPI on the OSU-style benchmarks.
+#
+# Usage: bench/compare.sh [-- EXTRA_ARGS...]
+#   EXTRA_ARGS are appended to every benchmark invocation (both implementations),
+#   e.g. `bench/compare.sh -- -m 1:65536`.
+#
+# Environment:
+#   TESTS="latency bw"      tests to run (each must exist in phalanx-bench and osu_like)
+#   PAIRS=5                 alternating (phalanx, Open MPI) pairs per test
+#   ARGS_<test>="..."       per-test arguments replacing the short defaults below
+#   PEER_BTL=tcp,self       Open MPI BTLs (e.g. vader,self for shared memory)
+#   PEER_PML=ob1            Open MPI PML
+#   NP=2                    ranks
+#   RUN_TIMEOUT=600         seconds before a single run is killed
+#   SKIP_BUILD=1            reuse existing binaries
+#   CARGO_TARGET_DIR        where cargo builds (default: <repo>/target)
+#   RESULTS_DIR             where raw runs go (default: bench/results/<timestamp>)
+#
+# Raw outputs: RESULTS_DIR/<test>-<phalanx|ompi>-<pair>.txt; compare.py adds runs.csv,
+# summary.csv and summary.json there and prints the median table.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+TESTS=${TESTS:-"latency bw"}
+PAIRS=${PAIRS:-5}
+NP=${NP:-2}
+PEER_BTL=${PEER_BTL:-tcp,self}
+PEER_PML=${PEER_PML:-ob1}
+RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+RESULTS_DIR=${RESULTS_DIR:-$ROOT/bench/results/$(date +%Y%m%d-%H%M%S)}
+EXTRA_ARGS=()
+if [[ ${1:-} == "--" ]]; then
+    shift
+    EXTRA_ARGS=("$@")
+fi
+
+# Short defaults (the full OSU defaults take minutes per run).
+ARGS_latency=${ARGS_latency:-"-m 0:1048576 -i 1000 -x 100"}
+ARGS_bw=${ARGS_bw:-"-m 1:1048576 -i 30 -x 3"}
+
+test_args() {
+    local var="ARGS_$1"
+    echo "${!var:-}"
+}
+
+ensure_mpicc() {
+    if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+        echo "compare.sh: installing Open MPI" >&2
+        apt-get install -y openmpi-bin libopenmpi-dev >&2
+    fi
+}
+
+build() {
+    ensure_mpicc
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo build --release --workspace --examples --bins)
+    mkdir -p "$TARGET/release/c"
+    mpicc -O2 -Wall -o "$TARGET/release/c/osu_like" "$ROOT/bench/c/osu_like.c"
+}
+
+run_phalanx() {  # test pair
+    # shellcheck disable=SC2046
+    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run -n "$NP" \
+        "$TARGET/release/phalanx-bench" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
+}
+
+run_ompi() {  # test pair
+    # shellcheck disable=SC2046
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        timeout "$RUN_TIMEOUT" mpirun --oversubscribe --mca pml "$PEER_PML" \
+        --mca btl "$PEER_BTL" -n "$NP" \
+        "$TARGET/release/c/osu_like" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
+}
+
+main() {
+    if [[ -z ${SKIP_BUILD:-} ]]; then
+        build
+    fi
+    mkdir -p "$RESULTS_DIR"
+    {
+        echo "date: $(date -Is)"
+        echo "host: $(uname -a)"
+        echo "cpus: $(nproc)"
+        echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "ompi: $(mpirun --version 2>/dev/null | head -n1) pml=$PEER_PML btl=$PEER_BTL"
+        echo "tests: $TESTS; pairs: $PAIRS; np: $NP"
+        for t in $TESTS; do echo "args[$t]: $(test_args "$t") ${EXTRA_ARGS[*]}"; done
+    } >"$RESULTS_DIR/meta.txt"
+    for t in $TESTS; do
+        for ((p = 1; p <= PAIRS; p++)); do
+            echo "== $t pair $p/$PAIRS: phalanx" >&2
+            run_phalanx "$t" >"$RESULTS_DIR/$t-phalanx-$p.txt"
+            echo "== $t pair $p/$PAIRS: Open MPI" >&2
+            run_ompi "$t" >"$RESULTS_DIR/$t-ompi-$p.txt"
+        done
+    done
+    python3 "$ROOT/bench/compare.py" "$RESULTS_DIR" | tee "$RESULTS_DIR/report.txt"
+    echo "raw runs and summaries: $RESULTS_DIR" >&2
+}
+
+main

@@ -1,0 +1,129 @@
+//! Windowed unidirectional bandwidth (the osu_bw measurement).
+//!
+//! Per iteration rank 0 starts `window` nonblocking sends of one size and waits for them
+//! all, then waits for a 4-byte acknowledgement; rank 1 starts `window` nonblocking
+//! receives, waits for them and sends the acknowledgement. Bandwidth is
+//! `size * window * iterations / elapsed` in MB/s (10^6 bytes per second), as OSU reports.
+//!
+//! As in OSU, every receive of a window targets the same buffer; [`SharedTarget`] makes
+//! that expressible while the requests borrow their buffers mutably.
+
+use crate::options::Plan;
+use crate::report;
+use crate::sync::pair_barrier;
+use phalanx::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use phalanx::environment::time;
+use phalanx::request::{scope, wait_all};
+use phalanx::topology::SimpleCommunicator;
+use phalanx::traits::*;
+use std::marker::PhantomData;
+
+/// Tag of the data messages (OSU uses 100).
+const DATA_TAG: phalanx::Tag = 100;
+/// Tag of the acknowledgement (OSU uses 101).
+const ACK_TAG: phalanx::Tag = 101;
+
+/// Runs the bandwidth test and prints its table on rank 0.
+pub fn run(world: &SimpleCommunicator, plan: &Plan) {
+    let rank = world.rank();
+    let peer = world.process_at_rank(1 - rank);
+    let send = vec![b'a'; plan.max_size()];
+    let mut recv = vec![b'b'; plan.max_size()];
+    let mut ack = [0u8; 4];
+    if rank == 0 {
+        report::header("Bandwidth", "Bandwidth (MB/s)");
+    }
+    for &size in &plan.sizes {
+        let (iterations, warmup) = plan.counts(size);
+        let target = SharedTarget::new(&mut recv[..size]);
+        let mut slots: Vec<Slot<'_>> = (0..plan.window).map(|_| target.slot()).collect();
+        pair_barrier(world);
+        let mut start = time();
+        for i in 0..iterations + warmup {
+            if i == warmup {
+                start = time();
+            }
+            if rank == 0 {
+                scope(|sc| {
+                    let reqs = (0..plan.window)
+                        .map(|_| peer.immediate_send_with_tag(sc, &send[..size], DATA_TAG))
+                        .collect();
+                    wait_all(reqs);
+                });
+                peer.receive_into_with_tag(&mut ack[..], ACK_TAG);
+            } else {
+                scope(|sc| {
+                    let reqs = slots
+                        .iter_mut()
+                        .map(|slot| peer.immediate_receive_into_with_tag(sc, slot, DATA_TAG))
+                        .collect();
+                    wait_all(reqs);
+                });
+                peer.send_with_tag(&ack[..], ACK_TAG);
+            }
+        }
+        let elapsed = time() - start;
+        if rank == 0 {
+            let bytes = size as f64 * plan.window as f64 * iterations as f64;
+            report::row(size, bytes / 1e6 / elapsed);
+        }
+    }
+}
+
+/// A byte buffer that several in-flight receives may target at once.
+///
+/// It holds the exclusive borrow of the bytes for `'a` and hands out [`Slot`]s, raw views
+/// of the same bytes that each satisfy [`BufferMut`].
+struct SharedTarget<'a> {
+    ptr: *mut u8,
+    len: usize,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> SharedTarget<'a> {
+    fn new(bytes: &'a mut [u8]) -> Self {
+        SharedTarget {
+            ptr: bytes.as_mut_ptr(),
+            len: bytes.len(),
+            _borrow: PhantomData,
+        }
+    }
+
+    fn slot(&self) -> Slot<'a> {
+        Slot {
+            ptr: self.ptr,
+            len: self.len,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+/// One receive's view of a [`SharedTarget`].
+struct Slot<'a> {
+    ptr: *mut u8,
+    len: usize,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+// SAFETY: `ptr` covers `len` bytes exclusively borrowed (by the SharedTarget) for 'a,
+// which every Slot's lifetime is bounded by, and no reference to them exists meanwhile.
+unsafe impl Buffer for Slot<'_> {
+    fn buffer_ptr(&self) -> *const u8 {
+        self.ptr
+    }
+    fn count(&self) -> usize {
+        self.len
+    }
+    fn datatype(&self) -> Datatype {
+        u8::equivalent_datatype()
+    }
+}
+
+// SAFETY: as above, writable. Receives into aliasing slots write the same bytes one after
+// another on the single thread that drives phalanx (funneled), never concurrently, and
+// any byte value is a valid `u8`.
+unsafe impl BufferMut for Slot<'_> {
+    fn buffer_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+}

@@ -1,0 +1,172 @@
+//! Command-line options, with OSU's defaults and the size/iteration plan they produce.
+//!
+//! OSU semantics: `-m max` or `-m min:max` bounds the message sizes (powers of two, plus
+//! size 0 for latency when the minimum is 0); `-i` and `-x` set the iteration and warm-up
+//! counts for every size, otherwise sizes above [`LARGE_MESSAGE_SIZE`] use the smaller
+//! "large" defaults.
+
+use clap::{Parser, ValueEnum};
+
+/// Messages above this size use the large-message iteration counts (OSU's threshold).
+pub const LARGE_MESSAGE_SIZE: usize = 8192;
+/// OSU's default largest message: 4 MiB.
+pub const DEFAULT_MAX_SIZE: usize = 1 << 22;
+
+/// Which measurement to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Test {
+    /// Ping-pong one-way latency (osu_latency).
+    Latency,
+    /// Windowed unidirectional bandwidth (osu_bw).
+    Bw,
+}
+
+/// OSU-style micro-benchmarks for phalanx (run with exactly 2 ranks).
+#[derive(Debug, Parser)]
+#[command(name = "phalanx-bench", version)]
+pub struct Cli {
+    /// The measurement.
+    #[arg(value_enum)]
+    pub test: Test,
+    /// Message sizes: `max` or `min:max` bytes (default min: 0 latency, 1 bw).
+    #[arg(short = 'm', long = "message-size", value_parser = parse_size_range)]
+    pub sizes: Option<SizeRange>,
+    /// Timed iterations per size (default 10000 latency / 100 bw; 1000 / 20 above 8 KiB).
+    #[arg(short = 'i', long = "iterations")]
+    pub iterations: Option<usize>,
+    /// Warm-up iterations per size (default 100 latency / 10 bw; 10 / 2 above 8 KiB).
+    #[arg(short = 'x', long = "warmup")]
+    pub warmup: Option<usize>,
+    /// Messages in flight per bandwidth iteration.
+    #[arg(short = 'W', long = "window-size", default_value_t = 64)]
+    pub window: usize,
+}
+
+/// The `-m` argument: an optional minimum and a maximum message size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeRange {
+    min: Option<usize>,
+    max: usize,
+}
+
+/// What to measure for each size.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Message sizes in bytes, ascending.
+    pub sizes: Vec<usize>,
+    /// Bandwidth window (ignored by latency).
+    pub window: usize,
+    iterations: Option<usize>,
+    warmup: Option<usize>,
+    small: (usize, usize),
+    large: (usize, usize),
+}
+
+impl Plan {
+    /// `(timed iterations, warm-up iterations)` for a message of `size` bytes.
+    pub fn counts(&self, size: usize) -> (usize, usize) {
+        let (iters, skip) = if size > LARGE_MESSAGE_SIZE {
+            self.large
+        } else {
+            self.small
+        };
+        (
+            self.iterations.unwrap_or(iters),
+            self.warmup.unwrap_or(skip),
+        )
+    }
+
+    /// The largest size (for allocating buffers once).
+    pub fn max_size(&self) -> usize {
+        self.sizes.last().copied().unwrap_or(0)
+    }
+}
+
+impl Cli {
+    /// The size list and iteration counts for the chosen test.
+    pub fn plan(&self) -> Plan {
+        let (default_min, small, large) = match self.test {
+            Test::Latency => (0, (10_000, 100), (1_000, 10)),
+            Test::Bw => (1, (100, 10), (20, 2)),
+        };
+        let (min, max) = match self.sizes {
+            Some(r) => (r.min.unwrap_or(default_min), r.max),
+            None => (default_min, DEFAULT_MAX_SIZE),
+        };
+        Plan {
+            sizes: size_list(min, max),
+            window: self.window.max(1),
+            iterations: self.iterations.map(|n| n.max(1)),
+            warmup: self.warmup,
+            small,
+            large,
+        }
+    }
+}
+
+/// 0 (if `min` is 0), then the powers of two from `max(min, 1)` up to `max`.
+fn size_list(min: usize, max: usize) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    if min == 0 {
+        sizes.push(0);
+    }
+    let mut s = 1usize;
+    while s <= max {
+        if s >= min {
+            sizes.push(s);
+        }
+        s *= 2;
+    }
+    sizes
+}
+
+/// Parses `max` or `min:max`.
+fn parse_size_range(s: &str) -> Result<SizeRange, String> {
+    let num = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|e| format!("bad size {t:?}: {e}"))
+    };
+    let (min, max) = match s.split_once(':') {
+        Some((lo, hi)) => (Some(num(lo)?), num(hi)?),
+        None => (None, num(s)?),
+    };
+    match min {
+        Some(min) if min > max => Err(format!("minimum {min} is larger than maximum {max}")),
+        _ => Ok(SizeRange { min, max }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_ranges() {
+        let range = |min, max| Ok(SizeRange { min, max });
+        assert_eq!(parse_size_range("1024"), range(None, 1024));
+        assert_eq!(parse_size_range("4:64"), range(Some(4), 64));
+        assert!(parse_size_range("64:4").is_err());
+        assert_eq!(size_list(0, 8), vec![0, 1, 2, 4, 8]);
+        assert_eq!(size_list(3, 20), vec![4, 8, 16]);
+    }
+
+    #[test]
+    fn osu_defaults() {
+        let cli = Cli::parse_from(["phalanx-bench", "latency"]);
+        let plan = cli.plan();
+        assert_eq!(plan.sizes.first(), Some(&0));
+        assert_eq!(plan.max_size(), 1 << 22);
+        assert_eq!(plan.counts(8192), (10_000, 100));
+        assert_eq!(plan.counts(16384), (1_000, 10));
+        let cli = Cli::parse_from(["phalanx-bench", "bw", "-m", "1:64", "-i", "5"]);
+        let plan = cli.plan();
+        assert_eq!(plan.sizes, vec![1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(plan.counts(8), (5, 10));
+        assert_eq!(plan.window, 64);
+        let cli = Cli::parse_from(["phalanx-bench", "bw", "-m", "4"]);
+        assert_eq!(cli.plan().sizes, vec![1, 2, 4]);
+        let cli = Cli::parse_from(["phalanx-bench", "latency", "-m", "4"]);
+        assert_eq!(cli.plan().sizes, vec![0, 1, 2, 4]);
+    }
+}

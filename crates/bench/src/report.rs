@@ -1,0 +1,15 @@
+//! OSU-shaped output: a title line, a column header, then `size value` rows.
+//!
+//! Column layout follows the OSU micro-benchmarks: the size left-aligned in 10
+//! characters, the value right-aligned in 18 with two decimals.
+
+/// Prints the title and column header of a test.
+pub fn header(title: &str, column: &str) {
+    println!("# OSU-style phalanx {title} Test");
+    println!("{:<10}{:>18}", "# Size", column);
+}
+
+/// Prints one result row.
+pub fn row(size: usize, value: f64) {
+    println!("{size:<10}{value:>18.2}");
+}

@@ -1,0 +1,293 @@
+//! The rank side of the rendezvous: [`BootClient`].
+//!
+//! Contract: [`BootClient::connect`] returns only after the launcher's [`Table`] arrived (the
+//! start-up barrier) and takes at most about `timeout`. Afterwards the socket is nonblocking:
+//! [`BootClient::poll`] never blocks, and the `send_*`/`reply_*` calls block at most
+//! [`SEND_TIMEOUT`] for socket buffer space. EOF or a reset from the launcher is always
+//! [`BootError::LauncherGone`].
+
+use crate::frame::{send_blocking, table_line_limit, LineReader, Next};
+use crate::msg::{Control, Endpoint, Hello, LauncherMsg, RankMsg, Table};
+use crate::{BootEnv, BootError, MAX_LINE};
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// Longest time a send to the launcher may wait for socket buffer space.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest time [`BootClient::connect`] keeps retrying a refused connection.
+const CONNECT_RETRY: Duration = Duration::from_secs(5);
+
+/// Status text a rank reports when queried during start-up.
+const STARTUP_STATUS: &str = "in start-up: waiting for all ranks to connect to the launcher";
+
+/// A rank's connection to its launcher.
+#[derive(Debug)]
+pub struct BootClient {
+    stream: TcpStream,
+    reader: LineReader,
+}
+
+impl BootClient {
+    /// Connects to the launcher (retrying briefly), sends `Hello{rank, pid, endpoint}` and
+    /// waits, bounded by `timeout`, for the [`Table`]. An `Abort` from the launcher gives
+    /// [`BootError::Aborted`]. On success the stream is nonblocking.
+    pub fn connect(
+        env: &BootEnv,
+        endpoint: Endpoint,
+        timeout: Duration,
+    ) -> Result<(BootClient, Table), BootError> {
+        let deadline = Instant::now() + timeout;
+        let mut stream = connect_retrying(env, deadline)?;
+        stream.set_nodelay(true)?;
+        let hello = RankMsg::Hello(Hello {
+            rank: env.rank,
+            pid: std::process::id(),
+            endpoint: endpoint.clone(),
+        });
+        send_blocking(&mut stream, &hello, remaining(deadline)?, false)?;
+        let mut reader = LineReader::new(table_line_limit(env.size));
+        let table = loop {
+            stream.set_read_timeout(Some(remaining(deadline)?))?;
+            match reader.next_msg::<LauncherMsg, _>(&mut stream)? {
+                Next::Msg(LauncherMsg::Table(t)) => break t,
+                Next::Msg(LauncherMsg::Abort { reason }) => return Err(BootError::Aborted(reason)),
+                Next::Msg(LauncherMsg::Query) => {
+                    let status = RankMsg::Status {
+                        text: STARTUP_STATUS.into(),
+                    };
+                    send_blocking(&mut stream, &status, remaining(deadline)?, false)?;
+                }
+                Next::Msg(LauncherMsg::Release) => {
+                    return Err(BootError::Protocol("release before the table".into()))
+                }
+                Next::Eof => return Err(BootError::LauncherGone),
+                Next::Pending => return Err(BootError::Timeout),
+            }
+        };
+        check_table(env, &endpoint, &table)?;
+        reader.set_limit(MAX_LINE);
+        stream.set_read_timeout(None)?;
+        stream.set_nonblocking(true)?;
+        Ok((BootClient { stream, reader }, table))
+    }
+
+    /// The socket, for the engine to poll for readability together with its own sockets.
+    pub fn fd(&self) -> RawFd {
+        self.stream.as_raw_fd()
+    }
+
+    /// Nonblocking: the next control message if one is complete, `Ok(None)` otherwise.
+    /// EOF or reset → [`BootError::LauncherGone`].
+    pub fn poll(&mut self) -> Result<Option<Control>, BootError> {
+        match self.reader.next_msg::<LauncherMsg, _>(&mut self.stream)? {
+            Next::Msg(LauncherMsg::Query) => Ok(Some(Control::Query)),
+            Next::Msg(LauncherMsg::Release) => Ok(Some(Control::Release)),
+            Next::Msg(LauncherMsg::Abort { reason }) => Ok(Some(Control::Abort(reason))),
+            Next::Msg(LauncherMsg::Table(_)) => {
+                Err(BootError::Protocol("second table from the launcher".into()))
+            }
+            Next::Pending => Ok(None),
+            Next::Eof => Err(BootError::LauncherGone),
+        }
+    }
+
+    /// Answers [`Control::Query`]: what this rank is waiting on.
+    pub fn reply_status(&mut self, text: &str) -> Result<(), BootError> {
+        self.send(&RankMsg::Status { text: text.into() })
+    }
+
+    /// Finalize: this rank has drained (with a warning if the drain gave up on peers).
+    /// The rank must then keep serving its peers until [`Control::Release`].
+    pub fn send_drained(&mut self, warning: Option<String>) -> Result<(), BootError> {
+        self.send(&RankMsg::Drained { warning })
+    }
+
+    /// Sends a statistics line for the launcher to print at the end of the job.
+    pub fn send_stats(&mut self, text: &str) -> Result<(), BootError> {
+        self.send(&RankMsg::Stats { text: text.into() })
+    }
+
+    fn send(&mut self, msg: &RankMsg) -> Result<(), BootError> {
+        send_blocking(&mut self.stream, msg, SEND_TIMEOUT, true)
+    }
+}
+
+fn remaining(deadline: Instant) -> Result<Duration, BootError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(BootError::Timeout)
+    } else {
+        Ok(left)
+    }
+}
+
+fn connect_retrying(env: &BootEnv, deadline: Instant) -> Result<TcpStream, BootError> {
+    let retry_until = deadline.min(Instant::now() + CONNECT_RETRY);
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let left = remaining(deadline)?;
+        match TcpStream::connect_timeout(&env.addr, left) {
+            Ok(s) => return Ok(s),
+            Err(e) if retryable(&e) && Instant::now() + pause < retry_until => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            Err(e) if retryable(&e) => return Err(BootError::LauncherGone),
+            Err(e) => return Err(BootError::from_io(e)),
+        }
+    }
+}
+
+fn retryable(e: &io::Error) -> bool {
+    use io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionReset | Interrupted | TimedOut | WouldBlock
+    )
+}
+
+fn check_table(env: &BootEnv, mine: &Endpoint, table: &Table) -> Result<(), BootError> {
+    if table.endpoints.len() != env.size as usize {
+        return Err(BootError::Protocol(format!(
+            "table has {} endpoints for a job of {} ranks",
+            table.endpoints.len(),
+            env.size
+        )));
+    }
+    if &table.endpoints[env.rank as usize] != mine {
+        return Err(BootError::Protocol(format!(
+            "table entry for rank {} is not this rank's endpoint",
+            env.rank
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::encode;
+    use crate::HostInfo;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    fn endpoint(port: u16) -> Endpoint {
+        Endpoint {
+            addr: format!("127.0.0.1:{port}").parse().unwrap(),
+            host: HostInfo::current(),
+        }
+    }
+
+    /// A one-rank launcher in a thread: reads Hello, runs `script` on the connection.
+    fn launcher(
+        script: impl FnOnce(TcpStream, Hello) + Send + 'static,
+    ) -> (BootEnv, std::thread::JoinHandle<()>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let env = BootEnv {
+            rank: 0,
+            size: 1,
+            addr: l.local_addr().unwrap(),
+        };
+        let h = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut r = LineReader::new(MAX_LINE);
+            let Next::Msg(RankMsg::Hello(hello)) = r.next_msg(&mut s).unwrap() else {
+                panic!("no hello")
+            };
+            script(s, hello);
+        });
+        (env, h)
+    }
+
+    #[test]
+    fn handshake_control_and_gone() {
+        let (env, h) = launcher(|mut s, hello| {
+            assert_eq!(hello.pid, std::process::id());
+            s.write_all(&encode(&LauncherMsg::Query)).unwrap();
+            let table = LauncherMsg::Table(Table {
+                job_key: 42,
+                endpoints: vec![hello.endpoint],
+            });
+            s.write_all(&encode(&table)).unwrap();
+            let mut r = LineReader::new(MAX_LINE);
+            let Next::Msg(RankMsg::Status { .. }) = r.next_msg(&mut s).unwrap() else {
+                panic!("no startup status")
+            };
+            s.write_all(&encode(&LauncherMsg::Query)).unwrap();
+            let m: Next<RankMsg> = r.next_msg(&mut s).unwrap();
+            assert_eq!(
+                m,
+                Next::Msg(RankMsg::Status {
+                    text: "busy".into()
+                })
+            );
+            s.write_all(&encode(&LauncherMsg::Release)).unwrap();
+            let m: Next<RankMsg> = r.next_msg(&mut s).unwrap();
+            assert_eq!(m, Next::Msg(RankMsg::Drained { warning: None }));
+        });
+        let (mut c, table) =
+            BootClient::connect(&env, endpoint(9), Duration::from_secs(10)).unwrap();
+        assert_eq!(table.job_key, 42);
+        let wait = |c: &mut BootClient| loop {
+            if let Some(m) = c.poll().unwrap() {
+                return m;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        assert_eq!(wait(&mut c), Control::Query);
+        c.reply_status("busy").unwrap();
+        assert_eq!(wait(&mut c), Control::Release);
+        c.send_drained(None).unwrap();
+        h.join().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match c.poll() {
+                Err(BootError::LauncherGone) => break,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn abort_and_timeout() {
+        let (env, h) = launcher(|mut s, _| {
+            let abort = LauncherMsg::Abort {
+                reason: "hosts differ".into(),
+            };
+            s.write_all(&encode(&abort)).unwrap();
+        });
+        let r = BootClient::connect(&env, endpoint(9), Duration::from_secs(10));
+        assert!(matches!(r, Err(BootError::Aborted(m)) if m == "hosts differ"));
+        h.join().unwrap();
+
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (env, h) = launcher(move |_s, _| {
+            let _ = rx.recv();
+        });
+        let r = BootClient::connect(&env, endpoint(9), Duration::from_millis(200));
+        assert!(matches!(r, Err(BootError::Timeout)), "{r:?}");
+        tx.send(()).unwrap();
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn wrong_table_is_protocol_error() {
+        let (env, h) = launcher(|mut s, _| {
+            let table = LauncherMsg::Table(Table {
+                job_key: 1,
+                endpoints: vec![endpoint(1), endpoint(2)],
+            });
+            s.write_all(&encode(&table)).unwrap();
+        });
+        let r = BootClient::connect(&env, endpoint(9), Duration::from_secs(10));
+        assert!(matches!(r, Err(BootError::Protocol(_))), "{r:?}");
+        h.join().unwrap();
+    }
+}

@@ -1,0 +1,213 @@
+//! The launcher-provided environment and the identity of the host a process runs on.
+//!
+//! Contract: [`BootEnv::from_env`] is `Ok(None)` exactly when [`ENV_BOOT`] is unset (a
+//! singleton run); when it is set, rank, size and address must all be present and valid
+//! (`rank < size`). [`HostInfo::current`] never fails: unreadable `/proc` entries yield an
+//! empty boot id or inode 0, which only weakens same-host detection.
+
+use crate::msg::PROTOCOL_VERSION;
+use crate::BootError;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::os::unix::fs::MetadataExt;
+
+/// Environment variable holding the rank (0-based) of the process.
+pub const ENV_RANK: &str = "PHALANX_RANK";
+/// Environment variable holding the number of ranks in the job.
+pub const ENV_SIZE: &str = "PHALANX_SIZE";
+/// Environment variable holding the launcher's TCP address (`ip:port`).
+pub const ENV_BOOT: &str = "PHALANX_BOOT";
+
+/// Where this rank sits in the job and how to reach its launcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootEnv {
+    /// This process's rank, `0..size`.
+    pub rank: u32,
+    /// Number of ranks in the job (at least 1).
+    pub size: u32,
+    /// The launcher's rendezvous address.
+    pub addr: SocketAddr,
+}
+
+impl BootEnv {
+    /// Reads [`ENV_RANK`], [`ENV_SIZE`] and [`ENV_BOOT`].
+    ///
+    /// `Ok(None)` when `PHALANX_BOOT` is unset (singleton run); `Err(BadEnv)` naming the
+    /// variable when a value is missing or malformed.
+    pub fn from_env() -> Result<Option<BootEnv>, BootError> {
+        Self::from_lookup(|k| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// Same as [`BootEnv::from_env`] over an arbitrary lookup (used by tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<BootEnv>, BootError> {
+        let Some(boot) = get(ENV_BOOT) else {
+            return Ok(None);
+        };
+        let addr: SocketAddr = boot.trim().parse().map_err(|_| {
+            BootError::BadEnv(format!("{ENV_BOOT}={boot:?} is not an ip:port address"))
+        })?;
+        let num = |name: &str| -> Result<u32, BootError> {
+            let v = get(name).ok_or_else(|| {
+                BootError::BadEnv(format!("{ENV_BOOT} is set but {name} is missing"))
+            })?;
+            v.trim()
+                .parse::<u32>()
+                .map_err(|_| BootError::BadEnv(format!("{name}={v:?} is not a number")))
+        };
+        let rank = num(ENV_RANK)?;
+        let size = num(ENV_SIZE)?;
+        if size == 0 {
+            return Err(BootError::BadEnv(format!("{ENV_SIZE} must be at least 1")));
+        }
+        if rank >= size {
+            return Err(BootError::BadEnv(format!(
+                "{ENV_RANK}={rank} is out of range for {ENV_SIZE}={size}"
+            )));
+        }
+        Ok(Some(BootEnv { rank, size, addr }))
+    }
+}
+
+/// What the launcher needs to know about a rank's host to check the job is homogeneous and
+/// what peers need to know to pick a transport (same kernel + netns = same host).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct HostInfo {
+    /// `/proc/sys/kernel/random/boot_id`, trimmed (empty if unreadable).
+    pub boot_id: String,
+    /// Inode of `/proc/self/ns/net` (0 if unreadable).
+    pub netns_ino: u64,
+    /// `cfg!(target_endian = "little")`.
+    pub little_endian: bool,
+    /// `usize::BITS`.
+    pub pointer_width: u32,
+    /// [`PROTOCOL_VERSION`] of the binary.
+    pub abi_version: u32,
+}
+
+impl HostInfo {
+    /// Describes the calling process's host.
+    pub fn current() -> HostInfo {
+        let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        let netns_ino = std::fs::metadata("/proc/self/ns/net")
+            .map(|m| m.ino())
+            .unwrap_or(0);
+        HostInfo {
+            boot_id,
+            netns_ino,
+            little_endian: cfg!(target_endian = "little"),
+            pointer_width: usize::BITS,
+            abi_version: PROTOCOL_VERSION,
+        }
+    }
+
+    fn arch(&self) -> (bool, u32, u32) {
+        (self.little_endian, self.pointer_width, self.abi_version)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{}-endian, {}-bit, protocol {}",
+            if self.little_endian { "little" } else { "big" },
+            self.pointer_width,
+            self.abi_version
+        )
+    }
+}
+
+/// Checks that all ranks run on alike hosts (byte order, pointer width, protocol version).
+///
+/// `hosts` is `(rank, host)` in any order; rank order decides the reference (the lowest
+/// rank). On mismatch the error names the reference and every rank that differs.
+pub fn check_hosts(hosts: &[(u32, &HostInfo)]) -> Result<(), String> {
+    let mut sorted: Vec<&(u32, &HostInfo)> = hosts.iter().collect();
+    sorted.sort_by_key(|(r, _)| *r);
+    let Some((r0, h0)) = sorted.first() else {
+        return Ok(());
+    };
+    let odd: Vec<String> = sorted
+        .iter()
+        .filter(|(_, h)| h.arch() != h0.arch())
+        .map(|(r, h)| format!("rank {r} ({})", h.describe()))
+        .collect();
+    if odd.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "hosts are not alike: rank {r0} is {} but {} differ{}",
+            h0.describe(),
+            odd.join(", "),
+            if odd.len() == 1 { "s" } else { "" }
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn env_unset_is_singleton() {
+        assert_eq!(BootEnv::from_lookup(lookup(&[])).unwrap(), None);
+        // rank/size without the boot address are ignored.
+        assert_eq!(
+            BootEnv::from_lookup(lookup(&[(ENV_RANK, "x")])).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn env_parses() {
+        let vars = [
+            (ENV_BOOT, "127.0.0.1:4000"),
+            (ENV_RANK, "2"),
+            (ENV_SIZE, "4"),
+        ];
+        let env = BootEnv::from_lookup(lookup(&vars)).unwrap().unwrap();
+        assert_eq!(env.rank, 2);
+        assert_eq!(env.size, 4);
+        assert_eq!(env.addr, "127.0.0.1:4000".parse().unwrap());
+    }
+
+    #[test]
+    fn env_errors_name_the_variable() {
+        let cases: &[&[(&str, &str)]] = &[
+            &[(ENV_BOOT, "nope"), (ENV_RANK, "0"), (ENV_SIZE, "1")],
+            &[(ENV_BOOT, "127.0.0.1:1"), (ENV_SIZE, "1")],
+            &[(ENV_BOOT, "127.0.0.1:1"), (ENV_RANK, "-1"), (ENV_SIZE, "1")],
+            &[(ENV_BOOT, "127.0.0.1:1"), (ENV_RANK, "1"), (ENV_SIZE, "1")],
+            &[(ENV_BOOT, "127.0.0.1:1"), (ENV_RANK, "0"), (ENV_SIZE, "0")],
+        ];
+        for vars in cases {
+            match BootEnv::from_lookup(lookup(vars)) {
+                Err(BootError::BadEnv(msg)) => assert!(msg.contains("PHALANX_"), "{msg}"),
+                other => panic!("{vars:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn host_check() {
+        let a = HostInfo::current();
+        assert_eq!(a.abi_version, PROTOCOL_VERSION);
+        let mut b = a.clone();
+        b.pointer_width = 32;
+        b.boot_id = "other".into();
+        assert!(check_hosts(&[(0, &a), (1, &a)]).is_ok());
+        let mut c = a.clone();
+        c.boot_id = "another host".into(); // different hosts are fine if alike
+        assert!(check_hosts(&[(1, &c), (0, &a)]).is_ok());
+        let err = check_hosts(&[(2, &b), (0, &a), (1, &a), (3, &b)]).unwrap_err();
+        assert!(err.contains("rank 2") && err.contains("rank 3"), "{err}");
+        assert!(!err.contains("rank 1 "), "{err}");
+    }
+}

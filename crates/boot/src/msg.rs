@@ -1,0 +1,131 @@
+//! Messages of the start-up protocol, shared by launcher and ranks.
+//!
+//! Contract: every message is one JSON object with a `"type"` tag, sent as one line
+//! ([`crate::frame`]). [`RankMsg`] flows rank → launcher, [`LauncherMsg`] launcher → rank.
+//! A rank sends exactly one `Hello`, first; the launcher sends exactly one `Table` (or an
+//! `Abort`) in reply, after all ranks said hello; `Status` only answers `Query`; `Drained`
+//! is sent at most once; after `Release` the launcher sends nothing more.
+
+use crate::env::HostInfo;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddrV4;
+
+/// Version of this protocol and of the data-plane ABI; ranks of one job must agree.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// How peers reach a rank: its data socket address and the host it runs on.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// The rank's bound data-plane (UDP) address.
+    pub addr: SocketAddrV4,
+    /// The rank's host.
+    pub host: HostInfo,
+}
+
+/// Everything a rank needs to talk to its peers.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Random per-job key (from the launcher's OS entropy) that every data packet carries.
+    pub job_key: u64,
+    /// One endpoint per rank; index = rank.
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// A rank's introduction.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Hello {
+    /// The rank as read from `PHALANX_RANK`.
+    pub rank: u32,
+    /// The rank's process id (informational: a wrapper such as `strace` may differ from the
+    /// pid the launcher spawned).
+    pub pid: u32,
+    /// The rank's endpoint, already bound.
+    pub endpoint: Endpoint,
+}
+
+/// rank → launcher.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RankMsg {
+    /// First message on the connection.
+    Hello(Hello),
+    /// Answer to [`LauncherMsg::Query`]: what the rank is waiting on.
+    Status {
+        /// Human-readable one-liner.
+        text: String,
+    },
+    /// The rank has completed the drain step of Finalize (everything sent was ACKed).
+    Drained {
+        /// Set when the drain gave up (for example: peers that never ACKed).
+        warning: Option<String>,
+    },
+    /// A per-rank statistics line for the launcher to print at the end.
+    Stats {
+        /// Human-readable one-liner.
+        text: String,
+    },
+}
+
+/// launcher → rank.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LauncherMsg {
+    /// The rendezvous result; also the start-up barrier.
+    Table(Table),
+    /// Asks the rank what it is waiting on (answered by [`RankMsg::Status`]).
+    Query,
+    /// Every rank has drained: the rank may leave Finalize and exit.
+    Release,
+    /// The job is over; the rank should exit non-zero.
+    Abort {
+        /// Why, for the rank to print.
+        reason: String,
+    },
+}
+
+/// A launcher message a rank can receive while the job runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// Reply with [`crate::BootClient::reply_status`].
+    Query,
+    /// Finalize may complete; exit afterwards.
+    Release,
+    /// The job is being torn down, with the launcher's reason.
+    Abort(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_tags() {
+        let ep = Endpoint {
+            addr: "127.0.0.1:5000".parse().unwrap(),
+            host: HostInfo::current(),
+        };
+        let msgs = [
+            RankMsg::Hello(Hello {
+                rank: 3,
+                pid: 77,
+                endpoint: ep.clone(),
+            }),
+            RankMsg::Status { text: "x".into() },
+            RankMsg::Drained { warning: None },
+            RankMsg::Stats { text: "s".into() },
+        ];
+        for m in msgs {
+            let s = serde_json::to_string(&m).unwrap();
+            assert!(s.starts_with("{\"type\":"), "{s}");
+            assert_eq!(serde_json::from_str::<RankMsg>(&s).unwrap(), m);
+        }
+        let t = LauncherMsg::Table(Table {
+            job_key: u64::MAX,
+            endpoints: vec![ep],
+        });
+        let s = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<LauncherMsg>(&s).unwrap(), t);
+        let s = serde_json::to_string(&LauncherMsg::Release).unwrap();
+        assert_eq!(s, r#"{"type":"release"}"#);
+    }
+}

@@ -1,0 +1,161 @@
+//! Command-line interface of the `phalanx` binary.
+//!
+//! Contract: parsing only; `phalanx run` turns into a [`job::Config`](crate::job::Config).
+//! Everything after the program name is passed to the program verbatim, even arguments that
+//! look like `phalanx run` options (`phalanx run -n 2 ./x -n 5`).
+
+use crate::job::Config;
+use crate::spawn::Program;
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::time::Duration;
+
+/// phalanx: MPI-style message passing in pure Rust.
+#[derive(Parser, Debug)]
+#[command(name = "phalanx", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Start N ranks of a program on this host and supervise them.
+    #[command(after_help = RUN_AFTER_HELP)]
+    Run(RunArgs),
+}
+
+const RUN_AFTER_HELP: &str = "\
+Each rank gets PHALANX_RANK, PHALANX_SIZE and PHALANX_BOOT in its environment.
+If a rank fails (non-zero exit, killed by a signal, or exit without completing Finalize),
+all other ranks are terminated (SIGTERM, then SIGKILL after the grace period).
+
+Exit status: 0 when every rank completed Finalize and exited 0; the failed rank's exit code
+(128+N if it was killed by signal N); 124 when --timeout expired; 128+N when phalanx itself
+got signal N (130 for Ctrl-C); 2 when the program cannot be started; 1 otherwise.
+
+Example: phalanx run -n 4 --tag-output ./target/release/my-solver --grid 512";
+
+/// Options of `phalanx run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Number of ranks to start.
+    #[arg(short = 'n', long = "np", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub ranks: u32,
+
+    /// Prefix every output line with "\[rank\] ".
+    #[arg(long)]
+    pub tag_output: bool,
+
+    /// Stop the job after SECONDS: print what every rank is waiting on, then terminate all.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_secs)]
+    pub timeout: Option<Duration>,
+
+    /// Limit for all ranks to connect to the launcher at start-up.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_secs, default_value = "60")]
+    pub startup_timeout: Duration,
+
+    /// Time between SIGTERM and SIGKILL when terminating ranks.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_secs, default_value = "3")]
+    pub kill_grace: Duration,
+
+    /// Set an environment variable for every rank (repeatable).
+    #[arg(long = "env", value_name = "K=V", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+
+    /// The program to run, followed by its arguments (passed verbatim).
+    #[arg(value_name = "PROG [ARGS]...", required = true, num_args = 1..,
+          trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<OsString>,
+}
+
+impl RunArgs {
+    /// The job this invocation describes.
+    pub fn into_config(self) -> Config {
+        let mut command = self.command.into_iter();
+        // clap guarantees at least one value (`required = true`, `num_args = 1..`).
+        let prog = command.next().unwrap_or_default();
+        Config {
+            size: self.ranks,
+            program: Program {
+                prog,
+                args: command.collect(),
+                env: self
+                    .env
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .collect(),
+            },
+            tag_output: self.tag_output,
+            timeout: self.timeout,
+            startup_timeout: self.startup_timeout,
+            kill_grace: self.kill_grace,
+        }
+    }
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(v).map_err(|_| format!("{s:?} is not a valid number of seconds"))
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("{s:?} is not of the form KEY=VALUE")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
+        let mut v = vec!["phalanx", "run"];
+        v.extend(args);
+        Cli::try_parse_from(v).map(|c| match c.command {
+            Command::Run(r) => r,
+        })
+    }
+
+    #[test]
+    fn trailing_args_are_verbatim() {
+        let r = parse(&[
+            "-n",
+            "2",
+            "--env",
+            "A=b=c",
+            "./x",
+            "-n",
+            "5",
+            "--tag-output",
+            "--foo",
+        ])
+        .unwrap();
+        assert_eq!(r.ranks, 2);
+        assert!(!r.tag_output);
+        assert_eq!(r.env, [("A".to_string(), "b=c".to_string())]);
+        assert_eq!(r.command, ["./x", "-n", "5", "--tag-output", "--foo"]);
+        let cfg = r.into_config();
+        assert_eq!(cfg.program.prog, "./x");
+        assert_eq!(cfg.program.args.len(), 4);
+    }
+
+    #[test]
+    fn options() {
+        let r = parse(&["-n", "3", "--tag-output", "--timeout", "1.5", "prog"]).unwrap();
+        assert!(r.tag_output);
+        assert_eq!(r.timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(r.startup_timeout, Duration::from_secs(60));
+        assert_eq!(r.kill_grace, Duration::from_secs(3));
+        assert!(parse(&["-n", "0", "prog"]).is_err());
+        assert!(parse(&["-n", "2"]).is_err());
+        assert!(parse(&["-n", "2", "--env", "novalue", "prog"]).is_err());
+        assert!(parse(&["-n", "2", "--timeout", "-1", "prog"]).is_err());
+    }
+}

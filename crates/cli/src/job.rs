@@ -1,0 +1,637 @@
+//! The launcher's job: spawn the ranks, run the rendezvous, supervise, finalize, tear down.
+//!
+//! Contract:
+//! - [`run`] returns the launcher's exit code only after every rank has been reaped and every
+//!   rank's process group has been sent SIGKILL (so nothing a rank forked survives either).
+//! - Start-up: all ranks must say hello within the start-up timeout, on alike hosts; then
+//!   every rank gets the same table. A rank that exits 0 without ever connecting is taken for
+//!   a non-phalanx program: fine if no rank connects (`phalanx run -n 2 hostname`), a failure
+//!   otherwise.
+//! - The first failure wins and is named on stderr as `phalanx: rank R <reason>`: a non-zero
+//!   exit, death by a signal, exit 0 without `Drained`, or the rank's connection closing
+//!   before `Drained`. Then every rank is sent `Abort`, its group SIGTERM, and SIGKILL after
+//!   the grace period (at once on a second Ctrl-C). Exit code: the rank's code, 128+signal,
+//!   else 1; 128+signal for a signal to the launcher; 124 for `--timeout`; 2 if the program
+//!   cannot be spawned.
+//! - Finalize: once every rank has sent `Drained`, every rank gets `Release`; the job
+//!   succeeds when all ranks then exit 0. Finalize warnings and stats lines are printed at
+//!   the end.
+//! - `--timeout`: every connected rank gets `Query`; statuses are collected for up to
+//!   [`QUERY_WINDOW`] and printed one line per rank, then the job is torn down.
+
+use crate::output::{self, Dest};
+use crate::signals::{pollfd, wait_readable, Signals};
+use crate::spawn::{self, signal_group, spawn_rank, Program};
+use crate::status::{describe, signal_text};
+use phalanx_boot::frame::{encode, send_line_blocking, LineReader, Next};
+use phalanx_boot::{
+    check_hosts, BootError, Endpoint, HostInfo, LauncherMsg, RankMsg, Table, MAX_LINE,
+};
+use rand::RngCore;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::process::{Child, ExitStatus};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// Longest sleep of the event loop (SIGCHLD and socket readiness wake it earlier).
+const TICK: Duration = Duration::from_millis(100);
+/// How long `--timeout` waits for the ranks' status replies.
+pub const QUERY_WINDOW: Duration = Duration::from_secs(1);
+/// How long a closed connection may precede the rank's exit before it counts as the failure
+/// itself (so a crash is reported by its exit status, not as a lost connection).
+const CONN_LOSS_GRACE: Duration = Duration::from_millis(500);
+/// Bound on writing one control message to a rank.
+const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// Bound on writing `Abort` to a rank during teardown.
+const ABORT_SEND_TIMEOUT: Duration = Duration::from_millis(100);
+/// How long output threads may take to reach EOF once all ranks are gone.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+/// Messages read from one connection per loop iteration (fairness bound).
+const MAX_MSGS_PER_READ: usize = 256;
+/// Stats lines kept per rank.
+const MAX_STATS: usize = 1000;
+
+/// Everything `phalanx run` was asked to do.
+pub struct Config {
+    /// Number of ranks.
+    pub size: u32,
+    /// What to run.
+    pub program: Program,
+    /// Prefix forwarded lines with `[rank] `.
+    pub tag_output: bool,
+    /// `--timeout`: wall-clock limit of the whole job.
+    pub timeout: Option<Duration>,
+    /// Limit for all ranks to connect.
+    pub startup_timeout: Duration,
+    /// Time between SIGTERM and SIGKILL when tearing down.
+    pub kill_grace: Duration,
+}
+
+/// Why the job failed, and the launcher's exit code.
+struct Failure {
+    msg: String,
+    code: i32,
+}
+
+impl Failure {
+    fn new(msg: impl Into<String>, code: i32) -> Failure {
+        Failure {
+            msg: msg.into(),
+            code,
+        }
+    }
+}
+
+struct Conn {
+    stream: TcpStream,
+    reader: LineReader,
+}
+
+impl Conn {
+    fn new(stream: TcpStream) -> Conn {
+        Conn {
+            stream,
+            reader: LineReader::new(MAX_LINE),
+        }
+    }
+}
+
+/// The launcher's view of one rank.
+struct Rank {
+    child: Child,
+    pid: u32,
+    exit: Option<ExitStatus>,
+    endpoint: Option<Endpoint>,
+    conn: Option<Conn>,
+    conn_lost: Option<Instant>,
+    drained: bool,
+    warning: Option<String>,
+    stats: Vec<String>,
+    status: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Rendezvous,
+    Running,
+    Released,
+}
+
+struct Job {
+    cfg: Config,
+    signals: Signals,
+    listener: Option<TcpListener>,
+    pending: Vec<Conn>,
+    ranks: Vec<Rank>,
+    job_key: u64,
+    phase: Phase,
+    started: Instant,
+    query_until: Option<Instant>,
+    outputs: usize,
+    outputs_done: Receiver<()>,
+}
+
+/// Runs the job described by `cfg`; returns the launcher's exit code.
+pub fn run(cfg: Config) -> i32 {
+    spawn::raise_nofile_limit();
+    let signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => return fatal(&format!("cannot install signal handlers: {e}")),
+    };
+    let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+    {
+        Ok(l) => l,
+        Err(e) => return fatal(&format!("cannot listen for ranks on 127.0.0.1: {e}")),
+    };
+    let boot = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => return fatal(&format!("cannot read the listening address: {e}")),
+    };
+    let (done_tx, outputs_done) = channel();
+    let mut job = Job {
+        signals,
+        listener: Some(listener),
+        pending: Vec::new(),
+        ranks: Vec::with_capacity(cfg.size as usize),
+        job_key: rand::rngs::OsRng.next_u64(),
+        phase: Phase::Rendezvous,
+        started: Instant::now(),
+        query_until: None,
+        outputs: 0,
+        outputs_done,
+        cfg,
+    };
+    for rank in 0..job.cfg.size {
+        let mut child = match spawn_rank(&job.cfg.program, rank, job.cfg.size, boot) {
+            Ok(c) => c,
+            Err(e) => {
+                let prog = job.cfg.program.prog.to_string_lossy().into_owned();
+                let f = Failure::new(format!("cannot start {prog} (rank {rank}): {e}"), 2);
+                return job.finish(Some(f));
+            }
+        };
+        let pipes = [
+            child
+                .stdout
+                .take()
+                .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stdout)),
+            child
+                .stderr
+                .take()
+                .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stderr)),
+        ];
+        let pid = child.id();
+        job.ranks.push(Rank {
+            child,
+            pid,
+            exit: None,
+            endpoint: None,
+            conn: None,
+            conn_lost: None,
+            drained: false,
+            warning: None,
+            stats: Vec::new(),
+            status: None,
+        });
+        for (src, dest) in pipes.into_iter().flatten() {
+            if let Err(e) = output::forward(rank, src, dest, job.cfg.tag_output, done_tx.clone()) {
+                return job.finish(Some(Failure::new(
+                    format!("cannot start output thread: {e}"),
+                    1,
+                )));
+            }
+            job.outputs += 1;
+        }
+    }
+    drop(done_tx);
+    let outcome = job.supervise();
+    job.finish(outcome.err())
+}
+
+fn fatal(msg: &str) -> i32 {
+    eprintln!("phalanx: {msg}");
+    1
+}
+
+impl Job {
+    /// The event loop; returns when the job succeeded or on the first failure.
+    fn supervise(&mut self) -> Result<(), Failure> {
+        loop {
+            self.wait_events();
+            if let Some(sig) = self.signals.take_termination() {
+                return Err(Failure::new(
+                    format!("interrupted by {}; terminating all ranks", signal_text(sig)),
+                    128 + sig,
+                ));
+            }
+            self.accept();
+            self.read_pending()?;
+            for r in 0..self.ranks.len() {
+                self.read_rank(r)?;
+            }
+            self.reap()?;
+            self.check_lost()?;
+            if self.phase == Phase::Rendezvous && self.ranks.iter().all(|r| r.endpoint.is_some()) {
+                self.send_table()?;
+            }
+            if self.phase == Phase::Running && self.ranks.iter().all(|r| r.drained) {
+                let release = encode(&LauncherMsg::Release);
+                self.broadcast(&release, SEND_TIMEOUT);
+                self.phase = Phase::Released;
+            }
+            if self.ranks.iter().all(|r| r.exit.is_some()) {
+                // Every exit was classified as fine by `reap`, or it would have failed.
+                return Ok(());
+            }
+            self.check_deadlines()?;
+        }
+    }
+
+    /// Sleeps until a signal, a socket event or the next deadline (at most [`TICK`]).
+    fn wait_events(&mut self) {
+        let mut fds = vec![pollfd(self.signals.fd())];
+        if let Some(l) = &self.listener {
+            fds.push(pollfd(l.as_raw_fd()));
+        }
+        fds.extend(self.pending.iter().map(|c| pollfd(c.stream.as_raw_fd())));
+        fds.extend(
+            self.ranks
+                .iter()
+                .filter_map(|r| r.conn.as_ref())
+                .map(|c| pollfd(c.stream.as_raw_fd())),
+        );
+        let now = Instant::now();
+        let wait = self
+            .deadlines()
+            .into_iter()
+            .map(|d| d.saturating_duration_since(now))
+            .fold(TICK, Duration::min);
+        if let Err(e) = wait_readable(&mut fds, wait) {
+            eprintln!("phalanx: poll failed: {e}");
+            std::thread::sleep(wait);
+        }
+        self.signals.drain();
+    }
+
+    fn deadlines(&self) -> Vec<Instant> {
+        let mut d = Vec::new();
+        if self.phase == Phase::Rendezvous {
+            d.push(self.started + self.cfg.startup_timeout);
+        }
+        if let Some(t) = self.cfg.timeout {
+            d.push(self.started + t);
+        }
+        d.extend(self.query_until);
+        d.extend(
+            self.ranks
+                .iter()
+                .filter_map(|r| r.conn_lost)
+                .map(|t| t + CONN_LOSS_GRACE),
+        );
+        d
+    }
+
+    fn accept(&mut self) {
+        let Some(listener) = &self.listener else {
+            return;
+        };
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    // More pending connections than ranks can only be strangers.
+                    if self.pending.len() >= self.ranks.len() + 16 {
+                        continue;
+                    }
+                    if stream.set_nonblocking(true).is_ok() {
+                        let _ = stream.set_nodelay(true);
+                        self.pending.push(Conn::new(stream));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    eprintln!("phalanx: warning: accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads `Hello` from connections not yet tied to a rank.
+    fn read_pending(&mut self) -> Result<(), Failure> {
+        let mut i = 0;
+        while i < self.pending.len() {
+            let conn = &mut self.pending[i];
+            match conn.reader.next_msg::<RankMsg, _>(&mut conn.stream) {
+                Ok(Next::Pending) => i += 1,
+                Ok(Next::Msg(RankMsg::Hello(h))) => {
+                    let conn = self.pending.swap_remove(i);
+                    let r = h.rank as usize;
+                    if r >= self.ranks.len() || self.ranks[r].endpoint.is_some() {
+                        eprintln!(
+                            "phalanx: warning: ignoring a boot connection claiming rank {} (out of range or already connected)",
+                            h.rank
+                        );
+                        continue;
+                    }
+                    if let Some(f) = self.non_phalanx_exit() {
+                        return Err(f);
+                    }
+                    self.ranks[r].endpoint = Some(h.endpoint);
+                    self.ranks[r].conn = Some(conn);
+                }
+                Ok(Next::Msg(other)) => {
+                    eprintln!(
+                        "phalanx: warning: ignoring a boot connection that began with {other:?}"
+                    );
+                    self.pending.swap_remove(i);
+                }
+                Ok(Next::Eof) | Err(BootError::LauncherGone) => {
+                    self.pending.swap_remove(i);
+                }
+                Err(e) => {
+                    eprintln!("phalanx: warning: ignoring a boot connection: {e}");
+                    self.pending.swap_remove(i);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads whatever rank `r` has sent.
+    fn read_rank(&mut self, r: usize) -> Result<(), Failure> {
+        let rank = &mut self.ranks[r];
+        let Some(conn) = rank.conn.as_mut() else {
+            return Ok(());
+        };
+        for _ in 0..MAX_MSGS_PER_READ {
+            match conn.reader.next_msg::<RankMsg, _>(&mut conn.stream) {
+                Ok(Next::Msg(RankMsg::Status { text })) => rank.status = Some(text),
+                Ok(Next::Msg(RankMsg::Drained { warning })) => {
+                    rank.drained = true;
+                    rank.warning = warning;
+                }
+                Ok(Next::Msg(RankMsg::Stats { text })) => {
+                    if rank.stats.len() < MAX_STATS {
+                        rank.stats.push(text);
+                    }
+                }
+                Ok(Next::Msg(RankMsg::Hello(_))) => {
+                    return Err(Failure::new(format!("rank {r} sent a second hello"), 1));
+                }
+                Ok(Next::Pending) => return Ok(()),
+                Ok(Next::Eof) | Err(BootError::LauncherGone) => {
+                    rank.conn = None;
+                    if !rank.drained {
+                        rank.conn_lost = Some(Instant::now());
+                    }
+                    return Ok(());
+                }
+                Err(e) => {
+                    return Err(Failure::new(format!("rank {r}: {e}"), 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Collects exited ranks and decides whether each exit fails the job.
+    fn reap(&mut self) -> Result<(), Failure> {
+        for r in 0..self.ranks.len() {
+            if self.ranks[r].exit.is_some() {
+                continue;
+            }
+            let status = match self.ranks[r].child.try_wait() {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
+                Err(e) => return Err(Failure::new(format!("cannot wait for rank {r}: {e}"), 1)),
+            };
+            self.ranks[r].exit = Some(status);
+            // Whatever it sent before exiting (typically `Drained`) is already buffered.
+            self.read_rank(r)?;
+            self.judge_exit(r, status)?;
+        }
+        Ok(())
+    }
+
+    fn judge_exit(&self, r: usize, status: ExitStatus) -> Result<(), Failure> {
+        let rank = &self.ranks[r];
+        if !status.success() {
+            let (what, code) = describe(status);
+            return Err(Failure::new(format!("rank {r} {what}"), code));
+        }
+        if rank.drained {
+            return Ok(());
+        }
+        if rank.endpoint.is_none() {
+            return match self.non_phalanx_exit() {
+                Some(f) if self.ranks.iter().any(|x| x.endpoint.is_some()) => Err(f),
+                _ => Ok(()),
+            };
+        }
+        Err(Failure::new(
+            format!("rank {r} exited without completing Finalize"),
+            1,
+        ))
+    }
+
+    /// The failure for a rank that exited 0 without ever connecting, if there is one.
+    fn non_phalanx_exit(&self) -> Option<Failure> {
+        let r = self
+            .ranks
+            .iter()
+            .position(|x| x.endpoint.is_none() && x.exit.is_some_and(|s| s.success()))?;
+        Some(Failure::new(
+            format!("rank {r} exited without connecting to the launcher (not a phalanx program?)"),
+            1,
+        ))
+    }
+
+    /// A connection closed before `Drained` fails the job if its rank does not exit soon.
+    fn check_lost(&self) -> Result<(), Failure> {
+        let now = Instant::now();
+        for (r, rank) in self.ranks.iter().enumerate() {
+            if rank.exit.is_none() && rank.conn_lost.is_some_and(|t| now >= t + CONN_LOSS_GRACE) {
+                return Err(Failure::new(
+                    format!(
+                        "rank {r} closed its connection to the launcher before completing Finalize"
+                    ),
+                    1,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn send_table(&mut self) -> Result<(), Failure> {
+        let endpoints: Vec<Endpoint> = self
+            .ranks
+            .iter()
+            .filter_map(|r| r.endpoint.clone())
+            .collect();
+        let hosts: Vec<(u32, &HostInfo)> = endpoints
+            .iter()
+            .enumerate()
+            .map(|(r, e)| (r as u32, &e.host))
+            .collect();
+        check_hosts(&hosts).map_err(|m| Failure::new(m, 1))?;
+        let table = encode(&LauncherMsg::Table(Table {
+            job_key: self.job_key,
+            endpoints,
+        }));
+        self.broadcast(&table, SEND_TIMEOUT);
+        self.phase = Phase::Running;
+        self.listener = None;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Sends `line` to every connected rank. A rank that cannot be written to is gone or
+    /// stuck; its exit (or the timeout) is what fails the job, so errors are ignored here.
+    fn broadcast(&mut self, line: &[u8], timeout: Duration) {
+        for conn in self.ranks.iter_mut().filter_map(|r| r.conn.as_mut()) {
+            let _ = send_line_blocking(&mut conn.stream, line, timeout, true);
+        }
+    }
+
+    fn check_deadlines(&mut self) -> Result<(), Failure> {
+        let now = Instant::now();
+        if self.phase == Phase::Rendezvous
+            && self.query_until.is_none()
+            && now >= self.started + self.cfg.startup_timeout
+        {
+            let missing: Vec<String> = (self.ranks.iter().enumerate())
+                .filter(|(_, r)| r.endpoint.is_none())
+                .map(|(i, _)| i.to_string())
+                .collect();
+            return Err(Failure::new(
+                format!(
+                    "start-up timed out after {}: rank{} {} never connected to the launcher",
+                    secs(self.cfg.startup_timeout),
+                    if missing.len() == 1 { "" } else { "s" },
+                    missing.join(", ")
+                ),
+                1,
+            ));
+        }
+        let Some(timeout) = self.cfg.timeout else {
+            return Ok(());
+        };
+        if self.query_until.is_none() && now >= self.started + timeout {
+            for rank in &mut self.ranks {
+                rank.status = None;
+            }
+            self.broadcast(&encode(&LauncherMsg::Query), SEND_TIMEOUT);
+            self.query_until = Some(now + QUERY_WINDOW);
+            return Ok(());
+        }
+        let Some(until) = self.query_until else {
+            return Ok(());
+        };
+        let answered = |r: &Rank| r.conn.is_none() || r.exit.is_some() || r.status.is_some();
+        if now < until && !self.ranks.iter().all(answered) {
+            return Ok(());
+        }
+        eprintln!(
+            "phalanx: --timeout of {} expired; what each rank is waiting on:",
+            secs(timeout)
+        );
+        for (r, rank) in self.ranks.iter().enumerate() {
+            eprintln!("phalanx: rank {r}: {}", rank.status_text());
+        }
+        Err(Failure::new("timeout expired: terminating all ranks", 124))
+    }
+
+    /// Tears the job down (on failure) and reports; returns the exit code.
+    fn finish(&mut self, failure: Option<Failure>) -> i32 {
+        if let Some(f) = &failure {
+            eprintln!("phalanx: {}", f.msg);
+            let abort = encode(&LauncherMsg::Abort {
+                reason: f.msg.clone(),
+            });
+            let conns = self.ranks.iter_mut().filter_map(|r| r.conn.as_mut());
+            for conn in conns.chain(self.pending.iter_mut()) {
+                let _ = send_line_blocking(&mut conn.stream, &abort, ABORT_SEND_TIMEOUT, true);
+            }
+            self.terminate();
+        }
+        // Whatever a rank left behind in its process group goes too: no orphans, ever.
+        for rank in &self.ranks {
+            signal_group(rank.pid, libc::SIGKILL);
+        }
+        self.listener = None;
+        self.pending.clear();
+        for rank in &mut self.ranks {
+            rank.conn = None;
+        }
+        let deadline = Instant::now() + OUTPUT_DRAIN;
+        for _ in 0..self.outputs {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.outputs_done.recv_timeout(left).is_err() {
+                break;
+            }
+        }
+        for (r, rank) in self.ranks.iter().enumerate() {
+            if let Some(w) = &rank.warning {
+                eprintln!("phalanx: rank {r}: finalize warning: {w}");
+            }
+        }
+        for (r, rank) in self.ranks.iter().enumerate() {
+            for s in &rank.stats {
+                eprintln!("phalanx: rank {r} stats: {s}");
+            }
+        }
+        failure.map_or(0, |f| f.code)
+    }
+
+    /// SIGTERM to every live rank's group, SIGKILL after the grace period (or at once on a
+    /// further termination signal), then reap everything.
+    fn terminate(&mut self) {
+        for rank in self.ranks.iter().filter(|r| r.exit.is_none()) {
+            signal_group(rank.pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + self.cfg.kill_grace;
+        loop {
+            for rank in self.ranks.iter_mut().filter(|r| r.exit.is_none()) {
+                if let Ok(Some(s)) = rank.child.try_wait() {
+                    rank.exit = Some(s);
+                }
+            }
+            let now = Instant::now();
+            if self.ranks.iter().all(|r| r.exit.is_some())
+                || now >= deadline
+                || self.signals.take_termination().is_some()
+            {
+                break;
+            }
+            let mut fds = [pollfd(self.signals.fd())];
+            let _ = wait_readable(&mut fds, (deadline - now).min(Duration::from_millis(50)));
+            self.signals.drain();
+        }
+        for rank in self.ranks.iter_mut().filter(|r| r.exit.is_none()) {
+            signal_group(rank.pid, libc::SIGKILL);
+            let _ = rank.child.kill();
+            rank.exit = rank.child.wait().ok();
+        }
+    }
+}
+
+impl Rank {
+    fn status_text(&self) -> String {
+        if let Some(s) = self.exit {
+            return format!("already {}", describe(s).0);
+        }
+        match (&self.status, &self.conn, &self.endpoint) {
+            (Some(text), _, _) => text.clone(),
+            (None, Some(_), _) => "no answer (not inside a phalanx call)".into(),
+            (None, None, None) => "not connected to the launcher (still starting up)".into(),
+            (None, None, Some(_)) => "lost its connection to the launcher".into(),
+        }
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}

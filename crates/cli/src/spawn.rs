@@ -1,0 +1,103 @@
+//! Starting rank processes and signalling them.
+//!
+//! Contract: every rank runs in its own process group (pgid = its pid), so the launcher can
+//! signal a rank together with anything it forked, and a terminal's Ctrl-C reaches only the
+//! launcher. Every rank gets `PR_SET_PDEATHSIG(SIGKILL)`, so it dies when the launcher does,
+//! even if the launcher is SIGKILLed; the race with a launcher dying before the `prctl` is
+//! closed by checking `getppid()` afterwards. PDEATHSIG fires when the *thread* that forked
+//! exits, so ranks must be spawned from the launcher's main thread. Ranks read stdin from
+//! /dev/null (a background process group reading the terminal would be stopped) and write
+//! stdout/stderr to pipes.
+
+use std::ffi::OsString;
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+/// What every rank of the job is started with.
+pub struct Program {
+    /// The executable (looked up in PATH like a shell would).
+    pub prog: OsString,
+    /// Its arguments, verbatim.
+    pub args: Vec<OsString>,
+    /// Extra environment (`--env K=V`), applied before the PHALANX_* variables.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// Starts rank `rank` of `size`, pointing it at the launcher's `boot` address.
+pub fn spawn_rank(p: &Program, rank: u32, size: u32, boot: SocketAddr) -> io::Result<Child> {
+    let launcher = std::process::id() as libc::pid_t;
+    let nofile = original_nofile();
+    let mut cmd = Command::new(&p.prog);
+    cmd.args(&p.args)
+        .envs(p.env.iter().map(|(k, v)| (k, v)))
+        .env(phalanx_boot::ENV_RANK, rank.to_string())
+        .env(phalanx_boot::ENV_SIZE, size.to_string())
+        .env(phalanx_boot::ENV_BOOT, boot.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (prctl, getppid, setrlimit, _exit); it allocates
+    // nothing and touches no locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != launcher {
+                // The launcher died before the prctl took effect: nobody will reap us.
+                libc::_exit(127);
+            }
+            if let Some(lim) = nofile {
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// Sends `sig` to the process group `pgid` (a rank and whatever it forked). A group that no
+/// longer exists is not an error. Linux never reuses a pid while a process group of that
+/// id exists, so this cannot hit an unrelated process group.
+pub fn signal_group(pgid: u32, sig: i32) {
+    // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+    unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
+}
+
+static ORIGINAL_NOFILE: std::sync::OnceLock<Option<libc::rlimit>> = std::sync::OnceLock::new();
+
+fn original_nofile() -> Option<libc::rlimit> {
+    ORIGINAL_NOFILE.get().copied().flatten()
+}
+
+/// Raises the launcher's soft open-file limit to the hard limit (it holds three fds per
+/// rank); the ranks get the original limit back.
+pub fn raise_nofile_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the valid, exclusively borrowed `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    let original = lim;
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: setrlimit reads the valid `lim`.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+            let _ = ORIGINAL_NOFILE.set(Some(original));
+        }
+    }
+}

@@ -1,0 +1,696 @@
+//! Go-back-n with lazy acknowledgements (seed 004 §5–6), sans-I/O.
+//!
+//! # Contract
+//!
+//! * One reliable, ordered stream per peer rank (`0..peers`, the local rank included —
+//!   a stream to oneself works like any other). Sequence numbers are wrapping `u32`
+//!   compared with [`serial`] arithmetic; every stream starts at
+//!   [`GbnConfig::initial_seq`] (all ranks of a job must use the same value).
+//! * **Sending**: [`Gbn::send`] takes a complete datagram (header emitted by the caller
+//!   with [`Kind::GbnData`], any message-layer fields), assigns the next sequence number,
+//!   keeps it in the peer's send window (at most [`GbnConfig::window`] un-acked packets)
+//!   and queues it. [`Gbn::poll_transmit`] hands out the next datagram to put on the wire;
+//!   the `ack` field and the flags are re-stamped at that moment, so every data packet
+//!   piggy-backs the latest cumulative ACK for its peer.
+//! * **Receiving**: the caller validates a datagram with `Packet::new_checked`, checks the
+//!   job key, then calls [`Gbn::handle_packet`], which processes the ACK field and
+//!   classifies the data as a [`Verdict`]. The receive window is one packet: only the next
+//!   in-order packet is [`Verdict::Deliver`]ed; out-of-order packets are dropped. The
+//!   caller must call [`Gbn::accept`] once it has consumed a delivered packet (before the
+//!   next `handle_packet`); a packet that is not accepted counts as never received and
+//!   will be retransmitted by its sender.
+//! * **Acknowledgements** are cumulative ("last in-order sequence number received") and
+//!   lazy: piggy-backed on data, or a pure [`Kind::GbnAck`] datagram after
+//!   [`GbnConfig::ack_threshold`] un-acked packets, after [`GbnConfig::ack_delay_ns`], at
+//!   once in [`GbnConfig::eager_ack`] mode, at once for a packet carrying
+//!   [`flags::ACK_REQUEST`], and on [`Gbn::flush_acks`] (Finalize). An out-of-order or
+//!   duplicate packet triggers an immediate *duplicate ACK* (a pure ACK of the last
+//!   in-order packet), rate-limited to one per in-order advance or per `rto_initial / 4`.
+//! * **Retransmission**: one timer per peer at the left edge of its send window,
+//!   exponential back-off clamped at [`GbnConfig::rto_max_ns`], reset by ACK progress.
+//!   On timeout the sender goes back to the left edge and re-sends everything in flight,
+//!   at most [`GbnConfig::retx_burst`] packets beyond the left edge at a time (the rest is
+//!   released as ACKs advance). A pure ACK that does not advance while packets are in
+//!   flight is a duplicate ACK and triggers the same go-back at once (fast retransmit),
+//!   once per recovery episode (NewReno-like `recover` mark). After
+//!   [`GbnConfig::max_backoffs`] consecutive timeouts without progress a
+//!   [`GbnEvent::PeerUnresponsive`] is reported once (retransmission continues).
+//! * **Robustness**: nothing panics on network input. A packet from `src >= peers`, a data
+//!   packet without `SEQ_VALID`, a pure ACK without `ACK_VALID` or an ACK for a sequence
+//!   number never transmitted is [`Verdict::Invalid`] and changes no state.
+//! * **Bounds**: memory is the send windows plus one header-sized ACK buffer per peer;
+//!   the transmit queue is implicit (window cursors plus one ACK per peer).
+//!   [`Gbn::poll_timeout`] is O(1) (timers are kept in an ordered set).
+
+use std::collections::{BTreeSet, VecDeque};
+
+use phalanx_wire::{flags, serial, stamp, Header, Kind, Packet, HEADER_LEN};
+
+/// Tunables of the go-back-n protocol.
+#[derive(Debug, Clone)]
+pub struct GbnConfig {
+    /// Maximum un-acked data packets in flight per peer.
+    pub window: u32,
+    /// Initial retransmission timeout (ns).
+    pub rto_initial_ns: u64,
+    /// Clamp of the exponential back-off (ns).
+    pub rto_max_ns: u64,
+    /// A pure ACK is sent after this many un-acked in-order packets.
+    pub ack_threshold: u32,
+    /// A pure ACK is sent when un-acked received data is older than this (ns).
+    pub ack_delay_ns: u64,
+    /// Acknowledge every data packet at once.
+    pub eager_ack: bool,
+    /// Maximum packets re-sent beyond the left edge per go-back.
+    pub retx_burst: u32,
+    /// First sequence number of every stream.
+    pub initial_seq: u32,
+    /// Consecutive timeouts without ACK progress before [`GbnEvent::PeerUnresponsive`].
+    pub max_backoffs: u32,
+}
+
+impl Default for GbnConfig {
+    fn default() -> Self {
+        GbnConfig {
+            window: 128,
+            rto_initial_ns: 4_000_000,
+            rto_max_ns: 100_000_000,
+            ack_threshold: 16,
+            ack_delay_ns: 1_000_000,
+            eager_ack: false,
+            retx_burst: 64,
+            initial_seq: 0,
+            max_backoffs: 600,
+        }
+    }
+}
+
+/// Classification of an incoming packet's data part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The next in-order data packet: consume it, then call [`Gbn::accept`].
+    Deliver,
+    /// A pure ACK (already processed).
+    AckOnly,
+    /// Data already received (a duplicate ACK was queued, rate-limited).
+    Duplicate,
+    /// Data beyond the next expected packet, discarded (duplicate ACK queued).
+    OutOfOrder,
+    /// Malformed or impossible packet; ignored.
+    Invalid(&'static str),
+}
+
+/// Events for the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GbnEvent {
+    /// `max_backoffs` consecutive timeouts without ACK progress towards `peer`.
+    PeerUnresponsive {
+        /// The silent peer.
+        peer: u32,
+    },
+}
+
+/// Counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GbnStats {
+    /// Data packets transmitted for the first time.
+    pub data_sent: u64,
+    /// Data packets re-transmitted.
+    pub retransmits: u64,
+    /// Pure ACK datagrams transmitted (duplicate ACKs included).
+    pub pure_acks_sent: u64,
+    /// Duplicate ACKs transmitted.
+    pub dup_acks_sent: u64,
+    /// In-order packets accepted by the caller.
+    pub delivered: u64,
+    /// Duplicate data packets received.
+    pub duplicates: u64,
+    /// Out-of-order data packets received (discarded).
+    pub out_of_order: u64,
+    /// ACKs older than the left edge (ignored).
+    pub stale_acks: u64,
+    /// Retransmission timer expiries.
+    pub timeouts: u64,
+    /// Fast retransmits triggered by duplicate ACKs (extension).
+    pub fast_retransmits: u64,
+    /// Packets rejected as [`Verdict::Invalid`] (extension).
+    pub invalid: u64,
+}
+
+const TIMER_RETX: u8 = 0;
+const TIMER_ACK: u8 = 1;
+/// Flag bits owned by the protocol; the caller's copies are ignored.
+const OWN_FLAGS: u8 = flags::SEQ_VALID | flags::ACK_VALID | flags::RETRANSMIT;
+
+struct Entry {
+    buf: Vec<u8>,
+    base_flags: u8,
+}
+
+struct Peer {
+    // Send side.
+    /// Left edge: oldest un-acked sequence number.
+    snd_una: u32,
+    /// Next sequence number to assign.
+    snd_nxt: u32,
+    /// First sequence number never transmitted.
+    tx_next: u32,
+    /// Buffers of `snd_una..snd_nxt`.
+    win: VecDeque<Entry>,
+    /// Pending go-back: `rtx_cursor..rtx_end` still to be re-sent.
+    rtx_cursor: u32,
+    rtx_end: u32,
+    rto: u64,
+    backoffs: u32,
+    retx_deadline: Option<u64>,
+    in_recovery: bool,
+    recover: u32,
+    unresponsive_reported: bool,
+    // Receive side.
+    /// Next expected in-order sequence number.
+    rcv_nxt: u32,
+    rcv_any: bool,
+    /// Accepted packets not yet covered by a transmitted ACK.
+    ack_debt: u32,
+    ack_deadline: Option<u64>,
+    /// A (pure) ACK is owed now.
+    ack_pending: bool,
+    /// A duplicate ACK (always pure) is owed now.
+    dup_pending: bool,
+    dup_ok: bool,
+    last_dup_at: Option<u64>,
+    ack_buf: [u8; HEADER_LEN],
+    in_ready: bool,
+}
+
+impl Peer {
+    fn new(cfg: &GbnConfig) -> Peer {
+        let s = cfg.initial_seq;
+        Peer {
+            snd_una: s,
+            snd_nxt: s,
+            tx_next: s,
+            win: VecDeque::new(),
+            rtx_cursor: s,
+            rtx_end: s,
+            rto: cfg.rto_initial_ns,
+            backoffs: 0,
+            retx_deadline: None,
+            in_recovery: false,
+            recover: s,
+            unresponsive_reported: false,
+            rcv_nxt: s,
+            rcv_any: false,
+            ack_debt: 0,
+            ack_deadline: None,
+            ack_pending: false,
+            dup_pending: false,
+            dup_ok: true,
+            last_dup_at: None,
+            ack_buf: [0; HEADER_LEN],
+            in_ready: false,
+        }
+    }
+
+    fn rtx_active(&self) -> bool {
+        serial::lt(self.rtx_cursor, self.rtx_end)
+    }
+
+    fn rtx_ready(&self, burst: u32) -> bool {
+        self.rtx_active() && (serial::diff(self.snd_una, self.rtx_cursor) as u32) < burst
+    }
+
+    fn new_ready(&self) -> bool {
+        !self.rtx_active() && self.tx_next != self.snd_nxt
+    }
+
+    fn has_tx(&self, burst: u32) -> bool {
+        self.dup_pending || self.ack_pending || self.rtx_ready(burst) || self.new_ready()
+    }
+
+    fn in_flight(&self) -> bool {
+        self.snd_una != self.tx_next
+    }
+}
+
+enum Item {
+    PureAck,
+    Data { seq: u32, rtx: bool },
+}
+
+/// The go-back-n engine of one rank: a reliable stream to every rank of the job.
+pub struct Gbn {
+    cfg: GbnConfig,
+    job_key: u64,
+    local_rank: u32,
+    peers: Vec<Peer>,
+    /// Deadlines: (time, peer, TIMER_RETX | TIMER_ACK).
+    timers: BTreeSet<(u64, u32, u8)>,
+    /// Peers that may have something to transmit (round robin).
+    ready: VecDeque<u32>,
+    events: VecDeque<GbnEvent>,
+    /// The packet last returned as `Deliver`: (peer, seq, ack requested).
+    pending: Option<(u32, u32, bool)>,
+    stats: GbnStats,
+}
+
+fn set_timer(
+    timers: &mut BTreeSet<(u64, u32, u8)>,
+    slot: &mut Option<u64>,
+    peer: u32,
+    kind: u8,
+    at: Option<u64>,
+) {
+    if let Some(old) = slot.take() {
+        timers.remove(&(old, peer, kind));
+    }
+    if let Some(t) = at {
+        timers.insert((t, peer, kind));
+    }
+    *slot = at;
+}
+
+impl Gbn {
+    /// A go-back-n engine for `local_rank` in a job of `peers` ranks.
+    pub fn new(config: GbnConfig, job_key: u64, local_rank: u32, peers: u32) -> Self {
+        let mut cfg = config;
+        cfg.window = cfg.window.clamp(1, 1 << 30);
+        cfg.retx_burst = cfg.retx_burst.max(1);
+        cfg.ack_threshold = cfg.ack_threshold.max(1);
+        cfg.rto_initial_ns = cfg.rto_initial_ns.max(1);
+        cfg.rto_max_ns = cfg.rto_max_ns.max(cfg.rto_initial_ns);
+        cfg.max_backoffs = cfg.max_backoffs.max(1);
+        let peers = (0..peers).map(|_| Peer::new(&cfg)).collect();
+        Gbn {
+            cfg,
+            job_key,
+            local_rank,
+            peers,
+            timers: BTreeSet::new(),
+            ready: VecDeque::new(),
+            events: VecDeque::new(),
+            pending: None,
+            stats: GbnStats::default(),
+        }
+    }
+
+    /// The configuration in use (after clamping).
+    pub fn config(&self) -> &GbnConfig {
+        &self.cfg
+    }
+
+    /// Free slots in `peer`'s send window (0 for an unknown peer).
+    pub fn send_space(&self, peer: u32) -> u32 {
+        match self.peers.get(peer as usize) {
+            Some(p) => self
+                .cfg
+                .window
+                .saturating_sub(p.snd_nxt.wrapping_sub(p.snd_una)),
+            None => 0,
+        }
+    }
+
+    /// Queues a datagram (header emitted by the caller with [`Kind::GbnData`]) for
+    /// reliable delivery to `peer`: assigns the next sequence number and keeps it in the
+    /// send window until acknowledged. The datagram comes back unchanged in `Err` if the
+    /// window is full, `peer` is out of range or it is shorter than a header.
+    pub fn send(&mut self, now: u64, peer: u32, datagram: Vec<u8>) -> Result<(), Vec<u8>> {
+        let _ = now;
+        if datagram.len() < HEADER_LEN || self.send_space(peer) == 0 {
+            return Err(datagram);
+        }
+        let mut buf = datagram;
+        let p = &mut self.peers[peer as usize];
+        let seq = p.snd_nxt;
+        let base_flags = buf[phalanx_wire::OFF_FLAGS] & !OWN_FLAGS;
+        // Cannot fail: the length was checked above.
+        let _ = stamp::seq(&mut buf, seq);
+        p.win.push_back(Entry { buf, base_flags });
+        p.snd_nxt = seq.wrapping_add(1);
+        self.schedule(peer);
+        Ok(())
+    }
+
+    /// Processes a validated, job-key-checked datagram: its ACK field first, then its data.
+    #[must_use]
+    pub fn handle_packet(&mut self, now: u64, pkt: &Packet<'_>) -> Verdict {
+        // A previously delivered but not accepted packet counts as not received.
+        self.pending = None;
+        let v = self.handle_inner(now, pkt);
+        if matches!(v, Verdict::Invalid(_)) {
+            self.stats.invalid += 1;
+        }
+        v
+    }
+
+    fn handle_inner(&mut self, now: u64, pkt: &Packet<'_>) -> Verdict {
+        let src = pkt.src();
+        if src as usize >= self.peers.len() {
+            return Verdict::Invalid("source rank out of range");
+        }
+        let fl = pkt.flags();
+        let kind = pkt.kind();
+        match kind {
+            Kind::GbnData if fl & flags::SEQ_VALID == 0 => {
+                return Verdict::Invalid("data packet without SEQ_VALID")
+            }
+            Kind::GbnAck if fl & flags::ACK_VALID == 0 => {
+                return Verdict::Invalid("pure ACK without ACK_VALID")
+            }
+            _ => {}
+        }
+        if fl & flags::ACK_VALID != 0 {
+            let a = pkt.ack();
+            let p = &self.peers[src as usize];
+            let last_acked = p.snd_una.wrapping_sub(1);
+            let highest = p.tx_next.wrapping_sub(1);
+            if serial::lt(highest, a) {
+                return Verdict::Invalid("ACK for a sequence number never sent");
+            }
+            if serial::lt(a, last_acked) {
+                self.stats.stale_acks += 1;
+            } else if a == last_acked {
+                if kind == Kind::GbnAck && p.in_flight() {
+                    self.dup_ack_received(now, src);
+                }
+            } else {
+                self.ack_progress(now, src, a.wrapping_add(1));
+            }
+        }
+        if kind == Kind::GbnAck {
+            self.schedule(src);
+            return Verdict::AckOnly;
+        }
+        let seq = pkt.seq();
+        let req = fl & flags::ACK_REQUEST != 0;
+        let rcv_nxt = self.peers[src as usize].rcv_nxt;
+        let v = if seq == rcv_nxt {
+            self.pending = Some((src, seq, req));
+            Verdict::Deliver
+        } else if serial::lt(seq, rcv_nxt) {
+            self.stats.duplicates += 1;
+            self.queue_dup_ack(now, src, req);
+            Verdict::Duplicate
+        } else {
+            self.stats.out_of_order += 1;
+            self.queue_dup_ack(now, src, req);
+            Verdict::OutOfOrder
+        };
+        self.schedule(src);
+        v
+    }
+
+    /// ACK progress from `peer`: the new left edge is `una`.
+    fn ack_progress(&mut self, now: u64, peer: u32, una: u32) {
+        let rto0 = self.cfg.rto_initial_ns;
+        let p = &mut self.peers[peer as usize];
+        let n = una.wrapping_sub(p.snd_una) as usize;
+        p.win.drain(..n.min(p.win.len()));
+        p.snd_una = una;
+        if serial::lt(p.rtx_cursor, una) {
+            p.rtx_cursor = una;
+        }
+        if !p.rtx_active() {
+            p.rtx_end = p.rtx_cursor;
+        }
+        if p.in_recovery && serial::le(p.recover, una.wrapping_sub(1)) {
+            p.in_recovery = false;
+        }
+        p.rto = rto0;
+        p.backoffs = 0;
+        p.unresponsive_reported = false;
+        let at = if p.in_flight() {
+            Some(now.saturating_add(rto0))
+        } else {
+            None
+        };
+        set_timer(&mut self.timers, &mut p.retx_deadline, peer, TIMER_RETX, at);
+    }
+
+    fn dup_ack_received(&mut self, _now: u64, peer: u32) {
+        let p = &mut self.peers[peer as usize];
+        if p.in_recovery {
+            return;
+        }
+        self.stats.fast_retransmits += 1;
+        Self::go_back(p);
+    }
+
+    fn go_back(p: &mut Peer) {
+        p.in_recovery = true;
+        p.recover = p.tx_next.wrapping_sub(1);
+        p.rtx_cursor = p.snd_una;
+        p.rtx_end = p.tx_next;
+    }
+
+    fn queue_dup_ack(&mut self, now: u64, peer: u32, force: bool) {
+        let quarter = self.cfg.rto_initial_ns / 4;
+        let p = &mut self.peers[peer as usize];
+        let timed_ok = !matches!(p.last_dup_at, Some(t) if now < t.saturating_add(quarter));
+        if force || p.dup_ok || timed_ok {
+            p.dup_pending = true;
+            p.dup_ok = false;
+            p.last_dup_at = Some(now);
+        }
+    }
+
+    /// The caller consumed the packet from `peer` that [`Gbn::handle_packet`] just
+    /// returned as [`Verdict::Deliver`]: advance the receive edge and count it for the
+    /// lazy ACK. Without a matching delivered packet this does nothing.
+    pub fn accept(&mut self, now: u64, peer: u32) {
+        let Some((p_id, seq, req)) = self.pending else {
+            return;
+        };
+        if p_id != peer {
+            return;
+        }
+        self.pending = None;
+        let cfg = &self.cfg;
+        let p = &mut self.peers[peer as usize];
+        if seq != p.rcv_nxt {
+            return;
+        }
+        p.rcv_nxt = seq.wrapping_add(1);
+        p.rcv_any = true;
+        p.dup_ok = true;
+        p.ack_debt = p.ack_debt.saturating_add(1);
+        self.stats.delivered += 1;
+        if cfg.eager_ack || req || p.ack_debt >= cfg.ack_threshold {
+            p.ack_pending = true;
+            set_timer(&mut self.timers, &mut p.ack_deadline, peer, TIMER_ACK, None);
+        } else if p.ack_deadline.is_none() {
+            let at = Some(now.saturating_add(cfg.ack_delay_ns));
+            set_timer(&mut self.timers, &mut p.ack_deadline, peer, TIMER_ACK, at);
+        }
+        self.schedule(peer);
+    }
+
+    fn schedule(&mut self, peer: u32) {
+        let burst = self.cfg.retx_burst;
+        if let Some(p) = self.peers.get_mut(peer as usize) {
+            if !p.in_ready && p.has_tx(burst) {
+                p.in_ready = true;
+                self.ready.push_back(peer);
+            }
+        }
+    }
+
+    /// The next datagram for the wire and its destination rank. ACK fields are stamped
+    /// with the latest cumulative ACK now (piggy-back), which clears the lazy-ACK debt.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: u64) -> Option<(u32, &[u8])> {
+        let (peer, idx) = self.prepare_transmit(now)?;
+        let p = &self.peers[peer as usize];
+        match idx {
+            None => Some((peer, &p.ack_buf[..])),
+            // The cursors always lie inside the window, so `get` succeeds.
+            Some(i) => p.win.get(i).map(|e| (peer, &e.buf[..])),
+        }
+    }
+
+    /// Picks the next item, updates the state and stamps it: (peer, window index or
+    /// `None` for the peer's ACK buffer).
+    fn prepare_transmit(&mut self, now: u64) -> Option<(u32, Option<usize>)> {
+        let burst = self.cfg.retx_burst;
+        let rto0 = self.cfg.rto_initial_ns;
+        while let Some(peer) = self.ready.pop_front() {
+            let p = &mut self.peers[peer as usize];
+            p.in_ready = false;
+            let item = if p.dup_pending {
+                Item::PureAck
+            } else if p.rtx_ready(burst) {
+                Item::Data {
+                    seq: p.rtx_cursor,
+                    rtx: true,
+                }
+            } else if p.new_ready() {
+                Item::Data {
+                    seq: p.tx_next,
+                    rtx: false,
+                }
+            } else if p.ack_pending {
+                Item::PureAck
+            } else {
+                continue;
+            };
+            let ack = p.rcv_nxt.wrapping_sub(1);
+            let was_dup = p.dup_pending;
+            let acked = match item {
+                Item::PureAck => true,
+                Item::Data { .. } => p.rcv_any,
+            };
+            if acked {
+                p.ack_pending = false;
+                p.dup_pending = false;
+                p.ack_debt = 0;
+                set_timer(&mut self.timers, &mut p.ack_deadline, peer, TIMER_ACK, None);
+            }
+            let idx = match item {
+                Item::PureAck => {
+                    if was_dup {
+                        self.stats.dup_acks_sent += 1;
+                    }
+                    self.stats.pure_acks_sent += 1;
+                    let mut h = Header::new(Kind::GbnAck, self.job_key, self.local_rank);
+                    h.flags = flags::ACK_VALID;
+                    h.ack = ack;
+                    let _ = h.emit(&mut p.ack_buf);
+                    None
+                }
+                Item::Data { seq, rtx } => {
+                    let idx = seq.wrapping_sub(p.snd_una) as usize;
+                    let mut fl = flags::SEQ_VALID;
+                    if p.rcv_any {
+                        fl |= flags::ACK_VALID;
+                    }
+                    if rtx {
+                        fl |= flags::RETRANSMIT;
+                        let next = seq.wrapping_add(1);
+                        let last_of_burst =
+                            serial::diff(p.snd_una, next) as u32 >= burst || next == p.rtx_end;
+                        if last_of_burst {
+                            fl |= flags::ACK_REQUEST;
+                        }
+                        p.rtx_cursor = next;
+                        if !p.rtx_active() {
+                            p.rtx_end = p.rtx_cursor;
+                        }
+                        self.stats.retransmits += 1;
+                    } else {
+                        p.tx_next = seq.wrapping_add(1);
+                        self.stats.data_sent += 1;
+                    }
+                    if p.retx_deadline.is_none() {
+                        let at = Some(now.saturating_add(p.rto.max(rto0)));
+                        set_timer(&mut self.timers, &mut p.retx_deadline, peer, TIMER_RETX, at);
+                    }
+                    if let Some(e) = p.win.get_mut(idx) {
+                        let _ = stamp::ack(&mut e.buf, ack);
+                        let _ = stamp::flags(&mut e.buf, e.base_flags | fl);
+                    }
+                    Some(idx)
+                }
+            };
+            if p.has_tx(burst) {
+                p.in_ready = true;
+                self.ready.push_back(peer);
+            }
+            return Some((peer, idx));
+        }
+        None
+    }
+
+    /// The earliest deadline (retransmission or delayed ACK), if any. O(1).
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.timers.first().map(|t| t.0)
+    }
+
+    /// Fires every deadline that is due at `now`.
+    pub fn handle_timeout(&mut self, now: u64) {
+        while let Some(&(t, peer, kind)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.remove(&(t, peer, kind));
+            let cfg = &self.cfg;
+            let p = &mut self.peers[peer as usize];
+            if kind == TIMER_ACK {
+                p.ack_deadline = None;
+                if p.ack_debt > 0 {
+                    p.ack_pending = true;
+                }
+            } else {
+                p.retx_deadline = None;
+                if !p.in_flight() {
+                    continue;
+                }
+                self.stats.timeouts += 1;
+                p.backoffs = p.backoffs.saturating_add(1);
+                if p.backoffs >= cfg.max_backoffs && !p.unresponsive_reported {
+                    p.unresponsive_reported = true;
+                    self.events.push_back(GbnEvent::PeerUnresponsive { peer });
+                }
+                p.rto = p.rto.saturating_mul(2).min(cfg.rto_max_ns);
+                Self::go_back(p);
+                let at = Some(now.saturating_add(p.rto));
+                set_timer(&mut self.timers, &mut p.retx_deadline, peer, TIMER_RETX, at);
+            }
+            self.schedule(peer);
+        }
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<GbnEvent> {
+        self.events.pop_front()
+    }
+
+    /// Queues a pure ACK to every peer that has un-acked received data (Finalize).
+    pub fn flush_acks(&mut self, now: u64) {
+        let _ = now;
+        for i in 0..self.peers.len() {
+            let p = &mut self.peers[i];
+            if p.ack_debt > 0 {
+                p.ack_pending = true;
+                set_timer(
+                    &mut self.timers,
+                    &mut p.ack_deadline,
+                    i as u32,
+                    TIMER_ACK,
+                    None,
+                );
+                self.schedule(i as u32);
+            }
+        }
+    }
+
+    /// Nothing un-acked in any send window.
+    pub fn all_acked(&self) -> bool {
+        self.peers.iter().all(|p| p.snd_una == p.snd_nxt)
+    }
+
+    /// Peers with un-acked packets in their send window.
+    pub fn unacked_peers(&self) -> Vec<u32> {
+        (0..self.peers.len() as u32)
+            .filter(|&i| {
+                let p = &self.peers[i as usize];
+                p.snd_una != p.snd_nxt
+            })
+            .collect()
+    }
+
+    /// Some peer has received data not yet covered by a transmitted ACK.
+    pub fn owes_acks(&self) -> bool {
+        self.peers
+            .iter()
+            .any(|p| p.ack_debt > 0 || p.ack_pending || p.dup_pending)
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &GbnStats {
+        &self.stats
+    }
+}
+
+#[cfg(test)]
+#[path = "gbn_tests.rs"]
+mod tests;

@@ -1,0 +1,360 @@
+use super::*;
+use phalanx_wire::MsgKind;
+
+const KEY: u64 = 42;
+
+fn cfg() -> GbnConfig {
+    GbnConfig::default()
+}
+
+fn data(src: u32, n: u8) -> Vec<u8> {
+    let mut h = Header::new(Kind::GbnData, KEY, src);
+    h.msg = MsgKind::Eager;
+    h.to_datagram(&[n; 3])
+}
+
+fn drain(g: &mut Gbn, now: u64) -> Vec<(u32, Vec<u8>)> {
+    let mut v = Vec::new();
+    while let Some((p, b)) = g.poll_transmit(now) {
+        v.push((p, b.to_vec()));
+        assert!(v.len() < 100_000, "poll_transmit does not terminate");
+    }
+    v
+}
+
+/// Feeds one datagram; accepts it if deliverable.
+fn feed(g: &mut Gbn, now: u64, d: &[u8]) -> Verdict {
+    let p = Packet::new_checked(d).expect("valid datagram");
+    let v = g.handle_packet(now, &p);
+    if v == Verdict::Deliver {
+        g.accept(now, p.src());
+    }
+    v
+}
+
+fn pair(c: GbnConfig) -> (Gbn, Gbn) {
+    (Gbn::new(c.clone(), KEY, 0, 2), Gbn::new(c, KEY, 1, 2))
+}
+
+fn pkt(d: &[u8]) -> Packet<'_> {
+    Packet::new_checked(d).expect("valid")
+}
+
+#[test]
+fn in_order_delivery_and_piggyback() {
+    let (mut a, mut b) = pair(cfg());
+    for i in 0..5 {
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    assert_eq!(a.send_space(1), 123);
+    let out = drain(&mut a, 0);
+    assert_eq!(out.len(), 5);
+    for (i, (p, d)) in out.iter().enumerate() {
+        assert_eq!(*p, 1);
+        let k = pkt(d);
+        assert_eq!(k.seq(), i as u32);
+        assert_eq!(k.flags() & flags::SEQ_VALID, flags::SEQ_VALID);
+        assert_eq!(k.flags() & flags::ACK_VALID, 0, "nothing received yet");
+        assert_eq!(feed(&mut b, 1, d), Verdict::Deliver);
+    }
+    // Lazy: nothing sent back (below threshold), but a delayed ACK is armed.
+    assert!(drain(&mut b, 1).is_empty());
+    assert!(b.owes_acks());
+    assert_eq!(b.poll_timeout(), Some(1 + 1_000_000));
+    // Reverse data piggy-backs the ACK and clears the debt.
+    b.send(2, 0, data(1, 9)).expect("space");
+    let back = drain(&mut b, 2);
+    assert_eq!(back.len(), 1);
+    let k = pkt(&back[0].1);
+    assert_eq!(k.ack(), 4);
+    assert_ne!(k.flags() & flags::ACK_VALID, 0);
+    assert!(!b.owes_acks());
+    assert!(!a.all_acked());
+    assert_eq!(feed(&mut a, 3, &back[0].1), Verdict::Deliver);
+    assert!(a.all_acked());
+    assert_eq!(a.send_space(1), 128);
+    assert_eq!(a.stats().data_sent, 5);
+    assert_eq!(b.stats().delivered, 5);
+}
+
+#[test]
+fn window_full_returns_datagram() {
+    let c = GbnConfig { window: 3, ..cfg() };
+    let (mut a, _) = pair(c);
+    for i in 0..3 {
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    assert_eq!(a.send_space(1), 0);
+    let d = data(0, 7);
+    assert_eq!(a.send(0, 1, d.clone()), Err(d.clone()));
+    assert_eq!(a.send(0, 5, d.clone()), Err(d.clone()), "unknown peer");
+    assert_eq!(a.send(0, 1, vec![1, 2]), Err(vec![1, 2]), "short");
+    assert_eq!(a.unacked_peers(), vec![1]);
+}
+
+#[test]
+fn lazy_ack_threshold_and_delay() {
+    let (mut a, mut b) = pair(cfg());
+    for i in 0..20 {
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    let out = drain(&mut a, 0);
+    for (i, (_, d)) in out.iter().enumerate() {
+        assert_eq!(feed(&mut b, 10, d), Verdict::Deliver);
+        let acks = drain(&mut b, 10);
+        if i == 15 {
+            assert_eq!(acks.len(), 1, "pure ACK after 16 packets");
+            let k = pkt(&acks[0].1);
+            assert_eq!((k.kind(), k.ack()), (Kind::GbnAck, 15));
+            assert_eq!(feed(&mut a, 11, &acks[0].1), Verdict::AckOnly);
+        } else {
+            assert!(acks.is_empty(), "no ACK at packet {i}");
+        }
+    }
+    assert_eq!(a.unacked_peers(), vec![1]);
+    // The remaining 4 are acked by the delayed-ACK timer.
+    let t = b.poll_timeout().expect("delayed ack armed");
+    assert_eq!(t, 10 + 1_000_000);
+    b.handle_timeout(t - 1);
+    assert!(drain(&mut b, t - 1).is_empty());
+    b.handle_timeout(t);
+    let acks = drain(&mut b, t);
+    assert_eq!(acks.len(), 1);
+    assert_eq!(feed(&mut a, t, &acks[0].1), Verdict::AckOnly);
+    assert!(a.all_acked());
+    assert_eq!(a.poll_timeout(), None, "timer stopped once all acked");
+    assert_eq!(b.poll_timeout(), None);
+}
+
+#[test]
+fn eager_ack_and_ack_request() {
+    let (mut a, mut b) = pair(GbnConfig {
+        eager_ack: true,
+        ..cfg()
+    });
+    a.send(0, 1, data(0, 1)).expect("space");
+    let out = drain(&mut a, 0);
+    assert_eq!(feed(&mut b, 1, &out[0].1), Verdict::Deliver);
+    assert_eq!(drain(&mut b, 1).len(), 1);
+
+    let (mut a, mut b) = pair(cfg());
+    let mut d = data(0, 1);
+    stamp::flags(&mut d, flags::ACK_REQUEST).expect("len");
+    a.send(0, 1, d).expect("space");
+    let out = drain(&mut a, 0);
+    assert_ne!(
+        pkt(&out[0].1).flags() & flags::ACK_REQUEST,
+        0,
+        "caller flag kept"
+    );
+    assert_eq!(feed(&mut b, 1, &out[0].1), Verdict::Deliver);
+    assert_eq!(drain(&mut b, 1).len(), 1, "ACK_REQUEST acked at once");
+}
+
+#[test]
+fn not_accepted_is_retransmitted() {
+    let (mut a, mut b) = pair(cfg());
+    a.send(0, 1, data(0, 1)).expect("space");
+    let out = drain(&mut a, 0);
+    let p = pkt(&out[0].1);
+    assert_eq!(b.handle_packet(1, &p), Verdict::Deliver);
+    // Not accepted: the same packet is deliverable again.
+    assert_eq!(b.handle_packet(2, &p), Verdict::Deliver);
+    b.accept(2, 0);
+    assert_eq!(b.handle_packet(3, &p), Verdict::Duplicate);
+    // accept without a pending delivery does nothing.
+    b.accept(3, 0);
+    assert_eq!(b.stats().delivered, 1);
+}
+
+#[test]
+fn out_of_order_dup_ack_is_rate_limited_and_triggers_fast_retransmit() {
+    let (mut a, mut b) = pair(cfg());
+    for i in 0..10 {
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    let out = drain(&mut a, 0);
+    assert_eq!(feed(&mut b, 1, &out[0].1), Verdict::Deliver);
+    // Packet 1 lost: 2..10 arrive out of order.
+    for (_, d) in &out[2..] {
+        assert_eq!(feed(&mut b, 1, d), Verdict::OutOfOrder);
+    }
+    let acks = drain(&mut b, 1);
+    assert_eq!(
+        acks.len(),
+        1,
+        "one dup ACK for a burst of out-of-order packets"
+    );
+    assert_eq!(b.stats().dup_acks_sent, 1);
+    let k = pkt(&acks[0].1);
+    assert_eq!((k.kind(), k.ack()), (Kind::GbnAck, 0));
+    // The sender: ACK progress to 0, then the dup ACK of 0 triggers go-back from 1.
+    assert_eq!(feed(&mut a, 2, &acks[0].1), Verdict::AckOnly);
+    assert_eq!(a.stats().fast_retransmits, 0, "first ACK of 0 is progress");
+    assert_eq!(feed(&mut a, 2, &acks[0].1), Verdict::AckOnly);
+    assert_eq!(a.stats().fast_retransmits, 1);
+    let rtx = drain(&mut a, 2);
+    assert_eq!(rtx.len(), 9);
+    assert_ne!(pkt(&rtx[0].1).flags() & flags::RETRANSMIT, 0);
+    assert_ne!(
+        pkt(&rtx[8].1).flags() & flags::ACK_REQUEST,
+        0,
+        "last of burst"
+    );
+    // Another dup ACK in the same episode does not go back again.
+    assert_eq!(feed(&mut a, 2, &acks[0].1), Verdict::AckOnly);
+    assert!(drain(&mut a, 2).is_empty());
+    for (_, d) in &rtx {
+        assert_eq!(feed(&mut b, 3, d), Verdict::Deliver);
+    }
+    let acks = drain(&mut b, 3);
+    assert_eq!(acks.len(), 1, "ACK_REQUEST on the last retransmission");
+    assert_eq!(feed(&mut a, 4, &acks[0].1), Verdict::AckOnly);
+    assert!(a.all_acked());
+}
+
+#[test]
+fn timeout_backoff_clamp_and_unresponsive() {
+    let c = GbnConfig {
+        max_backoffs: 8,
+        ..cfg()
+    };
+    let (mut a, _) = pair(c);
+    a.send(0, 1, data(0, 1)).expect("space");
+    assert_eq!(drain(&mut a, 0).len(), 1);
+    let mut t = a.poll_timeout().expect("timer armed");
+    assert_eq!(t, 4_000_000);
+    let mut gaps = Vec::new();
+    for _ in 0..8 {
+        a.handle_timeout(t);
+        let r = drain(&mut a, t);
+        assert_eq!(r.len(), 1);
+        assert_ne!(pkt(&r[0].1).flags() & flags::RETRANSMIT, 0);
+        let n = a.poll_timeout().expect("re-armed");
+        gaps.push(n - t);
+        t = n;
+    }
+    assert_eq!(
+        gaps,
+        vec![8, 16, 32, 64, 100, 100, 100, 100]
+            .into_iter()
+            .map(|ms| ms * 1_000_000)
+            .collect::<Vec<u64>>()
+    );
+    assert_eq!(a.poll_event(), Some(GbnEvent::PeerUnresponsive { peer: 1 }));
+    assert_eq!(a.poll_event(), None);
+    a.handle_timeout(t);
+    assert_eq!(a.poll_event(), None, "reported once per episode");
+    assert_eq!(a.stats().timeouts, 9);
+}
+
+#[test]
+fn ack_progress_resets_backoff() {
+    let (mut a, mut b) = pair(cfg());
+    a.send(0, 1, data(0, 1)).expect("space");
+    a.send(0, 1, data(0, 2)).expect("space");
+    let out = drain(&mut a, 0);
+    a.handle_timeout(4_000_000);
+    let _ = drain(&mut a, 4_000_000);
+    assert_eq!(a.poll_timeout(), Some(12_000_000));
+    assert_eq!(feed(&mut b, 5_000_000, &out[0].1), Verdict::Deliver);
+    b.flush_acks(5_000_000);
+    let acks = drain(&mut b, 5_000_000);
+    assert_eq!(feed(&mut a, 5_000_000, &acks[0].1), Verdict::AckOnly);
+    assert_eq!(a.poll_timeout(), Some(9_000_000), "reset to rto_initial");
+}
+
+#[test]
+fn sequence_wrap() {
+    let c = GbnConfig {
+        initial_seq: u32::MAX - 3,
+        window: 4,
+        ..cfg()
+    };
+    let (mut a, mut b) = pair(c);
+    let mut got = 0;
+    for round in 0..10u8 {
+        while a.send_space(1) > 0 {
+            a.send(0, 1, data(0, round)).expect("space");
+        }
+        for (_, d) in drain(&mut a, 0) {
+            assert_eq!(feed(&mut b, 0, &d), Verdict::Deliver);
+            got += 1;
+        }
+        b.flush_acks(0);
+        for (_, d) in drain(&mut b, 0) {
+            assert_eq!(feed(&mut a, 0, &d), Verdict::AckOnly);
+        }
+        assert!(a.all_acked());
+    }
+    assert_eq!(got, 40);
+}
+
+#[test]
+fn invalid_packets() {
+    let (mut a, _) = pair(cfg());
+    let mut h = Header::new(Kind::GbnData, KEY, 5);
+    h.flags = flags::SEQ_VALID;
+    let d = h.to_datagram(&[]);
+    assert!(matches!(a.handle_packet(0, &pkt(&d)), Verdict::Invalid(_)));
+    // ACK for a never-sent sequence number.
+    let mut h = Header::new(Kind::GbnAck, KEY, 1);
+    h.flags = flags::ACK_VALID;
+    h.ack = 0;
+    let d = h.to_datagram(&[]);
+    assert!(matches!(a.handle_packet(0, &pkt(&d)), Verdict::Invalid(_)));
+    // Data without SEQ_VALID, pure ACK without ACK_VALID.
+    let d = Header::new(Kind::GbnData, KEY, 1).to_datagram(&[]);
+    assert!(matches!(a.handle_packet(0, &pkt(&d)), Verdict::Invalid(_)));
+    let d = Header::new(Kind::GbnAck, KEY, 1).to_datagram(&[]);
+    assert!(matches!(a.handle_packet(0, &pkt(&d)), Verdict::Invalid(_)));
+    assert_eq!(a.stats().invalid, 4);
+    assert!(a.all_acked());
+    // The initial "nothing received" ACK (initial_seq - 1) is valid.
+    let mut h = Header::new(Kind::GbnAck, KEY, 1);
+    h.flags = flags::ACK_VALID;
+    h.ack = u32::MAX;
+    let d = h.to_datagram(&[]);
+    assert_eq!(a.handle_packet(0, &pkt(&d)), Verdict::AckOnly);
+}
+
+#[test]
+fn stream_to_self() {
+    let mut a = Gbn::new(cfg(), KEY, 0, 1);
+    a.send(0, 0, data(0, 1)).expect("space");
+    for (p, d) in drain(&mut a, 0) {
+        assert_eq!(p, 0);
+        assert_eq!(feed(&mut a, 0, &d), Verdict::Deliver);
+    }
+    a.flush_acks(0);
+    for (_, d) in drain(&mut a, 0) {
+        assert_eq!(feed(&mut a, 0, &d), Verdict::AckOnly);
+    }
+    assert!(a.all_acked() && !a.owes_acks());
+}
+
+#[test]
+fn retx_burst_is_clocked_by_acks() {
+    let c = GbnConfig {
+        retx_burst: 4,
+        ack_threshold: 2,
+        ..cfg()
+    };
+    let (mut a, mut b) = pair(c);
+    for i in 0..10 {
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    let _lost = drain(&mut a, 0);
+    a.handle_timeout(4_000_000);
+    let r = drain(&mut a, 4_000_000);
+    assert_eq!(r.len(), 4, "at most retx_burst beyond the left edge");
+    for (_, d) in &r {
+        assert_eq!(feed(&mut b, 4_000_001, d), Verdict::Deliver);
+    }
+    for (_, d) in drain(&mut b, 4_000_001) {
+        let _ = feed(&mut a, 4_000_002, &d);
+    }
+    let r2 = drain(&mut a, 4_000_002);
+    assert_eq!(r2.len(), 4, "released by ACK progress");
+    assert_eq!(pkt(&r2[0].1).seq(), 4);
+}

@@ -1,0 +1,435 @@
+//! Fault injection.
+//!
+//! Contract:
+//! * [`Faulty`] wraps any [`Transport`] and, on the send path only, drops,
+//!   duplicates, reorders and delays datagrams at the rates of a
+//!   [`FaultConfig`]. Receiving, fds and `max_datagram` pass through.
+//! * The random stream is a `SmallRng` seeded from `(seed, rank)`: ranks
+//!   differ, and the same sequence of calls replays the same faults.
+//! * A dropped datagram is reported as sent (`Ok(true)`): it models loss in
+//!   the network, not local back-pressure. It is counted in `faults_dropped`.
+//! * A duplicated datagram is sent twice back to back (`faults_duplicated`).
+//! * A reordered datagram is held (one at a time) and sent right after the
+//!   next datagram sent, or at the latest [`REORDER_HOLD_NS`] after it was
+//!   held, whichever comes first (`faults_reordered`).
+//! * With `delay_us > 0` every datagram that leaves is queued and handed to
+//!   the inner transport `delay_us` later, in order.
+//! * Timed release needs [`Transport::service`]. Faulty has no clock of its
+//!   own: a datagram held or queued since the last `service` call reports
+//!   the last `now` seen as its deadline (i.e. "due now"), and the next
+//!   `service(now)` stamps it with `now + hold/delay`. Callers must therefore
+//!   call `service` when `next_deadline()` is at or before their clock.
+//!   Datagrams still held when the wrapper is dropped are lost.
+
+use std::collections::VecDeque;
+use std::net::SocketAddrV4;
+use std::os::fd::RawFd;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::{Rank, Transport, TransportStats};
+
+/// Longest time a reordered datagram is held when nothing else is sent (ns).
+pub const REORDER_HOLD_NS: u64 = 200_000;
+
+/// Fault rates and seed, usually from `PHALANX_FAULTS`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FaultConfig {
+    /// Probability that a datagram is dropped, in [0, 1).
+    pub loss: f64,
+    /// Probability that a datagram is sent twice, in [0, 1).
+    pub dup: f64,
+    /// Probability that a datagram is held back behind the next one, in [0, 1).
+    pub reorder: f64,
+    /// Fixed extra delay for every datagram, µs (0 = none).
+    pub delay_us: u64,
+    /// Base seed; each rank derives its own stream from (seed, rank).
+    pub seed: u64,
+}
+
+/// Why a fault specification was rejected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FaultParseError {
+    /// An item without `=`.
+    #[error(
+        "fault spec item {item:?} is not key=value (keys: loss, dup, reorder, delay_us, seed)"
+    )]
+    NotKeyValue { item: String },
+    /// A key that is not one of loss, dup, reorder, delay_us, seed.
+    #[error("unknown fault key {key:?} (keys: loss, dup, reorder, delay_us, seed)")]
+    UnknownKey { key: String },
+    /// The same key twice.
+    #[error("fault key {key:?} given more than once")]
+    DuplicateKey { key: String },
+    /// A value that does not parse as the key's type.
+    #[error("fault key {key:?}: {value:?} is not a valid {expected}")]
+    BadValue {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+    /// A rate outside [0, 1).
+    #[error("fault key {key:?}: rate {value} must be in [0, 1)")]
+    RateOutOfRange { key: String, value: String },
+    /// `PHALANX_FAULTS` is not UTF-8.
+    #[error("PHALANX_FAULTS is not valid UTF-8")]
+    NotUnicode,
+}
+
+impl FaultConfig {
+    /// Parses e.g. `"loss=0.1,dup=0.02,reorder=0.05,seed=7"`. Keys are
+    /// optional (default 0), in any order, at most once each; `delay_us` is
+    /// accepted too. Whitespace around items, keys and values is ignored, as
+    /// are empty items.
+    pub fn parse(s: &str) -> Result<FaultConfig, FaultParseError> {
+        let mut cfg = FaultConfig::default();
+        let mut seen: Vec<&str> = Vec::new();
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (key, value) =
+                item.split_once('=')
+                    .ok_or_else(|| FaultParseError::NotKeyValue {
+                        item: item.to_string(),
+                    })?;
+            let (key, value) = (key.trim(), value.trim());
+            if seen.contains(&key) {
+                return Err(FaultParseError::DuplicateKey {
+                    key: key.to_string(),
+                });
+            }
+            match key {
+                "loss" => cfg.loss = parse_rate(key, value)?,
+                "dup" => cfg.dup = parse_rate(key, value)?,
+                "reorder" => cfg.reorder = parse_rate(key, value)?,
+                "delay_us" => cfg.delay_us = parse_u64(key, value)?,
+                "seed" => cfg.seed = parse_u64(key, value)?,
+                _ => {
+                    return Err(FaultParseError::UnknownKey {
+                        key: key.to_string(),
+                    })
+                }
+            }
+            seen.push(key);
+        }
+        Ok(cfg)
+    }
+
+    /// Reads `PHALANX_FAULTS`; `Ok(None)` if unset or empty.
+    pub fn from_env() -> Result<Option<FaultConfig>, FaultParseError> {
+        match std::env::var_os("PHALANX_FAULTS") {
+            None => Ok(None),
+            Some(v) => {
+                let v = v.to_str().ok_or(FaultParseError::NotUnicode)?;
+                if v.trim().is_empty() {
+                    Ok(None)
+                } else {
+                    FaultConfig::parse(v).map(Some)
+                }
+            }
+        }
+    }
+}
+
+fn parse_rate(key: &str, value: &str) -> Result<f64, FaultParseError> {
+    let r: f64 = value.parse().map_err(|_| FaultParseError::BadValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        expected: "probability (e.g. 0.05)",
+    })?;
+    if !(0.0..1.0).contains(&r) {
+        return Err(FaultParseError::RateOutOfRange {
+            key: key.to_string(),
+            value: value.to_string(),
+        });
+    }
+    Ok(r)
+}
+
+fn parse_u64(key: &str, value: &str) -> Result<u64, FaultParseError> {
+    value.parse().map_err(|_| FaultParseError::BadValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        expected: "non-negative integer",
+    })
+}
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Per-rank RNG seed derived from (seed, rank).
+fn rank_seed(seed: u64, rank: Rank) -> u64 {
+    splitmix64(seed ^ splitmix64(u64::from(rank) ^ 0x7068_616c_616e_7800))
+}
+
+struct Pending {
+    peer: Rank,
+    data: Vec<u8>,
+    /// Release time in the caller's clock; `None` until the next `service`.
+    due: Option<u64>,
+}
+
+/// Fault-injecting wrapper around a transport. See the module docs.
+pub struct Faulty<T: Transport> {
+    inner: T,
+    cfg: FaultConfig,
+    rng: SmallRng,
+    held: Option<Pending>,
+    delayed: VecDeque<Pending>,
+    last_now: u64,
+    dropped: u64,
+    duplicated: u64,
+    reordered: u64,
+}
+
+impl<T: Transport> Faulty<T> {
+    /// Wraps `inner`; the fault stream is seeded from `(cfg.seed, rank)`.
+    pub fn new(inner: T, cfg: FaultConfig, rank: Rank) -> Self {
+        let rng = SmallRng::seed_from_u64(rank_seed(cfg.seed, rank));
+        Faulty {
+            inner,
+            cfg,
+            rng,
+            held: None,
+            delayed: VecDeque::new(),
+            last_now: 0,
+            dropped: 0,
+            duplicated: 0,
+            reordered: 0,
+        }
+    }
+
+    /// The wrapped transport.
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    /// The wrapped transport, mutably (e.g. for `UdpTransport::set_peers`).
+    pub fn inner_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &FaultConfig {
+        &self.cfg
+    }
+
+    fn roll(&mut self, p: f64) -> bool {
+        p > 0.0 && self.rng.gen::<f64>() < p
+    }
+
+    /// Hands a datagram to the wire (or to the delay queue).
+    fn emit(&mut self, peer: Rank, data: &[u8]) -> std::io::Result<bool> {
+        if self.cfg.delay_us == 0 {
+            self.inner.send_to(peer, data)
+        } else {
+            self.delayed.push_back(Pending {
+                peer,
+                data: data.to_vec(),
+                due: None,
+            });
+            Ok(true)
+        }
+    }
+
+    fn release_held(&mut self) -> std::io::Result<()> {
+        if let Some(h) = self.held.take() {
+            self.emit(h.peer, &h.data)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Transport> Transport for Faulty<T> {
+    fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> std::io::Result<bool> {
+        let max = self.inner.max_datagram();
+        if datagram.len() > max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "datagram of {} bytes exceeds max_datagram {max}",
+                    datagram.len()
+                ),
+            ));
+        }
+        if self.roll(self.cfg.loss) {
+            self.dropped += 1;
+            return Ok(true);
+        }
+        let dup = self.roll(self.cfg.dup);
+        if dup {
+            self.duplicated += 1;
+        }
+        if self.held.is_none() && self.roll(self.cfg.reorder) {
+            self.reordered += 1;
+            if dup {
+                self.emit(peer, datagram)?;
+            }
+            self.held = Some(Pending {
+                peer,
+                data: datagram.to_vec(),
+                due: None,
+            });
+            return Ok(true);
+        }
+        let sent = self.emit(peer, datagram)?;
+        if dup {
+            self.emit(peer, datagram)?;
+        }
+        self.release_held()?;
+        Ok(sent)
+    }
+
+    fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> std::io::Result<usize> {
+        self.inner.recv_batch(f)
+    }
+
+    fn fds(&self) -> Vec<RawFd> {
+        self.inner.fds()
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        let held = self.held.as_ref().map(|h| h.due.unwrap_or(self.last_now));
+        // FIFO with non-decreasing stamps; unstamped entries sit at the back.
+        let delayed = match (self.delayed.front(), self.delayed.back()) {
+            (Some(_), Some(Pending { due: None, .. })) => Some(self.last_now),
+            (Some(f), _) => f.due,
+            _ => None,
+        };
+        [held, delayed, self.inner.next_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn service(&mut self, now: u64) -> std::io::Result<()> {
+        self.last_now = self.last_now.max(now);
+        let now = self.last_now;
+        if let Some(h) = &mut self.held {
+            let due = *h.due.get_or_insert(now.saturating_add(REORDER_HOLD_NS));
+            if due <= now {
+                self.release_held()?;
+            }
+        }
+        let delay = self.cfg.delay_us.saturating_mul(1000);
+        for p in self.delayed.iter_mut().rev() {
+            if p.due.is_some() {
+                break;
+            }
+            p.due = Some(now.saturating_add(delay));
+        }
+        while self.delayed.front().is_some_and(|p| p.due <= Some(now)) {
+            let p = self.delayed.pop_front().expect("front exists");
+            self.inner.send_to(p.peer, &p.data)?;
+        }
+        self.inner.service(now)
+    }
+
+    fn max_datagram(&self) -> usize {
+        self.inner.max_datagram()
+    }
+
+    fn stats(&self) -> TransportStats {
+        let mut s = self.inner.stats();
+        s.faults_dropped += self.dropped;
+        s.faults_duplicated += self.duplicated;
+        s.faults_reordered += self.reordered;
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what reaches the "wire".
+    #[derive(Default)]
+    struct Log {
+        sent: Vec<(Rank, Vec<u8>)>,
+    }
+
+    impl Transport for Log {
+        fn send_to(&mut self, peer: Rank, d: &[u8]) -> std::io::Result<bool> {
+            self.sent.push((peer, d.to_vec()));
+            Ok(true)
+        }
+        fn recv_batch(&mut self, _: &mut dyn FnMut(SocketAddrV4, &[u8])) -> std::io::Result<usize> {
+            Ok(0)
+        }
+        fn fds(&self) -> Vec<RawFd> {
+            Vec::new()
+        }
+        fn next_deadline(&self) -> Option<u64> {
+            None
+        }
+        fn service(&mut self, _: u64) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn max_datagram(&self) -> usize {
+            1000
+        }
+        fn stats(&self) -> TransportStats {
+            TransportStats::default()
+        }
+    }
+
+    fn cfg(s: &str) -> FaultConfig {
+        FaultConfig::parse(s).unwrap()
+    }
+
+    #[test]
+    fn reorder_swaps_with_next() {
+        // reorder close to 1: the first is held, the second goes out first.
+        let mut f = Faulty::new(Log::default(), cfg("reorder=0.999999,seed=1"), 0);
+        f.send_to(0, &[1]).unwrap();
+        assert!(f.inner().sent.is_empty());
+        assert!(f.next_deadline().is_some());
+        f.send_to(0, &[2]).unwrap();
+        let order: Vec<u8> = f.inner().sent.iter().map(|(_, d)| d[0]).collect();
+        assert_eq!(order, vec![2, 1]);
+        assert_eq!(f.stats().faults_reordered, 1);
+    }
+
+    #[test]
+    fn held_released_by_service() {
+        let mut f = Faulty::new(Log::default(), cfg("reorder=0.999999"), 3);
+        f.send_to(1, &[9]).unwrap();
+        let t0 = 1_000_000;
+        assert!(f.next_deadline().unwrap() <= t0);
+        f.service(t0).unwrap(); // stamps
+        assert_eq!(f.next_deadline(), Some(t0 + REORDER_HOLD_NS));
+        f.service(t0 + REORDER_HOLD_NS - 1).unwrap();
+        assert!(f.inner().sent.is_empty());
+        f.service(t0 + REORDER_HOLD_NS).unwrap();
+        assert_eq!(f.inner().sent, vec![(1, vec![9])]);
+        assert_eq!(f.next_deadline(), None);
+    }
+
+    #[test]
+    fn delay_queues_in_order() {
+        let mut f = Faulty::new(Log::default(), cfg("delay_us=50"), 0);
+        f.send_to(0, &[1]).unwrap();
+        f.send_to(0, &[2]).unwrap();
+        assert!(f.inner().sent.is_empty());
+        f.service(10).unwrap();
+        assert_eq!(f.next_deadline(), Some(10 + 50_000));
+        f.service(10 + 50_000).unwrap();
+        let order: Vec<u8> = f.inner().sent.iter().map(|(_, d)| d[0]).collect();
+        assert_eq!(order, vec![1, 2]);
+    }
+
+    #[test]
+    fn oversize_rejected() {
+        let mut f = Faulty::new(Log::default(), FaultConfig::default(), 0);
+        assert!(f.send_to(0, &[0u8; 1001]).is_err());
+    }
+
+    #[test]
+    fn ranks_get_different_streams() {
+        assert_ne!(rank_seed(7, 0), rank_seed(7, 1));
+        assert_eq!(rank_seed(7, 1), rank_seed(7, 1));
+    }
+}
