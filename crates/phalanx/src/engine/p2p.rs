@@ -228,12 +228,15 @@ impl Engine {
                     let mut h = data_header(self.job_key, self.rank, msg, *ctx, s.tag, *total);
                     h.aux = *next;
                     let pre = if rreq.is_some() { 8 } else { 0 };
-                    let mut d = vec![0u8; HEADER_LEN + pre + n];
-                    let _ = h.emit(&mut d);
+                    // Built by appending, so the payload is written once (no zeroing).
+                    let mut hdr = [0u8; HEADER_LEN];
+                    let _ = h.emit(&mut hdr);
+                    let mut d = Vec::with_capacity(HEADER_LEN + pre + n);
+                    d.extend_from_slice(&hdr);
                     if let Some(r) = rreq {
-                        d[HEADER_LEN..HEADER_LEN + 8].copy_from_slice(&r.to_le_bytes());
+                        d.extend_from_slice(&r.to_le_bytes());
                     }
-                    d[HEADER_LEN + pre..].copy_from_slice(s.buf.slice(*next as usize, n));
+                    d.extend_from_slice(s.buf.slice(*next as usize, n));
                     *next += n as u64;
                     let done = *next == *total;
                     (d, done.then_some((*req, *total)))
@@ -269,6 +272,10 @@ impl Engine {
                 self.p2p.jobs[peer as usize].push_front(Job::Control(d));
                 self.p2p.queued_jobs += 1;
                 return did;
+            } else {
+                // On the wire at once: the receiver copies one fragment while the next
+                // is cut.
+                self.flush(now);
             }
         }
     }
