@@ -2,7 +2,8 @@
 //!
 //! Usage: `phalanx run -n 4 crash MODE` with MODE one of `panic`, `exit3`, `kill`
 //! (rank 1 SIGKILLs itself), `nofinalize` (rank 1 exits 0 without finalizing), `deadlock`
-//! (rank 1 waits for a message nobody sends; ends only at `--timeout`). Every rank first
+//! (rank 1 waits for a message nobody sends; ends only at `--timeout`), `mismatch` (rank 1
+//! broadcasts from root 1 while the others use root 0). Every rank first
 //! prints `pid RANK PID` so a caller can check that no process survives.
 use phalanx::traits::*;
 
@@ -20,6 +21,13 @@ fn main() {
         }
     } else {
         world.process_at_rank(1).send_with_tag(&rank, 5);
+    }
+    if mode == "mismatch" {
+        let root = if rank == 1 { 1 } else { 0 };
+        let mut x = [rank as u64; 4];
+        world.process_at_rank(root).broadcast_into(&mut x[..]);
+        world.barrier();
+        return;
     }
     if rank == 1 {
         match mode.as_str() {

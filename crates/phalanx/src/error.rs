@@ -24,6 +24,8 @@ pub enum ErrorClass {
     Request = 7,
     /// Invalid root.
     Root = 8,
+    /// Invalid operation.
+    Op = 10,
     /// Message truncated on receive.
     Truncate = 15,
     /// Known error not in this list.
@@ -89,6 +91,28 @@ pub enum Error {
     /// The launcher vanished or aborted the job.
     #[error("launcher: {0}")]
     Launcher(String),
+    /// A reduction operation that does not apply to the datatype.
+    #[error("invalid reduction operation: {0}")]
+    InvalidOp(String),
+    /// Collective calls that do not match across ranks.
+    #[error("collective mismatch on communicator {context:#x}, call #{seq}: rank {local} called {local_call}, rank {remote} called {remote_call}")]
+    CollectiveMismatch {
+        /// Communicator context.
+        context: u32,
+        /// Collective sequence number on that communicator.
+        seq: u32,
+        /// This rank.
+        local: u32,
+        /// What this rank called.
+        local_call: String,
+        /// The other rank.
+        remote: u32,
+        /// What the other rank called.
+        remote_call: String,
+    },
+    /// An argument the call cannot accept (buffer sizes, datatypes).
+    #[error("invalid argument: {0}")]
+    InvalidArg(String),
     /// An operating-system error.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -104,6 +128,9 @@ impl Error {
             Error::PartialElement { .. } => ErrorClass::Count,
             Error::InvalidRequest => ErrorClass::Request,
             Error::PeerUnresponsive { .. } => ErrorClass::ProcFailed,
+            Error::InvalidOp(_) => ErrorClass::Op,
+            Error::CollectiveMismatch { .. } => ErrorClass::Other,
+            Error::InvalidArg(_) => ErrorClass::Arg,
             Error::Init(_) | Error::NotInitialized => ErrorClass::Other,
             Error::Launcher(_) | Error::Io(_) => ErrorClass::Other,
         }

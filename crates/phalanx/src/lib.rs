@@ -31,6 +31,8 @@
 
 extern crate self as phalanx;
 
+pub mod coll;
+pub mod collective;
 pub mod config;
 pub mod datatype;
 pub mod engine;
@@ -53,6 +55,7 @@ pub type Count = i32;
 
 /// The usual imports: `use phalanx::traits::*;`.
 pub mod traits {
+    pub use crate::collective::{CommunicatorCollectives, Operation, Root};
     pub use crate::datatype::{Buffer, BufferMut, Equivalence};
     pub use crate::point_to_point::{Destination, Source};
     pub use crate::topology::Communicator;

@@ -18,6 +18,8 @@ pub struct SimpleCommunicator {
     size: Rank,
     /// Communicators derived from this one so far (all ranks derive in the same order).
     derived: Rc<std::cell::Cell<u32>>,
+    /// Collective calls made so far (all ranks count the same calls).
+    coll_seq: Rc<std::cell::Cell<u32>>,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -29,6 +31,7 @@ impl SimpleCommunicator {
             members: None,
             size: size as Rank,
             derived: Rc::new(std::cell::Cell::new(0)),
+            coll_seq: Rc::new(std::cell::Cell::new(0)),
             _not_send: PhantomData,
         }
     }
@@ -37,21 +40,97 @@ impl SimpleCommunicator {
     /// match this one's. Collective: every member calls it in the same order (as MPI
     /// requires), which lets every rank derive the same context id without messages.
     pub fn duplicate(&self) -> SimpleCommunicator {
+        let ctx = self.derive_context(0);
+        self.sub(ctx, self.rank, self.members.clone(), self.size)
+    }
+
+    /// The next derived context id: a mix of (parent context, derivation number, salt);
+    /// every member derives in the same order, so all agree without messages. Never 0.
+    fn derive_context(&self, salt: u64) -> u32 {
         let n = self.derived.get() + 1;
         self.derived.set(n);
-        // splitmix-style mix of (parent context, derivation number); never 0 (world).
-        let mut z = ((self.ctx as u64) << 32 | n as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = ((self.ctx as u64) << 32 | n as u64)
+            .wrapping_add(salt.wrapping_mul(0xd6e8_feb8_6659_fd93))
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        let ctx = ((z ^ (z >> 31)) as u32).max(1);
+        ((z ^ (z >> 31)) as u32).max(1)
+    }
+
+    fn sub(&self, ctx: u32, rank: Rank, members: Option<Rc<Vec<u32>>>, size: Rank) -> Self {
         SimpleCommunicator {
             ctx,
-            rank: self.rank,
-            members: self.members.clone(),
-            size: self.size,
+            rank,
+            members,
+            size,
             derived: Rc::new(std::cell::Cell::new(0)),
+            coll_seq: Rc::new(std::cell::Cell::new(0)),
             _not_send: PhantomData,
         }
+    }
+
+    /// Splits into one communicator per color, members ordered by rank. Collective.
+    pub fn split_by_color(&self, color: Color) -> Option<SimpleCommunicator> {
+        self.split_by_color_with_key(color, 0)
+    }
+
+    /// Splits into one communicator per color, members ordered by (key, rank).
+    /// Collective; members with [`Color::undefined`] get `None`.
+    pub fn split_by_color_with_key(&self, color: Color, key: i32) -> Option<SimpleCommunicator> {
+        use crate::collective::CommunicatorCollectives;
+        let mine = [color.0, key];
+        let mut all = vec![0i32; 2 * self.size as usize];
+        self.all_gather_into(&mine[..], &mut all[..]);
+        let ctx = self.derive_context(color.0 as u32 as u64 + 1);
+        if color.0 == Color::undefined().0 {
+            return None;
+        }
+        let mut group: Vec<(i32, Rank)> = (0..self.size)
+            .filter(|&r| all[2 * r as usize] == color.0)
+            .map(|r| (all[2 * r as usize + 1], r))
+            .collect();
+        group.sort();
+        let members: Vec<u32> = group.iter().map(|&(_, r)| self.world_rank(r)).collect();
+        let rank = group.iter().position(|&(_, r)| r == self.rank)? as Rank;
+        let size = members.len() as Rank;
+        Some(self.sub(ctx, rank, Some(Rc::new(members)), size))
+    }
+
+    /// This communicator's group.
+    pub fn group(&self) -> Group {
+        Group {
+            members: (0..self.size).map(|r| self.world_rank(r)).collect(),
+            me: self.world_rank(self.rank),
+        }
+    }
+
+    /// A communicator of the members of `group` (a subgroup of this one's). Collective
+    /// over this communicator; members outside the group get `None`.
+    pub fn split_by_subgroup_collective(&self, group: &Group) -> Option<SimpleCommunicator> {
+        let salt = group
+            .members
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &m| {
+                (h ^ m as u64).wrapping_mul(0x1000_0000_01b3)
+            });
+        let ctx = self.derive_context(salt);
+        let rank = group
+            .members
+            .iter()
+            .position(|&m| m == self.world_rank(self.rank))?;
+        let size = group.members.len() as Rank;
+        Some(self.sub(
+            ctx,
+            rank as Rank,
+            Some(Rc::new(group.members.clone())),
+            size,
+        ))
+    }
+    /// The sequence number of the next collective call.
+    pub(crate) fn next_coll_seq(&self) -> u32 {
+        let n = self.coll_seq.get();
+        self.coll_seq.set(n.wrapping_add(1));
+        n
     }
     pub(crate) fn context(&self) -> u32 {
         self.ctx
@@ -69,6 +148,75 @@ impl SimpleCommunicator {
             Some(m) => m.iter().position(|&x| x == w).map_or(-1, |p| p as Rank),
             None => w as Rank,
         }
+    }
+}
+
+/// A split color: members with the same color land in the same communicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Color(i32);
+
+impl Color {
+    /// A defined color (non-negative).
+    pub fn with_value(v: i32) -> Color {
+        Color(v.max(0))
+    }
+    /// `MPI_UNDEFINED`: this member joins no new communicator.
+    pub fn undefined() -> Color {
+        Color(-32766)
+    }
+}
+
+/// An ordered set of processes (world ranks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    members: Vec<u32>,
+    me: u32,
+}
+
+impl Group {
+    /// Number of members.
+    pub fn size(&self) -> Rank {
+        self.members.len() as Rank
+    }
+    /// This process's rank in the group, if it is a member.
+    pub fn rank(&self) -> Option<Rank> {
+        self.members
+            .iter()
+            .position(|&m| m == self.me)
+            .map(|p| p as Rank)
+    }
+    /// The subgroup of the given ranks, in that order (ranks outside the group ignored).
+    pub fn include(&self, ranks: &[Rank]) -> Group {
+        Group {
+            members: ranks
+                .iter()
+                .filter_map(|&r| self.members.get(usize::try_from(r).ok()?).copied())
+                .collect(),
+            me: self.me,
+        }
+    }
+    /// The group without the given ranks.
+    pub fn exclude(&self, ranks: &[Rank]) -> Group {
+        Group {
+            members: self
+                .members
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !ranks.contains(&(*i as Rank)))
+                .map(|(_, &m)| m)
+                .collect(),
+            me: self.me,
+        }
+    }
+    /// Ranks in `other` of this group's ranks `ranks` (`None` where not a member).
+    pub fn translate_ranks(&self, ranks: &[Rank], other: &Group) -> Vec<Option<Rank>> {
+        ranks
+            .iter()
+            .map(|&r| {
+                let w = self.members.get(usize::try_from(r).ok()?)?;
+                other.members.iter().position(|m| m == w).map(|p| p as Rank)
+            })
+            .collect()
     }
 }
 

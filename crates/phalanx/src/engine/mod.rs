@@ -47,7 +47,7 @@ pub(crate) enum Waiting {
 pub struct Engine {
     pub(crate) rank: u32,
     pub(crate) size: u32,
-    job_key: u64,
+    pub(crate) job_key: u64,
     cfg: Config,
     epoch: Instant,
     transport: Option<Box<dyn Transport>>,
@@ -55,7 +55,7 @@ pub struct Engine {
     gbn: Gbn,
     boot: Option<BootClient>,
     /// Payload bytes per datagram after the header.
-    max_payload: usize,
+    pub(crate) max_payload: usize,
     eager_limit: usize,
     spin: Duration,
     pub(crate) reqs: Requests,
@@ -63,6 +63,7 @@ pub struct Engine {
     /// Datagrams a rank sent to itself, delivered in order by `progress`.
     local: VecDeque<Vec<u8>>,
     pub(crate) stats: Stats,
+    pub(crate) coll: crate::coll::CollState,
     waiting: Waiting,
     iterations: u64,
     finalized: bool,
@@ -163,6 +164,7 @@ impl Engine {
             p2p: p2p::P2p::new(size),
             local: VecDeque::new(),
             stats: Stats::default(),
+            coll: Default::default(),
             waiting: Waiting::Nothing,
             iterations: 0,
             finalized: false,
@@ -170,7 +172,7 @@ impl Engine {
     }
 
     #[inline]
-    fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
     }
 
@@ -207,6 +209,7 @@ impl Engine {
         if let Some(GbnEvent::PeerUnresponsive { peer }) = self.gbn.poll_event() {
             return Err(Error::PeerUnresponsive { peer });
         }
+        did |= self.progress_collectives();
         did |= self.pump_all(now);
         did |= self.flush(now);
         self.iterations = self.iterations.wrapping_add(1);
@@ -354,6 +357,9 @@ impl Engine {
     fn wait_loop(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
         let mut idle_since: Option<Instant> = None;
         loop {
+            if let Some(e) = self.coll.take_error() {
+                return Err(e);
+            }
             if done(self) {
                 return Ok(());
             }
@@ -420,6 +426,13 @@ impl Engine {
         let now = self.now();
         self.gbn.flush_acks(now);
         self.flush(now);
+        if let Some(e) = self
+            .coll
+            .take_error()
+            .or_else(|| self.leftover_collectives())
+        {
+            return Err(e);
+        }
         if self.cfg.stats {
             eprintln!("{}", self.stats_line());
         }
@@ -437,6 +450,11 @@ impl Engine {
         }
         self.finalized = true;
         Ok(())
+    }
+
+    /// Bytes that unexpected messages may hold.
+    pub(crate) fn unexpected_limit(&self) -> usize {
+        self.cfg.unexpected_limit
     }
 
     /// The per-rank counters, merged from every layer.

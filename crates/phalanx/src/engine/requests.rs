@@ -129,6 +129,8 @@ pub enum Req {
     Send(SendReq),
     /// Receiving.
     Recv(RecvReq),
+    /// A collective schedule (its state lives in the engine's collective table).
+    Coll,
     /// Finished, waiting to be reported.
     Done(Result<RawStatus>),
 }
@@ -198,7 +200,10 @@ impl Requests {
 
     /// Whether `id` is finished (true also for unknown ids, which wait cannot help).
     pub fn is_done(&self, id: ReqId) -> bool {
-        !matches!(self.get(id), Some(Req::Send(_)) | Some(Req::Recv(_)))
+        !matches!(
+            self.get(id),
+            Some(Req::Send(_)) | Some(Req::Recv(_)) | Some(Req::Coll)
+        )
     }
 
     /// Removes and returns a finished request's result; `None` if it is still running.

@@ -29,6 +29,7 @@ fn ensure_built() {
             && dir.join("examples/stress").exists()
             && dir.join("examples/crash").exists()
             && dir.join("examples/intruder").exists()
+            && dir.join("examples/collectives").exists()
         {
             return;
         }

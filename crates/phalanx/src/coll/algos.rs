@@ -1,0 +1,401 @@
+//! Point-to-point collective algorithms as [`Plan`]s: binomial trees, rings, recursive
+//! doubling, dissemination and pairwise exchange.
+//!
+//! Contract: every builder gets the communicator shape (`p` members, this member `me`,
+//! `world[i]` = world rank of member `i`) and byte sizes, and returns the same kind of
+//! plan on every member, with step ids unique per (sender, receiver). Results land in
+//! the receive buffer (`Buf::Recv`); inputs come from `Buf::Send`. Reductions assume a
+//! commutative operation (all predefined operations are).
+
+use super::schedule::{Buf, CommOp, LocalOp, Plan, Region};
+
+/// Shape of the communicator a plan is for.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// Number of members.
+    pub p: usize,
+    /// This member.
+    pub me: usize,
+    /// World rank of each member.
+    pub world: Vec<u32>,
+}
+
+impl Shape {
+    fn w(&self, i: usize) -> u32 {
+        self.world[i]
+    }
+    fn vrank(&self, root: usize) -> usize {
+        (self.me + self.p - root) % self.p
+    }
+    fn real(&self, v: usize, root: usize) -> usize {
+        (v + root) % self.p
+    }
+}
+
+fn send(to: u32, step: i32, from: Region) -> CommOp {
+    CommOp::Send {
+        to: vec![to],
+        step,
+        from,
+    }
+}
+fn recv(from: u32, step: i32, into: Region) -> CommOp {
+    CommOp::Recv { from, step, into }
+}
+fn level(mask: usize) -> i32 {
+    mask.trailing_zeros() as i32
+}
+
+/// Binomial-tree broadcast of `len` bytes held in `buf` (at the root) into `buf`
+/// everywhere.
+pub fn bcast_binomial(s: &Shape, root: usize, buf: Buf, len: usize) -> Plan {
+    let mut plan = Plan::default();
+    let v = s.vrank(root);
+    let all = Region::new(buf, 0, len);
+    let mut mask = 1;
+    while mask < s.p {
+        if v & mask != 0 {
+            let parent = s.real(v - mask, root);
+            plan.round(vec![recv(s.w(parent), level(mask), all)], vec![]);
+            break;
+        }
+        mask <<= 1;
+    }
+    let mut sends = Vec::new();
+    mask >>= 1;
+    while mask > 0 {
+        if v + mask < s.p {
+            sends.push(send(s.w(s.real(v + mask, root)), level(mask), all));
+        }
+        mask >>= 1;
+    }
+    plan.round(sends, vec![]);
+    plan
+}
+
+/// Binomial-tree reduction of `len` bytes from every send buffer into the root's
+/// receive buffer.
+pub fn reduce_binomial(s: &Shape, root: usize, len: usize) -> Plan {
+    let mut plan = Plan::default();
+    let v = s.vrank(root);
+    let acc = plan.tmp(len);
+    let accr = Region::new(acc, 0, len);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, len),
+            to: accr,
+        }],
+    );
+    let mut recvs = Vec::new();
+    let mut reduces = Vec::new();
+    let mut parent = None;
+    let mut mask = 1;
+    while mask < s.p {
+        if v & mask == 0 {
+            if v | mask < s.p {
+                let t = Region::new(plan.tmp(len), 0, len);
+                recvs.push(recv(s.w(s.real(v | mask, root)), level(mask), t));
+                reduces.push(LocalOp::Reduce {
+                    from: t,
+                    into: accr,
+                });
+            }
+        } else {
+            parent = Some(s.real(v & !mask, root));
+            break;
+        }
+        mask <<= 1;
+    }
+    plan.round(recvs, reduces);
+    match parent {
+        Some(pr) => plan.round(vec![send(s.w(pr), level(mask), accr)], vec![]),
+        None => plan.round(
+            vec![],
+            vec![LocalOp::Copy {
+                from: accr,
+                to: Region::new(Buf::Recv, 0, len),
+            }],
+        ),
+    }
+    plan
+}
+
+/// Allreduce: recursive doubling when `p` is a power of two, else reduce + broadcast.
+pub fn allreduce(s: &Shape, len: usize) -> Plan {
+    if !s.p.is_power_of_two() {
+        let mut plan = reduce_binomial(s, 0, len);
+        plan.append(bcast_binomial(s, 0, Buf::Recv, len), 64);
+        return plan;
+    }
+    let mut plan = Plan::default();
+    let out = Region::new(Buf::Recv, 0, len);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, len),
+            to: out,
+        }],
+    );
+    let mut k = 0;
+    while (1 << k) < s.p {
+        let partner = s.me ^ (1 << k);
+        let t = Region::new(plan.tmp(len), 0, len);
+        plan.round(
+            vec![send(s.w(partner), k, out), recv(s.w(partner), k, t)],
+            vec![LocalOp::Reduce { from: t, into: out }],
+        );
+        k += 1;
+    }
+    plan
+}
+
+/// Inclusive scan by recursive doubling (Hillis–Steele).
+pub fn scan(s: &Shape, len: usize) -> Plan {
+    let mut plan = Plan::default();
+    let out = Region::new(Buf::Recv, 0, len);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, len),
+            to: out,
+        }],
+    );
+    let mut k = 0;
+    while (1 << k) < s.p {
+        let d = 1 << k;
+        let mut comm = Vec::new();
+        let mut local = Vec::new();
+        if s.me + d < s.p {
+            comm.push(send(s.w(s.me + d), k, out));
+        }
+        if s.me >= d {
+            let t = Region::new(plan.tmp(len), 0, len);
+            comm.push(recv(s.w(s.me - d), k, t));
+            local.push(LocalOp::Reduce { from: t, into: out });
+        }
+        plan.round(comm, local);
+        k += 1;
+    }
+    plan
+}
+
+/// Gather of `block` bytes per member to `root` along a binomial tree (subtrees travel
+/// as contiguous runs in root-relative order).
+pub fn gather_binomial(s: &Shape, root: usize, block: usize) -> Plan {
+    let mut plan = Plan::default();
+    let v = s.vrank(root);
+    // Size of my subtree.
+    let low = if v == 0 {
+        s.p.next_power_of_two()
+    } else {
+        1 << v.trailing_zeros()
+    };
+    let sub = low.min(s.p - v);
+    let t = plan.tmp(sub * block);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, block),
+            to: Region::new(t, 0, block),
+        }],
+    );
+    let mut recvs = Vec::new();
+    let mut mask = 1;
+    while mask < low && v + mask < s.p {
+        let child = v + mask;
+        let n = mask.min(s.p - child);
+        recvs.push(recv(
+            s.w(s.real(child, root)),
+            level(mask),
+            Region::new(t, mask * block, n * block),
+        ));
+        mask <<= 1;
+    }
+    plan.round(recvs, vec![]);
+    if v == 0 {
+        // Rotate root-relative order into rank order.
+        let copies = (0..s.p)
+            .map(|i| LocalOp::Copy {
+                from: Region::new(t, i * block, block),
+                to: Region::new(Buf::Recv, s.real(i, root) * block, block),
+            })
+            .collect();
+        plan.round(vec![], copies);
+    } else {
+        let parent = s.real(v - low, root);
+        plan.round(
+            vec![send(
+                s.w(parent),
+                level(low),
+                Region::new(t, 0, sub * block),
+            )],
+            vec![],
+        );
+    }
+    plan
+}
+
+/// Scatter of `block` bytes per member from `root` along a binomial tree.
+pub fn scatter_binomial(s: &Shape, root: usize, block: usize) -> Plan {
+    let mut plan = Plan::default();
+    let v = s.vrank(root);
+    let low = if v == 0 {
+        s.p.next_power_of_two()
+    } else {
+        1 << v.trailing_zeros()
+    };
+    let sub = low.min(s.p - v);
+    let t = plan.tmp(sub * block);
+    if v == 0 {
+        let copies = (0..s.p)
+            .map(|i| LocalOp::Copy {
+                from: Region::new(Buf::Send, s.real(i, root) * block, block),
+                to: Region::new(t, i * block, block),
+            })
+            .collect();
+        plan.round(vec![], copies);
+    } else {
+        let parent = s.real(v - low, root);
+        plan.round(
+            vec![recv(
+                s.w(parent),
+                level(low),
+                Region::new(t, 0, sub * block),
+            )],
+            vec![],
+        );
+    }
+    let mut sends = Vec::new();
+    let mut mask = low >> 1;
+    while mask > 0 {
+        if v + mask < s.p {
+            let n = mask.min(s.p - v - mask);
+            sends.push(send(
+                s.w(s.real(v + mask, root)),
+                level(mask),
+                Region::new(t, mask * block, n * block),
+            ));
+        }
+        mask >>= 1;
+    }
+    plan.round(
+        sends,
+        vec![LocalOp::Copy {
+            from: Region::new(t, 0, block),
+            to: Region::new(Buf::Recv, 0, block),
+        }],
+    );
+    plan
+}
+
+/// Ring allgather: p - 1 steps, each passing one block to the right.
+pub fn allgather_ring(s: &Shape, block: usize) -> Plan {
+    let mut plan = Plan::default();
+    let blk = |i: usize| Region::new(Buf::Recv, i * block, block);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, block),
+            to: blk(s.me),
+        }],
+    );
+    let right = s.w((s.me + 1) % s.p);
+    let left = s.w((s.me + s.p - 1) % s.p);
+    for i in 0..s.p.saturating_sub(1) {
+        let out = (s.me + s.p - i) % s.p;
+        let inb = (s.me + s.p - i - 1) % s.p;
+        plan.round(
+            vec![
+                send(right, i as i32, blk(out)),
+                recv(left, i as i32, blk(inb)),
+            ],
+            vec![],
+        );
+    }
+    plan
+}
+
+/// Recursive-doubling allgather (p a power of two).
+pub fn allgather_rd(s: &Shape, block: usize) -> Plan {
+    let mut plan = Plan::default();
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, block),
+            to: Region::new(Buf::Recv, s.me * block, block),
+        }],
+    );
+    let mut k = 0;
+    while (1 << k) < s.p {
+        let d = 1 << k;
+        let partner = s.me ^ d;
+        let mine = s.me & !(d - 1);
+        let theirs = partner & !(d - 1);
+        plan.round(
+            vec![
+                send(
+                    s.w(partner),
+                    k,
+                    Region::new(Buf::Recv, mine * block, d * block),
+                ),
+                recv(
+                    s.w(partner),
+                    k,
+                    Region::new(Buf::Recv, theirs * block, d * block),
+                ),
+            ],
+            vec![],
+        );
+        k += 1;
+    }
+    plan
+}
+
+/// Pairwise-exchange all-to-all; all pairs at once when the total is small.
+pub fn alltoall_pairwise(s: &Shape, block: usize) -> Plan {
+    let mut plan = Plan::default();
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, s.me * block, block),
+            to: Region::new(Buf::Recv, s.me * block, block),
+        }],
+    );
+    let together = block * s.p <= 256 << 10;
+    let mut all = Vec::new();
+    for i in 1..s.p {
+        let to = (s.me + i) % s.p;
+        let from = (s.me + s.p - i) % s.p;
+        let ops = vec![
+            send(s.w(to), 0, Region::new(Buf::Send, to * block, block)),
+            recv(s.w(from), 0, Region::new(Buf::Recv, from * block, block)),
+        ];
+        if together {
+            all.extend(ops);
+        } else {
+            plan.round(ops, vec![]);
+        }
+    }
+    plan.round(all, vec![]);
+    plan
+}
+
+/// Dissemination barrier: ceil(log2 p) rounds of empty messages.
+pub fn barrier_dissemination(s: &Shape) -> Plan {
+    let mut plan = Plan::default();
+    let empty = Region::new(Buf::Recv, 0, 0);
+    let mut k = 0;
+    while (1 << k) < s.p {
+        let d = 1 << k;
+        plan.round(
+            vec![
+                send(s.w((s.me + d) % s.p), k, empty),
+                recv(s.w((s.me + s.p - d) % s.p), k, empty),
+            ],
+            vec![],
+        );
+        k += 1;
+    }
+    plan
+}

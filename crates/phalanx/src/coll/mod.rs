@@ -1,0 +1,571 @@
+//! Collective operations: schedules progressed by the engine.
+//!
+//! Contract: a collective call builds a [`schedule::Plan`] (see [`algos`]) and hands it to
+//! the engine as a request; the same progress loop that moves point-to-point traffic
+//! advances every active schedule, so blocking collectives are "start + wait" and
+//! nonblocking ones come for free. Collective fragments travel as `MsgKind::Coll`
+//! datagrams on the reliable per-peer streams, keyed by (source, context, collective
+//! sequence, step) — never matched against user point-to-point receives. Every fragment
+//! carries the caller's *signature* (kind, root, operation, type signature); a fragment
+//! whose signature differs from the local call with the same sequence number, a size
+//! that differs, or collective data nobody consumed by Finalize ends in
+//! [`Error::CollectiveMismatch`] naming both ranks.
+
+pub mod algos;
+pub mod ops;
+pub mod schedule;
+
+use crate::datatype::Datatype;
+use crate::engine::requests::{RawStatus, Req, ReqId};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use ops::OpKind;
+use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
+use schedule::{Buf, CommOp, LocalOp, Plan, Region};
+use std::collections::HashMap;
+
+/// Kinds of collective calls (part of the signature).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CollKind {
+    /// Barrier.
+    Barrier = 1,
+    /// Broadcast.
+    Bcast = 2,
+    /// Gather.
+    Gather = 3,
+    /// Scatter.
+    Scatter = 4,
+    /// Allgather.
+    Allgather = 5,
+    /// Reduce.
+    Reduce = 6,
+    /// Allreduce.
+    Allreduce = 7,
+    /// All-to-all.
+    Alltoall = 8,
+    /// Inclusive scan.
+    Scan = 9,
+    /// Communicator split (an allgather of colors and keys).
+    Split = 10,
+}
+
+impl CollKind {
+    fn name(b: u8) -> &'static str {
+        match b {
+            1 => "barrier",
+            2 => "broadcast",
+            3 => "gather",
+            4 => "scatter",
+            5 => "all_gather",
+            6 => "reduce",
+            7 => "all_reduce",
+            8 => "all_to_all",
+            9 => "scan",
+            10 => "split",
+            _ => "unknown collective",
+        }
+    }
+}
+
+/// The signature of a call: kind, root, operation and a hash of the type signature of
+/// one block (MPI matches type signatures, not element counts of derived types).
+pub fn signature(
+    kind: CollKind,
+    root: Option<u32>,
+    op: Option<OpKind>,
+    dt: &Datatype,
+    count: usize,
+) -> u64 {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut mix = |x: u64| {
+        for b in x.to_le_bytes() {
+            h ^= b as u32;
+            h = h.wrapping_mul(0x0100_0193);
+        }
+    };
+    match dt.signature() {
+        [(p, n)] => {
+            mix(*p as u64);
+            mix((*n * count) as u64);
+        }
+        runs => {
+            for (p, n) in runs {
+                mix(*p as u64);
+                mix(*n as u64);
+            }
+            mix(count as u64);
+        }
+    }
+    ((kind as u64) << 56)
+        | ((op.map_or(0, |o| o as u8) as u64) << 48)
+        | ((root.map_or(0xffff, |r| r.min(0xfffe)) as u64) << 32)
+        | h as u64
+}
+
+/// Human-readable form of a signature for error messages.
+pub fn describe(sig: u64) -> String {
+    let kind = CollKind::name((sig >> 56) as u8);
+    let op = (sig >> 48) as u8;
+    let root = ((sig >> 32) & 0xffff) as u32;
+    let mut s = format!("{kind}(");
+    if root != 0xffff {
+        s += &format!("root {root}, ");
+    }
+    if op != 0 {
+        s += &format!("op #{op}, ");
+    }
+    s += &format!("types #{:08x})", sig as u32);
+    s
+}
+
+type Key = (u32, u32, u32, i32);
+
+struct Posted {
+    sched: ReqId,
+    ptr: *mut u8,
+    len: usize,
+    got: usize,
+    started: bool,
+}
+
+struct Partial {
+    data: Vec<u8>,
+    total: u64,
+}
+
+struct Sched {
+    ctx: u32,
+    seq: u32,
+    sig: u64,
+    op: Option<OpKind>,
+    dt: Datatype,
+    send: (*const u8, usize),
+    recv: (*mut u8, usize),
+    tmps: Vec<Vec<u8>>,
+    plan: Plan,
+    cur: usize,
+    in_round: bool,
+    outstanding: usize,
+}
+
+impl Sched {
+    fn ptr(&mut self, r: Region) -> *mut u8 {
+        let base = match r.buf {
+            Buf::Send => self.send.0 as *mut u8,
+            Buf::Recv => self.recv.0,
+            Buf::Tmp(i) => self.tmps[i].as_mut_ptr(),
+        };
+        if base.is_null() {
+            // An absent buffer (e.g. a non-root's receive buffer) only has empty regions.
+            return std::ptr::NonNull::dangling().as_ptr();
+        }
+        // SAFETY: regions were checked against their buffers in `start`.
+        unsafe { base.add(r.off) }
+    }
+    fn cap(&self, b: Buf) -> usize {
+        match b {
+            Buf::Send => self.send.1,
+            Buf::Recv => self.recv.1,
+            Buf::Tmp(i) => self.tmps.get(i).map_or(0, |t| t.len()),
+        }
+    }
+    fn check(&self) -> Result<()> {
+        let ok = |r: &Region| r.off + r.len <= self.cap(r.buf);
+        for round in &self.plan.rounds {
+            for c in &round.comm {
+                let r = match c {
+                    CommOp::Send { from, .. } => from,
+                    CommOp::Recv { into, .. } => into,
+                };
+                if !ok(r) {
+                    return Err(Error::InvalidArg(format!(
+                        "{}: buffer too small for the collective",
+                        describe(self.sig)
+                    )));
+                }
+            }
+            for l in &round.local {
+                let (a, b) = match l {
+                    LocalOp::Copy { from, to } => (from, to),
+                    LocalOp::Reduce { from, into } => (from, into),
+                };
+                if !ok(a) || !ok(b) {
+                    return Err(Error::InvalidArg(format!(
+                        "{}: buffer too small for the collective",
+                        describe(self.sig)
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a collective call hands the engine.
+pub struct CollCall {
+    /// Communicator context.
+    pub ctx: u32,
+    /// Collective sequence number on that communicator.
+    pub seq: u32,
+    /// Signature of the call.
+    pub sig: u64,
+    /// Reduction, if any.
+    pub op: Option<OpKind>,
+    /// Element datatype (for reductions).
+    pub dt: Datatype,
+    /// Send buffer.
+    pub send: (*const u8, usize),
+    /// Receive buffer.
+    pub recv: (*mut u8, usize),
+}
+
+/// Collective state of an engine.
+#[derive(Default)]
+pub(crate) struct CollState {
+    scheds: HashMap<ReqId, Sched>,
+    active: Vec<ReqId>,
+    posted: HashMap<Key, Posted>,
+    unexpected: HashMap<Key, Partial>,
+    unexpected_bytes: usize,
+    /// Local signatures of recent calls: (context, sequence) → signature.
+    sigs: HashMap<(u32, u32), u64>,
+    /// Signatures of data that arrived before the local call: (context, seq) → (src, sig).
+    early: HashMap<(u32, u32), (u32, u64)>,
+    error: Option<Error>,
+}
+
+impl CollState {
+    pub(crate) fn take_error(&mut self) -> Option<Error> {
+        self.error.take()
+    }
+}
+
+impl Engine {
+    /// Starts a collective described by `call` with the plan for this rank.
+    pub fn start_collective(&mut self, call: CollCall, plan: Plan) -> Result<ReqId> {
+        let tmps = plan.tmps.iter().map(|&n| vec![0u8; n]).collect();
+        let s = Sched {
+            ctx: call.ctx,
+            seq: call.seq,
+            sig: call.sig,
+            op: call.op,
+            dt: call.dt,
+            send: call.send,
+            recv: call.recv,
+            tmps,
+            plan,
+            cur: 0,
+            in_round: false,
+            outstanding: 0,
+        };
+        s.check()?;
+        if let Some(&(src, sig)) = self.coll.early.get(&(call.ctx, call.seq)) {
+            if sig != call.sig {
+                return Err(self.mismatch(call.ctx, call.seq, call.sig, src, sig));
+            }
+        }
+        self.coll.early.remove(&(call.ctx, call.seq));
+        self.coll.sigs.insert((call.ctx, call.seq), call.sig);
+        // Keep a bounded history for checking late arrivals.
+        if self.coll.sigs.len() > 4096 {
+            let (ctx, seq) = (call.ctx, call.seq);
+            self.coll
+                .sigs
+                .retain(|&(c, s), _| c != ctx || seq.wrapping_sub(s) < 1024);
+        }
+        let id = self.reqs.insert(Req::Coll)?;
+        self.coll.scheds.insert(id, s);
+        self.coll.active.push(id);
+        self.advance_collective(id);
+        Ok(id)
+    }
+
+    fn mismatch(&self, ctx: u32, seq: u32, local: u64, src: u32, remote: u64) -> Error {
+        Error::CollectiveMismatch {
+            context: ctx,
+            seq,
+            local: self.rank,
+            local_call: describe(local),
+            remote: src,
+            remote_call: describe(remote),
+        }
+    }
+
+    /// Advances every active schedule; returns whether any moved.
+    pub(crate) fn progress_collectives(&mut self) -> bool {
+        if self.coll.active.is_empty() {
+            return false;
+        }
+        let ids = self.coll.active.clone();
+        let mut did = false;
+        for id in ids {
+            did |= self.advance_collective(id);
+        }
+        did
+    }
+
+    fn advance_collective(&mut self, id: ReqId) -> bool {
+        let mut did = false;
+        loop {
+            let Some(s) = self.coll.scheds.get_mut(&id) else {
+                return did;
+            };
+            if s.outstanding > 0 {
+                return did;
+            }
+            did = true;
+            if s.in_round {
+                let round = s.cur;
+                let local = s.plan.rounds[round].local.clone();
+                for op in local {
+                    if let Err(e) = run_local(s, &op) {
+                        self.finish_collective(id, Err(e));
+                        return true;
+                    }
+                }
+                s.cur += 1;
+                s.in_round = false;
+            }
+            if s.cur == s.plan.rounds.len() {
+                let bytes = s.recv.1 as u64;
+                self.finish_collective(id, Ok(bytes));
+                return true;
+            }
+            s.in_round = true;
+            let comm = s.plan.rounds[s.cur].comm.clone();
+            let (ctx, seq, sig) = (s.ctx, s.seq, s.sig);
+            for c in comm {
+                match c {
+                    CommOp::Send { to, step, from } => {
+                        let Some(s) = self.coll.scheds.get_mut(&id) else {
+                            return true;
+                        };
+                        let p = s.ptr(from) as *const u8;
+                        // SAFETY: the region was bounds-checked at start and the buffer
+                        // outlives the collective.
+                        let data = unsafe { std::slice::from_raw_parts(p, from.len) };
+                        self.coll_send(&to, ctx, seq, step, sig, data);
+                    }
+                    CommOp::Recv { from, step, into } => {
+                        self.coll_post(id, (from, ctx, seq, step), into)
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish_collective(&mut self, id: ReqId, r: Result<u64>) {
+        self.coll.scheds.remove(&id);
+        self.coll.active.retain(|&x| x != id);
+        let rank = self.rank;
+        self.reqs.complete(
+            id,
+            r.map(|bytes| RawStatus {
+                source: rank,
+                tag: 0,
+                bytes,
+            }),
+        );
+    }
+
+    fn coll_post(&mut self, id: ReqId, key: Key, into: Region) {
+        let Some(s) = self.coll.scheds.get_mut(&id) else {
+            return;
+        };
+        let ptr = s.ptr(into);
+        s.outstanding += 1;
+        let mut posted = Posted {
+            sched: id,
+            ptr,
+            len: into.len,
+            got: 0,
+            started: false,
+        };
+        if let Some(part) = self.coll.unexpected.remove(&key) {
+            self.coll.unexpected_bytes = self
+                .coll
+                .unexpected_bytes
+                .saturating_sub(part.total as usize);
+            if part.total as usize != into.len {
+                let e = self.size_mismatch(key, into.len, part.total);
+                self.coll.error.get_or_insert(e);
+            }
+            let n = part.data.len().min(into.len);
+            // SAFETY: `ptr` addresses `into.len` bytes of a checked region.
+            unsafe { std::ptr::copy_nonoverlapping(part.data.as_ptr(), ptr, n) };
+            posted.got = part.data.len();
+            posted.started = true;
+            if part.data.len() as u64 >= part.total {
+                self.coll_recv_done(id);
+                return;
+            }
+        }
+        self.coll.posted.insert(key, posted);
+    }
+
+    fn coll_recv_done(&mut self, id: ReqId) {
+        if let Some(s) = self.coll.scheds.get_mut(&id) {
+            s.outstanding = s.outstanding.saturating_sub(1);
+        }
+    }
+
+    fn size_mismatch(&self, key: Key, want: usize, got: u64) -> Error {
+        let local = self.coll.sigs.get(&(key.1, key.2)).copied().unwrap_or(0);
+        Error::CollectiveMismatch {
+            context: key.1,
+            seq: key.2,
+            local: self.rank,
+            local_call: format!("{} expecting {want} bytes", describe(local)),
+            remote: key.0,
+            remote_call: format!("a matching call sending {got} bytes"),
+        }
+    }
+
+    /// Sends `data` as collective fragments to each world rank in `to`.
+    fn coll_send(&mut self, to: &[u32], ctx: u32, seq: u32, step: i32, sig: u64, data: &[u8]) {
+        let room = self.max_payload.saturating_sub(8).max(1);
+        let total = data.len();
+        let mut off = 0;
+        loop {
+            let n = room.min(total - off);
+            let mut h = Header::new(Kind::GbnData, self.job_key, self.rank);
+            h.msg = MsgKind::Coll;
+            h.context = ctx;
+            h.aux32 = seq;
+            h.tag = step;
+            h.msg_len = total as u64;
+            h.aux = off as u64;
+            h.ext_len = 8;
+            let mut hdr = [0u8; HEADER_LEN];
+            let _ = h.emit(&mut hdr);
+            let mut d = Vec::with_capacity(HEADER_LEN + 8 + n);
+            d.extend_from_slice(&hdr);
+            d.extend_from_slice(&sig.to_le_bytes());
+            d.extend_from_slice(&data[off..off + n]);
+            for &dst in to {
+                self.queue_datagram(dst, d.clone());
+            }
+            off += n;
+            if off >= total {
+                break;
+            }
+        }
+        let now = self.now();
+        for &dst in to {
+            self.pump_peer(now, dst);
+        }
+    }
+
+    /// Handles an in-order collective fragment; false refuses it (no buffer).
+    pub(crate) fn on_coll(&mut self, pkt: &Packet<'_>, local: bool) -> bool {
+        let src = pkt.src();
+        let (ctx, seq, step) = (pkt.context(), pkt.aux32(), pkt.tag());
+        let key = (src, ctx, seq, step);
+        let Some(sig) = pkt.extension().get(..8).and_then(|b| b.try_into().ok()) else {
+            self.stats.drop_invalid += 1;
+            return true;
+        };
+        let sig = u64::from_le_bytes(sig);
+        let (total, off, data) = (pkt.msg_len(), pkt.aux(), pkt.payload());
+        if off == 0 {
+            match self.coll.sigs.get(&(ctx, seq)) {
+                Some(&mine) if mine != sig => {
+                    let e = self.mismatch(ctx, seq, mine, src, sig);
+                    self.coll.error.get_or_insert(e);
+                }
+                Some(_) => {}
+                None => {
+                    self.coll.early.entry((ctx, seq)).or_insert((src, sig));
+                }
+            }
+        }
+        if let Some(len) = self.coll.posted.get(&key).map(|p| p.len) {
+            if off == 0 && total as usize != len {
+                let e = self.size_mismatch(key, len, total);
+                self.coll.error.get_or_insert(e);
+            }
+        }
+        if let Some(p) = self.coll.posted.get_mut(&key) {
+            p.started = true;
+            let start = (off as usize).min(p.len);
+            let n = data.len().min(p.len - start);
+            // SAFETY: `ptr` addresses `len` bytes; `start + n <= len`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p.ptr.add(start), n) };
+            p.got += data.len();
+            if p.got as u64 >= total {
+                let id = p.sched;
+                self.coll.posted.remove(&key);
+                self.coll_recv_done(id);
+            }
+            return true;
+        }
+        match self.coll.unexpected.get_mut(&key) {
+            Some(part) => part.data.extend_from_slice(data),
+            None => {
+                if !local
+                    && !self.coll.unexpected.is_empty()
+                    && self.coll.unexpected_bytes + total as usize > self.unexpected_limit()
+                {
+                    return false;
+                }
+                self.coll.unexpected_bytes += total as usize;
+                let mut v = Vec::with_capacity(total as usize);
+                v.extend_from_slice(data);
+                self.coll.unexpected.insert(key, Partial { data: v, total });
+            }
+        }
+        true
+    }
+
+    /// Error for collective data nobody consumed (checked at Finalize).
+    pub(crate) fn leftover_collectives(&self) -> Option<Error> {
+        let (&(src, ctx, seq, _), _) = self.coll.unexpected.iter().next()?;
+        let remote = self.coll.early.get(&(ctx, seq)).map_or(0, |e| e.1);
+        let local = self.coll.sigs.get(&(ctx, seq)).copied();
+        Some(Error::CollectiveMismatch {
+            context: ctx,
+            seq,
+            local: self.rank,
+            local_call: local.map_or("no matching collective call".into(), describe),
+            remote: src,
+            remote_call: if remote == 0 {
+                "a collective whose data was never consumed".into()
+            } else {
+                describe(remote)
+            },
+        })
+    }
+}
+
+fn run_local(s: &mut Sched, op: &LocalOp) -> Result<()> {
+    match *op {
+        LocalOp::Copy { from, to } => {
+            let (a, b) = (s.ptr(from) as *const u8, s.ptr(to));
+            if from.len > 0 && !std::ptr::eq(a, b) {
+                // SAFETY: both regions were bounds-checked; `copy` allows overlap.
+                unsafe { std::ptr::copy(a, b, from.len.min(to.len)) };
+            }
+            Ok(())
+        }
+        LocalOp::Reduce { from, into } => {
+            let Some(kind) = s.op else {
+                return Err(Error::InvalidOp(
+                    "reduction step without an operation".into(),
+                ));
+            };
+            let dt = s.dt.clone();
+            let a = s.ptr(from) as *const u8;
+            let b = s.ptr(into);
+            // SAFETY: bounds-checked regions of distinct buffers (algorithms never
+            // reduce a region into itself).
+            let (src, acc) = unsafe {
+                (
+                    std::slice::from_raw_parts(a, from.len),
+                    std::slice::from_raw_parts_mut(b, into.len),
+                )
+            };
+            ops::apply(kind, &dt, acc, src)
+        }
+    }
+}

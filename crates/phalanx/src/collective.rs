@@ -1,0 +1,518 @@
+//! Collective operations in the shape of rsmpi's `CommunicatorCollectives` and `Root`.
+//!
+//! Contract: every member of a communicator makes the same collective calls in the same
+//! order (MPI's rule); each call gets the communicator's next sequence number, and its
+//! signature (kind, root, operation, type signature of a block) travels with its data, so
+//! mismatched calls end in an error naming the ranks instead of a hang or corrupt data.
+//! Buffers are typed ([`Buffer`]/[`BufferMut`]); sizes follow MPI: gather/scatter/allgather/
+//! all-to-all exchange one block of `sendbuf`'s (or the non-root's `recvbuf`'s) size per
+//! member. The algorithm is chosen per call and can be forced with
+//! `PHALANX_COLL_<NAME>=<algorithm>` (see [`crate::coll::algos`]).
+
+use crate::coll::algos::{self, Shape};
+use crate::coll::ops::OpKind;
+use crate::coll::schedule::{Buf, Plan};
+use crate::coll::{signature, CollCall, CollKind};
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::environment::call;
+use crate::error::Error;
+use crate::topology::{Communicator, Process, SimpleCommunicator};
+
+/// A reduction operation.
+pub trait Operation {
+    /// Which predefined operation.
+    fn kind(&self) -> OpKind;
+}
+
+/// The predefined operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SystemOperation(OpKind);
+
+impl SystemOperation {
+    /// Sum.
+    pub fn sum() -> Self {
+        SystemOperation(OpKind::Sum)
+    }
+    /// Product.
+    pub fn product() -> Self {
+        SystemOperation(OpKind::Product)
+    }
+    /// Maximum.
+    pub fn max() -> Self {
+        SystemOperation(OpKind::Max)
+    }
+    /// Minimum.
+    pub fn min() -> Self {
+        SystemOperation(OpKind::Min)
+    }
+    /// Logical and.
+    pub fn logical_and() -> Self {
+        SystemOperation(OpKind::LogicalAnd)
+    }
+    /// Logical or.
+    pub fn logical_or() -> Self {
+        SystemOperation(OpKind::LogicalOr)
+    }
+    /// Logical exclusive or.
+    pub fn logical_xor() -> Self {
+        SystemOperation(OpKind::LogicalXor)
+    }
+    /// Bitwise and.
+    pub fn bitwise_and() -> Self {
+        SystemOperation(OpKind::BitwiseAnd)
+    }
+    /// Bitwise or.
+    pub fn bitwise_or() -> Self {
+        SystemOperation(OpKind::BitwiseOr)
+    }
+    /// Bitwise exclusive or.
+    pub fn bitwise_xor() -> Self {
+        SystemOperation(OpKind::BitwiseXor)
+    }
+}
+
+impl Operation for SystemOperation {
+    fn kind(&self) -> OpKind {
+        self.0
+    }
+}
+
+fn algo(name: &str) -> Option<String> {
+    std::env::var(format!("PHALANX_COLL_{name}")).ok()
+}
+
+fn shape(c: &SimpleCommunicator) -> Shape {
+    Shape {
+        p: c.size() as usize,
+        me: c.rank() as usize,
+        world: (0..c.size()).map(|r| c.world_rank(r)).collect(),
+    }
+}
+
+struct Spec<'a> {
+    name: &'static str,
+    kind: CollKind,
+    root: Option<i32>,
+    op: Option<OpKind>,
+    dt: Datatype,
+    count: usize,
+    send: (*const u8, usize),
+    recv: (*mut u8, usize),
+    comm: &'a SimpleCommunicator,
+}
+
+fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) {
+    let c = spec.comm;
+    let seq = c.next_coll_seq();
+    let call_ = CollCall {
+        ctx: c.context(),
+        seq,
+        sig: signature(
+            spec.kind,
+            spec.root.map(|r| r as u32),
+            spec.op,
+            &spec.dt,
+            spec.count,
+        ),
+        op: spec.op,
+        dt: spec.dt,
+        send: spec.send,
+        recv: spec.recv,
+    };
+    let sh = shape(c);
+    call(spec.name, |e| {
+        if !call_.dt.is_contiguous() {
+            return Err(Error::InvalidArg(
+                "collectives need a contiguous datatype".into(),
+            ));
+        }
+        let p = plan(&sh)?;
+        let id = e.start_collective(call_, p)?;
+        e.wait(id)
+    });
+}
+
+fn bytes<B: ?Sized + Buffer>(b: &B) -> usize {
+    b.count() * b.datatype().size()
+}
+
+fn check(cond: bool, what: &str) -> Result<(), Error> {
+    if cond {
+        Ok(())
+    } else {
+        Err(Error::InvalidArg(what.into()))
+    }
+}
+
+/// Collectives every member of a communicator calls.
+pub trait CommunicatorCollectives: Communicator {
+    /// Blocks until every member has called it.
+    fn barrier(&self) {
+        let c = self.as_simple();
+        run(
+            Spec {
+                name: "barrier",
+                kind: CollKind::Barrier,
+                root: None,
+                op: None,
+                dt: u8::equivalent_datatype(),
+                count: 0,
+                send: (std::ptr::null(), 0),
+                recv: (std::ptr::null_mut(), 0),
+                comm: c,
+            },
+            |s| Ok(algos::barrier_dissemination(s)),
+        )
+    }
+
+    /// Gathers every member's `sendbuf` into every member's `recvbuf` (rank order).
+    fn all_gather_into<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+    ) {
+        let c = self.as_simple();
+        let block = bytes(sendbuf);
+        let p = c.size() as usize;
+        let recv_len = bytes(recvbuf);
+        run(
+            Spec {
+                name: "all_gather_into",
+                kind: CollKind::Allgather,
+                root: None,
+                op: None,
+                dt: sendbuf.datatype(),
+                count: sendbuf.count(),
+                send: (sendbuf.buffer_ptr(), block),
+                recv: (recvbuf.buffer_mut_ptr(), recv_len),
+                comm: c,
+            },
+            |s| {
+                check(
+                    recv_len >= p * block,
+                    "all_gather_into: receive buffer smaller than size × send buffer",
+                )?;
+                Ok(match algo("ALLGATHER").as_deref() {
+                    Some("ring") => algos::allgather_ring(s, block),
+                    Some("rd") if p.is_power_of_two() => algos::allgather_rd(s, block),
+                    _ if p.is_power_of_two() => algos::allgather_rd(s, block),
+                    _ => algos::allgather_ring(s, block),
+                })
+            },
+        )
+    }
+
+    /// Member i sends block j of `sendbuf` to member j, which stores it as block i.
+    fn all_to_all_into<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+    ) {
+        let c = self.as_simple();
+        let p = c.size() as usize;
+        let total = bytes(sendbuf);
+        let recv_len = bytes(recvbuf);
+        run(
+            Spec {
+                name: "all_to_all_into",
+                kind: CollKind::Alltoall,
+                root: None,
+                op: None,
+                dt: sendbuf.datatype(),
+                count: sendbuf.count() / p.max(1),
+                send: (sendbuf.buffer_ptr(), total),
+                recv: (recvbuf.buffer_mut_ptr(), recv_len),
+                comm: c,
+            },
+            |s| {
+                check(
+                    total.is_multiple_of(p),
+                    "all_to_all_into: send buffer not divisible by size",
+                )?;
+                check(
+                    recv_len >= total,
+                    "all_to_all_into: receive buffer smaller than send buffer",
+                )?;
+                Ok(algos::alltoall_pairwise(s, total / p))
+            },
+        )
+    }
+
+    /// Reduces every member's `sendbuf` element-wise with `op` into every `recvbuf`.
+    fn all_reduce_into<S: ?Sized + Buffer, R: ?Sized + BufferMut, O: Operation>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+        op: O,
+    ) {
+        let c = self.as_simple();
+        let len = bytes(sendbuf);
+        let recv_len = bytes(recvbuf);
+        run(
+            Spec {
+                name: "all_reduce_into",
+                kind: CollKind::Allreduce,
+                root: None,
+                op: Some(op.kind()),
+                dt: sendbuf.datatype(),
+                count: sendbuf.count(),
+                send: (sendbuf.buffer_ptr(), len),
+                recv: (recvbuf.buffer_mut_ptr(), recv_len),
+                comm: c,
+            },
+            |s| {
+                check(
+                    recv_len >= len,
+                    "all_reduce_into: receive buffer smaller than send buffer",
+                )?;
+                Ok(algos::allreduce(s, len))
+            },
+        )
+    }
+
+    /// Inclusive prefix reduction: member i gets `op` over members 0..=i.
+    fn scan_into<S: ?Sized + Buffer, R: ?Sized + BufferMut, O: Operation>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+        op: O,
+    ) {
+        let c = self.as_simple();
+        let len = bytes(sendbuf);
+        let recv_len = bytes(recvbuf);
+        run(
+            Spec {
+                name: "scan_into",
+                kind: CollKind::Scan,
+                root: None,
+                op: Some(op.kind()),
+                dt: sendbuf.datatype(),
+                count: sendbuf.count(),
+                send: (sendbuf.buffer_ptr(), len),
+                recv: (recvbuf.buffer_mut_ptr(), recv_len),
+                comm: c,
+            },
+            |s| {
+                check(
+                    recv_len >= len,
+                    "scan_into: receive buffer smaller than send buffer",
+                )?;
+                Ok(algos::scan(s, len))
+            },
+        )
+    }
+}
+
+impl CommunicatorCollectives for SimpleCommunicator {}
+
+/// Collectives with a root: called on the root's [`Process`] by every member.
+pub trait Root {
+    /// The root process.
+    fn root_process(&self) -> Process<'_>;
+
+    /// Broadcasts the root's `buffer` into every member's `buffer`.
+    fn broadcast_into<B: ?Sized + BufferMut>(&self, buffer: &mut B) {
+        let p = self.root_process();
+        let len = bytes(buffer);
+        let ptr = buffer.buffer_mut_ptr();
+        run(
+            Spec {
+                name: "broadcast_into",
+                kind: CollKind::Bcast,
+                root: Some(p.rank()),
+                op: None,
+                dt: buffer.datatype(),
+                count: buffer.count(),
+                send: (ptr as *const u8, len),
+                recv: (ptr, len),
+                comm: p.comm,
+            },
+            |s| Ok(algos::bcast_binomial(s, p.rank() as usize, Buf::Recv, len)),
+        )
+    }
+
+    /// Non-root side of a gather: sends `sendbuf` to the root.
+    fn gather_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
+        let p = self.root_process();
+        gather_impl(p, sendbuf, (std::ptr::null_mut(), 0));
+    }
+
+    /// Root side of a gather: `recvbuf` receives every member's block in rank order.
+    fn gather_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+    ) {
+        let p = self.root_process();
+        gather_impl(p, sendbuf, (recvbuf.buffer_mut_ptr(), bytes(recvbuf)));
+    }
+
+    /// Non-root side of a scatter: receives this member's block into `recvbuf`.
+    fn scatter_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
+        let p = self.root_process();
+        let block = bytes(recvbuf);
+        let (ptr, dt, count) = (
+            recvbuf.buffer_mut_ptr(),
+            recvbuf.datatype(),
+            recvbuf.count(),
+        );
+        scatter_impl(p, (std::ptr::null(), 0), (ptr, block), dt, count);
+    }
+
+    /// Root side of a scatter: block i of `sendbuf` goes to member i.
+    fn scatter_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+    ) {
+        let p = self.root_process();
+        let block = bytes(recvbuf);
+        let (ptr, dt, count) = (
+            recvbuf.buffer_mut_ptr(),
+            recvbuf.datatype(),
+            recvbuf.count(),
+        );
+        scatter_impl(
+            p,
+            (sendbuf.buffer_ptr(), bytes(sendbuf)),
+            (ptr, block),
+            dt,
+            count,
+        );
+    }
+
+    /// Non-root side of a reduction.
+    fn reduce_into<S: ?Sized + Buffer, O: Operation>(&self, sendbuf: &S, op: O) {
+        let p = self.root_process();
+        reduce_impl(p, sendbuf, (std::ptr::null_mut(), 0), op.kind());
+    }
+
+    /// Root side of a reduction: `recvbuf` gets `op` over every member's `sendbuf`.
+    fn reduce_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut, O: Operation>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+        op: O,
+    ) {
+        let p = self.root_process();
+        reduce_impl(
+            p,
+            sendbuf,
+            (recvbuf.buffer_mut_ptr(), bytes(recvbuf)),
+            op.kind(),
+        );
+    }
+}
+
+impl Root for Process<'_> {
+    fn root_process(&self) -> Process<'_> {
+        *self
+    }
+}
+
+fn gather_impl<S: ?Sized + Buffer>(p: Process<'_>, sendbuf: &S, recv: (*mut u8, usize)) {
+    let block = bytes(sendbuf);
+    let root = p.rank() as usize;
+    let size = p.comm.size() as usize;
+    let is_root = p.comm.rank() == p.rank();
+    run(
+        Spec {
+            name: "gather",
+            kind: CollKind::Gather,
+            root: Some(p.rank()),
+            op: None,
+            dt: sendbuf.datatype(),
+            count: sendbuf.count(),
+            send: (sendbuf.buffer_ptr(), block),
+            recv,
+            comm: p.comm,
+        },
+        |s| {
+            if is_root {
+                check(
+                    recv.1 >= size * block,
+                    "gather_into_root: receive buffer smaller than size × send buffer",
+                )?;
+            } else {
+                check(
+                    recv.0.is_null(),
+                    "gather_into_root called on a rank that is not the root",
+                )?;
+            }
+            Ok(algos::gather_binomial(s, root, block))
+        },
+    )
+}
+
+fn scatter_impl(
+    p: Process<'_>,
+    send: (*const u8, usize),
+    recv: (*mut u8, usize),
+    dt: Datatype,
+    count: usize,
+) {
+    let block = recv.1;
+    let root = p.rank() as usize;
+    let size = p.comm.size() as usize;
+    let is_root = p.comm.rank() == p.rank();
+    run(
+        Spec {
+            name: "scatter",
+            kind: CollKind::Scatter,
+            root: Some(p.rank()),
+            op: None,
+            dt,
+            count,
+            send,
+            recv,
+            comm: p.comm,
+        },
+        |s| {
+            if is_root {
+                check(
+                    send.1 >= size * block,
+                    "scatter_into_root: send buffer smaller than size × receive buffer",
+                )?;
+            } else {
+                check(
+                    send.0.is_null(),
+                    "scatter_into_root called on a rank that is not the root",
+                )?;
+            }
+            Ok(algos::scatter_binomial(s, root, block))
+        },
+    )
+}
+
+fn reduce_impl<S: ?Sized + Buffer>(
+    p: Process<'_>,
+    sendbuf: &S,
+    recv: (*mut u8, usize),
+    op: OpKind,
+) {
+    let len = bytes(sendbuf);
+    let root = p.rank() as usize;
+    let is_root = p.comm.rank() == p.rank();
+    run(
+        Spec {
+            name: "reduce",
+            kind: CollKind::Reduce,
+            root: Some(p.rank()),
+            op: Some(op),
+            dt: sendbuf.datatype(),
+            count: sendbuf.count(),
+            send: (sendbuf.buffer_ptr(), len),
+            recv,
+            comm: p.comm,
+        },
+        |s| {
+            if is_root {
+                check(
+                    recv.1 >= len,
+                    "reduce_into_root: receive buffer smaller than send buffer",
+                )?;
+            }
+            Ok(algos::reduce_binomial(s, root, len))
+        },
+    )
+}
