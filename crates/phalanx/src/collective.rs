@@ -82,11 +82,20 @@ fn algo(name: &str) -> Option<String> {
 }
 
 fn shape(c: &SimpleCommunicator) -> Shape {
+    let (packet, multicast) = call("collective", |e| Ok((e.coll_packet(), e.coll_multicast())));
     Shape {
         p: c.size() as usize,
         me: c.rank() as usize,
         world: (0..c.size()).map(|r| c.world_rank(r)).collect(),
+        packet,
+        multicast,
     }
+}
+
+/// The algorithm for `name`: the environment's choice, else multicast-based when real
+/// multicast is available, else the point-to-point default.
+fn choose(name: &str, s: &Shape, mcast: &'static str, p2p: &'static str) -> String {
+    algo(name).unwrap_or_else(|| if s.multicast { mcast } else { p2p }.to_string())
 }
 
 struct Spec<'a> {
@@ -161,7 +170,14 @@ pub trait CommunicatorCollectives: Communicator {
                 recv: (std::ptr::null_mut(), 0),
                 comm: c,
             },
-            |s| Ok(algos::barrier_dissemination(s)),
+            |s| {
+                Ok(
+                    match choose("BARRIER", s, "mcast", "dissemination").as_str() {
+                        "mcast" => algos::barrier_mcast(s),
+                        _ => algos::barrier_dissemination(s),
+                    },
+                )
+            },
         )
     }
 
@@ -192,12 +208,18 @@ pub trait CommunicatorCollectives: Communicator {
                     recv_len >= p * block,
                     "all_gather_into: receive buffer smaller than size × send buffer",
                 )?;
-                Ok(match algo("ALLGATHER").as_deref() {
-                    Some("ring") => algos::allgather_ring(s, block),
-                    Some("rd") if p.is_power_of_two() => algos::allgather_rd(s, block),
-                    _ if p.is_power_of_two() => algos::allgather_rd(s, block),
-                    _ => algos::allgather_ring(s, block),
-                })
+                let k = algo("ALLGATHER_K")
+                    .and_then(|k| k.parse().ok())
+                    .unwrap_or(4);
+                let default_p2p = if p.is_power_of_two() { "rd" } else { "ring" };
+                Ok(
+                    match choose("ALLGATHER", s, "mcast2", default_p2p).as_str() {
+                        "mcast1" => algos::allgather_mcast_rr(s, block),
+                        "mcast2" => algos::allgather_mcast_k(s, block, s.packet, k),
+                        "rd" if p.is_power_of_two() => algos::allgather_rd(s, block),
+                        _ => algos::allgather_ring(s, block),
+                    },
+                )
             },
         )
     }
@@ -327,7 +349,13 @@ pub trait Root {
                 recv: (ptr, len),
                 comm: p.comm,
             },
-            |s| Ok(algos::bcast_binomial(s, p.rank() as usize, Buf::Recv, len)),
+            |s| {
+                let root = p.rank() as usize;
+                Ok(match choose("BCAST", s, "mcast", "binomial").as_str() {
+                    "mcast" => algos::bcast_mcast(s, root, Buf::Recv, len),
+                    _ => algos::bcast_binomial(s, root, Buf::Recv, len),
+                })
+            },
         )
     }
 
@@ -439,7 +467,10 @@ fn gather_impl<S: ?Sized + Buffer>(p: Process<'_>, sendbuf: &S, recv: (*mut u8, 
                     "gather_into_root called on a rank that is not the root",
                 )?;
             }
-            Ok(algos::gather_binomial(s, root, block))
+            Ok(match choose("GATHER", s, "linear", "binomial").as_str() {
+                "linear" => algos::gather_linear(s, root, block),
+                _ => algos::gather_binomial(s, root, block),
+            })
         },
     )
 }
@@ -479,7 +510,10 @@ fn scatter_impl(
                     "scatter_into_root called on a rank that is not the root",
                 )?;
             }
-            Ok(algos::scatter_binomial(s, root, block))
+            Ok(match choose("SCATTER", s, "mcast", "binomial").as_str() {
+                "mcast" => algos::scatter_mcast(s, root, block, s.packet),
+                _ => algos::scatter_binomial(s, root, block),
+            })
         },
     )
 }

@@ -9,12 +9,17 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(150);
 
 fn collectives(n: usize, max: usize, faults: Option<&str>) {
+    collectives_env(n, max, faults, &[]);
+}
+
+fn collectives_env(n: usize, max: usize, faults: Option<&str>, extra: &[(&str, &str)]) {
     let ex = example("collectives").display().to_string();
     let np = n.to_string();
     let maxs = max.to_string();
-    let env: Vec<(&str, &str)> = faults
+    let mut env: Vec<(&str, &str)> = faults
         .map(|f| vec![("PHALANX_FAULTS", f)])
         .unwrap_or_default();
+    env.extend_from_slice(extra);
     let r = run(&["-n", &np, &ex, &maxs], &env, LIMIT);
     assert!(r.ok(), "p={n} faults={faults:?}\n{}", r.dump());
     assert_eq!(
@@ -50,6 +55,43 @@ fn mr_collectives_under_faults() {
         let f = format!("loss=0.08,dup=0.02,reorder=0.05,seed={seed}");
         collectives(n, 1 << 17, Some(&f));
     }
+}
+
+/// The multicast-shaped algorithms of seed 000 (fanned out where multicast is off).
+const MCAST_ALGOS: [(&str, &str); 6] = [
+    ("PHALANX_COLL_BCAST", "mcast"),
+    ("PHALANX_COLL_ALLGATHER", "mcast2"),
+    ("PHALANX_COLL_GATHER", "linear"),
+    ("PHALANX_COLL_SCATTER", "mcast"),
+    ("PHALANX_COLL_BARRIER", "mcast"),
+    ("PHALANX_COLL_ALLREDUCE", "reduce_bcast"),
+];
+
+#[test]
+fn mr_collectives_multicast_algorithms() {
+    for n in [2, 3, 5, 8] {
+        collectives_env(n, 1 << 17, None, &MCAST_ALGOS);
+    }
+    collectives_env(4, 1 << 16, None, &[("PHALANX_COLL_ALLGATHER", "mcast1")]);
+    collectives_env(
+        4,
+        1 << 16,
+        None,
+        &[
+            ("PHALANX_COLL_ALLGATHER", "mcast2"),
+            ("PHALANX_COLL_ALLGATHER_K", "1"),
+        ],
+    );
+}
+
+#[test]
+fn mr_collectives_multicast_algorithms_under_faults() {
+    collectives_env(
+        4,
+        1 << 16,
+        Some("loss=0.1,dup=0.02,reorder=0.05,seed=21"),
+        &MCAST_ALGOS,
+    );
 }
 
 #[test]

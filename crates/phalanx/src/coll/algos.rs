@@ -18,6 +18,10 @@ pub struct Shape {
     pub me: usize,
     /// World rank of each member.
     pub world: Vec<u32>,
+    /// Collective payload bytes per packet.
+    pub packet: usize,
+    /// Whether real multicast is available (else multicasts are fanned out).
+    pub multicast: bool,
 }
 
 impl Shape {
@@ -397,5 +401,194 @@ pub fn barrier_dissemination(s: &Shape) -> Plan {
         );
         k += 1;
     }
+    plan
+}
+
+/// Multicast broadcast (seed 000 §4.2): the root multicasts the message (URTP cuts it
+/// into ⌈M/m⌉ packets) and every other member receives it.
+pub fn bcast_mcast(s: &Shape, root: usize, buf: Buf, len: usize) -> Plan {
+    let mut plan = Plan::default();
+    let all = Region::new(buf, 0, len);
+    if s.me == root {
+        let to: Vec<u32> = (0..s.p).filter(|&i| i != root).map(|i| s.w(i)).collect();
+        if !to.is_empty() {
+            plan.round(
+                vec![CommOp::Send {
+                    to,
+                    step: 0,
+                    from: all,
+                }],
+                vec![],
+            );
+        }
+    } else {
+        plan.round(vec![recv(s.w(root), 0, all)], vec![]);
+    }
+    plan
+}
+
+/// Allgather algorithm 1 (seed 000 §4.3, round-robin multicast): in turn, each member
+/// multicasts its block while all others receive it.
+pub fn allgather_mcast_rr(s: &Shape, block: usize) -> Plan {
+    let mut plan = Plan::default();
+    let blk = |i: usize| Region::new(Buf::Recv, i * block, block);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, block),
+            to: blk(s.me),
+        }],
+    );
+    let others: Vec<u32> = (0..s.p).filter(|&i| i != s.me).map(|i| s.w(i)).collect();
+    for i in 0..s.p {
+        if i == s.me {
+            plan.round(
+                vec![CommOp::Send {
+                    to: others.clone(),
+                    step: 0,
+                    from: blk(s.me),
+                }],
+                vec![],
+            );
+        } else {
+            plan.round(vec![recv(s.w(i), 0, blk(i))], vec![]);
+        }
+    }
+    plan
+}
+
+/// Allgather algorithm 2 (seed 000 §4.3, k-concurrency multicast): the block is cut into
+/// chunks of `chunk` bytes; each member multicasts k chunks, then receives the same k
+/// chunks from every other member, and repeats.
+pub fn allgather_mcast_k(s: &Shape, block: usize, chunk: usize, k: usize) -> Plan {
+    let mut plan = Plan::default();
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, block),
+            to: Region::new(Buf::Recv, s.me * block, block),
+        }],
+    );
+    let chunk = chunk.max(1);
+    let q = block.div_ceil(chunk).max(1);
+    let k = k.max(1);
+    let others: Vec<u32> = (0..s.p).filter(|&i| i != s.me).map(|i| s.w(i)).collect();
+    let piece = |owner: usize, j: usize| {
+        let off = j * chunk;
+        Region::new(
+            Buf::Recv,
+            owner * block + off,
+            chunk.min(block - off.min(block)),
+        )
+    };
+    let mut j = 0;
+    while j < q {
+        let end = (j + k).min(q);
+        let mut comm = Vec::new();
+        for c in j..end {
+            comm.push(CommOp::Send {
+                to: others.clone(),
+                step: c as i32,
+                from: piece(s.me, c),
+            });
+        }
+        for c in j..end {
+            for i in (0..s.p).filter(|&i| i != s.me) {
+                comm.push(recv(s.w(i), c as i32, piece(i, c)));
+            }
+        }
+        plan.round(comm, vec![]);
+        j = end;
+    }
+    plan
+}
+
+/// Linear gather: every member sends its block straight to the root.
+pub fn gather_linear(s: &Shape, root: usize, block: usize) -> Plan {
+    let mut plan = Plan::default();
+    if s.me == root {
+        let recvs = (0..s.p)
+            .filter(|&i| i != root)
+            .map(|i| recv(s.w(i), 0, Region::new(Buf::Recv, i * block, block)))
+            .collect();
+        plan.round(
+            recvs,
+            vec![LocalOp::Copy {
+                from: Region::new(Buf::Send, 0, block),
+                to: Region::new(Buf::Recv, root * block, block),
+            }],
+        );
+    } else {
+        plan.round(
+            vec![send(s.w(root), 0, Region::new(Buf::Send, 0, block))],
+            vec![],
+        );
+    }
+    plan
+}
+
+/// Multicast scatter (seed 000 §4.4): small blocks are packed into one multicast packet
+/// (the whole send buffer) from which every member takes its block; large blocks go
+/// point-to-point.
+pub fn scatter_mcast(s: &Shape, root: usize, block: usize, packet: usize) -> Plan {
+    let mut plan = Plan::default();
+    let total = block * s.p;
+    if total > packet {
+        if s.me == root {
+            let sends = (0..s.p)
+                .filter(|&i| i != root)
+                .map(|i| send(s.w(i), 0, Region::new(Buf::Send, i * block, block)))
+                .collect();
+            plan.round(
+                sends,
+                vec![LocalOp::Copy {
+                    from: Region::new(Buf::Send, root * block, block),
+                    to: Region::new(Buf::Recv, 0, block),
+                }],
+            );
+        } else {
+            plan.round(
+                vec![recv(s.w(root), 0, Region::new(Buf::Recv, 0, block))],
+                vec![],
+            );
+        }
+        return plan;
+    }
+    if s.me == root {
+        let to: Vec<u32> = (0..s.p).filter(|&i| i != root).map(|i| s.w(i)).collect();
+        let comm = if to.is_empty() {
+            vec![]
+        } else {
+            vec![CommOp::Send {
+                to,
+                step: 0,
+                from: Region::new(Buf::Send, 0, total),
+            }]
+        };
+        plan.round(
+            comm,
+            vec![LocalOp::Copy {
+                from: Region::new(Buf::Send, root * block, block),
+                to: Region::new(Buf::Recv, 0, block),
+            }],
+        );
+    } else {
+        let t = plan.tmp(total);
+        plan.round(
+            vec![recv(s.w(root), 0, Region::new(t, 0, total))],
+            vec![LocalOp::Copy {
+                from: Region::new(t, s.me * block, block),
+                to: Region::new(Buf::Recv, 0, block),
+            }],
+        );
+    }
+    plan
+}
+
+/// Barrier as seed 000 §4.5: a gather of 0 bytes to member 0, then a multicast of 0
+/// bytes from it.
+pub fn barrier_mcast(s: &Shape) -> Plan {
+    let mut plan = gather_linear(s, 0, 0);
+    plan.append(bcast_mcast(s, 0, Buf::Recv, 0), 1);
     plan
 }

@@ -422,9 +422,19 @@ impl Engine {
         }
     }
 
+    /// Payload bytes of one collective packet.
+    pub fn coll_packet(&self) -> usize {
+        self.max_payload.saturating_sub(8).max(1)
+    }
+
+    /// Whether collectives can use real multicast.
+    pub fn coll_multicast(&self) -> bool {
+        false
+    }
+
     /// Sends `data` as collective fragments to each world rank in `to`.
     fn coll_send(&mut self, to: &[u32], ctx: u32, seq: u32, step: i32, sig: u64, data: &[u8]) {
-        let room = self.max_payload.saturating_sub(8).max(1);
+        let room = self.coll_packet();
         let total = data.len();
         let mut off = 0;
         loop {
