@@ -135,6 +135,22 @@ fn check_comm(c: &phalanx::topology::SimpleCommunicator, max: usize, label: &str
         }
         c.barrier();
     }
+    // Nonblocking collectives overlap: an all-reduce and a barrier in flight together.
+    let x = [rank as u64 + 1; 16];
+    let mut y = [0u64; 16];
+    let mut g = vec![0u64; p];
+    let me = [rank as u64];
+    phalanx::request::scope(|scope| {
+        let r = c.immediate_all_reduce_into(scope, &x[..], &mut y[..], SystemOperation::sum());
+        let a = c.immediate_all_gather_into(scope, &me[..], &mut g[..]);
+        let b = c.immediate_barrier();
+        b.wait();
+        a.wait();
+        r.wait();
+    });
+    if y.iter().any(|&v| v != (p * (p + 1) / 2) as u64) || g != (0..p as u64).collect::<Vec<_>>() {
+        fail(rank, format!("{label}: nonblocking all_reduce/all_gather"));
+    }
 }
 
 fn main() {

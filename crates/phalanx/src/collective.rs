@@ -14,8 +14,10 @@ use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::engine::requests::ReqId;
 use crate::environment::call;
 use crate::error::Error;
+use crate::request::{Request, Scope, StaticScope};
 use crate::topology::{Communicator, Process, SimpleCommunicator};
 
 /// A reduction operation.
@@ -110,7 +112,7 @@ struct Spec<'a> {
     comm: &'a SimpleCommunicator,
 }
 
-fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) {
+fn start(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) -> ReqId {
     let c = spec.comm;
     let seq = c.next_coll_seq();
     let call_ = CollCall {
@@ -136,9 +138,14 @@ fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) {
             ));
         }
         let p = plan(&sh)?;
-        let id = e.start_collective(call_, p)?;
-        e.wait(id)
-    });
+        e.start_collective(call_, p)
+    })
+}
+
+fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) {
+    let name = spec.name;
+    let id = start(spec, plan);
+    call(name, |e| e.wait(id));
 }
 
 fn bytes<B: ?Sized + Buffer>(b: &B) -> usize {
@@ -158,27 +165,13 @@ pub trait CommunicatorCollectives: Communicator {
     /// Blocks until every member has called it.
     fn barrier(&self) {
         let c = self.as_simple();
-        run(
-            Spec {
-                name: "barrier",
-                kind: CollKind::Barrier,
-                root: None,
-                op: None,
-                dt: u8::equivalent_datatype(),
-                count: 0,
-                send: (std::ptr::null(), 0),
-                recv: (std::ptr::null_mut(), 0),
-                comm: c,
-            },
-            |s| {
-                Ok(
-                    match choose("BARRIER", s, "mcast", "dissemination").as_str() {
-                        "mcast" => algos::barrier_mcast(s),
-                        _ => algos::barrier_dissemination(s),
-                    },
-                )
-            },
-        )
+        run(barrier_spec(c), barrier_plan)
+    }
+
+    /// Starts a barrier; the request completes once every member has called it.
+    fn immediate_barrier(&self) -> Request<'static, (), StaticScope> {
+        let c = self.as_simple();
+        Request::new(start(barrier_spec(c), barrier_plan), StaticScope, c)
     }
 
     /// Gathers every member's `sendbuf` into every member's `recvbuf` (rank order).
@@ -188,40 +181,25 @@ pub trait CommunicatorCollectives: Communicator {
         recvbuf: &mut R,
     ) {
         let c = self.as_simple();
-        let block = bytes(sendbuf);
-        let p = c.size() as usize;
-        let recv_len = bytes(recvbuf);
-        run(
-            Spec {
-                name: "all_gather_into",
-                kind: CollKind::Allgather,
-                root: None,
-                op: None,
-                dt: sendbuf.datatype(),
-                count: sendbuf.count(),
-                send: (sendbuf.buffer_ptr(), block),
-                recv: (recvbuf.buffer_mut_ptr(), recv_len),
-                comm: c,
-            },
-            |s| {
-                check(
-                    recv_len >= p * block,
-                    "all_gather_into: receive buffer smaller than size × send buffer",
-                )?;
-                let k = algo("ALLGATHER_K")
-                    .and_then(|k| k.parse().ok())
-                    .unwrap_or(4);
-                let default_p2p = if p.is_power_of_two() { "rd" } else { "ring" };
-                Ok(
-                    match choose("ALLGATHER", s, "mcast2", default_p2p).as_str() {
-                        "mcast1" => algos::allgather_mcast_rr(s, block),
-                        "mcast2" => algos::allgather_mcast_k(s, block, s.packet, k),
-                        "rd" if p.is_power_of_two() => algos::allgather_rd(s, block),
-                        _ => algos::allgather_ring(s, block),
-                    },
-                )
-            },
-        )
+        let (spec, plan) = all_gather_spec(c, sendbuf, recvbuf);
+        run(spec, plan)
+    }
+
+    /// Starts an all-gather; `recvbuf` is complete once the request completes.
+    fn immediate_all_gather_into<'a, Sc, S, R>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+    {
+        let c = self.as_simple();
+        let (spec, plan) = all_gather_spec(c, sendbuf, recvbuf);
+        Request::new(start(spec, plan), scope, c)
     }
 
     /// Member i sends block j of `sendbuf` to member j, which stores it as block i.
@@ -268,28 +246,27 @@ pub trait CommunicatorCollectives: Communicator {
         op: O,
     ) {
         let c = self.as_simple();
-        let len = bytes(sendbuf);
-        let recv_len = bytes(recvbuf);
-        run(
-            Spec {
-                name: "all_reduce_into",
-                kind: CollKind::Allreduce,
-                root: None,
-                op: Some(op.kind()),
-                dt: sendbuf.datatype(),
-                count: sendbuf.count(),
-                send: (sendbuf.buffer_ptr(), len),
-                recv: (recvbuf.buffer_mut_ptr(), recv_len),
-                comm: c,
-            },
-            |s| {
-                check(
-                    recv_len >= len,
-                    "all_reduce_into: receive buffer smaller than send buffer",
-                )?;
-                Ok(algos::allreduce(s, len))
-            },
-        )
+        let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
+        run(spec, plan)
+    }
+
+    /// Starts an all-reduce; `recvbuf` holds the result once the request completes.
+    fn immediate_all_reduce_into<'a, Sc, S, R, O>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+        op: O,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+        O: Operation,
+    {
+        let c = self.as_simple();
+        let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
+        Request::new(start(spec, plan), scope, c)
     }
 
     /// Inclusive prefix reduction: member i gets `op` over members 0..=i.
@@ -323,6 +300,112 @@ pub trait CommunicatorCollectives: Communicator {
             },
         )
     }
+}
+
+type PlanFn = Box<dyn FnOnce(&Shape) -> Result<Plan, Error>>;
+
+fn barrier_spec(c: &SimpleCommunicator) -> Spec<'_> {
+    Spec {
+        name: "barrier",
+        kind: CollKind::Barrier,
+        root: None,
+        op: None,
+        dt: u8::equivalent_datatype(),
+        count: 0,
+        send: (std::ptr::null(), 0),
+        recv: (std::ptr::null_mut(), 0),
+        comm: c,
+    }
+}
+
+fn barrier_plan(s: &Shape) -> Result<Plan, Error> {
+    Ok(
+        match choose("BARRIER", s, "mcast", "dissemination").as_str() {
+            "mcast" => algos::barrier_mcast(s),
+            _ => algos::barrier_dissemination(s),
+        },
+    )
+}
+
+fn all_gather_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+    c: &'c SimpleCommunicator,
+    sendbuf: &S,
+    recvbuf: &mut R,
+) -> (Spec<'c>, PlanFn) {
+    let block = bytes(sendbuf);
+    let p = c.size() as usize;
+    let recv_len = bytes(recvbuf);
+    let spec = Spec {
+        name: "all_gather_into",
+        kind: CollKind::Allgather,
+        root: None,
+        op: None,
+        dt: sendbuf.datatype(),
+        count: sendbuf.count(),
+        send: (sendbuf.buffer_ptr(), block),
+        recv: (recvbuf.buffer_mut_ptr(), recv_len),
+        comm: c,
+    };
+    let plan = move |s: &Shape| {
+        check(
+            recv_len >= p * block,
+            "all_gather_into: receive buffer smaller than size × send buffer",
+        )?;
+        let k = algo("ALLGATHER_K")
+            .and_then(|k| k.parse().ok())
+            .unwrap_or(4);
+        let default_p2p = if p.is_power_of_two() { "rd" } else { "ring" };
+        Ok(
+            match choose("ALLGATHER", s, "mcast2", default_p2p).as_str() {
+                "mcast1" => algos::allgather_mcast_rr(s, block),
+                "mcast2" => algos::allgather_mcast_k(s, block, s.packet, k),
+                "rd" if p.is_power_of_two() => algos::allgather_rd(s, block),
+                _ => algos::allgather_ring(s, block),
+            },
+        )
+    };
+    (spec, Box::new(plan))
+}
+
+fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+    c: &'c SimpleCommunicator,
+    sendbuf: &S,
+    recvbuf: &mut R,
+    op: OpKind,
+) -> (Spec<'c>, PlanFn) {
+    let len = bytes(sendbuf);
+    let recv_len = bytes(recvbuf);
+    let spec = Spec {
+        name: "all_reduce_into",
+        kind: CollKind::Allreduce,
+        root: None,
+        op: Some(op),
+        dt: sendbuf.datatype(),
+        count: sendbuf.count(),
+        send: (sendbuf.buffer_ptr(), len),
+        recv: (recvbuf.buffer_mut_ptr(), recv_len),
+        comm: c,
+    };
+    let plan = move |s: &Shape| {
+        check(
+            recv_len >= len,
+            "all_reduce_into: receive buffer smaller than send buffer",
+        )?;
+        Ok(match choose("ALLREDUCE", s, "rd", "rd").as_str() {
+            "reduce_bcast" => {
+                let mut plan = algos::reduce_binomial(s, 0, len);
+                let b = if s.multicast {
+                    algos::bcast_mcast(s, 0, Buf::Recv, len)
+                } else {
+                    algos::bcast_binomial(s, 0, Buf::Recv, len)
+                };
+                plan.append(b, 64);
+                plan
+            }
+            _ => algos::allreduce(s, len),
+        })
+    };
+    (spec, Box::new(plan))
 }
 
 impl CommunicatorCollectives for SimpleCommunicator {}

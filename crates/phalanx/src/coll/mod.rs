@@ -422,6 +422,30 @@ impl Engine {
         }
     }
 
+    /// What collective `id` waits for (for the launcher's timeout report).
+    pub(crate) fn describe_collective(&self, id: ReqId) -> String {
+        let Some(s) = self.coll.scheds.get(&id) else {
+            return "in a collective that just finished".into();
+        };
+        let mut from: Vec<u32> = self
+            .coll
+            .posted
+            .iter()
+            .filter(|(_, p)| p.sched == id)
+            .map(|(k, _)| k.0)
+            .collect();
+        from.sort_unstable();
+        format!(
+            "in {} (communicator {:#x}, call #{}), round {} of {}, waiting for data from ranks {:?}",
+            describe(s.sig),
+            s.ctx,
+            s.seq,
+            s.cur + 1,
+            s.plan.rounds.len(),
+            from
+        )
+    }
+
     /// Payload bytes of one collective packet.
     pub fn coll_packet(&self) -> usize {
         self.max_payload.saturating_sub(8).max(1)

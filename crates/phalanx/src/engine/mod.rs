@@ -41,6 +41,7 @@ pub(crate) enum Waiting {
         tag: i32,
     },
     Finalize,
+    Coll(ReqId),
 }
 
 /// The per-rank engine.
@@ -306,6 +307,7 @@ impl Engine {
             Waiting::Send { peer, tag } => {
                 format!("waiting in send to rank {peer} with tag {tag}")
             }
+            Waiting::Coll(id) => self.describe_collective(*id),
             Waiting::Finalize => format!(
                 "in finalize, waiting for acknowledgements from ranks {:?}",
                 self.gbn.unacked_peers()

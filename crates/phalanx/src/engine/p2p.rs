@@ -115,6 +115,7 @@ impl P2p {
                 peer: s.peer,
                 tag: s.tag,
             },
+            Some(Req::Coll) => Waiting::Coll(id),
             _ => Waiting::Nothing,
         }
     }
