@@ -5,6 +5,7 @@ Usage: compare.py RESULTS_DIR
 
 RESULTS_DIR holds raw outputs named ``<test>-<impl>-<pair>.txt`` (impl is ``phalanx``
 or ``ompi``), each an OSU-style table: ``#`` comment lines, then ``size value`` rows.
+A one-value output (barrier: ``# Avg Latency(us)`` then the value alone) is size 0.
 Writes ``runs.csv`` (every value), ``summary.csv`` and ``summary.json`` (medians and
 ratios) into RESULTS_DIR and prints one table per test.
 
@@ -35,12 +36,17 @@ def parse_table(path):
         if not line:
             continue
         if line.startswith("#"):
-            m = re.match(r"#\s*Size\s+(.*)$", line)
+            m = re.match(r"#\s*Size\s+(.*)$", line) or re.match(r"#\s*(Avg Latency.*)$", line)
             if m:
                 unit = m.group(1).strip()
             continue
         parts = line.split()
-        if len(parts) >= 2:
+        if len(parts) == 1:
+            try:
+                rows[0] = float(parts[0])
+            except ValueError:
+                pass
+        elif len(parts) >= 2:
             try:
                 rows[int(parts[0])] = float(parts[1])
             except ValueError:
@@ -90,11 +96,22 @@ def fmt(v, spec=".2f"):
     return "-" if v is None else format(v, spec)
 
 
-def print_tables(summary):
+def read_np(results):
+    """The rank count recorded in meta.txt (``tests: ...; np: N``), or None."""
+    meta = results / "meta.txt"
+    if meta.exists():
+        m = re.search(r"\bnp: (\d+)", meta.read_text())
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def print_tables(summary, np=None):
+    ranks = f", p = {np}" if np else ""
     for test in sorted({s["test"] for s in summary}, key=lambda t: (t != "latency", t)):
         rows = [s for s in summary if s["test"] == test]
         better = "higher" if rows[0]["higher_is_better"] else "lower"
-        print(f"\n## {test} ({rows[0]['unit']}); ratio = phalanx/ompi, {better} is better "
+        print(f"\n## {test}{ranks} ({rows[0]['unit']}); ratio = phalanx/ompi, {better} is better "
               f"(medians of {rows[0]['phalanx_runs']} phalanx / {rows[0]['ompi_runs']} Open MPI runs)")
         print(f"{'# Size':<10}{'phalanx':>14}{'Open MPI':>14}{'ratio':>10}")
         for s in rows:
@@ -117,6 +134,9 @@ def main():
     if not records:
         sys.exit(f"compare.py: no raw runs in {results}")
     summary = summarize(runs, units)
+    np = read_np(results)
+    for s in summary:
+        s["np"] = np
     with open(results / "runs.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["test", "impl", "pair", "size", "value"])
         w.writeheader()
@@ -126,7 +146,7 @@ def main():
         w.writeheader()
         w.writerows(summary)
     (results / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print_tables(summary)
+    print_tables(summary, np)
 
 
 if __name__ == "__main__":

@@ -4,14 +4,20 @@
 # Usage: bench/compare.sh [-- EXTRA_ARGS...]
 #   EXTRA_ARGS are appended to every benchmark invocation (both implementations),
 #   e.g. `bench/compare.sh -- -m 1:65536`.
+#   Collectives with P ranks: `TESTS="bcast allgather barrier" NP=4 bench/compare.sh -- -m 8:65536`.
 #
 # Environment:
-#   TESTS="latency bw"      tests to run (each must exist in phalanx-bench and osu_like)
+#   TESTS="latency bw"      tests to run (each must exist in phalanx-bench and osu_like):
+#                           latency bw (NP=2 only) bcast allgather gather scatter barrier
+#                           reduce allreduce alltoall
 #   PAIRS=5                 alternating (phalanx, Open MPI) pairs per test
 #   ARGS_<test>="..."       per-test arguments replacing the short defaults below
 #   PEER_BTL=tcp,self       Open MPI BTLs (e.g. vader,self for shared memory)
 #   PEER_PML=ob1            Open MPI PML
-#   NP=2                    ranks
+#   PEER_TCP_IF=lo          Open MPI TCP interfaces (btl_tcp_if_include; interfaces that come
+#                           and go, e.g. other jobs' test veths, otherwise break its runs)
+#   NP=2                    ranks (oversubscribed on both sides if above the cores)
+#   PHALANX_COLL_<NAME>     passed through untouched to phalanx's ranks (algorithm choice)
 #   RUN_TIMEOUT=600         seconds before a single run is killed
 #   SKIP_BUILD=1            reuse existing binaries
 #   CARGO_TARGET_DIR        where cargo builds (default: <repo>/target)
@@ -28,6 +34,7 @@ PAIRS=${PAIRS:-5}
 NP=${NP:-2}
 PEER_BTL=${PEER_BTL:-tcp,self}
 PEER_PML=${PEER_PML:-ob1}
+PEER_TCP_IF=${PEER_TCP_IF:-lo}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 RESULTS_DIR=${RESULTS_DIR:-$ROOT/bench/results/$(date +%Y%m%d-%H%M%S)}
 EXTRA_ARGS=()
@@ -39,6 +46,12 @@ fi
 # Short defaults (the full OSU defaults take minutes per run).
 ARGS_latency=${ARGS_latency:-"-m 0:1048576 -i 1000 -x 100"}
 ARGS_bw=${ARGS_bw:-"-m 1:1048576 -i 30 -x 3"}
+# Collectives: OSU's 1 B .. 1 MiB with fewer calls per size than OSU's 1000 / 100.
+for t in bcast allgather gather scatter reduce allreduce alltoall; do
+    var="ARGS_$t"
+    printf -v "$var" '%s' "${!var:-"-m 1:1048576 -i 200 -x 20"}"
+done
+ARGS_barrier=${ARGS_barrier:-"-i 1000 -x 100"}
 
 test_args() {
     local var="ARGS_$1"
@@ -69,7 +82,7 @@ run_ompi() {  # test pair
     # shellcheck disable=SC2046
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         timeout "$RUN_TIMEOUT" mpirun --oversubscribe --mca pml "$PEER_PML" \
-        --mca btl "$PEER_BTL" -n "$NP" \
+        --mca btl "$PEER_BTL" --mca btl_tcp_if_include "$PEER_TCP_IF" -n "$NP" \
         "$TARGET/release/c/osu_like" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
 }
 
@@ -83,7 +96,8 @@ main() {
         echo "host: $(uname -a)"
         echo "cpus: $(nproc)"
         echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-        echo "ompi: $(mpirun --version 2>/dev/null | head -n1) pml=$PEER_PML btl=$PEER_BTL"
+        echo "ompi: $(mpirun --version 2>/dev/null | head -n1) pml=$PEER_PML btl=$PEER_BTL tcp_if=$PEER_TCP_IF"
+        echo "phalanx env: $(env | grep '^PHALANX_' | tr '\n' ' ' || true)"
         echo "tests: $TESTS; pairs: $PAIRS; np: $NP"
         for t in $TESTS; do echo "args[$t]: $(test_args "$t") ${EXTRA_ARGS[*]}"; done
     } >"$RESULTS_DIR/meta.txt"

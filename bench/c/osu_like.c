@@ -1,5 +1,5 @@
 /*
- * osu_like.c: the phalanx project's OSU-style point-to-point benchmarks in C.
+ * osu_like.c: the phalanx project's OSU-style benchmarks in C.
  *
  * Same measurements, defaults, options and output format as crates/bench
  * (phalanx-bench), so the two can be compared under the same parser
@@ -8,11 +8,23 @@
  *
  *   mpirun -n 2 ./osu_like latency [-m [min:]max] [-i iters] [-x warmup]
  *   mpirun -n 2 ./osu_like bw      [-m [min:]max] [-i iters] [-x warmup] [-W window]
+ *   mpirun -n P ./osu_like bcast|allgather|gather|scatter|reduce|allreduce|alltoall
+ *                                  [-m [min:]max] [-i iters] [-x warmup]
+ *   mpirun -n P ./osu_like barrier [-i iters] [-x warmup]
  *
  * latency: ping-pong between ranks 0 and 1; one-way latency in microseconds.
  * bw:      rank 0 posts `window` MPI_Isend, rank 1 `window` MPI_Irecv (all into
  *          the same buffer), both MPI_Waitall, then rank 1 sends a 4-byte ack;
  *          bandwidth in MB/s (10^6 bytes per second).
+ * collectives: every rank times each call on its own with an untimed
+ *          MPI_Barrier between calls (as OSU does); the per-rank mean is summed
+ *          to rank 0 with MPI_Reduce and divided by P ("# Size  Avg Latency(us)").
+ *          Bcast, gather, scatter and reduce use root = iteration mod P (seed
+ *          000 §4.1). Sizes: the per-rank block for gather, scatter, allgather
+ *          and alltoall; the message for bcast; size/4 floats (sum) for reduce
+ *          and allreduce, whose sizes start at 4. Defaults: 1 B .. 1 MiB, 1000
+ *          timed / 200 warm-up calls, 100 / 10 above 8 KiB. barrier prints
+ *          "# Avg Latency(us)" and one value.
  * Sizes above LARGE_MESSAGE_SIZE use the smaller "large" iteration counts
  * unless -i / -x are given.
  */
@@ -23,12 +35,32 @@
 
 #define LARGE_MESSAGE_SIZE 8192
 #define DEFAULT_MAX_SIZE (1L << 22)
+#define DEFAULT_MAX_COLL_SIZE (1L << 20)
 #define MAX_WINDOW 1024
 #define SYNC_TAG 999
 #define DATA_TAG 100
 #define ACK_TAG 101
 
-enum test { TEST_LATENCY, TEST_BW };
+enum test {
+    TEST_LATENCY,
+    TEST_BW,
+    TEST_BCAST,
+    TEST_ALLGATHER,
+    TEST_GATHER,
+    TEST_SCATTER,
+    TEST_BARRIER,
+    TEST_REDUCE,
+    TEST_ALLREDUCE,
+    TEST_ALLTOALL
+};
+
+static const char *const TEST_NAMES[] = {"latency", "bw",      "bcast",  "allgather", "gather",
+                                         "scatter", "barrier", "reduce", "allreduce", "alltoall"};
+static const char *const TEST_TITLES[] = {
+    "Latency",           "Bandwidth",         "Broadcast Latency", "Allgather Latency",
+    "Gather Latency",    "Scatter Latency",   "Barrier Latency",   "Reduce Latency",
+    "Allreduce Latency", "All-to-All Latency"};
+#define NUM_TESTS ((int)(sizeof TEST_NAMES / sizeof TEST_NAMES[0]))
 
 struct plan {
     enum test test;
@@ -41,8 +73,8 @@ struct plan {
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s latency|bw [-m [min:]max] [-i iterations] [-x warmup] "
-            "[-W window]\n",
+            "usage: %s latency|bw|bcast|allgather|gather|scatter|barrier|reduce|"
+            "allreduce|alltoall [-m [min:]max] [-i iterations] [-x warmup] [-W window]\n",
             prog);
 }
 
@@ -83,20 +115,26 @@ static int parse_args(int argc, char **argv, struct plan *p)
     if (argc < 2)
         return -1;
     memset(p, 0, sizeof *p);
-    if (strcmp(argv[1], "latency") == 0) {
-        p->test = TEST_LATENCY;
+    for (i = 0; i < NUM_TESTS && strcmp(argv[1], TEST_NAMES[i]) != 0; i++)
+        ;
+    if (i == NUM_TESTS)
+        return -1;
+    p->test = (enum test)i;
+    p->max_size = DEFAULT_MAX_SIZE;
+    if (p->test == TEST_LATENCY) {
         p->min_size = 0;
         p->small_iters = 10000, p->small_warmup = 100;
         p->large_iters = 1000, p->large_warmup = 10;
-    } else if (strcmp(argv[1], "bw") == 0) {
-        p->test = TEST_BW;
+    } else if (p->test == TEST_BW) {
         p->min_size = 1;
         p->small_iters = 100, p->small_warmup = 10;
         p->large_iters = 20, p->large_warmup = 2;
     } else {
-        return -1;
+        p->min_size = (p->test == TEST_REDUCE || p->test == TEST_ALLREDUCE) ? 4 : 1;
+        p->max_size = DEFAULT_MAX_COLL_SIZE;
+        p->small_iters = 1000, p->small_warmup = 200;
+        p->large_iters = 100, p->large_warmup = 10;
     }
-    p->max_size = DEFAULT_MAX_SIZE;
     p->iterations = p->warmup = -1;
     p->window = 64;
     for (i = 2; i < argc; i++) {
@@ -240,6 +278,87 @@ static void run_bw(const struct plan *p, int rank, char *sbuf, char *rbuf)
     }
 }
 
+/* The mean of `value` over all ranks, valid on rank 0. */
+static double average_over_ranks(double value, int nprocs)
+{
+    double sum = 0.0;
+    MPI_Reduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    return sum / nprocs;
+}
+
+static void run_barrier(const struct plan *p, int rank, int nprocs)
+{
+    long i, iters, warmup;
+    double start, mean;
+    counts(p, 0, &iters, &warmup);
+    MPI_Barrier(MPI_COMM_WORLD);
+    start = MPI_Wtime();
+    for (i = 0; i < iters + warmup; i++) {
+        if (i == warmup)
+            start = MPI_Wtime();
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    mean = (MPI_Wtime() - start) / (double)iters;
+    mean = average_over_ranks(mean, nprocs);
+    if (rank == 0) {
+        printf("# OSU-style C/MPI %s Test\n", TEST_TITLES[TEST_BARRIER]);
+        printf("# Avg Latency(us)\n");
+        printf("%18.2f\n", mean * 1e6);
+        fflush(stdout);
+    }
+}
+
+static void run_collective(const struct plan *p, int rank, int nprocs, char *sbuf, char *rbuf)
+{
+    MPI_Comm comm = MPI_COMM_WORLD;
+    long size, i, iters, warmup;
+    if (rank == 0)
+        header(TEST_TITLES[p->test], "Avg Latency(us)");
+    for (size = first_size(p); size <= p->max_size; size = next_size(size)) {
+        int n = (int)size, nf = (int)(size / 4);
+        double total = 0.0, start, avg;
+        if ((p->test == TEST_REDUCE || p->test == TEST_ALLREDUCE) && size < 4)
+            continue;
+        counts(p, size, &iters, &warmup);
+        MPI_Barrier(comm);
+        for (i = 0; i < iters + warmup; i++) {
+            int root = (int)(i % nprocs);
+            start = MPI_Wtime();
+            switch (p->test) {
+            case TEST_BCAST:
+                MPI_Bcast(sbuf, n, MPI_CHAR, root, comm);
+                break;
+            case TEST_GATHER:
+                MPI_Gather(sbuf, n, MPI_CHAR, rbuf, n, MPI_CHAR, root, comm);
+                break;
+            case TEST_SCATTER:
+                MPI_Scatter(sbuf, n, MPI_CHAR, rbuf, n, MPI_CHAR, root, comm);
+                break;
+            case TEST_REDUCE:
+                MPI_Reduce(sbuf, rbuf, nf, MPI_FLOAT, MPI_SUM, root, comm);
+                break;
+            case TEST_ALLREDUCE:
+                MPI_Allreduce(sbuf, rbuf, nf, MPI_FLOAT, MPI_SUM, comm);
+                break;
+            case TEST_ALLGATHER:
+                MPI_Allgather(sbuf, n, MPI_CHAR, rbuf, n, MPI_CHAR, comm);
+                break;
+            case TEST_ALLTOALL:
+                MPI_Alltoall(sbuf, n, MPI_CHAR, rbuf, n, MPI_CHAR, comm);
+                break;
+            default:
+                break;
+            }
+            if (i >= warmup)
+                total += MPI_Wtime() - start;
+            MPI_Barrier(comm);
+        }
+        avg = average_over_ranks(total / (double)iters, nprocs);
+        if (rank == 0)
+            row(size, avg * 1e6);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct plan plan;
@@ -256,13 +375,14 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    if (size != 2) {
+    if ((plan.test == TEST_LATENCY || plan.test == TEST_BW) && size != 2) {
         if (rank == 0)
             fprintf(stderr, "osu_like: this test requires exactly two processes\n");
         MPI_Finalize();
         return 1;
     }
-    bytes = plan.max_size > 0 ? (size_t)plan.max_size : 1;
+    /* Collectives need p blocks at the root / in the all-* buffers. */
+    bytes = (plan.max_size > 0 ? (size_t)plan.max_size : 1) * (size_t)size;
     sbuf = malloc(bytes);
     rbuf = malloc(bytes);
     if (!sbuf || !rbuf) {
@@ -272,10 +392,20 @@ int main(int argc, char **argv)
     }
     memset(sbuf, 'a', bytes);
     memset(rbuf, 'b', bytes);
+    if (plan.test == TEST_REDUCE || plan.test == TEST_ALLREDUCE) {
+        /* 1.0f everywhere, as phalanx-bench sums. */
+        size_t k;
+        for (k = 0; k < bytes / sizeof(float); k++)
+            ((float *)sbuf)[k] = 1.0f;
+    }
     if (plan.test == TEST_LATENCY)
         run_latency(&plan, rank, sbuf, rbuf);
-    else
+    else if (plan.test == TEST_BW)
         run_bw(&plan, rank, sbuf, rbuf);
+    else if (plan.test == TEST_BARRIER)
+        run_barrier(&plan, rank, size);
+    else
+        run_collective(&plan, rank, size, sbuf, rbuf);
     free(sbuf);
     free(rbuf);
     MPI_Finalize();

@@ -1,16 +1,22 @@
 //! `phalanx-bench`: OSU-style micro-benchmarks for phalanx.
 //!
-//! Run under the launcher with exactly two ranks:
+//! Run under the launcher; the point-to-point tests need exactly two ranks, the
+//! collectives any number:
 //!
 //! ```text
 //! phalanx run -n 2 phalanx-bench latency [-m [min:]max] [-i iters] [-x warmup]
 //! phalanx run -n 2 phalanx-bench bw      [-m [min:]max] [-i iters] [-x warmup] [-W window]
+//! phalanx run -n P phalanx-bench bcast|allgather|gather|scatter|reduce|allreduce|alltoall
+//!                                        [-m [min:]max] [-i iters] [-x warmup]
+//! phalanx run -n P phalanx-bench barrier [-i iters] [-x warmup]
 //! ```
 //!
-//! Rank 0 prints an OSU-shaped table (`# Size  Latency (us)` / `# Size  Bandwidth (MB/s)`)
-//! that `bench/compare.py` parses next to the C benchmark's output under Open MPI.
+//! Rank 0 prints an OSU-shaped table (`# Size  Latency (us)`, `# Size  Bandwidth (MB/s)`,
+//! `# Size  Avg Latency(us)`; barrier prints `# Avg Latency(us)` and one value) that
+//! `bench/compare.py` parses next to the C benchmark's output under Open MPI.
 
 mod bw;
+mod coll;
 mod latency;
 mod options;
 mod report;
@@ -25,7 +31,7 @@ fn main() {
     let plan = cli.plan();
     let universe = phalanx::initialize().expect("phalanx initialized twice");
     let world = universe.world();
-    if world.size() != 2 {
+    if cli.test.is_point_to_point() && world.size() != 2 {
         if world.rank() == 0 {
             eprintln!("phalanx-bench: this test requires exactly two processes");
         }
@@ -34,5 +40,6 @@ fn main() {
     match cli.test {
         Test::Latency => latency::run(&world, &plan),
         Test::Bw => bw::run(&world, &plan),
+        test => coll::run(&world, test, &plan),
     }
 }

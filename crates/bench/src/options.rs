@@ -3,7 +3,9 @@
 //! OSU semantics: `-m max` or `-m min:max` bounds the message sizes (powers of two, plus
 //! size 0 for latency when the minimum is 0); `-i` and `-x` set the iteration and warm-up
 //! counts for every size, otherwise sizes above [`LARGE_MESSAGE_SIZE`] use the smaller
-//! "large" defaults.
+//! "large" defaults. Collective tests default to OSU's collective plan: 1 B … 1 MiB (4 B
+//! minimum for the `f32` reductions), 1000 timed / 200 warm-up calls per size, 100 / 10
+//! above 8 KiB.
 
 use clap::{Parser, ValueEnum};
 
@@ -11,6 +13,8 @@ use clap::{Parser, ValueEnum};
 pub const LARGE_MESSAGE_SIZE: usize = 8192;
 /// OSU's default largest message: 4 MiB.
 pub const DEFAULT_MAX_SIZE: usize = 1 << 22;
+/// OSU's default largest message of the collective tests: 1 MiB.
+pub const DEFAULT_MAX_COLL_SIZE: usize = 1 << 20;
 
 /// Which measurement to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -19,22 +23,49 @@ pub enum Test {
     Latency,
     /// Windowed unidirectional bandwidth (osu_bw).
     Bw,
+    /// Broadcast, root round-robin (osu_bcast).
+    Bcast,
+    /// All-gather, `size` bytes per rank (osu_allgather).
+    Allgather,
+    /// Gather, `size` bytes per rank, root round-robin (osu_gather).
+    Gather,
+    /// Scatter, `size` bytes per rank, root round-robin (osu_scatter).
+    Scatter,
+    /// Barrier: one line (osu_barrier).
+    Barrier,
+    /// Sum-reduce of `size / 4` f32, root round-robin (osu_reduce).
+    Reduce,
+    /// Sum-all-reduce of `size / 4` f32 (osu_allreduce).
+    Allreduce,
+    /// All-to-all, `size` bytes per pair (osu_alltoall).
+    Alltoall,
 }
 
-/// OSU-style micro-benchmarks for phalanx (run with exactly 2 ranks).
+impl Test {
+    /// True for the two-rank point-to-point tests.
+    pub fn is_point_to_point(self) -> bool {
+        matches!(self, Test::Latency | Test::Bw)
+    }
+}
+
+/// OSU-style micro-benchmarks for phalanx (latency and bw with exactly 2 ranks,
+/// collectives with any number).
 #[derive(Debug, Parser)]
-#[command(name = "phalanx-bench", version)]
+#[command(name = "phalanx-bench", version, args_override_self = true)]
 pub struct Cli {
     /// The measurement.
     #[arg(value_enum)]
     pub test: Test,
-    /// Message sizes: `max` or `min:max` bytes (default min: 0 latency, 1 bw).
+    /// Message sizes: `max` or `min:max` bytes (default min: 0 latency, 4 reduce and
+    /// allreduce, 1 otherwise; default max: 4 MiB point-to-point, 1 MiB collectives).
     #[arg(short = 'm', long = "message-size", value_parser = parse_size_range)]
     pub sizes: Option<SizeRange>,
-    /// Timed iterations per size (default 10000 latency / 100 bw; 1000 / 20 above 8 KiB).
+    /// Timed iterations per size (default 10000 latency / 100 bw / 1000 collectives;
+    /// 1000 / 20 / 100 above 8 KiB).
     #[arg(short = 'i', long = "iterations")]
     pub iterations: Option<usize>,
-    /// Warm-up iterations per size (default 100 latency / 10 bw; 10 / 2 above 8 KiB).
+    /// Warm-up iterations per size (default 100 latency / 10 bw / 200 collectives;
+    /// 10 / 2 / 10 above 8 KiB).
     #[arg(short = 'x', long = "warmup")]
     pub warmup: Option<usize>,
     /// Messages in flight per bandwidth iteration.
@@ -85,13 +116,15 @@ impl Plan {
 impl Cli {
     /// The size list and iteration counts for the chosen test.
     pub fn plan(&self) -> Plan {
-        let (default_min, small, large) = match self.test {
-            Test::Latency => (0, (10_000, 100), (1_000, 10)),
-            Test::Bw => (1, (100, 10), (20, 2)),
+        let (default_min, default_max, small, large) = match self.test {
+            Test::Latency => (0, DEFAULT_MAX_SIZE, (10_000, 100), (1_000, 10)),
+            Test::Bw => (1, DEFAULT_MAX_SIZE, (100, 10), (20, 2)),
+            Test::Reduce | Test::Allreduce => (4, DEFAULT_MAX_COLL_SIZE, (1_000, 200), (100, 10)),
+            _ => (1, DEFAULT_MAX_COLL_SIZE, (1_000, 200), (100, 10)),
         };
         let (min, max) = match self.sizes {
             Some(r) => (r.min.unwrap_or(default_min), r.max),
-            None => (default_min, DEFAULT_MAX_SIZE),
+            None => (default_min, default_max),
         };
         Plan {
             sizes: size_list(min, max),
@@ -168,5 +201,23 @@ mod tests {
         assert_eq!(cli.plan().sizes, vec![1, 2, 4]);
         let cli = Cli::parse_from(["phalanx-bench", "latency", "-m", "4"]);
         assert_eq!(cli.plan().sizes, vec![0, 1, 2, 4]);
+    }
+
+    #[test]
+    fn collective_defaults() {
+        let plan = Cli::parse_from(["phalanx-bench", "bcast"]).plan();
+        assert_eq!(plan.sizes.first(), Some(&1));
+        assert_eq!(plan.max_size(), 1 << 20);
+        assert_eq!(plan.counts(8192), (1_000, 200));
+        assert_eq!(plan.counts(65536), (100, 10));
+        let plan = Cli::parse_from(["phalanx-bench", "allreduce"]).plan();
+        assert_eq!(plan.sizes.first(), Some(&4));
+        let plan = Cli::parse_from(["phalanx-bench", "alltoall", "-m", "8:64", "-i", "3"]).plan();
+        assert_eq!(plan.sizes, vec![8, 16, 32, 64]);
+        assert_eq!(plan.counts(64), (3, 200));
+        assert!(Test::Bw.is_point_to_point() && !Test::Barrier.is_point_to_point());
+        // A repeated option overrides (compare.sh appends its extra arguments).
+        let plan = Cli::parse_from(["phalanx-bench", "bcast", "-m", "4", "-m", "8:16"]).plan();
+        assert_eq!(plan.sizes, vec![8, 16]);
     }
 }

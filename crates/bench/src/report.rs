@@ -13,3 +13,10 @@ pub fn header(title: &str, column: &str) {
 pub fn row(size: usize, value: f64) {
     println!("{size:<10}{value:>18.2}");
 }
+
+/// Prints a one-value test (osu_barrier): title, `# column`, then the value alone.
+pub fn single(title: &str, column: &str, value: f64) {
+    println!("# OSU-style phalanx {title} Test");
+    println!("# {column}");
+    println!("{:>18.2}", value);
+}

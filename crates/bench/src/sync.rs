@@ -1,4 +1,5 @@
-//! A two-rank barrier from point-to-point messages (phalanx has no collectives yet).
+//! A two-rank barrier from point-to-point messages (the point-to-point tests keep it so
+//! they measure the same thing as the C benchmark's `pair_barrier`).
 
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::*;

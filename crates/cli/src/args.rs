@@ -4,10 +4,13 @@
 //! Everything after the program name is passed to the program verbatim, even arguments that
 //! look like `phalanx run` options (`phalanx run -n 2 ./x -n 5`).
 
+use crate::hosts::{parse_hostfile, place, total_slots, Host};
 use crate::job::Config;
 use crate::spawn::Program;
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// phalanx: MPI-style message passing in pure Rust.
@@ -22,13 +25,14 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Start N ranks of a program on this host and supervise them.
+    /// Start N ranks of a program on this host (or its network namespaces) and supervise them.
     #[command(after_help = RUN_AFTER_HELP)]
     Run(RunArgs),
 }
 
 const RUN_AFTER_HELP: &str = "\
 Each rank gets PHALANX_RANK, PHALANX_SIZE and PHALANX_BOOT in its environment.
+With --hostfile, ranks placed on a `netns:NAME` host run in that network namespace.
 If a rank fails (non-zero exit, killed by a signal, or exit without completing Finalize),
 all other ranks are terminated (SIGTERM, then SIGKILL after the grace period).
 
@@ -41,10 +45,21 @@ Example: phalanx run -n 4 --tag-output ./target/release/my-solver --grid 512";
 /// Options of `phalanx run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Number of ranks to start.
+    /// Number of ranks to start (default with --hostfile: its total slots).
     #[arg(short = 'n', long = "np", value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=65536))]
-    pub ranks: u32,
+    pub ranks: Option<u32>,
+
+    /// Hosts to run ranks on, one per line: `localhost [slots=N]` or `netns:NAME
+    /// [slots=N]` (a network namespace: ranks start as `ip netns exec NAME prog…` with
+    /// PHALANX_IP=auto). Ranks fill each host's slots in order.
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+
+    /// The launcher's address as seen from namespace hosts (default: the address of this
+    /// host on each namespace's subnet, e.g. its bridge).
+    #[arg(long, value_name = "IP", requires = "hostfile")]
+    pub boot_ip: Option<Ipv4Addr>,
 
     /// Prefix every output line with "\[rank\] ".
     #[arg(long)]
@@ -73,13 +88,31 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// The job this invocation describes.
-    pub fn into_config(self) -> Config {
+    /// The job this invocation describes; `Err` for a bad hostfile or a missing `-n`.
+    pub fn into_config(self) -> Result<Config, String> {
+        let (size, hosts) = match &self.hostfile {
+            None => {
+                let n = self.ranks.ok_or("-n N is required without --hostfile")?;
+                (n, vec![Host::Local; n as usize])
+            }
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read hostfile {}: {e}", path.display()))?;
+                let entries =
+                    parse_hostfile(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let n = self
+                    .ranks
+                    .unwrap_or_else(|| total_slots(&entries).min(65536));
+                (n, place(&entries, n))
+            }
+        };
         let mut command = self.command.into_iter();
         // clap guarantees at least one value (`required = true`, `num_args = 1..`).
         let prog = command.next().unwrap_or_default();
-        Config {
-            size: self.ranks,
+        Ok(Config {
+            size,
+            hosts,
+            boot_ip: self.boot_ip,
             program: Program {
                 prog,
                 args: command.collect(),
@@ -93,7 +126,7 @@ impl RunArgs {
             timeout: self.timeout,
             startup_timeout: self.startup_timeout,
             kill_grace: self.kill_grace,
-        }
+        })
     }
 }
 
@@ -137,11 +170,12 @@ mod tests {
             "--foo",
         ])
         .unwrap();
-        assert_eq!(r.ranks, 2);
+        assert_eq!(r.ranks, Some(2));
         assert!(!r.tag_output);
         assert_eq!(r.env, [("A".to_string(), "b=c".to_string())]);
         assert_eq!(r.command, ["./x", "-n", "5", "--tag-output", "--foo"]);
-        let cfg = r.into_config();
+        let cfg = r.into_config().unwrap();
+        assert_eq!(cfg.hosts, [Host::Local, Host::Local]);
         assert_eq!(cfg.program.prog, "./x");
         assert_eq!(cfg.program.args.len(), 4);
     }
@@ -155,6 +189,14 @@ mod tests {
         assert_eq!(r.kill_grace, Duration::from_secs(3));
         assert!(parse(&["-n", "0", "prog"]).is_err());
         assert!(parse(&["-n", "2"]).is_err());
+        assert!(parse(&["prog"]).unwrap().into_config().is_err());
+        assert!(parse(&["-n", "2", "--boot-ip", "10.0.0.1", "prog"]).is_err());
+        let e = parse(&["--hostfile", "/nonexistent/hf", "prog"])
+            .unwrap()
+            .into_config()
+            .err()
+            .unwrap();
+        assert!(e.contains("/nonexistent/hf"), "{e}");
         assert!(parse(&["-n", "2", "--env", "novalue", "prog"]).is_err());
         assert!(parse(&["-n", "2", "--timeout", "-1", "prog"]).is_err());
     }

@@ -3,6 +3,9 @@
 //! Contract:
 //! - [`run`] returns the launcher's exit code only after every rank has been reaped and every
 //!   rank's process group has been sent SIGKILL (so nothing a rank forked survives either).
+//! - Ranks run where `cfg.hosts` says: on this host, or in network namespaces of it. With
+//!   namespace hosts the rendezvous listens on 0.0.0.0 and each rank is told the address
+//!   that reaches the launcher from its namespace.
 //! - Start-up: all ranks must say hello within the start-up timeout, on alike hosts; then
 //!   every rank gets the same table. A rank that exits 0 without ever connecting is taken for
 //!   a non-phalanx program: fine if no rank connects (`phalanx run -n 2 hostname`), a failure
@@ -19,6 +22,7 @@
 //! - `--timeout`: every connected rank gets `Query`; statuses are collected for up to
 //!   [`QUERY_WINDOW`] and printed one line per rank, then the job is torn down.
 
+use crate::hosts::{boot_ip_for, Host};
 use crate::output::{self, Dest};
 use crate::signals::{pollfd, wait_readable, Signals};
 use crate::spawn::{self, signal_group, spawn_rank, Program};
@@ -28,7 +32,8 @@ use phalanx_boot::{
     check_hosts, BootError, Endpoint, HostInfo, LauncherMsg, RankMsg, Table, MAX_LINE,
 };
 use rand::RngCore;
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{channel, Receiver};
@@ -56,6 +61,10 @@ const MAX_STATS: usize = 1000;
 pub struct Config {
     /// Number of ranks.
     pub size: u32,
+    /// The host of every rank (`size` entries).
+    pub hosts: Vec<Host>,
+    /// `--boot-ip`: the launcher's address for namespace hosts.
+    pub boot_ip: Option<Ipv4Addr>,
     /// What to run.
     pub program: Program,
     /// Prefix forwarded lines with `[rank] `.
@@ -139,15 +148,25 @@ pub fn run(cfg: Config) -> i32 {
         Ok(s) => s,
         Err(e) => return fatal(&format!("cannot install signal handlers: {e}")),
     };
-    let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.set_nonblocking(true).map(|()| l))
-    {
-        Ok(l) => l,
-        Err(e) => return fatal(&format!("cannot listen for ranks on 127.0.0.1: {e}")),
+    // Ranks in other network namespaces cannot reach our 127.0.0.1.
+    let remote = cfg.hosts.iter().any(|h| *h != Host::Local);
+    let listen_ip = if remote {
+        Ipv4Addr::UNSPECIFIED
+    } else {
+        Ipv4Addr::LOCALHOST
     };
-    let boot = match listener.local_addr() {
-        Ok(a) => a,
+    let listener =
+        match TcpListener::bind((listen_ip, 0)).and_then(|l| l.set_nonblocking(true).map(|()| l)) {
+            Ok(l) => l,
+            Err(e) => return fatal(&format!("cannot listen for ranks on {listen_ip}: {e}")),
+        };
+    let port = match listener.local_addr() {
+        Ok(a) => a.port(),
         Err(e) => return fatal(&format!("cannot read the listening address: {e}")),
+    };
+    let boots = match boot_addresses(&cfg, port) {
+        Ok(b) => b,
+        Err(e) => return fatal(&e),
     };
     let (done_tx, outputs_done) = channel();
     let mut job = Job {
@@ -164,7 +183,8 @@ pub fn run(cfg: Config) -> i32 {
         cfg,
     };
     for rank in 0..job.cfg.size {
-        let mut child = match spawn_rank(&job.cfg.program, rank, job.cfg.size, boot) {
+        let (boot, host) = (boots[rank as usize], &job.cfg.hosts[rank as usize]);
+        let mut child = match spawn_rank(&job.cfg.program, rank, job.cfg.size, boot, host) {
             Ok(c) => c,
             Err(e) => {
                 let prog = job.cfg.program.prog.to_string_lossy().into_owned();
@@ -208,6 +228,29 @@ pub fn run(cfg: Config) -> i32 {
     drop(done_tx);
     let outcome = job.supervise();
     job.finish(outcome.err())
+}
+
+/// The launcher's address for every rank: 127.0.0.1 on this host, for a namespace the
+/// `--boot-ip` or the address of this host on the namespace's subnet.
+fn boot_addresses(cfg: &Config, port: u16) -> Result<Vec<SocketAddr>, String> {
+    let mut per_ns: HashMap<&str, Ipv4Addr> = HashMap::new();
+    let mut out = Vec::with_capacity(cfg.hosts.len());
+    for host in &cfg.hosts {
+        let ip = match host {
+            Host::Local => Ipv4Addr::LOCALHOST,
+            Host::Netns(ns) => match (cfg.boot_ip, per_ns.get(ns.as_str())) {
+                (Some(ip), _) => ip,
+                (None, Some(&ip)) => ip,
+                (None, None) => {
+                    let ip = boot_ip_for(ns)?;
+                    per_ns.insert(ns, ip);
+                    ip
+                }
+            },
+        };
+        out.push(SocketAddr::from((ip, port)));
+    }
+    Ok(out)
 }
 
 fn fatal(msg: &str) -> i32 {

@@ -1,10 +1,11 @@
 //! `phalanx`: the launcher binary. Thin: parse the command line, run, exit with the code.
 //!
-//! Modules: [`args`] (command line), [`job`] (rendezvous, supervision, teardown), [`spawn`]
+//! Modules: [`args`] (command line), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
 //! (rank processes), [`output`] (line forwarding), [`signals`] (self-pipe), [`status`]
 //! (exit-status wording).
 
 mod args;
+mod hosts;
 mod job;
 mod output;
 mod signals;
@@ -16,7 +17,13 @@ use clap::Parser;
 fn main() {
     let cli = args::Cli::parse();
     let code = match cli.command {
-        args::Command::Run(run) => job::run(run.into_config()),
+        args::Command::Run(run) => match run.into_config() {
+            Ok(cfg) => job::run(cfg),
+            Err(e) => {
+                eprintln!("phalanx: {e}");
+                2
+            }
+        },
     };
     std::process::exit(code);
 }

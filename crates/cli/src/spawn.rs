@@ -8,7 +8,13 @@
 //! exits, so ranks must be spawned from the launcher's main thread. Ranks read stdin from
 //! /dev/null (a background process group reading the terminal would be stopped) and write
 //! stdout/stderr to pipes.
+//!
+//! A rank on a [`Host::Netns`] is started as `ip netns exec NAME prog args…`: `ip` enters
+//! the namespace and execs the program, so the pid, the process group and PDEATHSIG (kept
+//! across exec, as no credentials change) are the rank's own. It gets `PHALANX_IP=auto`
+//! unless `--env PHALANX_IP=…` says otherwise.
 
+use crate::hosts::Host;
 use std::ffi::OsString;
 use std::io;
 use std::net::SocketAddr;
@@ -25,11 +31,30 @@ pub struct Program {
     pub env: Vec<(OsString, OsString)>,
 }
 
-/// Starts rank `rank` of `size`, pointing it at the launcher's `boot` address.
-pub fn spawn_rank(p: &Program, rank: u32, size: u32, boot: SocketAddr) -> io::Result<Child> {
+/// Environment variable with the rank's bind address (read by the phalanx library).
+pub const ENV_IP: &str = "PHALANX_IP";
+
+/// Starts rank `rank` of `size` on `host`, pointing it at the launcher's `boot` address.
+pub fn spawn_rank(
+    p: &Program,
+    rank: u32,
+    size: u32,
+    boot: SocketAddr,
+    host: &Host,
+) -> io::Result<Child> {
     let launcher = std::process::id() as libc::pid_t;
     let nofile = original_nofile();
-    let mut cmd = Command::new(&p.prog);
+    let mut cmd = match host {
+        Host::Local => Command::new(&p.prog),
+        Host::Netns(name) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", name]).arg(&p.prog);
+            if !p.env.iter().any(|(k, _)| k == ENV_IP) {
+                c.env(ENV_IP, "auto");
+            }
+            c
+        }
+    };
     cmd.args(&p.args)
         .envs(p.env.iter().map(|(k, v)| (k, v)))
         .env(phalanx_boot::ENV_RANK, rank.to_string())

@@ -3,112 +3,11 @@
 //! Every wait here is bounded ([`LIMIT`]) and nothing asserts a duration: a hung launcher
 //! fails the test instead of hanging it.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
+mod common;
 
-/// Bound on any single wait in these tests.
-const LIMIT: Duration = Duration::from_secs(60);
-
-const PHALANX: &str = env!("CARGO_BIN_EXE_phalanx");
-const FAKE: &str = env!("CARGO_BIN_EXE_phalanx-fake-rank");
-
-struct Outcome {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Outcome {
-    /// The pids the fake ranks reported.
-    fn pids(&self) -> Vec<i32> {
-        rank_pids(&self.stdout)
-    }
-}
-
-fn rank_pids(stdout: &str) -> Vec<i32> {
-    stdout
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("pid="))
-        .map(|p| p.parse().unwrap())
-        .collect()
-}
-
-fn start(args: &[&str]) -> Child {
-    Command::new(PHALANX)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start phalanx")
-}
-
-/// Collects a pipe into a String on a thread.
-fn collect(pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = BufReader::new(pipe).read_to_string(&mut s);
-        let _ = tx.send(s);
-    });
-    rx
-}
-
-/// Waits (bounded) for `child` to exit; kills it and panics if it does not.
-fn wait_bounded(child: &mut Child) -> Option<i32> {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("phalanx did not exit within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn run(args: &[&str]) -> Outcome {
-    let mut child = start(args);
-    let out = collect(child.stdout.take().unwrap());
-    let err = collect(child.stderr.take().unwrap());
-    let code = wait_bounded(&mut child);
-    let outcome = Outcome {
-        code,
-        stdout: out.recv_timeout(LIMIT).expect("stdout not closed"),
-        stderr: err.recv_timeout(LIMIT).expect("stderr not closed"),
-    };
-    eprintln!(
-        "--- phalanx {args:?} → {code:?}\n--- stdout:\n{}--- stderr:\n{}",
-        outcome.stdout, outcome.stderr
-    );
-    outcome
-}
-
-/// Asserts every pid is gone (ESRCH), allowing a bounded moment for reaping.
-fn assert_gone(pids: &[i32]) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for &pid in pids {
-        loop {
-            // SAFETY: kill with signal 0 only checks for existence; no memory is involved.
-            let rc = unsafe { libc::kill(pid, 0) };
-            let gone =
-                rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-            if gone {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "rank process {pid} survived the job"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::sync::mpsc::channel;
 
 fn ok_run(n: u32, tag: bool) {
     let n_s = n.to_string();

@@ -30,7 +30,8 @@ pub struct Config {
     /// Time without acknowledgement progress after which a peer is declared
     /// unresponsive (an error naming it). `PHALANX_PEER_TIMEOUT` (s, default 300).
     pub peer_timeout: Duration,
-    /// Address the rank's UDP socket binds to. `PHALANX_IP` (default 127.0.0.1).
+    /// Address the rank's UDP socket binds to. `PHALANX_IP` (default 127.0.0.1; `auto` =
+    /// the first non-loopback interface that is up, as inside a test-host namespace).
     pub ip: std::net::Ipv4Addr,
 }
 
@@ -67,7 +68,8 @@ impl Config {
             eager_ack: flag("PHALANX_EAGER_ACK"),
             rto_max: Duration::from_millis(var("PHALANX_RTO_MAX_MS")?.unwrap_or(100)),
             peer_timeout: Duration::from_secs_f64(var("PHALANX_PEER_TIMEOUT")?.unwrap_or(300.0)),
-            ip: var("PHALANX_IP")?.unwrap_or(std::net::Ipv4Addr::LOCALHOST),
+            ip: phalanx_transport::resolve_bind_ip(std::env::var("PHALANX_IP").ok().as_deref())
+                .map_err(|e| Error::Init(format!("PHALANX_IP: {e}")))?,
         })
     }
 }

@@ -127,22 +127,41 @@ fn mr_timeout_reports_waits() {
     }
 }
 
+fn intruder_counts(env: &[(&str, &str)]) -> Vec<(u64, u64, u64)> {
+    let r = run(&["-n", "4", &ex("intruder")], env, LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    let rows: Vec<(u64, u64, u64)> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("intruder:"))
+        .map(|l| {
+            let num = |key: &str| -> u64 {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix(key))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            };
+            (
+                num("drop_malformed="),
+                num("drop_foreign="),
+                num("kernel_drops="),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 4, "{}", r.dump());
+    rows
+}
+
 #[test]
 fn mr_foreign_datagrams_dropped_and_counted() {
-    let r = run(&["-n", "4", &ex("intruder")], &[], LIMIT);
-    assert!(r.ok(), "{}", r.dump());
-    let mut lines = 0;
-    for l in r.stdout.lines().filter(|l| l.starts_with("intruder:")) {
-        lines += 1;
-        let num = |key: &str| -> u64 {
-            l.split_whitespace()
-                .find_map(|w| w.strip_prefix(key))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        // At least the previous rank's noise was processed before its real message.
-        assert!(num("drop_malformed=") >= 200, "{l}");
-        assert!(num("drop_foreign=") >= 200, "{l}");
+    // Without the kernel filter: dropped and counted in user space. At least the previous
+    // rank's noise (200 of each kind) was processed before its real message.
+    for (malformed, foreign, _) in intruder_counts(&[("PHALANX_BPF", "0")]) {
+        assert!(malformed >= 200 && foreign >= 200, "{malformed} {foreign}");
     }
-    assert_eq!(lines, 4, "{}", r.dump());
+    // With it: the kernel drops them (counted as kernel drops); none reach user space.
+    for (malformed, foreign, kernel) in intruder_counts(&[]) {
+        assert_eq!((malformed, foreign), (0, 0));
+        assert!(kernel >= 400, "kernel drops {kernel}");
+    }
 }

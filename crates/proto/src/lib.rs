@@ -1,6 +1,8 @@
 //! phalanx sans-I/O reliability protocols.
 //!
 //! * [`gbn`]: go-back-n with lazy (piggy-backed) acknowledgements, seed 004 §5–6.
+//! * [`urtp`]: URTP, reliable point-to-point and multicast FIFO with per-pair counters,
+//!   receiver-driven REQs and block ACKs, seed 000 §3 and Appendix A.
 //!
 //! Nothing in this crate reads a clock, does I/O or uses unseeded randomness: time is a
 //! `u64` count of nanoseconds supplied by the caller, datagrams go in through
@@ -10,3 +12,4 @@
 #![warn(missing_docs)]
 
 pub mod gbn;
+pub mod urtp;

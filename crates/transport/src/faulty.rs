@@ -6,6 +6,9 @@
 //!   [`FaultConfig`]. Receiving, fds and `max_datagram` pass through.
 //! * The random stream is a `SmallRng` seeded from `(seed, rank)`: ranks
 //!   differ, and the same sequence of calls replays the same faults.
+//! * Multicast and multi-send: over unicast fan-out each receiver gets its own fate (the
+//!   survivors still leave in one inner call); a multicast over a real group can only be
+//!   dropped, duplicated or held as a whole (see [`Faulty::send_multicast`]).
 //! * A dropped datagram is reported as sent (`Ok(true)`): it models loss in
 //!   the network, not local back-pressure. It is counted in `faults_dropped`.
 //! * A duplicated datagram is sent twice back to back (`faults_duplicated`).
@@ -165,8 +168,19 @@ fn rank_seed(seed: u64, rank: Rank) -> u64 {
     splitmix64(seed ^ splitmix64(u64::from(rank) ^ 0x7068_616c_616e_7800))
 }
 
+/// Where a datagram goes, i.e. which inner call sends it.
+#[derive(Debug, Clone)]
+enum Dest {
+    /// `send_to(rank)`.
+    One(Rank),
+    /// `multi_send(ranks)`.
+    Many(Vec<Rank>),
+    /// `send_multicast(targets)`.
+    Multicast(Vec<Rank>),
+}
+
 struct Pending {
-    peer: Rank,
+    dest: Dest,
     data: Vec<u8>,
     /// Release time in the caller's clock; `None` until the next `service`.
     due: Option<u64>,
@@ -221,43 +235,67 @@ impl<T: Transport> Faulty<T> {
         p > 0.0 && self.rng.gen::<f64>() < p
     }
 
-    /// Hands a datagram to the wire (or to the delay queue).
-    fn emit(&mut self, peer: Rank, data: &[u8]) -> std::io::Result<bool> {
+    fn check_len(&self, len: usize) -> std::io::Result<()> {
+        let max = self.inner.max_datagram();
+        if len > max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("datagram of {len} bytes exceeds max_datagram {max}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Hands a datagram to the inner transport now. Returns for how many destinations
+    /// the inner transport took it.
+    fn dispatch(&mut self, dest: &Dest, data: &[u8]) -> std::io::Result<usize> {
+        match dest {
+            Dest::One(p) => Ok(usize::from(self.inner.send_to(*p, data)?)),
+            Dest::Many(v) => self.inner.multi_send(data, v),
+            Dest::Multicast(v) => Ok(if self.inner.send_multicast(data, v)? {
+                v.len()
+            } else {
+                0
+            }),
+        }
+    }
+
+    /// Hands a datagram to the wire (or to the delay queue). Returns like `dispatch`.
+    fn emit(&mut self, dest: Dest, data: &[u8]) -> std::io::Result<usize> {
         if self.cfg.delay_us == 0 {
-            self.inner.send_to(peer, data)
+            self.dispatch(&dest, data)
         } else {
+            let n = match &dest {
+                Dest::One(_) => 1,
+                Dest::Many(v) | Dest::Multicast(v) => v.len(),
+            };
             self.delayed.push_back(Pending {
-                peer,
+                dest,
                 data: data.to_vec(),
                 due: None,
             });
-            Ok(true)
+            Ok(n)
         }
     }
 
     fn release_held(&mut self) -> std::io::Result<()> {
         if let Some(h) = self.held.take() {
-            self.emit(h.peer, &h.data)?;
+            self.emit(h.dest, &h.data)?;
         }
         Ok(())
     }
-}
 
-impl<T: Transport> Transport for Faulty<T> {
-    fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> std::io::Result<bool> {
-        let max = self.inner.max_datagram();
-        if datagram.len() > max {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!(
-                    "datagram of {} bytes exceeds max_datagram {max}",
-                    datagram.len()
-                ),
-            ));
-        }
+    /// One fate for the whole datagram, whatever `dest` is: `send_to`, and multicast over
+    /// a real group (the network delivers or loses one packet for everyone).
+    fn whole(&mut self, dest: Dest, datagram: &[u8]) -> std::io::Result<usize> {
+        self.check_len(datagram.len())?;
+        let all = match &dest {
+            Dest::One(_) => 1,
+            Dest::Many(v) | Dest::Multicast(v) => v.len(),
+        };
         if self.roll(self.cfg.loss) {
             self.dropped += 1;
-            return Ok(true);
+            return Ok(all);
         }
         let dup = self.roll(self.cfg.dup);
         if dup {
@@ -266,21 +304,104 @@ impl<T: Transport> Transport for Faulty<T> {
         if self.held.is_none() && self.roll(self.cfg.reorder) {
             self.reordered += 1;
             if dup {
-                self.emit(peer, datagram)?;
+                self.emit(dest.clone(), datagram)?;
             }
             self.held = Some(Pending {
-                peer,
+                dest,
                 data: datagram.to_vec(),
                 due: None,
             });
-            return Ok(true);
+            return Ok(all);
         }
-        let sent = self.emit(peer, datagram)?;
+        let sent = self.emit(dest.clone(), datagram)?;
         if dup {
-            self.emit(peer, datagram)?;
+            self.emit(dest, datagram)?;
         }
         self.release_held()?;
         Ok(sent)
+    }
+
+    /// A separate fate per receiver (unicast fan-out): each target's copy is dropped,
+    /// duplicated or held back on its own roll; the survivors still leave in one inner
+    /// call (`send_multicast` when `multicast`, else `multi_send`).
+    fn per_target(
+        &mut self,
+        datagram: &[u8],
+        targets: &[Rank],
+        multicast: bool,
+    ) -> std::io::Result<usize> {
+        self.check_len(datagram.len())?;
+        let was_held = self.held.is_some();
+        let mut keep = Vec::with_capacity(targets.len());
+        let mut dups = Vec::new();
+        for &t in targets {
+            if self.roll(self.cfg.loss) {
+                self.dropped += 1;
+                continue;
+            }
+            if self.roll(self.cfg.dup) {
+                self.duplicated += 1;
+                dups.push(t);
+            }
+            if self.held.is_none() && self.roll(self.cfg.reorder) {
+                self.reordered += 1;
+                self.held = Some(Pending {
+                    dest: Dest::One(t),
+                    data: datagram.to_vec(),
+                    due: None,
+                });
+                continue;
+            }
+            keep.push(t);
+        }
+        let dest = |v: Vec<Rank>| {
+            if multicast {
+                Dest::Multicast(v)
+            } else {
+                Dest::Many(v)
+            }
+        };
+        let kept = keep.len();
+        let sent = if keep.is_empty() {
+            0
+        } else {
+            self.emit(dest(keep), datagram)?
+        };
+        if !dups.is_empty() {
+            self.emit(dest(dups), datagram)?;
+        }
+        if was_held {
+            self.release_held()?;
+        }
+        Ok(targets.len() - (kept - sent.min(kept)))
+    }
+}
+
+impl<T: Transport> Transport for Faulty<T> {
+    fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> std::io::Result<bool> {
+        Ok(self.whole(Dest::One(peer), datagram)? == 1)
+    }
+
+    /// Over a real group (`inner.multicast_available()`) the datagram gets one fate for
+    /// all receivers — the only thing a sender can do to one multicast packet. Over
+    /// fan-out every receiver gets its own fate. Tests of the multicast protocols under
+    /// loss therefore run with `PHALANX_MCAST=0` (the default when `PHALANX_FAULTS` is
+    /// set): the same packets and bitmaps, with per-receiver loss.
+    fn send_multicast(&mut self, datagram: &[u8], targets: &[Rank]) -> std::io::Result<bool> {
+        let n = if self.inner.multicast_available() {
+            self.whole(Dest::Multicast(targets.to_vec()), datagram)?
+        } else {
+            self.per_target(datagram, targets, true)?
+        };
+        Ok(n == targets.len())
+    }
+
+    fn multi_send(&mut self, datagram: &[u8], peers: &[Rank]) -> std::io::Result<usize> {
+        self.per_target(datagram, peers, false)
+    }
+
+    fn multicast_available(&self) -> bool {
+        self.inner.multicast_available()
     }
 
     fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> std::io::Result<usize> {
@@ -323,7 +444,7 @@ impl<T: Transport> Transport for Faulty<T> {
         }
         while self.delayed.front().is_some_and(|p| p.due <= Some(now)) {
             let p = self.delayed.pop_front().expect("front exists");
-            self.inner.send_to(p.peer, &p.data)?;
+            self.dispatch(&p.dest, &p.data)?;
         }
         self.inner.service(now)
     }
@@ -349,9 +470,23 @@ mod tests {
     #[derive(Default)]
     struct Log {
         sent: Vec<(Rank, Vec<u8>)>,
+        /// Pretend to have a multicast group.
+        group: bool,
+        multicasts: Vec<Vec<Rank>>,
     }
 
     impl Transport for Log {
+        fn multicast_available(&self) -> bool {
+            self.group
+        }
+        fn send_multicast(&mut self, d: &[u8], targets: &[Rank]) -> std::io::Result<bool> {
+            if self.group {
+                self.multicasts.push(targets.to_vec());
+                Ok(true)
+            } else {
+                Ok(self.multi_send(d, targets)? == targets.len())
+            }
+        }
         fn send_to(&mut self, peer: Rank, d: &[u8]) -> std::io::Result<bool> {
             self.sent.push((peer, d.to_vec()));
             Ok(true)
@@ -425,6 +560,39 @@ mod tests {
     fn oversize_rejected() {
         let mut f = Faulty::new(Log::default(), FaultConfig::default(), 0);
         assert!(f.send_to(0, &[0u8; 1001]).is_err());
+    }
+
+    #[test]
+    fn fanout_gets_a_fate_per_receiver() {
+        let targets: Vec<Rank> = (0..400).collect();
+        let mut f = Faulty::new(Log::default(), cfg("loss=0.5,dup=0.1,seed=3"), 0);
+        assert!(f.send_multicast(&[7], &targets).unwrap());
+        let s = f.stats();
+        let got = f.inner().sent.len() as u64;
+        assert!((100..300).contains(&s.faults_dropped), "{s:?}");
+        assert_eq!(got, 400 - s.faults_dropped + s.faults_duplicated);
+        assert!(f.inner().multicasts.is_empty());
+        // multi_send likewise, and reports every destination as handed off.
+        let mut f = Faulty::new(Log::default(), cfg("loss=0.5,seed=4"), 0);
+        assert_eq!(f.multi_send(&[1], &targets).unwrap(), 400);
+        assert_eq!(f.inner().sent.len() as u64, 400 - f.stats().faults_dropped);
+    }
+
+    #[test]
+    fn real_multicast_gets_one_fate() {
+        let log = Log {
+            group: true,
+            ..Log::default()
+        };
+        let targets: Vec<Rank> = (0..8).collect();
+        let mut f = Faulty::new(log, cfg("loss=0.5,seed=5"), 1);
+        for _ in 0..200 {
+            assert!(f.send_multicast(&[1], &targets).unwrap());
+        }
+        let m = &f.inner().multicasts;
+        assert_eq!(m.len() as u64, 200 - f.stats().faults_dropped);
+        assert!(m.iter().all(|t| *t == targets));
+        assert!(f.inner().sent.is_empty());
     }
 
     #[test]

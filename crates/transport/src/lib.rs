@@ -9,8 +9,15 @@
 //! * Datagrams may be lost, duplicated or reordered; reliability is the job
 //!   of the protocols above. A transport never blocks for more than a few
 //!   milliseconds in any call.
-//! * [`UdpTransport`] is the real transport (one unicast UDP socket per rank);
+//! * [`UdpTransport`] is the real transport (a unicast UDP socket per rank, plus one on
+//!   the job's multicast group, both behind a per-rank kernel filter: [`bpf`]);
 //!   [`Faulty`] wraps any transport and injects seeded, replayable faults.
+//! * [`Transport::send_multicast`] sends one datagram to a target set: one send to the
+//!   group when [`Transport::multicast_available`], else unicast fan-out
+//!   ([`Transport::multi_send`], one `sendmmsg` with one buffer and N addresses). The
+//!   datagram itself carries the target bitmap; receivers outside it drop it (in the
+//!   kernel when the filter is installed).
+//! * The address a rank binds comes from `PHALANX_IP` via [`resolve_bind_ip`].
 //! * Host identity ([`HostId`]) is the kernel boot id plus the network
 //!   namespace inode, never the hostname.
 //! * Transport choice comes from `PHALANX_TRANSPORT`
@@ -21,13 +28,18 @@ use std::net::SocketAddrV4;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+pub mod bpf;
 mod faulty;
 mod host;
+mod iface;
+pub mod mcast;
 mod udp;
 
 pub use faulty::{FaultConfig, FaultParseError, Faulty};
 pub use host::HostId;
-pub use udp::UdpTransport;
+pub use iface::resolve_bind_ip;
+pub use mcast::{group_for_key, McastSetting};
+pub use udp::{UdpTransport, ENV_BPF};
 
 /// Index of a process in a job.
 pub type Rank = u32;
@@ -39,12 +51,28 @@ pub struct TransportStats {
     pub sent: u64,
     /// Datagrams dropped on the send path because the socket stayed unwritable.
     pub send_dropped: u64,
-    /// Datagrams delivered by `recv_batch`.
+    /// Datagrams delivered by `recv_batch` (all sockets).
     pub received: u64,
+    /// Of `received`, those that came in on the unicast socket.
+    pub received_unicast: u64,
+    /// Of `received`, those that came in on the multicast socket.
+    pub received_multicast: u64,
+    /// Datagrams sent to the multicast group (one per `send_multicast` on the group path;
+    /// also counted in `sent`).
+    pub multicasts_sent: u64,
+    /// `send_multicast` calls served by unicast fan-out (the per-destination datagrams
+    /// are counted in `sent`).
+    pub fanout_sends: u64,
     /// `recv_batch` calls that delivered at least one datagram.
     pub recv_batches: u64,
-    /// Datagrams the kernel dropped on our receive queue (`SO_RXQ_OVFL`), 0 if unavailable.
+    /// Datagrams the kernel dropped on our sockets (`SO_RXQ_OVFL`, all sockets), 0 if
+    /// unavailable. The kernel counts datagrams the socket filter rejected here too
+    /// (both bump the socket's `sk_drops`), so with the filter installed this is queue
+    /// overflows *plus* foreign/unwanted datagrams. The value is read from the next
+    /// datagram that arrives, so it lags.
     pub kernel_drops: u64,
+    /// Of `kernel_drops`, those on the multicast socket.
+    pub kernel_drops_multicast: u64,
     /// Datagrams deliberately dropped by fault injection.
     pub faults_dropped: u64,
     /// Datagrams deliberately duplicated by fault injection.
@@ -60,6 +88,29 @@ pub trait Transport {
     /// then returns `Ok(false)` = dropped (counted; reliability protocols
     /// will retransmit). `Ok(true)` = handed to the kernel.
     fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> std::io::Result<bool>;
+    /// Sends one datagram to every rank of `targets` (the datagram carries the matching
+    /// target bitmap): one send to the job's group when [`Transport::multicast_available`],
+    /// else unicast fan-out. `Ok(true)` when it was handed to the kernel for every
+    /// target, `Ok(false)` when back-pressure dropped it for some (counted). The default
+    /// fans out with `send_to`.
+    fn send_multicast(&mut self, datagram: &[u8], targets: &[Rank]) -> std::io::Result<bool> {
+        Ok(self.multi_send(datagram, targets)? == targets.len())
+    }
+    /// Sends one datagram to each of `peers` (seed 002's multi-send; on UDP one
+    /// `sendmmsg` with one buffer and N addresses). Returns how many destinations it was
+    /// handed to the kernel for (the rest were dropped by back-pressure, counted). The
+    /// default loops over `send_to`.
+    fn multi_send(&mut self, datagram: &[u8], peers: &[Rank]) -> std::io::Result<usize> {
+        let mut n = 0;
+        for &p in peers {
+            n += usize::from(self.send_to(p, datagram)?);
+        }
+        Ok(n)
+    }
+    /// Whether `send_multicast` reaches the targets with one send (a joined group).
+    fn multicast_available(&self) -> bool {
+        false
+    }
     /// Drains up to one batch of received datagrams without blocking,
     /// calling `f(from_addr, bytes)` for each. Returns how many.
     fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> std::io::Result<usize>;

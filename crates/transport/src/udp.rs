@@ -1,20 +1,27 @@
-//! Unicast UDP transport.
+//! UDP transport: a unicast socket per rank, optionally a second socket on the job's IP
+//! multicast group, and a per-rank kernel filter on both.
 //!
 //! Contract:
-//! * One nonblocking UDP socket per rank, bound to `ip:0`, with large kernel
-//!   buffers (32 MiB via `SO_*BUFFORCE` when privileged, else as large as
-//!   `SO_*BUF` allows) and `SO_RXQ_OVFL` so kernel receive-queue drops are
-//!   counted in [`TransportStats::kernel_drops`].
-//! * `send_to` is one `sendto(2)` on the fast path. When the kernel pushes
-//!   back (EAGAIN/ENOBUFS) it waits for writability for at most ~1 ms a few
-//!   times and then drops the datagram (`Ok(false)`, counted in
-//!   `send_dropped`). Datagrams larger than `max_datagram` and unknown ranks
-//!   are errors (`InvalidInput`).
-//! * `recv_batch` does one `recvmmsg(2)` of up to [`RECV_BATCH`] datagrams
-//!   into buffers allocated once at bind time (64 KiB each, so no datagram
-//!   can be truncated), never blocks, and reports the sender's address.
-//! * `max_datagram` = min(MTU − 28, 65507) for the interface carrying the
-//!   bound address (65507 on loopback).
+//! * [`UdpTransport::bind`]: one nonblocking UDP socket bound to `ip:0`, with large kernel
+//!   buffers (32 MiB via `SO_*BUFFORCE` when privileged, else as large as `SO_*BUF`
+//!   allows) and `SO_RXQ_OVFL`, so kernel receive-queue drops are counted.
+//!   `max_datagram` = min(MTU − 28, 65507) for the interface carrying `ip` (65507 on
+//!   loopback, 1472 on a veth with MTU 1500).
+//! * [`UdpTransport::join_multicast`] adds a second socket bound to the job's group and port
+//!   (`SO_REUSEADDR` + `SO_REUSEPORT`; every member socket gets its own copy of each
+//!   multicast), joined on the interface carrying the unicast address; multicasts are sent
+//!   from the unicast socket (so the source address is the rank's endpoint) with that
+//!   interface, loop on and TTL 1. `PHALANX_MCAST=0` leaves multicast unavailable, and
+//!   [`Transport::send_multicast`] then fans out over unicast. See [`crate::mcast`].
+//! * [`UdpTransport::install_filter`] attaches the classic BPF program of [`crate::bpf`] to
+//!   both sockets (and to a multicast socket joined later); `PHALANX_BPF=0` disables it.
+//! * Sends are nonblocking in spirit: on EAGAIN/ENOBUFS a send waits for writability for
+//!   at most ~1 ms a few times and then drops (`Ok(false)` / fewer than asked, counted in
+//!   `send_dropped`). Oversized datagrams and unknown ranks are `InvalidInput` errors.
+//!   `multi_send` / fan-out is one `sendmmsg(2)`: one buffer, one address per destination.
+//! * `recv_batch` does one `recvmmsg(2)` of up to [`RECV_BATCH`] datagrams on each socket
+//!   into buffers allocated once (64 KiB each, so nothing is truncated), never blocks, and
+//!   reports each sender's unicast address. `fds()` returns both sockets.
 //! * No time-based work: `next_deadline` is `None`, `service` does nothing.
 
 use std::io;
@@ -24,10 +31,14 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::{Rank, Transport, TransportStats};
+use crate::iface::{interface_mtu, Interface};
+use crate::mcast::{self, group_for_key, McastSetting};
+use crate::{bpf, Rank, Transport, TransportStats};
 
-/// Datagrams drained per `recv_batch` call.
+/// Datagrams drained per socket per `recv_batch` call.
 pub const RECV_BATCH: usize = 32;
+/// Environment variable disabling the kernel filter (`PHALANX_BPF=0`).
+pub const ENV_BPF: &str = "PHALANX_BPF";
 /// Receive buffer per datagram: the largest possible UDP payload fits.
 const RECV_BUF: usize = 65536;
 /// Requested kernel socket buffer size.
@@ -52,6 +63,8 @@ struct RecvRing {
     /// `RECV_BATCH * CMSG_WORDS` words (u64 for cmsghdr alignment).
     ctrl: Vec<u64>,
     hdrs: Vec<libc::mmsghdr>,
+    /// Latest `SO_RXQ_OVFL` value seen (cumulative per socket).
+    drops: u64,
 }
 
 impl RecvRing {
@@ -71,6 +84,7 @@ impl RecvRing {
             names: vec![name0; RECV_BATCH],
             ctrl: vec![0u64; RECV_BATCH * CMSG_WORDS],
             hdrs: vec![hdr0; RECV_BATCH],
+            drops: 0,
         });
         // The Vecs are never resized afterwards, so these heap pointers stay
         // valid for the life of the ring (moving the Box/Vec headers does not
@@ -109,156 +123,17 @@ impl RecvRing {
             h.msg_len = 0;
         }
     }
-}
 
-/// A unicast UDP transport. See the module docs for its contract.
-pub struct UdpTransport {
-    sock: Socket,
-    local: SocketAddrV4,
-    /// Peer table (index = rank) in kernel form, for a conversion-free send.
-    peers: Vec<libc::sockaddr_in>,
-    max_datagram: usize,
-    rx: Box<RecvRing>,
-    stats: TransportStats,
-}
-
-// SAFETY: the raw pointers inside `RecvRing` (iovec bases, msg_name,
-// msg_control, msg_iov) point only into heap buffers owned by the same
-// `RecvRing`, which moves together with the transport and is only used
-// through `&mut self`. Nothing is shared with other threads.
-unsafe impl Send for UdpTransport {}
-
-impl UdpTransport {
-    /// Binds a unicast UDP socket on `ip` port 0: nonblocking, large
-    /// SO_RCVBUF/SO_SNDBUF (SO_RCVBUFFORCE/SO_SNDBUFFORCE 32 MiB when
-    /// permitted), SO_RXQ_OVFL enabled if possible. `max_datagram` comes from
-    /// the MTU of the interface that carries `ip`.
-    pub fn bind(ip: Ipv4Addr) -> io::Result<UdpTransport> {
-        let sock = Socket::new(Domain::IPV4, Type::DGRAM.cloexec(), Some(Protocol::UDP))?;
-        sock.set_nonblocking(true)?;
-        if setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, SOCK_BUF).is_err() {
-            // Best effort: the kernel clamps to net.core.rmem_max.
-            let _ = sock.set_recv_buffer_size(SOCK_BUF);
-        }
-        if setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, SOCK_BUF).is_err() {
-            let _ = sock.set_send_buffer_size(SOCK_BUF);
-        }
-        // Optional: without it kernel_drops stays 0.
-        let _ = setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
-        sock.bind(&SocketAddrV4::new(ip, 0).into())?;
-        let local = sock
-            .local_addr()?
-            .as_socket_ipv4()
-            .ok_or_else(|| io::Error::other("bound socket has no IPv4 address"))?;
-        let mtu = interface_mtu(sock.as_raw_fd(), ip)?;
-        let max_datagram = mtu.saturating_sub(IP_UDP_HEADERS).min(MAX_UDP_PAYLOAD);
-        Ok(UdpTransport {
-            sock,
-            local,
-            peers: Vec::new(),
-            max_datagram,
-            rx: RecvRing::new(),
-            stats: TransportStats::default(),
-        })
-    }
-
-    /// The bound address (with the kernel-chosen port).
-    pub fn local_addr(&self) -> SocketAddrV4 {
-        self.local
-    }
-
-    /// Installs the job's endpoint table (index = rank).
-    pub fn set_peers(&mut self, peers: Vec<SocketAddrV4>) {
-        self.peers = peers.iter().map(to_sockaddr_in).collect();
-    }
-
-    #[cold]
-    fn send_slow(&mut self, peer: Rank, datagram: &[u8], err: io::Error) -> io::Result<bool> {
-        let mut err = err;
-        for _ in 0..SEND_RETRIES {
-            match err.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {}
-                _ => {
-                    if datagram.len() > self.max_datagram {
-                        return Err(too_big(datagram.len(), self.max_datagram));
-                    }
-                    return Err(err);
-                }
-            }
-            let mut pfd = libc::pollfd {
-                fd: self.sock.as_raw_fd(),
-                events: libc::POLLOUT,
-                revents: 0,
-            };
-            // SAFETY: `pfd` is one valid pollfd that outlives the call.
-            unsafe { libc::poll(&mut pfd, 1, SEND_WAIT_MS) };
-            match self.raw_send(peer, datagram) {
-                Ok(()) => {
-                    self.stats.sent += 1;
-                    return Ok(true);
-                }
-                Err(e) => err = e,
-            }
-        }
-        match err.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {
-                self.stats.send_dropped += 1;
-                Ok(false)
-            }
-            _ => Err(err),
-        }
-    }
-
-    #[inline]
-    fn raw_send(&self, peer: Rank, datagram: &[u8]) -> io::Result<()> {
-        let Some(addr) = self.peers.get(peer as usize) else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("rank {peer} not in peer table ({} peers)", self.peers.len()),
-            ));
-        };
-        // SAFETY: the buffer pointer/length come from a valid slice; `addr`
-        // is a valid sockaddr_in and its exact size is passed.
-        let rc = unsafe {
-            libc::sendto(
-                self.sock.as_raw_fd(),
-                datagram.as_ptr().cast(),
-                datagram.len(),
-                0,
-                (addr as *const libc::sockaddr_in).cast(),
-                mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    }
-}
-
-impl Transport for UdpTransport {
-    #[inline]
-    fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> io::Result<bool> {
-        match self.raw_send(peer, datagram) {
-            Ok(()) => {
-                self.stats.sent += 1;
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::InvalidInput => Err(e),
-            Err(e) => self.send_slow(peer, datagram, e),
-        }
-    }
-
-    fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> io::Result<usize> {
-        self.rx.reset();
-        // SAFETY: every mmsghdr points at buffers owned by `self.rx` that are
-        // valid for the lengths set in `RecvRing::new`/`reset`; the kernel
-        // writes at most RECV_BATCH entries; a null timeout is allowed.
+    /// One nonblocking `recvmmsg` on `fd`, handing each datagram to `f`.
+    fn drain(&mut self, fd: RawFd, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> io::Result<usize> {
+        self.reset();
+        // SAFETY: every mmsghdr points at buffers owned by `self` that are valid for the
+        // lengths set in `new`/`reset`; the kernel writes at most RECV_BATCH entries; a
+        // null timeout is allowed.
         let n = unsafe {
             libc::recvmmsg(
-                self.sock.as_raw_fd(),
-                self.rx.hdrs.as_mut_ptr(),
+                fd,
+                self.hdrs.as_mut_ptr(),
                 RECV_BATCH as libc::c_uint,
                 libc::MSG_DONTWAIT,
                 std::ptr::null_mut(),
@@ -273,26 +148,335 @@ impl Transport for UdpTransport {
         }
         let n = n as usize;
         for i in 0..n {
-            let hdr = &self.rx.hdrs[i];
+            let hdr = &self.hdrs[i];
             if hdr.msg_hdr.msg_controllen > 0 {
                 if let Some(d) = rxq_ovfl(&hdr.msg_hdr) {
-                    self.stats.kernel_drops = self.stats.kernel_drops.max(u64::from(d));
+                    self.drops = self.drops.max(u64::from(d));
                 }
             }
             let len = (hdr.msg_len as usize).min(RECV_BUF);
-            let from = from_sockaddr_in(&self.rx.names[i]);
+            let from = from_sockaddr_in(&self.names[i]);
             let start = i * RECV_BUF;
-            f(from, &self.rx.bufs[start..start + len]);
-        }
-        if n > 0 {
-            self.stats.received += n as u64;
-            self.stats.recv_batches += 1;
+            f(from, &self.bufs[start..start + len]);
         }
         Ok(n)
     }
+}
+
+/// The multicast half: a socket on the group, its receive ring, the group address.
+struct Group {
+    sock: Socket,
+    addr: SocketAddrV4,
+    dest: libc::sockaddr_in,
+    rx: Box<RecvRing>,
+}
+
+/// A UDP transport. See the module docs for its contract.
+pub struct UdpTransport {
+    sock: Socket,
+    local: SocketAddrV4,
+    /// The interface carrying `local` (None when bound to 0.0.0.0).
+    iface: Option<Interface>,
+    /// Peer table (index = rank) in kernel form, for a conversion-free send.
+    peers: Vec<libc::sockaddr_in>,
+    max_datagram: usize,
+    rx: Box<RecvRing>,
+    group: Option<Group>,
+    /// The installed filter program, re-applied to a multicast socket joined later.
+    filter: Option<Vec<libc::sock_filter>>,
+    stats: TransportStats,
+}
+
+// SAFETY: the raw pointers inside `RecvRing` (iovec bases, msg_name,
+// msg_control, msg_iov) point only into heap buffers owned by the same
+// `RecvRing`, which moves together with the transport and is only used
+// through `&mut self`. `sock_filter` holds no pointers. Nothing is shared
+// with other threads.
+unsafe impl Send for UdpTransport {}
+
+impl UdpTransport {
+    /// Binds a unicast UDP socket on `ip` port 0: nonblocking, large
+    /// SO_RCVBUF/SO_SNDBUF (SO_RCVBUFFORCE/SO_SNDBUFFORCE 32 MiB when
+    /// permitted), SO_RXQ_OVFL enabled if possible. `max_datagram` comes from
+    /// the MTU of the interface that carries `ip`.
+    pub fn bind(ip: Ipv4Addr) -> io::Result<UdpTransport> {
+        let sock = new_socket()?;
+        sock.bind(&SocketAddrV4::new(ip, 0).into())?;
+        let local = sock
+            .local_addr()?
+            .as_socket_ipv4()
+            .ok_or_else(|| io::Error::other("bound socket has no IPv4 address"))?;
+        let iface = if ip.is_unspecified() {
+            None
+        } else {
+            Some(Interface::carrying(ip)?)
+        };
+        let mtu = match &iface {
+            Some(i) => i.mtu(sock.as_raw_fd())?,
+            None => interface_mtu(sock.as_raw_fd(), ip)?,
+        };
+        let max_datagram = mtu.saturating_sub(IP_UDP_HEADERS).min(MAX_UDP_PAYLOAD);
+        Ok(UdpTransport {
+            sock,
+            local,
+            iface,
+            peers: Vec::new(),
+            max_datagram,
+            rx: RecvRing::new(),
+            group: None,
+            filter: None,
+            stats: TransportStats::default(),
+        })
+    }
+
+    /// The bound address (with the kernel-chosen port).
+    pub fn local_addr(&self) -> SocketAddrV4 {
+        self.local
+    }
+
+    /// Installs the job's endpoint table (index = rank).
+    pub fn set_peers(&mut self, peers: Vec<SocketAddrV4>) {
+        self.peers = peers.iter().map(to_sockaddr_in).collect();
+    }
+
+    /// Joins the job's multicast group as the environment says ([`McastSetting`]):
+    /// disabled → `Ok(())` and multicast stays unavailable; otherwise the group from
+    /// `PHALANX_MCAST_GROUP` or [`group_for_key`]. On error multicast stays unavailable
+    /// (the caller may log it and go on with fan-out).
+    pub fn join_multicast(&mut self, job_key: u64) -> io::Result<()> {
+        match McastSetting::from_env()? {
+            McastSetting::Disabled => Ok(()),
+            McastSetting::Enabled(g) => {
+                self.join_multicast_group(g.unwrap_or_else(|| group_for_key(job_key)))
+            }
+        }
+    }
+
+    /// Joins `group` (a multicast address and port) regardless of the environment,
+    /// replacing any group joined before. Needs a specific unicast address (not 0.0.0.0):
+    /// multicast uses the interface carrying it.
+    pub fn join_multicast_group(&mut self, group: SocketAddrV4) -> io::Result<()> {
+        self.group = None;
+        if !group.ip().is_multicast() || group.port() == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{group} is not a multicast group with a port"),
+            ));
+        }
+        let Some(iface) = &self.iface else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "multicast needs a unicast socket bound to a specific address, not 0.0.0.0",
+            ));
+        };
+        let ifindex = iface.index()?;
+        let local = *self.local.ip();
+        let sock = new_socket()?;
+        sock.set_reuse_address(true)?;
+        sock.set_reuse_port(true)?;
+        if let Some(prog) = &self.filter {
+            bpf::attach(sock.as_raw_fd(), prog)?;
+        }
+        sock.bind(&group.into())?;
+        mcast::join(&sock, *group.ip(), local, ifindex)?;
+        mcast::configure_sender(&self.sock, local, ifindex)?;
+        self.group = Some(Group {
+            sock,
+            addr: group,
+            dest: to_sockaddr_in(&group),
+            rx: RecvRing::new(),
+        });
+        Ok(())
+    }
+
+    /// The joined group, if multicast is available.
+    pub fn multicast_group(&self) -> Option<SocketAddrV4> {
+        self.group.as_ref().map(|g| g.addr)
+    }
+
+    /// Attaches the kernel filter for `rank` of job `job_key` ([`crate::bpf`]) to both
+    /// sockets, unless `PHALANX_BPF=0` (or `off`/`false`/`no`). Call it before the rank
+    /// publishes its endpoint: it applies to datagrams arriving afterwards.
+    pub fn install_filter(&mut self, job_key: u64, rank: Rank) -> io::Result<()> {
+        let off = std::env::var(ENV_BPF).is_ok_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "off" | "false" | "no"
+            )
+        });
+        if off {
+            return Ok(());
+        }
+        self.attach_filter(job_key, rank)
+    }
+
+    /// Attaches the kernel filter regardless of the environment.
+    pub fn attach_filter(&mut self, job_key: u64, rank: Rank) -> io::Result<()> {
+        let prog = bpf::program(job_key, rank);
+        bpf::attach(self.sock.as_raw_fd(), &prog)?;
+        if let Some(g) = &self.group {
+            bpf::attach(g.sock.as_raw_fd(), &prog)?;
+        }
+        self.filter = Some(prog);
+        Ok(())
+    }
+
+    /// Whether a kernel filter is attached.
+    pub fn filter_installed(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    fn peer_addr(&self, peer: Rank) -> io::Result<libc::sockaddr_in> {
+        self.peers.get(peer as usize).copied().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("rank {peer} not in peer table ({} peers)", self.peers.len()),
+            )
+        })
+    }
+
+    fn check_len(&self, len: usize) -> io::Result<()> {
+        if len > self.max_datagram {
+            Err(too_big(len, self.max_datagram))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// One datagram to `addr`, with the bounded wait on back-pressure.
+    #[inline]
+    fn send_addr(&mut self, addr: &libc::sockaddr_in, datagram: &[u8]) -> io::Result<bool> {
+        let fd = self.sock.as_raw_fd();
+        let mut err = match sendto(fd, addr, datagram) {
+            Ok(()) => {
+                self.stats.sent += 1;
+                return Ok(true);
+            }
+            Err(e) => e,
+        };
+        for _ in 0..SEND_RETRIES {
+            if !transient(&err) {
+                self.check_len(datagram.len())?;
+                return Err(err);
+            }
+            wait_writable(fd);
+            match sendto(fd, addr, datagram) {
+                Ok(()) => {
+                    self.stats.sent += 1;
+                    return Ok(true);
+                }
+                Err(e) => err = e,
+            }
+        }
+        if transient(&err) {
+            self.stats.send_dropped += 1;
+            Ok(false)
+        } else {
+            Err(err)
+        }
+    }
+}
+
+impl Transport for UdpTransport {
+    #[inline]
+    fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> io::Result<bool> {
+        // Checked here: over a veth the kernel would fragment rather than refuse.
+        self.check_len(datagram.len())?;
+        let addr = self.peer_addr(peer)?;
+        self.send_addr(&addr, datagram)
+    }
+
+    fn send_multicast(&mut self, datagram: &[u8], targets: &[Rank]) -> io::Result<bool> {
+        self.check_len(datagram.len())?;
+        if let Some(dest) = self.group.as_ref().map(|g| g.dest) {
+            let sent = self.send_addr(&dest, datagram)?;
+            if sent {
+                self.stats.multicasts_sent += 1;
+            }
+            return Ok(sent);
+        }
+        self.stats.fanout_sends += 1;
+        Ok(self.multi_send(datagram, targets)? == targets.len())
+    }
+
+    fn multi_send(&mut self, datagram: &[u8], peers: &[Rank]) -> io::Result<usize> {
+        self.check_len(datagram.len())?;
+        let addrs: Vec<libc::sockaddr_in> = peers
+            .iter()
+            .map(|&p| self.peer_addr(p))
+            .collect::<io::Result<_>>()?;
+        let mut iov = libc::iovec {
+            // The kernel only reads the buffer of a send.
+            iov_base: datagram.as_ptr().cast_mut().cast(),
+            iov_len: datagram.len(),
+        };
+        let iov_ptr: *mut libc::iovec = &mut iov;
+        let mut hdrs: Vec<libc::mmsghdr> = addrs
+            .iter()
+            .map(|a| {
+                // SAFETY: mmsghdr is a plain C struct; all-zero is valid.
+                let mut h: libc::mmsghdr = unsafe { mem::zeroed() };
+                h.msg_hdr.msg_name = (a as *const libc::sockaddr_in).cast_mut().cast();
+                h.msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                h.msg_hdr.msg_iov = iov_ptr;
+                h.msg_hdr.msg_iovlen = 1;
+                h
+            })
+            .collect();
+        let fd = self.sock.as_raw_fd();
+        let mut done = 0usize;
+        let mut waits = 0usize;
+        while done < hdrs.len() {
+            let rest = &mut hdrs[done..];
+            // SAFETY: `rest` holds valid mmsghdrs whose name and iovec pointers point at
+            // `addrs` and `iov`, which outlive the call; the iovec points at `datagram`.
+            let rc =
+                unsafe { libc::sendmmsg(fd, rest.as_mut_ptr(), rest.len() as libc::c_uint, 0) };
+            if rc > 0 {
+                done += rc as usize;
+                self.stats.sent += rc as u64;
+                continue;
+            }
+            let err = io::Error::last_os_error();
+            if !transient(&err) {
+                return Err(err);
+            }
+            if waits == SEND_RETRIES {
+                self.stats.send_dropped += (hdrs.len() - done) as u64;
+                break;
+            }
+            waits += 1;
+            wait_writable(fd);
+        }
+        Ok(done)
+    }
+
+    fn multicast_available(&self) -> bool {
+        self.group.is_some()
+    }
+
+    fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> io::Result<usize> {
+        let n = self.rx.drain(self.sock.as_raw_fd(), f)?;
+        self.stats.received_unicast += n as u64;
+        let mut total = n;
+        if let Some(g) = &mut self.group {
+            let m = g.rx.drain(g.sock.as_raw_fd(), f)?;
+            self.stats.received_multicast += m as u64;
+            self.stats.kernel_drops_multicast = g.rx.drops;
+            total += m;
+        }
+        self.stats.kernel_drops = self.rx.drops + self.stats.kernel_drops_multicast;
+        if total > 0 {
+            self.stats.received += total as u64;
+            self.stats.recv_batches += 1;
+        }
+        Ok(total)
+    }
 
     fn fds(&self) -> Vec<RawFd> {
-        vec![self.sock.as_raw_fd()]
+        let mut v = vec![self.sock.as_raw_fd()];
+        v.extend(self.group.as_ref().map(|g| g.sock.as_raw_fd()));
+        v
     }
 
     fn next_deadline(&self) -> Option<u64> {
@@ -309,6 +493,61 @@ impl Transport for UdpTransport {
 
     fn stats(&self) -> TransportStats {
         self.stats
+    }
+}
+
+/// A nonblocking, close-on-exec UDP socket with large buffers and SO_RXQ_OVFL.
+fn new_socket() -> io::Result<Socket> {
+    let sock = Socket::new(Domain::IPV4, Type::DGRAM.cloexec(), Some(Protocol::UDP))?;
+    sock.set_nonblocking(true)?;
+    if setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, SOCK_BUF).is_err() {
+        // Best effort: the kernel clamps to net.core.rmem_max.
+        let _ = sock.set_recv_buffer_size(SOCK_BUF);
+    }
+    if setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, SOCK_BUF).is_err() {
+        let _ = sock.set_send_buffer_size(SOCK_BUF);
+    }
+    // Optional: without it kernel_drops stays 0.
+    let _ = setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
+    Ok(sock)
+}
+
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR)
+    )
+}
+
+#[cold]
+fn wait_writable(fd: RawFd) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid pollfd that outlives the call.
+    unsafe { libc::poll(&mut pfd, 1, SEND_WAIT_MS) };
+}
+
+#[inline]
+fn sendto(fd: RawFd, addr: &libc::sockaddr_in, datagram: &[u8]) -> io::Result<()> {
+    // SAFETY: the buffer pointer/length come from a valid slice; `addr` is a valid
+    // sockaddr_in and its exact size is passed.
+    let rc = unsafe {
+        libc::sendto(
+            fd,
+            datagram.as_ptr().cast(),
+            datagram.len(),
+            0,
+            (addr as *const libc::sockaddr_in).cast(),
+            mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
     }
 }
 
@@ -371,119 +610,4 @@ fn from_sockaddr_in(s: &libc::sockaddr_in) -> SocketAddrV4 {
         Ipv4Addr::from(u32::from_be(s.sin_addr.s_addr)),
         u16::from_be(s.sin_port),
     )
-}
-
-/// MTU of the interface carrying `ip`: an interface with exactly that
-/// address, else one whose IPv4 subnet contains it (e.g. 127.0.0.2 on `lo`).
-/// For 0.0.0.0 the smallest MTU of all up IPv4 interfaces (conservative).
-fn interface_mtu(fd: RawFd, ip: Ipv4Addr) -> io::Result<usize> {
-    let ifs = ipv4_interfaces()?;
-    let names: Vec<&str> = if ip.is_unspecified() {
-        ifs.iter()
-            .filter(|i| i.up)
-            .map(|i| i.name.as_str())
-            .collect()
-    } else if let Some(i) = ifs.iter().find(|i| i.addr == ip) {
-        vec![i.name.as_str()]
-    } else if let Some(i) = ifs
-        .iter()
-        .find(|i| u32::from(i.addr) & i.mask == u32::from(ip) & i.mask)
-    {
-        vec![i.name.as_str()]
-    } else {
-        Vec::new()
-    };
-    let mut best: Option<usize> = None;
-    for name in names {
-        let mtu = mtu_ioctl(fd, name).or_else(|_| mtu_sysfs(name))?;
-        best = Some(best.map_or(mtu, |b| b.min(mtu)));
-    }
-    best.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::AddrNotAvailable,
-            format!("no network interface carries {ip}"),
-        )
-    })
-}
-
-struct IfAddr {
-    name: String,
-    addr: Ipv4Addr,
-    /// Netmask in host order.
-    mask: u32,
-    up: bool,
-}
-
-fn ipv4_interfaces() -> io::Result<Vec<IfAddr>> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs writes a list head into the valid out-pointer.
-    if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut out = Vec::new();
-    let mut cur = head;
-    while !cur.is_null() {
-        // SAFETY: `cur` is a node of the list returned by getifaddrs, valid
-        // until freeifaddrs; address pointers are null or point to sockaddrs
-        // whose family we check before reading them as sockaddr_in; the name
-        // is a NUL-terminated C string.
-        unsafe {
-            let ifa = &*cur;
-            if !ifa.ifa_addr.is_null() && i32::from((*ifa.ifa_addr).sa_family) == libc::AF_INET {
-                let a = &*ifa.ifa_addr.cast::<libc::sockaddr_in>();
-                let mask = if ifa.ifa_netmask.is_null() {
-                    u32::MAX
-                } else {
-                    u32::from_be(
-                        (*ifa.ifa_netmask.cast::<libc::sockaddr_in>())
-                            .sin_addr
-                            .s_addr,
-                    )
-                };
-                out.push(IfAddr {
-                    name: std::ffi::CStr::from_ptr(ifa.ifa_name)
-                        .to_string_lossy()
-                        .into_owned(),
-                    addr: Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
-                    mask,
-                    up: ifa.ifa_flags & libc::IFF_UP as libc::c_uint != 0,
-                });
-            }
-            cur = ifa.ifa_next;
-        }
-    }
-    // SAFETY: `head` came from a successful getifaddrs and is freed once.
-    unsafe { libc::freeifaddrs(head) };
-    Ok(out)
-}
-
-fn mtu_ioctl(fd: RawFd, name: &str) -> io::Result<usize> {
-    // SAFETY: ifreq is a plain C struct/union; all-zero is valid.
-    let mut req: libc::ifreq = unsafe { mem::zeroed() };
-    let bytes = name.as_bytes();
-    if bytes.len() >= req.ifr_name.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "interface name too long",
-        ));
-    }
-    for (d, &s) in req.ifr_name.iter_mut().zip(bytes) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: SIOCGIFMTU reads the NUL-terminated name from and writes the
-    // MTU into the ifreq we own; `fd` is an open socket.
-    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFMTU as _, &mut req) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: after a successful SIOCGIFMTU the union holds ifru_mtu.
-    let mtu = unsafe { req.ifr_ifru.ifru_mtu };
-    usize::try_from(mtu).map_err(|_| io::Error::other("negative MTU"))
-}
-
-fn mtu_sysfs(name: &str) -> io::Result<usize> {
-    std::fs::read_to_string(format!("/sys/class/net/{name}/mtu"))?
-        .trim()
-        .parse()
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad MTU: {e}")))
 }

@@ -485,9 +485,9 @@ pub mod mcast {
                 return Err(McastError::Length);
             }
             let (bitmap, counters) = ext.split_at(bl);
-            if size % 8 != 0 {
+            if size & 7 != 0 {
                 if let Some(&last) = bitmap.last() {
-                    if last >> (size % 8) != 0 {
+                    if last >> (size & 7) != 0 {
                         return Err(McastError::RankOutOfRange);
                     }
                 }
@@ -768,8 +768,14 @@ mod mcast_tests {
         assert!(TargetsView::of_packet(&p, 9).is_err());
         assert!(TargetsView::of_packet(&p, 17).is_err());
         let ext = p.extension();
-        assert_eq!(TargetsView::new(&ext[..1], 10).unwrap_err(), McastError::Length);
-        assert_eq!(TargetsView::new(&ext[..9], 10).unwrap_err(), McastError::Length);
+        assert_eq!(
+            TargetsView::new(&ext[..1], 10).unwrap_err(),
+            McastError::Length
+        );
+        assert_eq!(
+            TargetsView::new(&ext[..9], 10).unwrap_err(),
+            McastError::Length
+        );
         assert_eq!(
             TargetsView::new(&[0, 0], 10).unwrap_err(),
             McastError::NoTargets
@@ -784,7 +790,10 @@ mod mcast_tests {
         assert!(!datagram_targets(&u, 0));
         assert!(!datagram_targets(&u[..3], 0));
         let p = Packet::new_checked(&u).unwrap();
-        assert_eq!(TargetsView::of_packet(&p, 4).unwrap_err(), McastError::Length);
+        assert_eq!(
+            TargetsView::of_packet(&p, 4).unwrap_err(),
+            McastError::Length
+        );
         // Emit refuses bad input.
         let mut out = [0u8; 64];
         assert_eq!(emit(&mut out, 8, [(3, 1), (3, 2)]), None);

@@ -1,7 +1,8 @@
 //! `phalanx-fake-rank`: a stand-in rank program for the launcher's tests.
 //!
-//! Contract: binds a UDP socket, does the boot handshake, prints one line
-//! `fake-rank rank=R size=N pid=P table=T args=[...]` to stdout, then behaves per its first
+//! Contract: binds a UDP socket on the address `PHALANX_IP` selects (as the library does:
+//! unset → 127.0.0.1, `auto` → the first non-loopback address), does the boot handshake,
+//! prints one line `fake-rank rank=R size=N pid=P ip=A table=T args=[...]` to stdout, then behaves per its first
 //! argument. Only rank 1 misbehaves; every other rank (and rank 1 in `ok`) sends a stats
 //! line, reports `Drained` and exits 0 after `Release`, answering `Query` meanwhile.
 //! Modes: `ok`, `warn` (drained with a warning), `panic`, `exit3`, `sigkill`, `nofinalize`
@@ -19,7 +20,10 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "ok".into());
     let rest: Vec<String> = args.collect();
-    let udp = UdpSocket::bind("127.0.0.1:0").unwrap_or_else(|e| die(&format!("bind: {e}")));
+    let spec = std::env::var("PHALANX_IP").ok();
+    let ip =
+        phalanx_transport::resolve_bind_ip(spec.as_deref()).unwrap_or_else(|e| die(&e.to_string()));
+    let udp = UdpSocket::bind((ip, 0)).unwrap_or_else(|e| die(&format!("bind {ip}: {e}")));
     let addr = match udp.local_addr() {
         Ok(SocketAddr::V4(a)) => a,
         other => die(&format!("unexpected local address {other:?}")),
@@ -41,10 +45,11 @@ fn main() {
     let (mut client, table) = BootClient::connect(&env, endpoint, Duration::from_secs(30))
         .unwrap_or_else(|e| die(&format!("rank {}: {e}", env.rank)));
     println!(
-        "fake-rank rank={} size={} pid={} table={} args={rest:?}",
+        "fake-rank rank={} size={} pid={} ip={} table={} args={rest:?}",
         env.rank,
         env.size,
         std::process::id(),
+        addr.ip(),
         table.endpoints.len()
     );
     if victim {

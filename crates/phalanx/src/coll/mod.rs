@@ -12,6 +12,7 @@
 //! [`Error::CollectiveMismatch`] naming both ranks.
 
 pub mod algos;
+pub(crate) mod net;
 pub mod ops;
 pub mod schedule;
 
@@ -20,7 +21,7 @@ use crate::engine::requests::{RawStatus, Req, ReqId};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use ops::OpKind;
-use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
+use phalanx_wire::Packet;
 use schedule::{Buf, CommOp, LocalOp, Plan, Region};
 use std::collections::HashMap;
 
@@ -239,6 +240,109 @@ impl CollState {
     pub(crate) fn take_error(&mut self) -> Option<Error> {
         self.error.take()
     }
+
+    fn mismatch(rank: u32, ctx: u32, seq: u32, local: u64, src: u32, remote: u64) -> Error {
+        Error::CollectiveMismatch {
+            context: ctx,
+            seq,
+            local: rank,
+            local_call: describe(local),
+            remote: src,
+            remote_call: describe(remote),
+        }
+    }
+
+    fn size_mismatch(&self, rank: u32, key: Key, want: usize, got: u64) -> Error {
+        let local = self.sigs.get(&(key.1, key.2)).copied().unwrap_or(0);
+        Error::CollectiveMismatch {
+            context: key.1,
+            seq: key.2,
+            local: rank,
+            local_call: format!("{} expecting {want} bytes", describe(local)),
+            remote: key.0,
+            remote_call: format!("a matching call sending {got} bytes"),
+        }
+    }
+
+    fn recv_done(&mut self, id: ReqId) {
+        if let Some(s) = self.scheds.get_mut(&id) {
+            s.outstanding = s.outstanding.saturating_sub(1);
+        }
+    }
+
+    /// World ranks some posted collective receive is waiting on.
+    pub(crate) fn waiting_on(&self) -> impl Iterator<Item = u32> + '_ {
+        self.posted.keys().map(|k| k.0)
+    }
+
+    /// Takes one in-order collective fragment (`payload` = 8-byte signature + data).
+    /// Returns false to refuse it for lack of buffer space (the sender will resend).
+    pub(crate) fn deliver(
+        &mut self,
+        rank: u32,
+        limit: usize,
+        pkt: &Packet<'_>,
+        local: bool,
+    ) -> Result<bool, ()> {
+        let src = pkt.src();
+        let (ctx, seq, step) = (pkt.context(), pkt.aux32(), pkt.tag());
+        let key = (src, ctx, seq, step);
+        let payload = pkt.payload();
+        let Some(sig) = payload.get(..8).and_then(|b| b.try_into().ok()) else {
+            return Err(());
+        };
+        let sig = u64::from_le_bytes(sig);
+        let data = &payload[8..];
+        let (total, off) = (pkt.msg_len(), pkt.aux());
+        if off == 0 {
+            match self.sigs.get(&(ctx, seq)) {
+                Some(&mine) if mine != sig => {
+                    let e = Self::mismatch(rank, ctx, seq, mine, src, sig);
+                    self.error.get_or_insert(e);
+                }
+                Some(_) => {}
+                None => {
+                    self.early.entry((ctx, seq)).or_insert((src, sig));
+                }
+            }
+        }
+        if let Some(len) = self.posted.get(&key).map(|p| p.len) {
+            if off == 0 && total as usize != len {
+                let e = self.size_mismatch(rank, key, len, total);
+                self.error.get_or_insert(e);
+            }
+        }
+        if let Some(p) = self.posted.get_mut(&key) {
+            p.started = true;
+            let start = (off as usize).min(p.len);
+            let n = data.len().min(p.len - start);
+            // SAFETY: `ptr` addresses `len` bytes; `start + n <= len`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p.ptr.add(start), n) };
+            p.got += data.len();
+            if p.got as u64 >= total {
+                let id = p.sched;
+                self.posted.remove(&key);
+                self.recv_done(id);
+            }
+            return Ok(true);
+        }
+        match self.unexpected.get_mut(&key) {
+            Some(part) => part.data.extend_from_slice(data),
+            None => {
+                if !local
+                    && !self.unexpected.is_empty()
+                    && self.unexpected_bytes + total as usize > limit
+                {
+                    return Ok(false);
+                }
+                self.unexpected_bytes += total as usize;
+                let mut v = Vec::with_capacity(total as usize);
+                v.extend_from_slice(data);
+                self.unexpected.insert(key, Partial { data: v, total });
+            }
+        }
+        Ok(true)
+    }
 }
 
 impl Engine {
@@ -262,7 +366,9 @@ impl Engine {
         s.check()?;
         if let Some(&(src, sig)) = self.coll.early.get(&(call.ctx, call.seq)) {
             if sig != call.sig {
-                return Err(self.mismatch(call.ctx, call.seq, call.sig, src, sig));
+                return Err(CollState::mismatch(
+                    self.rank, call.ctx, call.seq, call.sig, src, sig,
+                ));
             }
         }
         self.coll.early.remove(&(call.ctx, call.seq));
@@ -279,17 +385,6 @@ impl Engine {
         self.coll.active.push(id);
         self.advance_collective(id);
         Ok(id)
-    }
-
-    fn mismatch(&self, ctx: u32, seq: u32, local: u64, src: u32, remote: u64) -> Error {
-        Error::CollectiveMismatch {
-            context: ctx,
-            seq,
-            local: self.rank,
-            local_call: describe(local),
-            remote: src,
-            remote_call: describe(remote),
-        }
     }
 
     /// Advances every active schedule; returns whether any moved.
@@ -388,7 +483,9 @@ impl Engine {
                 .unexpected_bytes
                 .saturating_sub(part.total as usize);
             if part.total as usize != into.len {
-                let e = self.size_mismatch(key, into.len, part.total);
+                let e = self
+                    .coll
+                    .size_mismatch(self.rank, key, into.len, part.total);
                 self.coll.error.get_or_insert(e);
             }
             let n = part.data.len().min(into.len);
@@ -397,29 +494,11 @@ impl Engine {
             posted.got = part.data.len();
             posted.started = true;
             if part.data.len() as u64 >= part.total {
-                self.coll_recv_done(id);
+                self.coll.recv_done(id);
                 return;
             }
         }
         self.coll.posted.insert(key, posted);
-    }
-
-    fn coll_recv_done(&mut self, id: ReqId) {
-        if let Some(s) = self.coll.scheds.get_mut(&id) {
-            s.outstanding = s.outstanding.saturating_sub(1);
-        }
-    }
-
-    fn size_mismatch(&self, key: Key, want: usize, got: u64) -> Error {
-        let local = self.coll.sigs.get(&(key.1, key.2)).copied().unwrap_or(0);
-        Error::CollectiveMismatch {
-            context: key.1,
-            seq: key.2,
-            local: self.rank,
-            local_call: format!("{} expecting {want} bytes", describe(local)),
-            remote: key.0,
-            remote_call: format!("a matching call sending {got} bytes"),
-        }
     }
 
     /// What collective `id` waits for (for the launcher's timeout report).
@@ -444,112 +523,6 @@ impl Engine {
             s.plan.rounds.len(),
             from
         )
-    }
-
-    /// Payload bytes of one collective packet.
-    pub fn coll_packet(&self) -> usize {
-        self.max_payload.saturating_sub(8).max(1)
-    }
-
-    /// Whether collectives can use real multicast.
-    pub fn coll_multicast(&self) -> bool {
-        false
-    }
-
-    /// Sends `data` as collective fragments to each world rank in `to`.
-    fn coll_send(&mut self, to: &[u32], ctx: u32, seq: u32, step: i32, sig: u64, data: &[u8]) {
-        let room = self.coll_packet();
-        let total = data.len();
-        let mut off = 0;
-        loop {
-            let n = room.min(total - off);
-            let mut h = Header::new(Kind::GbnData, self.job_key, self.rank);
-            h.msg = MsgKind::Coll;
-            h.context = ctx;
-            h.aux32 = seq;
-            h.tag = step;
-            h.msg_len = total as u64;
-            h.aux = off as u64;
-            h.ext_len = 8;
-            let mut hdr = [0u8; HEADER_LEN];
-            let _ = h.emit(&mut hdr);
-            let mut d = Vec::with_capacity(HEADER_LEN + 8 + n);
-            d.extend_from_slice(&hdr);
-            d.extend_from_slice(&sig.to_le_bytes());
-            d.extend_from_slice(&data[off..off + n]);
-            for &dst in to {
-                self.queue_datagram(dst, d.clone());
-            }
-            off += n;
-            if off >= total {
-                break;
-            }
-        }
-        let now = self.now();
-        for &dst in to {
-            self.pump_peer(now, dst);
-        }
-    }
-
-    /// Handles an in-order collective fragment; false refuses it (no buffer).
-    pub(crate) fn on_coll(&mut self, pkt: &Packet<'_>, local: bool) -> bool {
-        let src = pkt.src();
-        let (ctx, seq, step) = (pkt.context(), pkt.aux32(), pkt.tag());
-        let key = (src, ctx, seq, step);
-        let Some(sig) = pkt.extension().get(..8).and_then(|b| b.try_into().ok()) else {
-            self.stats.drop_invalid += 1;
-            return true;
-        };
-        let sig = u64::from_le_bytes(sig);
-        let (total, off, data) = (pkt.msg_len(), pkt.aux(), pkt.payload());
-        if off == 0 {
-            match self.coll.sigs.get(&(ctx, seq)) {
-                Some(&mine) if mine != sig => {
-                    let e = self.mismatch(ctx, seq, mine, src, sig);
-                    self.coll.error.get_or_insert(e);
-                }
-                Some(_) => {}
-                None => {
-                    self.coll.early.entry((ctx, seq)).or_insert((src, sig));
-                }
-            }
-        }
-        if let Some(len) = self.coll.posted.get(&key).map(|p| p.len) {
-            if off == 0 && total as usize != len {
-                let e = self.size_mismatch(key, len, total);
-                self.coll.error.get_or_insert(e);
-            }
-        }
-        if let Some(p) = self.coll.posted.get_mut(&key) {
-            p.started = true;
-            let start = (off as usize).min(p.len);
-            let n = data.len().min(p.len - start);
-            // SAFETY: `ptr` addresses `len` bytes; `start + n <= len`.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p.ptr.add(start), n) };
-            p.got += data.len();
-            if p.got as u64 >= total {
-                let id = p.sched;
-                self.coll.posted.remove(&key);
-                self.coll_recv_done(id);
-            }
-            return true;
-        }
-        match self.coll.unexpected.get_mut(&key) {
-            Some(part) => part.data.extend_from_slice(data),
-            None => {
-                if !local
-                    && !self.coll.unexpected.is_empty()
-                    && self.coll.unexpected_bytes + total as usize > self.unexpected_limit()
-                {
-                    return false;
-                }
-                self.coll.unexpected_bytes += total as usize;
-                let mut v = Vec::with_capacity(total as usize);
-                v.extend_from_slice(data);
-                self.coll.unexpected.insert(key, Partial { data: v, total });
-            }
-        }
-        true
     }
 
     /// Error for collective data nobody consumed (checked at Finalize).

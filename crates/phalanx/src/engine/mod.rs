@@ -16,8 +16,9 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use phalanx_boot::{BootClient, BootEnv, Control, Endpoint, HostInfo};
 use phalanx_proto::gbn::{Gbn, GbnConfig, GbnEvent, Verdict};
+use phalanx_proto::urtp::{Urtp, UrtpConfig};
 use phalanx_transport::{wait_readable, FaultConfig, Faulty, Transport, UdpTransport};
-use phalanx_wire::{Packet, HEADER_LEN};
+use phalanx_wire::{Kind, Packet, HEADER_LEN};
 use requests::{ReqId, Requests};
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
@@ -51,9 +52,11 @@ pub struct Engine {
     pub(crate) job_key: u64,
     cfg: Config,
     epoch: Instant,
-    transport: Option<Box<dyn Transport>>,
+    pub(crate) transport: Option<Box<dyn Transport>>,
     peer_addrs: Vec<SocketAddrV4>,
     gbn: Gbn,
+    pub(crate) urtp: Urtp,
+    pub(crate) coll_out: VecDeque<crate::coll::net::Pending>,
     boot: Option<BootClient>,
     /// Payload bytes per datagram after the header.
     pub(crate) max_payload: usize,
@@ -112,6 +115,19 @@ impl Engine {
             .count();
         let mut udp = udp;
         udp.set_peers(addrs.clone());
+        // The kernel filter first (so the group socket gets it too), then the group.
+        if let Err(e) = udp.install_filter(table.job_key, env.rank) {
+            eprintln!(
+                "phalanx: rank {}: kernel packet filter not installed: {e}",
+                env.rank
+            );
+        }
+        if let Err(e) = udp.join_multicast(table.job_key) {
+            eprintln!(
+                "phalanx: rank {}: multicast unavailable ({e}); collectives fan out",
+                env.rank
+            );
+        }
         let transport: Box<dyn Transport> = match faults {
             Some(f) => Box::new(Faulty::new(udp, f, env.rank)),
             None => Box::new(udp),
@@ -148,11 +164,15 @@ impl Engine {
         } else {
             Duration::from_micros(50)
         });
+        let mut urtp = Urtp::new(UrtpConfig::default(), job_key, rank, size);
+        urtp.set_max_datagram(max_dgram);
         Engine {
             rank,
             size,
             job_key,
             gbn: Gbn::new(gbn_config(&cfg), job_key, rank, size),
+            urtp,
+            coll_out: VecDeque::new(),
             cfg,
             epoch: Instant::now(),
             transport,
@@ -207,6 +227,7 @@ impl Engine {
         if self.gbn.poll_timeout().is_some_and(|t| t <= now) {
             self.gbn.handle_timeout(now);
         }
+        did |= self.urtp_progress(now)?;
         if let Some(GbnEvent::PeerUnresponsive { peer }) = self.gbn.poll_event() {
             return Err(Error::PeerUnresponsive { peer });
         }
@@ -226,8 +247,18 @@ impl Engine {
             self.stats.drop_malformed += 1;
             return;
         };
-        if pkt.job_key() != self.job_key || self.peer_addrs.get(pkt.src() as usize) != Some(&from) {
+        let known = match self.peer_addrs.get(pkt.src() as usize) {
+            Some(a) if *a == from => true,
+            // Multicast may leave from another port of the sender's address.
+            Some(a) => a.ip() == from.ip() && pkt.flags() & phalanx_wire::flags::MULTICAST != 0,
+            None => false,
+        };
+        if pkt.job_key() != self.job_key || !known {
             self.stats.drop_foreign += 1;
+            return;
+        }
+        if matches!(pkt.kind(), Kind::UrtpData | Kind::UrtpAck | Kind::UrtpReq) {
+            self.urtp_input(now, &pkt);
             return;
         }
         match self.gbn.handle_packet(now, &pkt) {
@@ -323,6 +354,9 @@ impl Engine {
         if let Some(t) = self.gbn.poll_timeout() {
             deadline = deadline.min(t);
         }
+        if let Some(t) = self.urtp.poll_timeout() {
+            deadline = deadline.min(t);
+        }
         let mut fds = Vec::with_capacity(3);
         if let Some(t) = self.transport.as_ref() {
             if let Some(d) = t.next_deadline() {
@@ -407,10 +441,11 @@ impl Engine {
         let limit = self.cfg.finalize_timeout;
         let now = self.now();
         self.gbn.flush_acks(now);
+        self.urtp.flush_acks(now);
         self.waiting = Waiting::Finalize;
         let mut warning = None;
         let r = self.wait_loop(&mut |e| {
-            if e.p2p.idle() && e.gbn.all_acked() {
+            if e.p2p.idle() && e.gbn.all_acked() && e.coll_out.is_empty() && e.urtp.all_acked() {
                 return true;
             }
             if start.elapsed() >= limit {
@@ -419,7 +454,11 @@ impl Engine {
                      acknowledged, messages may be lost",
                     e.rank,
                     limit,
-                    e.gbn.unacked_peers()
+                    e.gbn
+                        .unacked_peers()
+                        .into_iter()
+                        .chain(e.urtp.unacked_peers())
+                        .collect::<Vec<_>>()
                 ));
                 return true;
             }
@@ -427,7 +466,9 @@ impl Engine {
         });
         let now = self.now();
         self.gbn.flush_acks(now);
+        self.urtp.flush_acks(now);
         self.flush(now);
+        self.urtp_flush(now);
         if let Some(e) = self
             .coll
             .take_error()
@@ -466,6 +507,11 @@ impl Engine {
         s.retransmits = g.retransmits;
         s.pure_acks = g.pure_acks_sent;
         s.dup_acks = g.dup_acks_sent;
+        let u = self.urtp.stats();
+        s.urtp_data = u.data_sent;
+        s.urtp_multicasts = u.multicasts_sent;
+        s.urtp_resent = u.resent;
+        s.urtp_reqs = u.reqs_sent;
         if let Some(t) = self.transport.as_ref() {
             let ts = t.stats();
             s.kernel_drops = ts.kernel_drops;

@@ -173,17 +173,6 @@ impl Engine {
         Ok(id)
     }
 
-    /// Queues a ready datagram for `peer` behind its earlier traffic.
-    pub(crate) fn queue_datagram(&mut self, peer: u32, d: Vec<u8>) {
-        self.push_job(peer, Job::Control(d));
-    }
-
-    /// Moves `peer`'s queued datagrams into its window and onto the wire.
-    pub(crate) fn pump_peer(&mut self, now: u64, peer: u32) {
-        self.pump(now, peer);
-        self.flush(now);
-    }
-
     fn push_job(&mut self, peer: u32, job: Job) {
         self.p2p.jobs[peer as usize].push_back(job);
         self.p2p.queued_jobs += 1;

@@ -34,6 +34,16 @@ pub struct Stats {
     pub send_errors: u64,
     /// Times a wait went to sleep in the kernel.
     pub sleeps: u64,
+    /// Dropped: multicast packets not targeting this rank (reached user space).
+    pub drop_not_target: u64,
+    /// URTP data packets first sent (a multicast counts once).
+    pub urtp_data: u64,
+    /// URTP multicast packets sent.
+    pub urtp_multicasts: u64,
+    /// URTP packets re-sent (REQ answers, safety net).
+    pub urtp_resent: u64,
+    /// URTP REQs sent.
+    pub urtp_reqs: u64,
     /// Injected faults: dropped datagrams.
     pub faults_dropped: u64,
     /// Injected faults: duplicated datagrams.
@@ -49,7 +59,8 @@ impl fmt::Display for Stats {
             "sent={} received={} retransmits={} pure_acks={} dup_acks={} \
              drop_malformed={} drop_foreign={} drop_duplicate={} drop_out_of_window={} \
              drop_invalid={} drop_no_buffer={} kernel_drops={} send_errors={} sleeps={} \
-             faults_dropped={} faults_duplicated={} faults_reordered={}",
+             faults_dropped={} faults_duplicated={} faults_reordered={} drop_not_target={} \
+             urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -66,7 +77,12 @@ impl fmt::Display for Stats {
             self.sleeps,
             self.faults_dropped,
             self.faults_duplicated,
-            self.faults_reordered
+            self.faults_reordered,
+            self.drop_not_target,
+            self.urtp_data,
+            self.urtp_multicasts,
+            self.urtp_resent,
+            self.urtp_reqs
         )
     }
 }

@@ -30,6 +30,8 @@ fn ensure_built() {
             && dir.join("examples/crash").exists()
             && dir.join("examples/intruder").exists()
             && dir.join("examples/collectives").exists()
+            && dir.join("examples/matmul").exists()
+            && dir.join("examples/spmv").exists()
         {
             return;
         }

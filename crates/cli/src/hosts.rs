@@ -1,0 +1,203 @@
+//! Where ranks run: hostfiles, placement, and the launcher address each host can reach.
+//!
+//! Contract:
+//! * A hostfile has one host per line: `localhost [slots=N]` or `netns:NAME [slots=N]`
+//!   (a Linux network namespace on this machine, as made by `ip netns add`); `slots`
+//!   defaults to 1; `#` starts a comment; blank lines are ignored. Anything else (ssh
+//!   hosts) is an error naming the line.
+//! * [`place`] fills hosts in file order, `slots` ranks each, and wraps around when there
+//!   are more ranks than slots (oversubscription).
+//! * Ranks in a namespace are started as `ip netns exec NAME prog args…` (which execs the
+//!   program: the pid the launcher knows is the rank's) with `PHALANX_IP=auto`, and find
+//!   the launcher at [`boot_ip_for`]: the root-namespace address on the namespace's subnet
+//!   (e.g. the bridge it hangs off), unless `--boot-ip` says otherwise.
+
+use std::net::Ipv4Addr;
+use std::process::Command;
+
+/// One host of a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    /// This machine, this network namespace.
+    Local,
+    /// A network namespace on this machine.
+    Netns(String),
+}
+
+/// A hostfile line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostEntry {
+    /// The host.
+    pub host: Host,
+    /// Ranks it takes before the next host's turn.
+    pub slots: u32,
+}
+
+/// Parses a hostfile (module docs). `Err` names the line.
+pub fn parse_hostfile(text: &str) -> Result<Vec<HostEntry>, String> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |why: &str| format!("hostfile line {}: {why}: {raw:?}", i + 1);
+        let mut words = line.split_whitespace();
+        let name = words.next().unwrap_or_default();
+        let host = if name == "localhost" {
+            Host::Local
+        } else if let Some(ns) = name.strip_prefix("netns:") {
+            if ns.is_empty() || ns.contains('/') {
+                return Err(bad("bad namespace name"));
+            }
+            Host::Netns(ns.to_string())
+        } else {
+            return Err(bad(
+                "only `localhost` and `netns:NAME` hosts are supported (no remote hosts yet)",
+            ));
+        };
+        let mut slots = 1;
+        for w in words {
+            match w.strip_prefix("slots=").map(str::parse::<u32>) {
+                Some(Ok(n)) if n > 0 => slots = n,
+                _ => return Err(bad("expected `slots=N` with N ≥ 1")),
+            }
+        }
+        out.push(HostEntry { host, slots });
+    }
+    if out.is_empty() {
+        return Err("hostfile lists no hosts".into());
+    }
+    Ok(out)
+}
+
+/// Total slots of a hostfile.
+pub fn total_slots(entries: &[HostEntry]) -> u32 {
+    entries.iter().map(|e| e.slots).fold(0, u32::saturating_add)
+}
+
+/// The host of every rank `0..n` (module docs).
+pub fn place(entries: &[HostEntry], n: u32) -> Vec<Host> {
+    let slots: Vec<&Host> = entries
+        .iter()
+        .flat_map(|e| std::iter::repeat_n(&e.host, e.slots as usize))
+        .collect();
+    (0..n as usize)
+        .map(|r| slots[r % slots.len()].clone())
+        .collect()
+}
+
+/// `(address, prefix length)` of every IPv4 address `ip -4 -o addr show` lists, except
+/// loopback ones. `netns`: run inside that namespace (`ip -n NAME`).
+fn ipv4_addrs(netns: Option<&str>) -> Result<Vec<(Ipv4Addr, u32)>, String> {
+    let mut cmd = Command::new("ip");
+    if let Some(ns) = netns {
+        cmd.args(["-n", ns]);
+    }
+    let out = cmd
+        .args(["-4", "-o", "addr", "show"])
+        .output()
+        .map_err(|e| format!("cannot run `ip`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`ip{} -4 addr show` failed: {}",
+            netns.map(|n| format!(" -n {n}")).unwrap_or_default(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let cidr = l.split_whitespace().skip_while(|w| *w != "inet").nth(1)?;
+            let (a, len) = cidr.split_once('/')?;
+            let a: Ipv4Addr = a.parse().ok()?;
+            let len: u32 = len.parse().ok()?;
+            (!a.is_loopback() && len <= 32).then_some((a, len))
+        })
+        .collect())
+}
+
+fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, len: u32) -> bool {
+    let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+    u32::from(a) & mask == u32::from(b) & mask
+}
+
+/// The launcher's address as seen from namespace `ns`: an address of this (root)
+/// namespace inside one of the namespace's subnets.
+pub fn boot_ip_for(ns: &str) -> Result<Ipv4Addr, String> {
+    let theirs = ipv4_addrs(Some(ns))?;
+    if theirs.is_empty() {
+        return Err(format!("network namespace {ns} has no IPv4 address"));
+    }
+    let ours = ipv4_addrs(None)?;
+    theirs
+        .iter()
+        .find_map(|&(t, len)| {
+            ours.iter()
+                .find(|&&(o, _)| o != t && same_subnet(o, t, len))
+                .map(|&(o, _)| o)
+        })
+        .ok_or_else(|| {
+            format!(
+                "no address of this host is on a subnet of network namespace {ns}; \
+                 pass --boot-ip with an address the namespace can reach"
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_place() {
+        let text = "# test hosts\nnetns:a slots=2\n\nlocalhost   # the launcher's host\nnetns:b\n";
+        let e = parse_hostfile(text).unwrap();
+        assert_eq!(e.len(), 3);
+        assert_eq!(
+            e[0],
+            HostEntry {
+                host: Host::Netns("a".into()),
+                slots: 2
+            }
+        );
+        assert_eq!(
+            e[1],
+            HostEntry {
+                host: Host::Local,
+                slots: 1
+            }
+        );
+        assert_eq!(total_slots(&e), 4);
+        let a = Host::Netns("a".into());
+        let b = Host::Netns("b".into());
+        assert_eq!(place(&e, 4), [a.clone(), a.clone(), Host::Local, b.clone()]);
+        assert_eq!(
+            place(&e, 6),
+            [a.clone(), a.clone(), Host::Local, b, a.clone(), a]
+        );
+    }
+
+    #[test]
+    fn parse_errors_name_the_line() {
+        for (text, line) in [
+            ("localhost\nnode7 slots=2\n", 2),
+            ("netns:x slots=0\n", 1),
+            ("netns:x slots=two\n", 1),
+            ("netns:\n", 1),
+            ("netns:a/b\n", 1),
+        ] {
+            let e = parse_hostfile(text).unwrap_err();
+            assert!(e.contains(&format!("line {line}")), "{text:?}: {e}");
+        }
+        assert!(parse_hostfile("# nothing\n").is_err());
+    }
+
+    #[test]
+    fn subnets() {
+        let a = Ipv4Addr::new(10, 1, 2, 1);
+        assert!(same_subnet(a, Ipv4Addr::new(10, 1, 2, 200), 24));
+        assert!(!same_subnet(a, Ipv4Addr::new(10, 1, 3, 1), 24));
+        assert!(same_subnet(a, Ipv4Addr::new(99, 0, 0, 0), 0));
+    }
+}

@@ -1,0 +1,181 @@
+//! The collective network: collective fragments over URTP (seed 000).
+//!
+//! Contract: every collective fragment is one URTP packet whose payload is the 8-byte
+//! call signature followed by data (`context` = communicator context, `aux32` =
+//! collective sequence, `tag` = step, `msg_len` = message length, `aux` = offset). A send
+//! to several ranks is one multicast packet (or a unicast fan-out where multicast is not
+//! available). Packets a full URTP window cannot take wait in a bounded FIFO and go out
+//! in order as acknowledgements arrive. In-order packets from each source are handed to
+//! the collective state as they arrive; receives that wait for a source keep URTP's REQ
+//! machinery armed for it.
+
+use crate::engine::Engine;
+use phalanx_proto::urtp::{Targets, UrtpDest, UrtpEvent, UrtpVerdict};
+use phalanx_wire::{Header, Kind, MsgKind, Packet};
+
+/// A collective packet waiting for window space.
+pub(crate) struct Pending {
+    targets: Targets,
+    header: Header,
+    payload: Vec<u8>,
+}
+
+impl Engine {
+    /// Payload bytes of one collective packet (multicast to the whole job, after the
+    /// signature).
+    pub fn coll_packet(&self) -> usize {
+        self.urtp
+            .max_payload(self.size.saturating_sub(1).max(1) as usize)
+            .saturating_sub(8)
+            .max(1)
+    }
+
+    /// Whether collectives can use real multicast.
+    pub fn coll_multicast(&self) -> bool {
+        self.transport
+            .as_ref()
+            .is_some_and(|t| t.multicast_available())
+    }
+
+    /// Sends `data` as collective fragments to the world ranks `to` (one multicast packet
+    /// per fragment when there are several).
+    pub(crate) fn coll_send(
+        &mut self,
+        to: &[u32],
+        ctx: u32,
+        seq: u32,
+        step: i32,
+        sig: u64,
+        data: &[u8],
+    ) {
+        if to.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let targets = Targets::from_ranks(to);
+        let room = self.urtp.max_payload(to.len()).saturating_sub(8).max(1);
+        let total = data.len();
+        let mut off = 0;
+        loop {
+            let n = room.min(total - off);
+            let mut h = Header::new(Kind::UrtpData, self.job_key, self.rank);
+            h.msg = MsgKind::Coll;
+            h.context = ctx;
+            h.aux32 = seq;
+            h.tag = step;
+            h.msg_len = total as u64;
+            h.aux = off as u64;
+            let mut payload = Vec::with_capacity(8 + n);
+            payload.extend_from_slice(&sig.to_le_bytes());
+            payload.extend_from_slice(&data[off..off + n]);
+            if !self.coll_out.is_empty() || self.urtp.send(now, &targets, &h, &payload).is_err() {
+                self.coll_out.push_back(Pending {
+                    targets: targets.clone(),
+                    header: h,
+                    payload,
+                });
+            }
+            off += n;
+            if off >= total {
+                break;
+            }
+        }
+        self.urtp_flush(now);
+    }
+
+    /// Moves waiting collective packets into URTP while windows allow.
+    pub(crate) fn urtp_retry(&mut self, now: u64) -> bool {
+        let mut did = false;
+        while let Some(p) = self.coll_out.front() {
+            if self
+                .urtp
+                .send(now, &p.targets, &p.header, &p.payload)
+                .is_err()
+            {
+                break;
+            }
+            self.coll_out.pop_front();
+            did = true;
+        }
+        did
+    }
+
+    /// Puts URTP's datagrams on the wire.
+    pub(crate) fn urtp_flush(&mut self, now: u64) -> bool {
+        let Some(t) = self.transport.as_mut() else {
+            return false;
+        };
+        let mut did = false;
+        while let Some(tx) = self.urtp.poll_transmit(now) {
+            did = true;
+            self.stats.datagrams_sent += 1;
+            let r = match tx.dest {
+                UrtpDest::Unicast(peer) => t.send_to(peer, tx.bytes),
+                UrtpDest::Multicast => {
+                    let to: Vec<u32> = tx.targets.iter().collect();
+                    t.send_multicast(tx.bytes, &to)
+                }
+            };
+            if r.is_err() {
+                self.stats.send_errors += 1;
+            }
+        }
+        did
+    }
+
+    /// Handles a URTP datagram and hands in-order collective packets to the schedules.
+    pub(crate) fn urtp_input(&mut self, now: u64, pkt: &Packet<'_>) {
+        match self.urtp.handle_packet(now, pkt) {
+            UrtpVerdict::Buffered { .. } => self.urtp_deliver(now, pkt.src()),
+            UrtpVerdict::Duplicate => self.stats.drop_duplicate += 1,
+            UrtpVerdict::NotTarget => self.stats.drop_not_target += 1,
+            UrtpVerdict::Dropped(_) => self.stats.drop_out_of_window += 1,
+            UrtpVerdict::Control => {}
+            UrtpVerdict::Invalid(_) => self.stats.drop_invalid += 1,
+        }
+    }
+
+    /// Delivers `src`'s in-order packets to the collective layer.
+    fn urtp_deliver(&mut self, now: u64, src: u32) {
+        let limit = self.unexpected_limit();
+        while let Some(p) = self.urtp.peek(src) {
+            match self.coll.deliver(self.rank, limit, &p, false) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(()) => self.stats.drop_invalid += 1,
+            }
+            self.urtp.pop(now, src);
+        }
+    }
+
+    /// A collective fragment that came over the go-back-n stream (or to self).
+    pub(crate) fn on_coll(&mut self, pkt: &Packet<'_>, local: bool) -> bool {
+        let limit = self.unexpected_limit();
+        match self.coll.deliver(self.rank, limit, pkt, local) {
+            Ok(ok) => ok,
+            Err(()) => {
+                self.stats.drop_invalid += 1;
+                true
+            }
+        }
+    }
+
+    /// Timers, REQs for the sources collective receives wait on, retries, transmits.
+    pub(crate) fn urtp_progress(&mut self, now: u64) -> crate::error::Result<bool> {
+        if self.urtp.poll_timeout().is_some_and(|t| t <= now) {
+            self.urtp.handle_timeout(now);
+        }
+        if let Some(UrtpEvent::PeerUnresponsive { peer }) = self.urtp.poll_event() {
+            return Err(crate::error::Error::PeerUnresponsive { peer });
+        }
+        let srcs: Vec<u32> = self.coll.waiting_on().collect();
+        for src in srcs {
+            self.urtp.want(now, src);
+            // Packets refused earlier for lack of buffer may fit now.
+            self.urtp_deliver(now, src);
+        }
+        let mut did = self.urtp_retry(now);
+        did |= self.urtp_flush(now);
+        Ok(did)
+    }
+}
