@@ -125,7 +125,11 @@ fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
 }
 
 fn main() {
-    let n: usize = arg(1, 4400).max(1);
+    let n: usize = arg(1, 4400);
+    if n < 2 {
+        eprintln!("spmv: n must be at least 2 (a 1×1 matrix has no off-diagonal entries)");
+        std::process::exit(2);
+    }
     let density: f64 = arg(2, 0.02);
     let iterations: usize = arg(3, 100);
     let universe = phalanx::initialize().expect("phalanx initialized twice");
@@ -193,7 +197,7 @@ fn main() {
     root.broadcast_into(&mut verdict);
     if verdict != 0 {
         if rank == 0 {
-            eprintln!("spmv: MISMATCH: relative error above {TOLERANCE:e}");
+            eprintln!("spmv: MISMATCH: relative error above {TOLERANCE:e} or not finite");
         }
         std::process::exit(1);
     }

@@ -71,6 +71,14 @@ pub mod testing {
             .ok()
             .flatten()
     }
+    /// Payload bytes of one collective packet.
+    pub fn coll_packet() -> Option<usize> {
+        crate::environment::with_engine(|e| Ok(e.coll_packet())).ok()
+    }
+    /// Whether collectives use real multicast.
+    pub fn multicast() -> Option<bool> {
+        crate::environment::with_engine(|e| Ok(e.coll_multicast())).ok()
+    }
     /// This rank's counters so far.
     pub fn stats() -> Option<crate::engine::Stats> {
         crate::environment::with_engine(|e| Ok(e.stats())).ok()

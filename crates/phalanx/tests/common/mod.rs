@@ -30,6 +30,7 @@ fn ensure_built() {
             && dir.join("examples/crash").exists()
             && dir.join("examples/intruder").exists()
             && dir.join("examples/collectives").exists()
+            && dir.join("examples/mcast_counts").exists()
             && dir.join("examples/matmul").exists()
             && dir.join("examples/spmv").exists()
         {

@@ -1,0 +1,103 @@
+//! Jobs across test hosts: one rank per network namespace on a bridge (veth MTU 1500),
+//! over real IP multicast. The namespaces are created by the test and removed afterwards,
+//! also when it fails.
+
+mod common;
+use common::*;
+use phalanx_netns::TestNet;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(150);
+
+fn hostfile(net: &TestNet) -> tempfile_path::Path {
+    let path = std::env::temp_dir().join(format!(
+        "phalanx-hosts-{}-{}",
+        std::process::id(),
+        net.bridge()
+    ));
+    let text: String = net.names().iter().map(|n| format!("netns:{n}\n")).collect();
+    std::fs::write(&path, text).expect("write hostfile");
+    tempfile_path::Path(path)
+}
+
+/// A file removed on drop.
+mod tempfile_path {
+    pub struct Path(pub std::path::PathBuf);
+    impl Drop for Path {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+fn field(line: &str, key: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {line}"))
+}
+
+#[test]
+fn mr_netns_collectives_over_multicast() {
+    let net = TestNet::create(4).expect("test hosts (network namespaces) must be available");
+    let hf = hostfile(&net);
+    let hosts = hf.0.display().to_string();
+    let r = run(
+        &[
+            "--hostfile",
+            &hosts,
+            &example("collectives").display().to_string(),
+            "131072",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all collectives ok").count(),
+        4,
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn mr_netns_bcast_sends_each_packet_once_and_filters_non_targets() {
+    let net = TestNet::create(8).expect("test hosts (network namespaces) must be available");
+    let hf = hostfile(&net);
+    let hosts = hf.0.display().to_string();
+    let r = run(
+        &[
+            "--hostfile",
+            &hosts,
+            &example("mcast_counts").display().to_string(),
+            "65536",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    let lines: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("mcast_counts:"))
+        .collect();
+    assert_eq!(lines.len(), 16, "{}", r.dump());
+    // The root multicasts each of the ⌈64 KiB / m⌉ packets exactly once (m fits a
+    // 1500-byte MTU, so that is dozens of packets).
+    let root = lines
+        .iter()
+        .find(|l| l.starts_with("mcast_counts: rank 0: bcast_data"))
+        .expect("root line");
+    let expected = field(root, "packets_expected=");
+    assert!(expected > 40, "packets must follow the veth MTU: {root}");
+    assert!(root.contains("multicast=true"), "{root}");
+    assert_eq!(field(root, "bcast_multicasts="), expected, "{root}");
+    assert_eq!(field(root, "bcast_data="), expected, "{root}");
+    // Odd ranks are not targets of the even-only broadcast: nothing reached user space,
+    // their kernels dropped the packets.
+    for l in lines.iter().filter(|l| l.contains("member=false")) {
+        assert_eq!(field(l, "not_target_in_user_space="), 0, "{l}");
+        assert!(field(l, "kernel_drops=") >= expected, "{l}");
+    }
+}
