@@ -117,7 +117,7 @@ pub enum MsgKind {
     SyncAck = 5,
     /// Collective fragment: `context` = communicator context, `aux32` = collective
     /// sequence number, `tag` = schedule step, `msg_len` = total, `aux` = byte offset;
-    /// an 8-byte extension carries the collective's signature (kind, root, op, types).
+    /// the payload starts with the 8-byte signature of the call (kind, root, op, types).
     Coll = 6,
 }
 
@@ -412,21 +412,22 @@ pub mod stamp {
     }
 }
 
-/// The URTP multicast extension (packets with [`flags::MULTICAST`]).
-///
-/// Layout, starting at the fixed offset [`OFF_TARGETS`] (= [`HEADER_LEN`], the start of
-/// the extension area; a kernel BPF filter tests the local rank's bit there):
-///
-/// * the **target bitmap**: [`bitmap_len`]`(size)` = ⌈size/8⌉ bytes for a job of `size`
-///   ranks; rank `r` is bit `1 << (r % 8)` of byte `r / 8`; bits at or beyond `size`
-///   must be zero;
-/// * one **u32 LE counter per target**, in increasing rank order: the value of the
-///   (sender, target) counter this packet occupies. Only targets carry counters, so the
-///   extension is `⌈size/8⌉ + 4·targets` bytes and `ext_len` covers exactly that.
-///
-/// [`TargetsView::new`] validates an extension against the job size and never panics;
-/// [`emit`] writes one.
 pub mod mcast {
+    //! The URTP multicast extension (packets with [`flags::MULTICAST`]).
+    //!
+    //! Layout, starting at the fixed offset [`OFF_TARGETS`] (= [`HEADER_LEN`], the start of
+    //! the extension area; a kernel BPF filter tests the local rank's bit there):
+    //!
+    //! * the **target bitmap**: [`bitmap_len`]`(size)` = ⌈size/8⌉ bytes for a job of `size`
+    //!   ranks; rank `r` is bit `1 << (r % 8)` of byte `r / 8`; bits at or beyond `size`
+    //!   must be zero;
+    //! * one **u32 LE counter per target**, in increasing rank order: the value of the
+    //!   (sender, target) counter this packet occupies. Only targets carry counters, so the
+    //!   extension is `⌈size/8⌉ + 4·targets` bytes and `ext_len` covers exactly that.
+    //!
+    //! [`TargetsView::new`] validates an extension against the job size and never panics;
+    //! [`emit`] writes one.
+
     use super::{flags, Packet, HEADER_LEN};
 
     /// Offset of the target bitmap in the datagram (the start of the extension area).
