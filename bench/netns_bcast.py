@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Multicast vs binomial Bcast across N test hosts (network namespaces on a bridge).
+
+Creates N namespaces with veth pairs on a private bridge (MTU 1500, like a LAN), runs
+`phalanx-bench bcast` with one rank per namespace, alternating PHALANX_COLL_BCAST=mcast
+and =binomial for PAIRS pairs, and prints the median latency of each and their ratio
+per size. Everything it creates is removed at exit (also on Ctrl-C or failure).
+
+Usage: bench/netns_bcast.py [N=8] [PAIRS=5] [-- extra phalanx-bench args]
+Needs root and iproute2. Builds nothing: run
+`cargo build --release --workspace --bins` first (or set PHALANX_TARGET).
+"""
+import os, re, statistics, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("PHALANX_TARGET", os.path.join(ROOT, "target", "release"))
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+class Net:
+    def __init__(self, n):
+        tag = f"{os.getpid() % 100000:05d}"
+        self.bridge = f"pbb{tag}"
+        self.names = [f"phxb-{tag}-{i}" for i in range(n)]
+        self.subnet = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "type", "bridge", "mcast_snooping", "0")
+        sh("ip", "link", "set", self.bridge, "up")
+        for i, ns in enumerate(self.names):
+            host_if, ns_if = f"pbv{tag}{i}", "veth0"
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", ns)
+            sh("ip", "link", "set", host_if, "master", self.bridge)
+            sh("ip", "link", "set", host_if, "up")
+            sh("ip", "-n", ns, "addr", "add", f"{self.subnet}.{10 + i}/24", "dev", ns_if)
+            sh("ip", "-n", ns, "link", "set", ns_if, "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            sh("ip", "-n", ns, "route", "add", "224.0.0.0/4", "dev", ns_if)
+
+    def close(self):
+        for ns in self.names:
+            sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "link", "del", self.bridge, check=False)
+
+
+def run(hostfile, algo, extra):
+    env = dict(os.environ, PHALANX_COLL_BCAST=algo)
+    cmd = [os.path.join(TARGET, "phalanx"), "run", "--hostfile", hostfile, "--timeout", "300",
+           os.path.join(TARGET, "phalanx-bench"), "bcast"] + extra
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+    if out.returncode != 0:
+        sys.exit(f"{algo} run failed:\n{out.stdout}\n{out.stderr}")
+    rows = {}
+    for line in out.stdout.splitlines():
+        m = re.match(r"^\s*(\d+)\s+([\d.]+)", line)
+        if m:
+            rows[int(m.group(1))] = float(m.group(2))
+    return rows
+
+
+def main():
+    args = sys.argv[1:]
+    extra = []
+    if "--" in args:
+        extra = args[args.index("--") + 1:]
+        args = args[:args.index("--")]
+    n = int(args[0]) if args else 8
+    pairs = int(args[1]) if len(args) > 1 else 5
+    if not extra:
+        extra = ["-m", "8:65536", "-i", "200", "-x", "20"]
+    net = Net(n)
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=".hosts", delete=False) as f:
+            f.write("".join(f"netns:{ns}\n" for ns in net.names))
+            hostfile = f.name
+        runs = {"mcast": [], "binomial": []}
+        for p in range(pairs):
+            for algo in ("mcast", "binomial"):
+                print(f"== pair {p + 1}/{pairs}: {algo}", file=sys.stderr)
+                runs[algo].append(run(hostfile, algo, extra))
+        os.unlink(hostfile)
+    finally:
+        net.close()
+    sizes = sorted(set().union(*[r.keys() for r in runs["mcast"]]))
+    print(f"# Bcast across {n} namespaces (veth MTU 1500), medians of {pairs} alternating runs")
+    print(f"# {'Size':<10}{'mcast (us)':>14}{'binomial (us)':>16}{'speed-up':>10}")
+    for s in sizes:
+        m = statistics.median(r[s] for r in runs["mcast"] if s in r)
+        b = statistics.median(r[s] for r in runs["binomial"] if s in r)
+        print(f"{s:<12}{m:>14.2f}{b:>16.2f}{b / m:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()
