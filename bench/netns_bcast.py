@@ -40,6 +40,13 @@ class Net:
             sh("ip", "-n", ns, "link", "set", ns_if, "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")
             sh("ip", "-n", ns, "route", "add", "224.0.0.0/4", "dev", ns_if)
+            if os.environ.get("RPS", "1") != "0":
+                # Spread receive processing over all CPUs, like a multi-queue NIC: on
+                # one machine the bridge otherwise delivers every copy of a multicast
+                # on the sender's CPU.
+                sh("ip", "netns", "exec", ns, "sh", "-c",
+                   f"echo {(1 << os.cpu_count()) - 1:x} > /sys/class/net/{ns_if}/queues/rx-0/rps_cpus",
+                   check=False)
 
     def close(self):
         for ns in self.names:

@@ -14,6 +14,9 @@ pub struct Config {
     /// How long a blocking wait spins before sleeping in the kernel. `PHALANX_SPIN_US`
     /// (default 50 µs, or 0 when more local ranks than cores).
     pub spin: Option<Duration>,
+    /// After spinning, how long a wait keeps polling while yielding the CPU to other
+    /// processes before it sleeps. `PHALANX_YIELD_US` (default 2000).
+    pub yield_time: Duration,
     /// Bound on Finalize's drain and release waits. `PHALANX_FINALIZE_TIMEOUT` (s, default 30).
     pub finalize_timeout: Duration,
     /// Print per-rank counters at exit. `PHALANX_STATS=1`.
@@ -59,6 +62,7 @@ impl Config {
         Ok(Config {
             eager_limit: var("PHALANX_EAGER_LIMIT")?,
             spin: var::<u64>("PHALANX_SPIN_US")?.map(Duration::from_micros),
+            yield_time: Duration::from_micros(var("PHALANX_YIELD_US")?.unwrap_or(2000)),
             finalize_timeout: Duration::from_secs_f64(
                 var("PHALANX_FINALIZE_TIMEOUT")?.unwrap_or(30.0),
             ),

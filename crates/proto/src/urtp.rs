@@ -334,6 +334,19 @@ impl Urtp {
         header: &Header,
         payload: &[u8],
     ) -> Result<(), UrtpSendError> {
+        self.send_with_prefix(now, targets, header, &[], payload)
+    }
+
+    /// As [`Urtp::send`], with the payload given as `prefix` followed by `payload` (saves
+    /// the caller a copy to join them).
+    pub fn send_with_prefix(
+        &mut self,
+        now: u64,
+        targets: &Targets,
+        header: &Header,
+        prefix: &[u8],
+        payload: &[u8],
+    ) -> Result<(), UrtpSendError> {
         let _ = now;
         let n = targets.len();
         if n == 0 {
@@ -354,7 +367,7 @@ impl Urtp {
         } else {
             0
         };
-        let len = HEADER_LEN + ext + payload.len();
+        let len = HEADER_LEN + ext + prefix.len() + payload.len();
         if len > self.max_datagram || ext > u16::MAX as usize {
             return Err(UrtpSendError::TooLarge {
                 len,
@@ -377,7 +390,9 @@ impl Urtp {
             Some(r) if !multicast => self.peers[r as usize].snd_nxt,
             _ => 0,
         };
-        let mut bytes = vec![0u8; len];
+        // Built by appending, so the payload is written once.
+        let mut bytes = Vec::with_capacity(len);
+        bytes.resize(HEADER_LEN + ext, 0);
         // `bytes` is at least HEADER_LEN long.
         let _ = h.emit(&mut bytes);
         if multicast {
@@ -386,7 +401,8 @@ impl Urtp {
             // Cannot fail: targets are valid, increasing and the area has ext_len bytes.
             let _ = mcast::emit(&mut bytes[HEADER_LEN..HEADER_LEN + ext], self.size, entries);
         }
-        bytes[HEADER_LEN + ext..].copy_from_slice(payload);
+        bytes.extend_from_slice(prefix);
+        bytes.extend_from_slice(payload);
         let stored = Stored {
             bytes,
             header: h,
@@ -524,9 +540,11 @@ impl Urtp {
         h.ack = 0;
         h.flags = (h.flags & !(flags::ACK_VALID | flags::ACK_REQUEST | flags::MULTICAST))
             | flags::SEQ_VALID;
-        let mut buf = vec![0u8; HEADER_LEN + payload.len()];
-        let _ = h.emit(&mut buf);
-        buf[HEADER_LEN..].copy_from_slice(payload);
+        let mut hdr = [0u8; HEADER_LEN];
+        let _ = h.emit(&mut hdr);
+        let mut buf = Vec::with_capacity(HEADER_LEN + payload.len());
+        buf.extend_from_slice(&hdr);
+        buf.extend_from_slice(payload);
         if p.slots.len() <= d {
             p.slots.resize(d + 1, None);
         }

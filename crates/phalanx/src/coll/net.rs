@@ -65,10 +65,17 @@ impl Engine {
             h.tag = step;
             h.msg_len = total as u64;
             h.aux = off as u64;
-            let mut payload = Vec::with_capacity(8 + n);
-            payload.extend_from_slice(&sig.to_le_bytes());
-            payload.extend_from_slice(&data[off..off + n]);
-            if !self.coll_out.is_empty() || self.urtp.send(now, &targets, &h, &payload).is_err() {
+            let sigb = sig.to_le_bytes();
+            let chunk = &data[off..off + n];
+            if !self.coll_out.is_empty()
+                || self
+                    .urtp
+                    .send_with_prefix(now, &targets, &h, &sigb, chunk)
+                    .is_err()
+            {
+                let mut payload = Vec::with_capacity(8 + n);
+                payload.extend_from_slice(&sigb);
+                payload.extend_from_slice(chunk);
                 self.coll_out.push_back(Pending {
                     targets: targets.clone(),
                     header: h,

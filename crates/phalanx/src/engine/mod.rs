@@ -403,12 +403,17 @@ impl Engine {
                 idle_since = None;
                 continue;
             }
+            // Idle: spin, then poll while yielding the CPU (so oversubscribed ranks
+            // still answer quickly), then sleep in the kernel.
             let start = *idle_since.get_or_insert_with(Instant::now);
-            if start.elapsed() >= self.spin {
+            let idle = start.elapsed();
+            if idle < self.spin {
+                std::hint::spin_loop();
+            } else if idle < self.spin + self.cfg.yield_time {
+                std::thread::yield_now();
+            } else {
                 self.block()?;
                 idle_since = None;
-            } else {
-                std::hint::spin_loop();
             }
         }
     }
