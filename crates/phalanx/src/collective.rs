@@ -97,7 +97,9 @@ fn shape(c: &SimpleCommunicator) -> Shape {
 /// The algorithm for `name`: the environment's choice, else multicast-based when real
 /// multicast is available, else the point-to-point default.
 fn choose(name: &str, s: &Shape, mcast: &'static str, p2p: &'static str) -> String {
-    algo(name).unwrap_or_else(|| if s.multicast { mcast } else { p2p }.to_string())
+    // With two members a multicast is a unicast: the one-round point-to-point
+    // algorithms (exchange, dissemination) are at least as fast.
+    algo(name).unwrap_or_else(|| if s.multicast && s.p > 2 { mcast } else { p2p }.to_string())
 }
 
 struct Spec<'a> {
