@@ -408,6 +408,10 @@ impl<T: Transport> Transport for Faulty<T> {
         self.inner.recv_batch(f)
     }
 
+    fn set_poll_multicast(&mut self, on: bool) {
+        self.inner.set_poll_multicast(on)
+    }
+
     fn fds(&self) -> Vec<RawFd> {
         self.inner.fds()
     }

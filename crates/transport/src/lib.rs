@@ -116,6 +116,12 @@ pub trait Transport {
     fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> std::io::Result<usize>;
     /// File descriptors to wait on (poll/epoll) for readability.
     fn fds(&self) -> Vec<RawFd>;
+    /// Whether `recv_batch` also drains the multicast socket (default on). The engine
+    /// turns it off while no collective is in flight, saving a system call per progress
+    /// round on the point-to-point fast path; sleeping waits always watch every fd.
+    fn set_poll_multicast(&mut self, on: bool) {
+        let _ = on;
+    }
     /// Time (ns, caller's clock) at which `service` must be called again
     /// (e.g. a held reordered packet), if any. May be in the past: then call
     /// `service` now.

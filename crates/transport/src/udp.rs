@@ -185,6 +185,8 @@ pub struct UdpTransport {
     /// The installed filter program, re-applied to a multicast socket joined later.
     filter: Option<Vec<libc::sock_filter>>,
     stats: TransportStats,
+    /// Whether `recv_batch` drains the multicast socket too.
+    poll_group: bool,
 }
 
 // SAFETY: the raw pointers inside `RecvRing` (iovec bases, msg_name,
@@ -226,6 +228,7 @@ impl UdpTransport {
             group: None,
             filter: None,
             stats: TransportStats::default(),
+            poll_group: true,
         })
     }
 
@@ -459,7 +462,7 @@ impl Transport for UdpTransport {
         let n = self.rx.drain(self.sock.as_raw_fd(), f)?;
         self.stats.received_unicast += n as u64;
         let mut total = n;
-        if let Some(g) = &mut self.group {
+        if let Some(g) = self.group.as_mut().filter(|_| self.poll_group) {
             let m = g.rx.drain(g.sock.as_raw_fd(), f)?;
             self.stats.received_multicast += m as u64;
             self.stats.kernel_drops_multicast = g.rx.drops;
@@ -471,6 +474,10 @@ impl Transport for UdpTransport {
             self.stats.recv_batches += 1;
         }
         Ok(total)
+    }
+
+    fn set_poll_multicast(&mut self, on: bool) {
+        self.poll_group = on;
     }
 
     fn fds(&self) -> Vec<RawFd> {

@@ -270,6 +270,11 @@ impl CollState {
         }
     }
 
+    /// No collective in flight.
+    pub(crate) fn idle(&self) -> bool {
+        self.scheds.is_empty()
+    }
+
     /// World ranks some posted collective receive is waiting on.
     pub(crate) fn waiting_on(&self) -> impl Iterator<Item = u32> + '_ {
         self.posted.keys().map(|k| k.0)

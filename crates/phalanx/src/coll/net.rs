@@ -175,12 +175,15 @@ impl Engine {
         if let Some(UrtpEvent::PeerUnresponsive { peer }) = self.urtp.poll_event() {
             return Err(crate::error::Error::PeerUnresponsive { peer });
         }
-        let srcs: Vec<u32> = self.coll.waiting_on().collect();
-        for src in srcs {
+        let mut srcs = std::mem::take(&mut self.want_scratch);
+        srcs.clear();
+        srcs.extend(self.coll.waiting_on());
+        for &src in &srcs {
             self.urtp.want(now, src);
             // Packets refused earlier for lack of buffer may fit now.
             self.urtp_deliver(now, src);
         }
+        self.want_scratch = srcs;
         let mut did = self.urtp_retry(now);
         did |= self.urtp_flush(now);
         Ok(did)

@@ -57,6 +57,7 @@ pub struct Engine {
     gbn: Gbn,
     pub(crate) urtp: Urtp,
     pub(crate) coll_out: VecDeque<crate::coll::net::Pending>,
+    pub(crate) want_scratch: Vec<u32>,
     boot: Option<BootClient>,
     /// Payload bytes per datagram after the header.
     pub(crate) max_payload: usize,
@@ -173,6 +174,7 @@ impl Engine {
             gbn: Gbn::new(gbn_config(&cfg), job_key, rank, size),
             urtp,
             coll_out: VecDeque::new(),
+            want_scratch: Vec::new(),
             cfg,
             epoch: Instant::now(),
             transport,
@@ -207,6 +209,11 @@ impl Engine {
         let now = self.now();
         let mut did = false;
         if let Some(mut t) = self.transport.take() {
+            // The multicast socket only carries collective traffic: drain it while a
+            // collective is in flight or owed acknowledgements, and now and then anyway.
+            let coll_busy =
+                !self.coll.idle() || !self.coll_out.is_empty() || !self.urtp.all_acked();
+            t.set_poll_multicast(coll_busy || self.iterations.is_multiple_of(64));
             let r = t.recv_batch(&mut |from, bytes| {
                 self.handle_datagram(now, from, bytes);
             });
@@ -227,7 +234,9 @@ impl Engine {
         if self.gbn.poll_timeout().is_some_and(|t| t <= now) {
             self.gbn.handle_timeout(now);
         }
-        did |= self.urtp_progress(now)?;
+        if !self.coll.idle() || !self.coll_out.is_empty() || self.urtp.poll_timeout().is_some() {
+            did |= self.urtp_progress(now)?;
+        }
         if let Some(GbnEvent::PeerUnresponsive { peer }) = self.gbn.poll_event() {
             return Err(Error::PeerUnresponsive { peer });
         }
@@ -392,6 +401,7 @@ impl Engine {
 
     fn wait_loop(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
         let mut idle_since: Option<Instant> = None;
+        let mut idle_rounds = 0u32;
         loop {
             if let Some(e) = self.coll.take_error() {
                 return Err(e);
@@ -401,10 +411,21 @@ impl Engine {
             }
             if self.progress()? {
                 idle_since = None;
+                idle_rounds = 0;
                 continue;
             }
             // Idle: spin, then poll while yielding the CPU (so oversubscribed ranks
-            // still answer quickly), then sleep in the kernel.
+            // still answer quickly), then sleep in the kernel. The clock is read every
+            // few rounds only: it is a measurable share of a spinning round.
+            idle_rounds = idle_rounds.wrapping_add(1);
+            if idle_since.is_some() && !idle_rounds.is_multiple_of(8) {
+                if self.spin.is_zero() {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
             let start = *idle_since.get_or_insert_with(Instant::now);
             let idle = start.elapsed();
             if idle < self.spin {
