@@ -22,6 +22,11 @@ fn collectives_env(n: usize, max: usize, faults: Option<&str>, extra: &[(&str, &
     env.extend_from_slice(extra);
     let r = run(&["-n", &np, &ex, &maxs], &env, LIMIT);
     assert!(r.ok(), "p={n} faults={faults:?}\n{}", r.dump());
+    assert!(
+        !r.stderr.contains("warning"),
+        "p={n} faults={faults:?}: finalize did not drain\n{}",
+        r.dump()
+    );
     assert_eq!(
         r.stdout.matches("all collectives ok").count(),
         n,
@@ -51,10 +56,12 @@ fn mr_collectives_p8() {
 
 #[test]
 fn mr_collectives_under_faults() {
-    for (n, seed) in [(3, 11), (4, 12), (5, 13)] {
+    for (n, seed) in [(3, 11), (4, 12), (5, 13), (8, 14)] {
         let f = format!("loss=0.08,dup=0.02,reorder=0.05,seed={seed}");
         collectives(n, 1 << 17, Some(&f));
     }
+    // The full size range (to 1 MiB) under 5 % loss.
+    collectives(4, 1 << 20, Some("loss=0.05,dup=0.01,reorder=0.02,seed=15"));
 }
 
 /// The multicast-shaped algorithms of seed 000 (fanned out where multicast is off).

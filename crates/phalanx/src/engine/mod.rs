@@ -236,6 +236,9 @@ impl Engine {
         }
         if !self.coll.idle() || !self.coll_out.is_empty() || self.urtp.poll_timeout().is_some() {
             did |= self.urtp_progress(now)?;
+        } else {
+            // Acknowledgements and REQ answers may be owed even with no collective.
+            did |= self.urtp_flush(now);
         }
         if let Some(GbnEvent::PeerUnresponsive { peer }) = self.gbn.poll_event() {
             return Err(Error::PeerUnresponsive { peer });
