@@ -162,6 +162,28 @@ fn check(cond: bool, what: &str) -> Result<(), Error> {
     }
 }
 
+/// Checks the root-only buffer of a rooted collective: at the root it must hold `need`
+/// bytes; elsewhere the `_root` variant must not be called.
+fn root_buffer(
+    is_root: bool,
+    absent: bool,
+    have: usize,
+    need: usize,
+    call: &str,
+) -> Result<(), Error> {
+    if is_root {
+        check(
+            have >= need,
+            &format!("{call}: root buffer of {have} bytes, need {need}"),
+        )
+    } else {
+        check(
+            absent,
+            &format!("{call} called on a rank that is not the root"),
+        )
+    }
+}
+
 /// Collectives every member of a communicator calls.
 pub trait CommunicatorCollectives: Communicator {
     /// Blocks until every member has called it.
@@ -541,17 +563,13 @@ fn gather_impl<S: ?Sized + Buffer>(p: Process<'_>, sendbuf: &S, recv: (*mut u8, 
             comm: p.comm,
         },
         |s| {
-            if is_root {
-                check(
-                    recv.1 >= size * block,
-                    "gather_into_root: receive buffer smaller than size × send buffer",
-                )?;
-            } else {
-                check(
-                    recv.0.is_null(),
-                    "gather_into_root called on a rank that is not the root",
-                )?;
-            }
+            root_buffer(
+                is_root,
+                recv.0.is_null(),
+                recv.1,
+                size * block,
+                "gather_into_root",
+            )?;
             Ok(match choose("GATHER", s, "linear", "binomial").as_str() {
                 "linear" => algos::gather_linear(s, root, block),
                 _ => algos::gather_binomial(s, root, block),
@@ -584,17 +602,13 @@ fn scatter_impl(
             comm: p.comm,
         },
         |s| {
-            if is_root {
-                check(
-                    send.1 >= size * block,
-                    "scatter_into_root: send buffer smaller than size × receive buffer",
-                )?;
-            } else {
-                check(
-                    send.0.is_null(),
-                    "scatter_into_root called on a rank that is not the root",
-                )?;
-            }
+            root_buffer(
+                is_root,
+                send.0.is_null(),
+                send.1,
+                size * block,
+                "scatter_into_root",
+            )?;
             Ok(match choose("SCATTER", s, "mcast", "binomial").as_str() {
                 "mcast" => algos::scatter_mcast(s, root, block, s.packet),
                 _ => algos::scatter_binomial(s, root, block),

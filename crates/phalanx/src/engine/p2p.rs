@@ -60,6 +60,21 @@ struct Unexpected {
 }
 
 impl Unexpected {
+    /// Whether a receive for (src, tag, ctx) matches this message (one a receive already
+    /// owns does not).
+    fn matches(&self, src: Option<u32>, tag: Option<i32>, ctx: u32) -> bool {
+        ctx == self.ctx
+            && src.is_none_or(|s| s == self.src)
+            && tag.is_none_or(|t| t == self.tag)
+            && !matches!(
+                self.kind,
+                UnexpKind::Eager {
+                    matched: Some(_),
+                    ..
+                }
+            )
+    }
+
     fn complete(&self) -> bool {
         match &self.kind {
             UnexpKind::Eager { data, .. } => data.len() as u64 == self.total,
@@ -307,18 +322,11 @@ impl Engine {
         }))?;
         // Look in the unexpected queue first (arrival order), skipping entries that a
         // receive already owns.
-        let pos = self.p2p.unexpected.iter().position(|u| {
-            ctx == u.ctx
-                && src.is_none_or(|s| s == u.src)
-                && tag.is_none_or(|t| t == u.tag)
-                && !matches!(
-                    u.kind,
-                    UnexpKind::Eager {
-                        matched: Some(_),
-                        ..
-                    }
-                )
-        });
+        let pos = self
+            .p2p
+            .unexpected
+            .iter()
+            .position(|u| u.matches(src, tag, ctx));
         match pos {
             None => self.p2p.posted.push_back(id),
             Some(i) => {
@@ -355,18 +363,7 @@ impl Engine {
         self.p2p
             .unexpected
             .iter()
-            .find(|u| {
-                ctx == u.ctx
-                    && src.is_none_or(|s| s == u.src)
-                    && tag.is_none_or(|t| t == u.tag)
-                    && !matches!(
-                        u.kind,
-                        UnexpKind::Eager {
-                            matched: Some(_),
-                            ..
-                        }
-                    )
-            })
+            .find(|u| u.matches(src, tag, ctx))
             .map(|u| RawStatus {
                 source: u.src,
                 tag: u.tag,
