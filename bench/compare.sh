@@ -61,6 +61,7 @@ test_args() {
 ensure_mpicc() {
     if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
         echo "compare.sh: installing Open MPI" >&2
+        apt-get update -q >&2 || true
         apt-get install -y openmpi-bin libopenmpi-dev >&2
     fi
 }

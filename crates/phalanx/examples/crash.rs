@@ -3,12 +3,20 @@
 //! Usage: `phalanx run -n 4 crash MODE` with MODE one of `panic`, `exit3`, `kill`
 //! (rank 1 SIGKILLs itself), `nofinalize` (rank 1 exits 0 without finalizing), `deadlock`
 //! (rank 1 waits for a message nobody sends; ends only at `--timeout`), `mismatch` (rank 1
-//! broadcasts from root 1 while the others use root 0). Every rank first
+//! broadcasts from root 1 while the others use root 0), `mismatch_reduce` (rank 2 reduces
+//! other types with another operation, same byte count), `mismatch_alg` (rank 1 forces
+//! another broadcast algorithm), `panic_pending` (rank 1 panics with a receive in
+//! flight). Every rank first
 //! prints `pid RANK PID` so a caller can check that no process survives.
 use phalanx::traits::*;
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
+    if mode == "mismatch_alg" && std::env::var("PHALANX_RANK").as_deref() == Ok("1") {
+        // Rank 1 alone forces another broadcast algorithm.
+        std::env::set_var("PHALANX_COLL_BCAST", "binomial");
+        std::env::set_var("PHALANX_COLL_BARRIER", "dissemination");
+    }
     let universe = phalanx::initialize().expect("phalanx initialized twice");
     let world = universe.world();
     let rank = world.rank();
@@ -21,6 +29,47 @@ fn main() {
         }
     } else {
         world.process_at_rank(1).send_with_tag(&rank, 5);
+    }
+    if mode == "mismatch_reduce" {
+        // Same byte count, different type signature and operation on rank 2.
+        if rank == 2 {
+            let x = [1.0f32; 4];
+            world
+                .process_at_rank(0)
+                .reduce_into(&x[..], phalanx::collective::SystemOperation::max());
+        } else if rank == 0 {
+            let x = [1u64; 2];
+            let mut y = [0u64; 2];
+            // Rank 0 is busy elsewhere first, so the others' data arrives early.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            world.process_at_rank(0).reduce_into_root(
+                &x[..],
+                &mut y[..],
+                phalanx::collective::SystemOperation::sum(),
+            );
+        } else {
+            let x = [1u64; 2];
+            world
+                .process_at_rank(0)
+                .reduce_into(&x[..], phalanx::collective::SystemOperation::sum());
+        }
+        world.barrier();
+        return;
+    }
+    if mode == "mismatch_alg" {
+        let mut x = [rank as u64; 4];
+        world.process_at_rank(0).broadcast_into(&mut x[..]);
+        world.barrier();
+        return;
+    }
+    if mode == "panic_pending" && rank == 1 {
+        let mut buf = [0u8; 8];
+        phalanx::request::scope(|s| {
+            let _r = world
+                .process_at_rank(0)
+                .immediate_receive_into_with_tag(s, &mut buf[..], 123);
+            panic!("rank 1 panics with a receive in flight");
+        });
     }
     if mode == "mismatch" {
         let root = if rank == 1 { 1 } else { 0 };

@@ -99,7 +99,25 @@ fn shape(c: &SimpleCommunicator) -> Shape {
 fn choose(name: &str, s: &Shape, mcast: &'static str, p2p: &'static str) -> String {
     // With two members a multicast is a unicast: the one-round point-to-point
     // algorithms (exchange, dissemination) are at least as fast.
-    algo(name).unwrap_or_else(|| if s.multicast && s.p > 2 { mcast } else { p2p }.to_string())
+    let a =
+        algo(name).unwrap_or_else(|| if s.multicast && s.p > 2 { mcast } else { p2p }.to_string());
+    // The choice joins the call's signature: ranks that chose differently (different
+    // environment, multicast on some ranks only) get a mismatch error, not a hang.
+    let k = algo("ALLGATHER_K").unwrap_or_default();
+    CHOSEN.with(|c| c.set(alg_hash(&a, &k)));
+    a
+}
+
+thread_local! {
+    static CHOSEN: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+fn alg_hash(a: &str, k: &str) -> u8 {
+    let h = a
+        .bytes()
+        .chain(k.bytes())
+        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+    (h % 15 + 1) as u8
 }
 
 struct Spec<'a> {
@@ -117,30 +135,33 @@ struct Spec<'a> {
 fn start(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) -> ReqId {
     let c = spec.comm;
     let seq = c.next_coll_seq();
+    let sh = shape(c);
+    CHOSEN.with(|x| x.set(0));
+    let planned = plan(&sh);
+    let alg = CHOSEN.with(|x| x.get()) as u64;
+    let sig = signature(
+        spec.kind,
+        spec.root.map(|r| r as u32),
+        spec.op,
+        &spec.dt,
+        spec.count,
+    ) | (alg << 52);
     let call_ = CollCall {
         ctx: c.context(),
         seq,
-        sig: signature(
-            spec.kind,
-            spec.root.map(|r| r as u32),
-            spec.op,
-            &spec.dt,
-            spec.count,
-        ),
+        sig,
         op: spec.op,
         dt: spec.dt,
         send: spec.send,
         recv: spec.recv,
     };
-    let sh = shape(c);
     call(spec.name, |e| {
         if !call_.dt.is_contiguous() {
             return Err(Error::InvalidArg(
                 "collectives need a contiguous datatype".into(),
             ));
         }
-        let p = plan(&sh)?;
-        e.start_collective(call_, p)
+        e.start_collective(call_, planned?)
     })
 }
 

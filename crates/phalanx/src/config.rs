@@ -49,6 +49,12 @@ fn var<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
     }
 }
 
+fn secs(name: &str, default: f64) -> Result<Duration> {
+    let v: f64 = var(name)?.unwrap_or(default);
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| Error::Init(format!("{name}={v} is not a valid number of seconds")))
+}
+
 fn flag(name: &str) -> bool {
     matches!(
         std::env::var(name).as_deref(),
@@ -63,15 +69,13 @@ impl Config {
             eager_limit: var("PHALANX_EAGER_LIMIT")?,
             spin: var::<u64>("PHALANX_SPIN_US")?.map(Duration::from_micros),
             yield_time: Duration::from_micros(var("PHALANX_YIELD_US")?.unwrap_or(2000)),
-            finalize_timeout: Duration::from_secs_f64(
-                var("PHALANX_FINALIZE_TIMEOUT")?.unwrap_or(30.0),
-            ),
+            finalize_timeout: secs("PHALANX_FINALIZE_TIMEOUT", 30.0)?,
             stats: flag("PHALANX_STATS"),
             unexpected_limit: var("PHALANX_UNEXPECTED_LIMIT")?.unwrap_or(256 << 20),
             window: var("PHALANX_WINDOW")?.unwrap_or(128).max(1),
             eager_ack: flag("PHALANX_EAGER_ACK"),
             rto_max: Duration::from_millis(var("PHALANX_RTO_MAX_MS")?.unwrap_or(100)),
-            peer_timeout: Duration::from_secs_f64(var("PHALANX_PEER_TIMEOUT")?.unwrap_or(300.0)),
+            peer_timeout: secs("PHALANX_PEER_TIMEOUT", 300.0)?,
             ip: phalanx_transport::resolve_bind_ip(std::env::var("PHALANX_IP").ok().as_deref())
                 .map_err(|e| Error::Init(format!("PHALANX_IP: {e}")))?,
         })

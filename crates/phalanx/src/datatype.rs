@@ -84,10 +84,13 @@ impl Datatype {
 
     /// A structure of `extent` bytes whose fields lie at the given offsets.
     pub fn structure(extent: usize, fields: &[(usize, Datatype)]) -> Datatype {
+        // Memory order, whatever order the fields were declared in (Rust may reorder).
+        let mut fields: Vec<&(usize, Datatype)> = fields.iter().collect();
+        fields.sort_by_key(|f| f.0);
         let mut blocks: Vec<(usize, usize)> = Vec::new();
         let mut signature: Vec<(Primitive, usize)> = Vec::new();
         let mut size = 0;
-        for (off, dt) in fields {
+        for &(off, ref dt) in fields {
             size += dt.size();
             for &(o, l) in &dt.0.blocks {
                 let o = off + o;

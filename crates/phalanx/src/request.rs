@@ -3,8 +3,10 @@
 //! Contract: the engine's requests are `'static` and hold raw pointers; a [`Request`]
 //! borrows its buffer for `'a`, and its [`Scope`] guarantees that no request outlives the
 //! borrow: [`scope`] waits at its end for every request registered with it that was not
-//! completed (for example one that was leaked with `mem::forget`). Dropping an incomplete
-//! request waits for it.
+//! completed (for example one that was leaked with `mem::forget`), also when the closure
+//! unwinds. Dropping an incomplete request waits for it; if that happens while a panic
+//! unwinds, the rank ends (exit code 101) rather than free buffers the network may still
+//! write into or hang a failing job.
 
 use crate::engine::requests::ReqId;
 use crate::environment::call;
@@ -62,12 +64,37 @@ where
         ids: RefCell::new(Vec::new()),
         _invariant: PhantomData,
     };
-    let r = f(&s);
-    let left: Vec<ReqId> = s.ids.borrow_mut().drain(..).collect();
-    for id in left {
-        let _ = crate::environment::with_engine(|e| e.wait(id));
-    }
+    // Runs also when `f` unwinds, so no request outlives the buffers it points into.
+    let guard = ScopeGuard(&s);
+    let r = f(guard.0);
+    drop(guard);
     r
+}
+
+struct ScopeGuard<'s, 'a>(&'s LocalScope<'a>);
+
+impl Drop for ScopeGuard<'_, '_> {
+    fn drop(&mut self) {
+        let left: Vec<ReqId> = self.0.ids.borrow_mut().drain(..).collect();
+        if left.is_empty() {
+            return;
+        }
+        if std::thread::panicking() {
+            // The buffers are about to be released while the network may still write
+            // into them, and waiting could hang a failing rank: end the process (the
+            // launcher ends the job and names the rank).
+            dying();
+        }
+        for id in left {
+            let _ = crate::environment::with_engine(|e| e.wait(id));
+        }
+    }
+}
+
+/// Ends a rank that unwinds with requests in flight (exit code of a Rust panic).
+fn dying() -> ! {
+    eprintln!("phalanx: a panic unwound through requests in flight; ending the rank");
+    std::process::exit(101)
 }
 
 /// A nonblocking operation on a buffer borrowed for `'a`.
@@ -123,6 +150,9 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
 impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for Request<'a, Buf, S> {
     fn drop(&mut self) {
         if !self.done {
+            if std::thread::panicking() {
+                dying();
+            }
             let _ = crate::environment::with_engine(|e| e.wait(self.id));
             self.scope.unregister(self.id);
         }

@@ -121,3 +121,42 @@ fn mr_collective_mismatch_names_ranks() {
         assert!(gone(p), "rank process {p} survived the job");
     }
 }
+
+fn crash_mode(mode: &str, n: &str) -> Run {
+    let r = run(
+        &["-n", n, &example("crash").display().to_string(), mode],
+        &[],
+        LIMIT,
+    );
+    for p in r.pids() {
+        assert!(gone(p), "rank process {p} survived the job");
+    }
+    r
+}
+
+#[test]
+fn mr_collective_mismatch_of_early_data_is_detected() {
+    let r = crash_mode("mismatch_reduce", "3");
+    assert!(!r.ok(), "{}", r.dump());
+    assert!(r.stderr.contains("collective mismatch"), "{}", r.dump());
+    assert!(r.stderr.contains("reduce("), "{}", r.dump());
+}
+
+#[test]
+fn mr_collective_algorithm_mismatch_is_detected() {
+    let r = crash_mode("mismatch_alg", "4");
+    assert!(!r.ok(), "{}", r.dump());
+    assert!(r.stderr.contains("collective mismatch"), "{}", r.dump());
+    assert!(r.stderr.contains("algorithm #"), "{}", r.dump());
+}
+
+#[test]
+fn mr_panic_with_request_in_flight_ends_the_job() {
+    let r = crash_mode("panic_pending", "3");
+    assert!(!r.ok(), "{}", r.dump());
+    assert!(
+        r.stderr.contains("rank 1 exited with code 101"),
+        "{}",
+        r.dump()
+    );
+}

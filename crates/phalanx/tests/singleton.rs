@@ -15,6 +15,15 @@ struct Particle {
 #[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
 struct Pair(u16, i16);
 
+/// Rust lays these fields out in another order than declared; no padding either way.
+#[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
+struct Reordered {
+    a: u8,
+    b: u32,
+    c: u8,
+    d: u16,
+}
+
 #[test]
 fn singleton_self_messaging() {
     std::env::remove_var("PHALANX_BOOT");
@@ -111,4 +120,26 @@ fn singleton_self_messaging() {
     });
     assert_eq!(x, 8);
     let _ = Datatype::primitive(Primitive::U8);
+
+    // A struct whose fields Rust reorders is still one contiguous block, usable in
+    // collectives (reductions walk the signature in memory order).
+    assert!(Reordered::equivalent_datatype().is_contiguous());
+    let r = [Reordered {
+        a: 1,
+        b: 2,
+        c: 3,
+        d: 4,
+    }; 3];
+    let mut out = [Reordered {
+        a: 0,
+        b: 0,
+        c: 0,
+        d: 0,
+    }; 3];
+    world.all_reduce_into(
+        &r[..],
+        &mut out[..],
+        phalanx::collective::SystemOperation::sum(),
+    );
+    assert_eq!(out, r);
 }

@@ -11,5 +11,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod careful;
 pub mod gbn;
 pub mod urtp;

@@ -81,6 +81,15 @@ pub enum Kind {
     UrtpAck = 4,
     /// URTP request: `seq` = the counter requested (implicitly acks everything before it).
     UrtpReq = 5,
+    /// Careful-protocol data frame (seed 003): unicast (`seq` = the pair's frame number,
+    /// [`flags::SEQ_VALID`]) or, with [`flags::MULTICAST`], one frame to several ranks
+    /// (frame numbers in the [`mcast`] extension); `ack` ([`flags::ACK_VALID`]) = window
+    /// update: frames of the destination freed since the previous frame on this link
+    /// (for several destinations, the minimum over them).
+    CarefulData = 6,
+    /// Careful-protocol window update without data: `seq` = the pair's frame number,
+    /// `ack` = frames of the destination freed since the previous frame on this link.
+    CarefulUpdate = 7,
 }
 
 impl Kind {
@@ -92,6 +101,8 @@ impl Kind {
             3 => Some(Kind::UrtpData),
             4 => Some(Kind::UrtpAck),
             5 => Some(Kind::UrtpReq),
+            6 => Some(Kind::CarefulData),
+            7 => Some(Kind::CarefulUpdate),
             _ => None,
         }
     }

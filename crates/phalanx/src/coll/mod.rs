@@ -107,7 +107,8 @@ pub fn signature(
 /// Human-readable form of a signature for error messages.
 pub fn describe(sig: u64) -> String {
     let kind = CollKind::name((sig >> 56) as u8);
-    let op = (sig >> 48) as u8;
+    let op = ((sig >> 48) & 0xf) as u8;
+    let alg = ((sig >> 52) & 0xf) as u8;
     let root = ((sig >> 32) & 0xffff) as u32;
     let mut s = format!("{kind}(");
     if root != 0xffff {
@@ -115,6 +116,9 @@ pub fn describe(sig: u64) -> String {
     }
     if op != 0 {
         s += &format!("op #{op}, ");
+    }
+    if alg != 0 {
+        s += &format!("algorithm #{alg}, ");
     }
     s += &format!("types #{:08x})", sig as u32);
     s
@@ -133,6 +137,8 @@ struct Posted {
 struct Partial {
     data: Vec<u8>,
     total: u64,
+    /// Signature the sender's call carried.
+    sig: u64,
 }
 
 struct Sched {
@@ -241,6 +247,11 @@ impl CollState {
         self.error.take()
     }
 
+    /// Records an error that ends the current collective wait.
+    pub(crate) fn fail(&mut self, e: Error) {
+        self.error.get_or_insert(e);
+    }
+
     fn mismatch(rank: u32, ctx: u32, seq: u32, local: u64, src: u32, remote: u64) -> Error {
         Error::CollectiveMismatch {
             context: ctx,
@@ -334,16 +345,27 @@ impl CollState {
         match self.unexpected.get_mut(&key) {
             Some(part) => part.data.extend_from_slice(data),
             None => {
+                if total > limit as u64 {
+                    // No collective message can be that large here: corrupt input.
+                    return Err(());
+                }
                 if !local
                     && !self.unexpected.is_empty()
-                    && self.unexpected_bytes + total as usize > limit
+                    && self.unexpected_bytes.saturating_add(total as usize) > limit
                 {
                     return Ok(false);
                 }
-                self.unexpected_bytes += total as usize;
-                let mut v = Vec::with_capacity(total as usize);
+                self.unexpected_bytes = self.unexpected_bytes.saturating_add(total as usize);
+                let mut v = Vec::with_capacity((total as usize).min(1 << 20));
                 v.extend_from_slice(data);
-                self.unexpected.insert(key, Partial { data: v, total });
+                self.unexpected.insert(
+                    key,
+                    Partial {
+                        data: v,
+                        total,
+                        sig,
+                    },
+                );
             }
         }
         Ok(true)
@@ -487,7 +509,11 @@ impl Engine {
                 .coll
                 .unexpected_bytes
                 .saturating_sub(part.total as usize);
-            if part.total as usize != into.len {
+            let mine = self.coll.scheds.get(&id).map_or(part.sig, |s| s.sig);
+            if part.sig != mine {
+                let e = CollState::mismatch(self.rank, key.1, key.2, mine, key.0, part.sig);
+                self.coll.error.get_or_insert(e);
+            } else if part.total as usize != into.len {
                 let e = self
                     .coll
                     .size_mismatch(self.rank, key, into.len, part.total);

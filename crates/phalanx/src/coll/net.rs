@@ -10,7 +10,7 @@
 //! machinery armed for it.
 
 use crate::engine::Engine;
-use phalanx_proto::urtp::{Targets, UrtpDest, UrtpEvent, UrtpVerdict};
+use phalanx_proto::urtp::{Targets, UrtpDest, UrtpEvent, UrtpSendError, UrtpVerdict};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
 
 /// A collective packet waiting for window space.
@@ -67,12 +67,23 @@ impl Engine {
             h.aux = off as u64;
             let sigb = sig.to_le_bytes();
             let chunk = &data[off..off + n];
-            if !self.coll_out.is_empty()
-                || self
-                    .urtp
-                    .send_with_prefix(now, &targets, &h, &sigb, chunk)
-                    .is_err()
-            {
+            let sent = if self.coll_out.is_empty() {
+                match self.urtp.send_with_prefix(now, &targets, &h, &sigb, chunk) {
+                    Ok(()) => true,
+                    Err(UrtpSendError::WindowFull { .. }) => false,
+                    Err(e) => {
+                        // Not a matter of waiting: fail the collective.
+                        let err = crate::error::Error::InvalidArg(format!(
+                            "collective packet to ranks {to:?} cannot be sent: {e}"
+                        ));
+                        self.coll.fail(err);
+                        return;
+                    }
+                }
+            } else {
+                false
+            };
+            if !sent {
                 let mut payload = Vec::with_capacity(8 + n);
                 payload.extend_from_slice(&sigb);
                 payload.extend_from_slice(chunk);

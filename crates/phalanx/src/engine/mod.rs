@@ -71,6 +71,8 @@ pub struct Engine {
     pub(crate) coll: crate::coll::CollState,
     waiting: Waiting,
     iterations: u64,
+    /// Drain every socket in the next progress round (after a sleep).
+    drain_all_next: bool,
     finalized: bool,
 }
 
@@ -190,6 +192,7 @@ impl Engine {
             coll: Default::default(),
             waiting: Waiting::Nothing,
             iterations: 0,
+            drain_all_next: false,
             finalized: false,
         }
     }
@@ -213,7 +216,10 @@ impl Engine {
             // collective is in flight or owed acknowledgements, and now and then anyway.
             let coll_busy =
                 !self.coll.idle() || !self.coll_out.is_empty() || !self.urtp.all_acked();
-            t.set_poll_multicast(coll_busy || self.iterations.is_multiple_of(64));
+            t.set_poll_multicast(
+                coll_busy || self.drain_all_next || self.iterations.is_multiple_of(64),
+            );
+            self.drain_all_next = false;
             let r = t.recv_batch(&mut |from, bytes| {
                 self.handle_datagram(now, from, bytes);
             });
@@ -259,12 +265,8 @@ impl Engine {
             self.stats.drop_malformed += 1;
             return;
         };
-        let known = match self.peer_addrs.get(pkt.src() as usize) {
-            Some(a) if *a == from => true,
-            // Multicast may leave from another port of the sender's address.
-            Some(a) => a.ip() == from.ip() && pkt.flags() & phalanx_wire::flags::MULTICAST != 0,
-            None => false,
-        };
+        // Multicasts leave from the sender's unicast socket too: one exact check.
+        let known = self.peer_addrs.get(pkt.src() as usize) == Some(&from);
         if pkt.job_key() != self.job_key || !known {
             self.stats.drop_foreign += 1;
             return;
@@ -352,8 +354,12 @@ impl Engine {
             }
             Waiting::Coll(id) => self.describe_collective(*id),
             Waiting::Finalize => format!(
-                "in finalize, waiting for acknowledgements from ranks {:?}",
-                self.gbn.unacked_peers()
+                "in finalize, waiting for acknowledgements from ranks {:?} (or for the release)",
+                self.gbn
+                    .unacked_peers()
+                    .into_iter()
+                    .chain(self.urtp.unacked_peers())
+                    .collect::<Vec<_>>()
             ),
         }
     }
@@ -387,6 +393,8 @@ impl Engine {
         }
         self.stats.sleeps += 1;
         wait_readable(&fds, Some(Duration::from_nanos(deadline - now)))?;
+        // Whatever woke us (possibly the multicast socket) is drained next round.
+        self.drain_all_next = true;
         self.service_boot()
     }
 
@@ -515,10 +523,9 @@ impl Engine {
         if let Some(b) = self.boot.as_mut() {
             b.send_drained(warning)
                 .map_err(|e| Error::Launcher(e.to_string()))?;
-            let release_by = Instant::now() + limit * 2;
-            self.wait_until(Waiting::Finalize, |e| {
-                e.finalized || Instant::now() >= release_by
-            })?;
+            // Keep answering until the launcher releases the job (it always does, or
+            // ends it; if it vanishes the wait ends with an error).
+            self.wait_until(Waiting::Finalize, |e| e.finalized)?;
         }
         self.finalized = true;
         Ok(())

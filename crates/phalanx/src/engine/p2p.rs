@@ -556,17 +556,22 @@ impl Engine {
             }
             return true;
         }
+        if total > self.cfg.unexpected_limit as u64 {
+            // Larger than any eager message could be: corrupt input, dropped.
+            self.stats.drop_invalid += 1;
+            return true;
+        }
         let need = total as usize;
         if !local
             && !self.p2p.unexpected.is_empty()
-            && self.p2p.unexpected_bytes + need > self.cfg.unexpected_limit
+            && self.p2p.unexpected_bytes.saturating_add(need) > self.cfg.unexpected_limit
         {
             return false;
         }
-        self.p2p.unexpected_bytes += need;
+        self.p2p.unexpected_bytes = self.p2p.unexpected_bytes.saturating_add(need);
         let id = self.p2p.next_unexpected;
         self.p2p.next_unexpected += 1;
-        let mut buf = Vec::with_capacity(need);
+        let mut buf = Vec::with_capacity(need.min(1 << 20));
         buf.extend_from_slice(&data[..data.len().min(need)]);
         let complete = buf.len() == need;
         self.p2p.unexpected.push_back(Unexpected {

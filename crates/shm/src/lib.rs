@@ -1,0 +1,104 @@
+//! phalanx shared-memory transport for the ranks of one host.
+//!
+//! # Layers
+//! * [`ShmSegment`] — one file in `/dev/shm` per (job, host), created by the lowest local
+//!   rank ([`ShmSegment::create`]) and opened by the others ([`ShmSegment::open`]). It is
+//!   sized up front with `posix_fallocate`, so a too-small `/dev/shm` fails *at create* with
+//!   an error naming the size and the free space (never a SIGBUS later), and it is unlinked
+//!   as soon as every local rank has mapped it (see "Attach protocol" below).
+//! * [`ShmTransport`] — built from a segment ([`ShmTransport::new`]): per ordered pair of
+//!   local ranks a single-producer/single-consumer ring, an eventfd per rank for sleeping,
+//!   and the single-copy capability matrix (`process_vm_readv`).
+//!
+//! # Rings (contract)
+//! * One ring per ordered pair (A→B), `ShmConfig::ring_bytes` bytes of 64-byte cells
+//!   (power of two). The producer's index (`head`) and the consumer's index (`tail`) are
+//!   monotonically increasing cell counts, each alone on its own 128-byte line, published
+//!   with release stores and read with acquire loads. Each side caches the other's index
+//!   and re-reads it only when its cached copy says "empty" / "full": in steady state a
+//!   send touches one shared line per 64 bytes of frame plus the head line, and a receive
+//!   the same lines, with **no syscall and no lock**.
+//! * A frame starts on a cell boundary with an 8-byte header (length, flags) followed by
+//!   its bytes, written **in place** by the producer ([`ShmTransport::reserve`] →
+//!   [`ShmTransport::commit`]) and read in place by the consumer ([`ShmTransport::peek`] →
+//!   [`ShmTransport::release`]). Frames of at most [`FAST_FRAME`] = 56 bytes occupy one
+//!   cell (the "fast slot": one cache line crosses cores). Frames never straddle the end of
+//!   the ring: the producer writes a wrap marker and continues at cell 0.
+//! * The transport treats frames as opaque bytes (the engine puts phalanx datagrams in
+//!   them). Order is FIFO per pair; nothing is ever lost, duplicated or reordered.
+//! * **Flow control is the consumer index**: a full ring makes `send` return `Ok(false)`
+//!   (the caller retries later; it must keep receiving meanwhile, or two ranks sending to
+//!   each other can deadlock). The consumer publishes its index at the end of every
+//!   [`ShmTransport::recv`] call for each ring it consumed from, whenever a quarter of a
+//!   ring has been consumed, and whenever [`ShmTransport::peek`] finds a ring empty.
+//! * The largest frame is [`ShmTransport::max_frame`] = `ring_bytes - 8`.
+//!
+//! # Sleeping (contract)
+//! Spin-then-sleep is the engine's policy; this crate provides the pieces:
+//! * [`ShmTransport::poll_readable`] — pure loads on shared memory, cheap enough to spin on.
+//! * [`ShmTransport::prepare_sleep`] — announces "about to sleep" (a flag per rank in the
+//!   segment, plus a "waiting for space" flag on each ring whose last send found it full),
+//!   then re-checks every ring. It returns `false` if data (or space) arrived meanwhile:
+//!   do not sleep. If it returns `true`, sleep in `poll()` on [`ShmTransport::fd`] (the
+//!   rank's eventfd), together with any sockets. Any later call to `recv`, `peek`, `send`,
+//!   `reserve` or [`ShmTransport::finish_sleep`] ends the sleep state and drains the eventfd.
+//! * A producer, after publishing a frame, does a full fence and reads the consumer's flag;
+//!   only if it is set does it clear it and write the consumer's eventfd. The consumer sets
+//!   its flag, fences, and then re-checks the rings: of the two stores, at least one side
+//!   sees the other's (Dekker), so no wake-up is lost, and a spinning consumer costs the
+//!   producer no syscall.
+//! * Eventfds cannot be opened by name in another process. At connect time every rank sends
+//!   its eventfd to every peer with `SCM_RIGHTS` over an abstract-namespace Unix datagram
+//!   socket (no file, no ptrace permission needed, works as any user; names are private to
+//!   the network namespace, which is part of phalanx's host identity). The sockets are
+//!   closed once the exchange is done.
+//!
+//! # Single copy (contract)
+//! [`read_remote`] pulls `len` bytes from another process's address space with
+//! `process_vm_readv` straight into the destination. At connect, every rank probes every
+//! peer (reads a known word at a published address and compares it); the result is a
+//! matrix published in the segment, so both sides of a pair agree which path to use:
+//! [`ShmTransport::can_read_from`], [`ShmTransport::can_be_read_by`],
+//! [`ShmTransport::single_copy`]. When it is not permitted (EPERM under ptrace restrictions,
+//! different users, pid namespaces, or `ShmConfig::single_copy = false`), the pipelined
+//! two-copy fallback is [`ShmTransport::send_chunked`]: chunks written in place into the
+//! ring while the receiver copies earlier chunks out. The rendezvous protocol (descriptor
+//! frame with (pid, address, length), completion frame back) belongs to the engine.
+//!
+//! # Attach protocol (segment lifetime)
+//! 1. The creator (lowest local rank) makes the file with `O_CREAT|O_EXCL` (mode 0600),
+//!    `posix_fallocate`s it, maps it, writes the header and the attach counter (= 1), and
+//!    publishes a magic word last (release).
+//! 2. Every other rank waits (bounded by `ShmConfig::connect_timeout`) for the file to
+//!    appear with the expected size and the magic, checks that its own view of the job
+//!    (ranks, ring size) matches the header, and increments the attach counter.
+//! 3. Whoever brings the counter to the number of local ranks unlinks the file: from then
+//!    on the segment lives only in the mappings, and the kernel frees it when the last rank
+//!    exits, however it exits.
+//! 4. If the creator is dropped before every rank attached (a rank never came, or connect
+//!    failed), it unlinks the file itself; a late rank then fails its bounded wait with an
+//!    error naming the segment.
+//!
+//! # Safety model
+//! All ranks of a job trust each other (they are the same program). Shared words are only
+//! ever accessed through atomics; frame bytes are accessed through plain slices only in the
+//! region the ring protocol gives to one side exclusively (producer: free cells; consumer:
+//! published, unreleased cells). A peer that corrupts the segment can make this process
+//! see garbage frames or an `InvalidData` error, but frame lengths are validated, so it
+//! cannot make it read or write outside the mapping.
+
+mod ring;
+mod segment;
+mod sys;
+mod transport;
+
+pub use segment::{ShmConfig, ShmSegment};
+pub use sys::read_remote;
+pub use transport::{ShmTransport, SingleCopy};
+
+/// Cell size: frames start on cell boundaries, one cell is one cache line.
+pub const CELL: usize = 64;
+/// Bytes of frame header inside the first cell.
+pub const FRAME_HEADER: usize = 8;
+/// Largest frame that fits in one cell together with its header (the fast slot).
+pub const FAST_FRAME: usize = CELL - FRAME_HEADER;

@@ -1,0 +1,239 @@
+//! One single-producer/single-consumer ring of 64-byte cells in the shared segment.
+//!
+//! Invariants (cells counted from the ring's creation, never wrapping in practice: u64):
+//! * `tail ≤ head ≤ tail + cap`, where `head` is written only by the producer and `tail`
+//!   only by the consumer. Cells in `[tail, head)` belong to the consumer, the rest to the
+//!   producer.
+//! * Every frame starts at a cell boundary with an 8-byte header word
+//!   `len | flags << 32` and occupies `cells(len)` cells, all at positions `< cap` (no
+//!   straddling): when a frame would cross the end, the producer writes a `WRAP` header
+//!   covering the rest of the ring.
+//! * The producer writes frame bytes and header *before* its release store of `head`; the
+//!   consumer reads them after its acquire load of `head`. Symmetrically the consumer is
+//!   done with cells before its release store of `tail`.
+
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+use crate::{CELL, FRAME_HEADER};
+
+const F_DATA: u64 = 1;
+const F_WRAP: u64 = 2;
+
+/// Cells occupied by a frame of `len` bytes.
+#[inline]
+pub(crate) fn cells_for(len: usize) -> u64 {
+    (len + FRAME_HEADER).div_ceil(CELL) as u64
+}
+
+/// Raw view of one ring's shared words and data area.
+#[derive(Clone, Copy)]
+pub(crate) struct RingRef {
+    pub head: *const AtomicU64,
+    pub tail: *const AtomicU64,
+    /// Set by a producer that found the ring full and is about to sleep.
+    pub pwait: *const AtomicU32,
+    pub data: *mut u8,
+    /// Capacity in cells (power of two).
+    pub cap: u64,
+}
+
+impl RingRef {
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: points into the live mapping (kept alive by the transport that owns both),
+        // aligned by the layout.
+        unsafe { &*self.head }
+    }
+    fn tail(&self) -> &AtomicU64 {
+        // SAFETY: as for `head`.
+        unsafe { &*self.tail }
+    }
+    pub fn pwait(&self) -> &AtomicU32 {
+        // SAFETY: as for `head`.
+        unsafe { &*self.pwait }
+    }
+    #[inline]
+    fn cell(&self, pos: u64) -> *mut u8 {
+        // SAFETY: `pos & (cap-1) < cap`, and the data area is `cap * CELL` bytes.
+        unsafe { self.data.add(((pos & (self.cap - 1)) as usize) * CELL) }
+    }
+}
+
+/// Producer end.
+pub(crate) struct TxRing {
+    r: RingRef,
+    head: u64,
+    cached_tail: u64,
+}
+
+impl TxRing {
+    pub fn new(r: RingRef) -> TxRing {
+        let head = r.head().load(Ordering::Acquire);
+        let cached_tail = r.tail().load(Ordering::Acquire);
+        TxRing {
+            r,
+            head,
+            cached_tail,
+        }
+    }
+
+    pub fn ring(&self) -> &RingRef {
+        &self.r
+    }
+
+    #[inline]
+    fn has_room(&mut self, cells: u64) -> bool {
+        if self.head + cells - self.cached_tail <= self.r.cap {
+            return true;
+        }
+        self.cached_tail = self.r.tail().load(Ordering::Acquire);
+        self.head + cells - self.cached_tail <= self.r.cap
+    }
+
+    /// Room for a frame of `len` bytes right now (may write and publish a wrap marker).
+    /// Returns a pointer to the frame's first byte; `len` bytes from there are ours until
+    /// `commit`. `len ≤ max_frame()` is the caller's job.
+    #[inline]
+    pub fn reserve(&mut self, len: usize) -> Option<*mut u8> {
+        let cells = cells_for(len);
+        let off = self.head & (self.r.cap - 1);
+        if off + cells > self.r.cap {
+            let skip = self.r.cap - off;
+            if !self.has_room(skip) {
+                return None;
+            }
+            // SAFETY: cell `head` is free (has_room) and cell aligned, so 8-aligned.
+            unsafe { (self.r.cell(self.head) as *mut u64).write(F_WRAP << 32) };
+            self.head += skip;
+            // Published at once: a consumer stuck behind an unpublished wrap would keep
+            // the ring looking full forever.
+            self.r.head().store(self.head, Ordering::Release);
+        }
+        if !self.has_room(cells) {
+            return None;
+        }
+        // SAFETY: the frame's cells are free and inside the data area (no straddling).
+        Some(unsafe { self.r.cell(self.head).add(FRAME_HEADER) })
+    }
+
+    /// Publish the frame reserved last, `len` bytes long (at most the reserved length).
+    #[inline]
+    pub fn commit(&mut self, len: usize) {
+        // SAFETY: cell `head` was reserved by `reserve`, cell aligned.
+        unsafe { (self.r.cell(self.head) as *mut u64).write(len as u64 | (F_DATA << 32)) };
+        self.head += cells_for(len);
+        self.r.head().store(self.head, Ordering::Release);
+    }
+
+    /// Producer half of the sleep handshake: could `reserve(len)` make progress now
+    /// (write its wrap marker, or the frame)?
+    pub fn room_for(&mut self, len: usize) -> bool {
+        let cells = cells_for(len);
+        let off = self.head & (self.r.cap - 1);
+        let need = if off + cells > self.r.cap {
+            self.r.cap - off
+        } else {
+            cells
+        };
+        self.has_room(need)
+    }
+}
+
+/// Consumer end.
+pub(crate) struct RxRing {
+    r: RingRef,
+    tail: u64,
+    published: u64,
+    cached_head: u64,
+    /// Cells of the frame returned by the last `peek` (0 = none outstanding).
+    cur: u64,
+    /// Publish the tail after this many consumed cells even mid-burst.
+    publish_every: u64,
+}
+
+/// What the consumer found in the ring.
+pub(crate) enum Peek {
+    Empty,
+    Frame(*const u8, usize),
+    Corrupt(u64),
+}
+
+impl RxRing {
+    pub fn new(r: RingRef) -> RxRing {
+        let tail = r.tail().load(Ordering::Acquire);
+        let cached_head = r.head().load(Ordering::Acquire);
+        RxRing {
+            r,
+            tail,
+            published: tail,
+            cached_head,
+            cur: 0,
+            publish_every: (r.cap / 4).max(1),
+        }
+    }
+
+    /// Cheap readability test: loads only.
+    #[inline]
+    pub fn readable(&self) -> bool {
+        self.tail != self.cached_head || self.r.head().load(Ordering::Acquire) != self.tail
+    }
+
+    /// The next frame, without consuming it. Repeated calls return the same frame.
+    #[inline]
+    pub fn peek(&mut self, max_frame: usize) -> Peek {
+        loop {
+            if self.tail == self.cached_head {
+                self.cached_head = self.r.head().load(Ordering::Acquire);
+                if self.tail == self.cached_head {
+                    return Peek::Empty;
+                }
+            }
+            let p = self.r.cell(self.tail);
+            // SAFETY: cell `tail` < `head` is published (acquire above), aligned.
+            let h = unsafe { (p as *const u64).read() };
+            let (len, flags) = ((h & 0xffff_ffff) as usize, h >> 32);
+            let off = self.tail & (self.r.cap - 1);
+            if flags == F_WRAP {
+                self.tail += self.r.cap - off;
+                continue;
+            }
+            let cells = cells_for(len);
+            if flags != F_DATA
+                || len > max_frame
+                || off + cells > self.r.cap
+                || self.tail + cells > self.cached_head
+            {
+                return Peek::Corrupt(h);
+            }
+            self.cur = cells;
+            // SAFETY: the frame lies within the data area (checked just above).
+            return Peek::Frame(unsafe { p.add(FRAME_HEADER) }, len);
+        }
+    }
+
+    /// Consume the frame returned by the last `peek`. Returns true if the producer asked
+    /// to be woken (the caller signals its eventfd).
+    #[inline]
+    pub fn release(&mut self) -> bool {
+        debug_assert!(self.cur != 0, "release without peek");
+        self.tail += self.cur;
+        self.cur = 0;
+        if self.tail - self.published >= self.publish_every {
+            return self.publish();
+        }
+        false
+    }
+
+    /// Make consumed cells visible to the producer. Returns true if it is waiting for room
+    /// and must be woken.
+    #[inline]
+    pub fn publish(&mut self) -> bool {
+        if self.published == self.tail {
+            return false;
+        }
+        self.published = self.tail;
+        self.r.tail().store(self.tail, Ordering::Release);
+        // Dekker with the producer's `pwait` store + fence + tail load.
+        fence(Ordering::SeqCst);
+        self.r.pwait().load(Ordering::Relaxed) != 0 && self.r.pwait().swap(0, Ordering::AcqRel) != 0
+    }
+}
