@@ -50,6 +50,12 @@ fn mr_collectives_p4_p5() {
 }
 
 #[test]
+fn mr_collectives_point_to_point_over_udp() {
+    // Collectives ride URTP either way; this keeps user point-to-point on UDP too.
+    collectives_env(5, 1 << 18, None, &[("PHALANX_TRANSPORT", "udp")]);
+}
+
+#[test]
 fn mr_collectives_p8() {
     collectives(8, 1 << 17, None);
 }

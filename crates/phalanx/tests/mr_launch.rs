@@ -63,6 +63,37 @@ fn mr_stress_8_on_two_cores() {
 }
 
 #[test]
+fn mr_stress_over_each_transport() {
+    for transport in ["udp", "shm"] {
+        let r = run(
+            &["-n", "4", &ex("stress"), "2", "60", "9"],
+            &[("PHALANX_TRANSPORT", transport), ("PHALANX_STATS", "1")],
+            LIMIT,
+        );
+        assert!(r.ok(), "{transport}\n{}", r.dump());
+        assert_eq!(
+            r.stdout.matches("all checksums ok").count(),
+            4,
+            "{}",
+            r.dump()
+        );
+        // The traffic really took that path.
+        let shm_frames: u64 = r
+            .stderr
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("shm_sent="))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum();
+        assert_eq!(
+            shm_frames > 0,
+            transport == "shm",
+            "{transport}\n{}",
+            r.dump()
+        );
+    }
+}
+
+#[test]
 fn mr_pingpong_2() {
     let r = run(&["-n", "2", &ex("pingpong"), "300000", "20"], &[], LIMIT);
     assert!(r.ok(), "{}", r.dump());
@@ -156,11 +187,15 @@ fn intruder_counts(env: &[(&str, &str)]) -> Vec<(u64, u64, u64)> {
 fn mr_foreign_datagrams_dropped_and_counted() {
     // Without the kernel filter: dropped and counted in user space. At least the previous
     // rank's noise (200 of each kind) was processed before its real message.
-    for (malformed, foreign, _) in intruder_counts(&[("PHALANX_BPF", "0")]) {
+    // The ranks talk over UDP here (the noise targets their UDP ports, and the real
+    // messages must queue behind it).
+    for (malformed, foreign, _) in
+        intruder_counts(&[("PHALANX_BPF", "0"), ("PHALANX_TRANSPORT", "udp")])
+    {
         assert!(malformed >= 200 && foreign >= 200, "{malformed} {foreign}");
     }
     // With it: the kernel drops them (counted as kernel drops); none reach user space.
-    for (malformed, foreign, kernel) in intruder_counts(&[]) {
+    for (malformed, foreign, kernel) in intruder_counts(&[("PHALANX_TRANSPORT", "udp")]) {
         assert_eq!((malformed, foreign), (0, 0));
         assert!(kernel >= 400, "kernel drops {kernel}");
     }

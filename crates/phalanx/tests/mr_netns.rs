@@ -101,3 +101,71 @@ fn mr_netns_bcast_sends_each_packet_once_and_filters_non_targets() {
         assert!(field(l, "kernel_drops=") >= expected, "{l}");
     }
 }
+
+#[test]
+fn mr_netns_mixed_shared_memory_and_udp() {
+    // Two hosts with two ranks each: shared memory inside a host, UDP between them.
+    let net = TestNet::create(2).expect("test hosts (network namespaces) must be available");
+    let path = std::env::temp_dir().join(format!(
+        "phalanx-hosts-mixed-{}-{}",
+        std::process::id(),
+        net.bridge()
+    ));
+    let text: String = net
+        .names()
+        .iter()
+        .map(|n| format!("netns:{n} slots=2\n"))
+        .collect();
+    std::fs::write(&path, text).expect("write hostfile");
+    let hf = tempfile_path::Path(path);
+    let hosts = hf.0.display().to_string();
+    let r = run(
+        &[
+            "--hostfile",
+            &hosts,
+            &example("stress").display().to_string(),
+            "2",
+            "60",
+            "3",
+        ],
+        &[("PHALANX_STATS", "1")],
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all checksums ok").count(),
+        4,
+        "{}",
+        r.dump()
+    );
+    let sum = |key: &str| -> u64 {
+        r.stderr
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix(key))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum()
+    };
+    assert!(
+        sum("shm_sent=") > 0,
+        "no shared-memory traffic\n{}",
+        r.dump()
+    );
+    assert!(sum("received=") > 0, "no UDP traffic\n{}", r.dump());
+    let r = run(
+        &[
+            "--hostfile",
+            &hosts,
+            &example("collectives").display().to_string(),
+            "65536",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all collectives ok").count(),
+        4,
+        "{}",
+        r.dump()
+    );
+}

@@ -81,7 +81,7 @@ pub fn parse_stall(s: &str) -> Option<u64> {
     };
     let x: f64 = num.trim().parse().ok()?;
     let ns = x * scale;
-    (ns.is_finite() && ns >= 0.0 && ns < 1.8e19).then_some(ns as u64)
+    (0.0..1.8e19).contains(&ns).then_some(ns as u64)
 }
 
 /// Tunables of the careful protocol. All ranks of a job must use the same `buffers` and

@@ -120,13 +120,24 @@ fn never_closes_window_without_update() {
     let out = drain(&mut b);
     assert_eq!(out.len(), 1);
     assert_eq!(feed(&mut a, &out[0].1), Verdict::Update);
-    // Credit 1 but a freed b's second update frame: the closing frame carries it.
-    assert_eq!(a.credit(1), 1);
+    assert_eq!(a.credit(1), 2);
     a.send(0, &[1], data(b"y")).unwrap();
-    assert_eq!(a.credit(1), 0);
-    let out = drain(&mut a);
-    assert_eq!(Packet::new_checked(&out[0].1).unwrap().ack(), 1);
     assert!(a.send(0, &[1], data(b"z")).is_err());
+    assert_eq!(Packet::new_checked(&drain(&mut a)[0].1).unwrap().ack(), 1);
+    // The ignore-rule mutant would have sent "z" and closed the window.
+    let mut m = Careful::new(
+        CarefulConfig {
+            test_ignore_close_rule: true,
+            ..cfg(4, 1)
+        },
+        KEY,
+        0,
+        2,
+    );
+    for _ in 0..4 {
+        m.send(0, &[1], data(b"m")).unwrap();
+    }
+    assert_eq!(m.credit(1), 0);
 }
 
 #[test]
@@ -208,8 +219,8 @@ fn multi_target_min_window() {
         view.iter().collect::<Vec<_>>(),
         vec![(1, 0), (2, 2), (3, 0)]
     );
-    for r in 1..4 {
-        assert_eq!(feed(&mut c[r], &out[0].1), Verdict::Deliver);
+    for e in &mut c[1..] {
+        assert_eq!(feed(e, &out[0].1), Verdict::Deliver);
     }
     // The multicast frame is not for rank 0 itself.
     assert!(matches!(feed(&mut c[0], &out[0].1), Verdict::Invalid(_)));

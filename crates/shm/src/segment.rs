@@ -501,7 +501,7 @@ impl ShmSegment {
 
     /// The 4-byte word at `off`.
     pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {
-        assert!(off % 4 == 0 && off + 4 <= self.layout.total);
+        assert!(off & 3 == 0 && off + 4 <= self.layout.total);
         // SAFETY: in bounds and aligned (asserted; the mapping is page aligned); the
         // mapping lives as long as `self`; shared words are only accessed atomically.
         unsafe { &*(self.base().add(off) as *const AtomicU32) }
@@ -509,7 +509,7 @@ impl ShmSegment {
 
     /// The 8-byte word at `off`.
     pub(crate) fn u64_at(&self, off: usize) -> &AtomicU64 {
-        assert!(off % 8 == 0 && off + 8 <= self.layout.total);
+        assert!(off & 7 == 0 && off + 8 <= self.layout.total);
         // SAFETY: as for `u32_at`.
         unsafe { &*(self.base().add(off) as *const AtomicU64) }
     }

@@ -446,6 +446,9 @@ impl ShmTransport {
     }
 
     /// Is any frame waiting? Loads only (no syscall, no store): cheap enough to spin on.
+    /// (Measured on the 2-vCPU development VM: an x86 `pause` in the spin loop costs more
+    /// than the cache-line transfer itself — 1-byte one-way latency 0.19 µs without it,
+    /// 0.7 µs with `std::hint::spin_loop()` after every check.)
     #[inline]
     pub fn poll_readable(&self) -> bool {
         self.rx.iter().any(|r| r.readable())
@@ -481,12 +484,20 @@ impl ShmTransport {
         self.armed = true;
         // Dekker with producers' head store + fence + flag load (and consumers' tail store).
         fence(Ordering::SeqCst);
-        let room = (0..self.tx.len()).any(|s| match self.blocked[s] {
-            Some(len) => self.tx[s].room_for(len),
-            None => false,
-        });
-        if room || self.poll_readable() {
+        let mut room = Vec::new();
+        for s in 0..self.tx.len() {
+            if let Some(len) = self.blocked[s] {
+                if self.tx[s].room_for(len) {
+                    room.push(s);
+                }
+            }
+        }
+        if !room.is_empty() || self.poll_readable() {
             self.finish_sleep();
+            // Reported once: a caller that does not retry is no longer blocked there.
+            for s in room {
+                self.blocked[s] = None;
+            }
             return false;
         }
         true

@@ -137,22 +137,25 @@ pub trait Transport {
 /// The transports that can be selected with `PHALANX_TRANSPORT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportKind {
-    /// Unicast UDP sockets ([`UdpTransport`]).
+    /// Unicast UDP sockets ([`UdpTransport`]) to every peer.
     Udp,
+    /// Shared memory between the ranks of one host (an error if it cannot be set up).
+    Shm,
+    /// Shared memory between the ranks of one host when available, UDP otherwise.
+    Auto,
 }
 
-/// Reads `PHALANX_TRANSPORT`: unset, empty, `udp` or `auto` select UDP (the
-/// only transport that exists now; `auto` will later pick shared memory
-/// between ranks of one host). Anything else is an error message naming
-/// the value.
+/// Reads `PHALANX_TRANSPORT`: `udp`, `shm`, or `auto` (also when unset or empty:
+/// shared memory between ranks of one host, UDP otherwise). Anything else is an
+/// error message naming the value.
 pub fn transport_kind_from_env() -> Result<TransportKind, String> {
     let raw = match std::env::var_os("PHALANX_TRANSPORT") {
-        None => return Ok(TransportKind::Udp),
+        None => return Ok(TransportKind::Auto),
         Some(v) => v,
     };
     let Some(v) = raw.to_str() else {
         return Err(format!(
-            "PHALANX_TRANSPORT={raw:?} is not valid UTF-8 (expected auto|udp)"
+            "PHALANX_TRANSPORT={raw:?} is not valid UTF-8 (expected auto|udp|shm)"
         ));
     };
     parse_transport_kind(v)
@@ -160,15 +163,11 @@ pub fn transport_kind_from_env() -> Result<TransportKind, String> {
 
 fn parse_transport_kind(v: &str) -> Result<TransportKind, String> {
     match v.trim().to_ascii_lowercase().as_str() {
-        "" | "auto" | "udp" => Ok(TransportKind::Udp),
-        "shm" => Err(
-            "PHALANX_TRANSPORT=shm: the shared-memory transport is not available yet \
-             (use udp or auto)"
-                .to_string(),
-        ),
+        "" | "auto" => Ok(TransportKind::Auto),
+        "udp" => Ok(TransportKind::Udp),
+        "shm" => Ok(TransportKind::Shm),
         other => Err(format!(
-            "PHALANX_TRANSPORT={other:?} is not a known transport (expected auto|udp|shm; \
-             only udp is available now)"
+            "PHALANX_TRANSPORT={other:?} is not a known transport (expected auto|udp|shm)"
         )),
     }
 }
@@ -224,11 +223,10 @@ mod tests {
 
     #[test]
     fn kind_parsing() {
-        assert_eq!(parse_transport_kind(""), Ok(TransportKind::Udp));
+        assert_eq!(parse_transport_kind(""), Ok(TransportKind::Auto));
         assert_eq!(parse_transport_kind("udp"), Ok(TransportKind::Udp));
-        assert_eq!(parse_transport_kind(" AUTO "), Ok(TransportKind::Udp));
-        let e = parse_transport_kind("shm").unwrap_err();
-        assert!(e.contains("not available yet"), "{e}");
+        assert_eq!(parse_transport_kind(" AUTO "), Ok(TransportKind::Auto));
+        assert_eq!(parse_transport_kind("shm"), Ok(TransportKind::Shm));
         let e = parse_transport_kind("carrier-pigeon").unwrap_err();
         assert!(e.contains("carrier-pigeon"), "{e}");
     }

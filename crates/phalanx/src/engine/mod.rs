@@ -10,6 +10,7 @@
 
 mod p2p;
 pub mod requests;
+mod shm;
 mod stats;
 
 use crate::config::Config;
@@ -56,6 +57,10 @@ pub struct Engine {
     peer_addrs: Vec<SocketAddrV4>,
     gbn: Gbn,
     pub(crate) urtp: Urtp,
+    /// Shared-memory rings to the other ranks of this host, if in use.
+    shm: Option<phalanx_shm::ShmTransport>,
+    /// Per world rank: reached over shared memory.
+    shm_peers: Vec<bool>,
     pub(crate) coll_out: VecDeque<crate::coll::net::Pending>,
     pub(crate) want_scratch: Vec<u32>,
     boot: Option<BootClient>,
@@ -94,7 +99,7 @@ impl Engine {
     pub fn init() -> Result<Engine> {
         let cfg = Config::from_env()?;
         let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
-        phalanx_transport::transport_kind_from_env().map_err(Error::Init)?;
+        let kind = phalanx_transport::transport_kind_from_env().map_err(Error::Init)?;
         let faults = FaultConfig::from_env().map_err(|e| Error::Init(e.to_string()))?;
         let Some(env) = boot_env else {
             return Ok(Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1));
@@ -131,11 +136,12 @@ impl Engine {
                 env.rank
             );
         }
+        let shm = shm::setup(kind, faults.is_some(), &table, &me, env.rank)?;
         let transport: Box<dyn Transport> = match faults {
             Some(f) => Box::new(Faulty::new(udp, f, env.rank)),
             None => Box::new(udp),
         };
-        Ok(Self::build(
+        let mut engine = Self::build(
             cfg,
             env.rank,
             env.size,
@@ -144,7 +150,14 @@ impl Engine {
             addrs,
             Some(boot),
             local_ranks,
-        ))
+        );
+        if let Some(t) = shm {
+            for &p in t.peers() {
+                engine.shm_peers[p as usize] = true;
+            }
+            engine.shm = Some(t);
+        }
+        Ok(engine)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -175,6 +188,8 @@ impl Engine {
             job_key,
             gbn: Gbn::new(gbn_config(&cfg), job_key, rank, size),
             urtp,
+            shm: None,
+            shm_peers: vec![false; size as usize],
             coll_out: VecDeque::new(),
             want_scratch: Vec::new(),
             cfg,
@@ -231,6 +246,9 @@ impl Engine {
             self.transport = Some(t);
             did |= r? > 0;
         }
+        if self.shm.is_some() {
+            did |= self.shm_recv()? > 0;
+        }
         while let Some(d) = self.local.pop_front() {
             did = true;
             if let Ok(pkt) = Packet::new_checked(&d) {
@@ -271,9 +289,17 @@ impl Engine {
             self.stats.drop_foreign += 1;
             return;
         }
-        if matches!(pkt.kind(), Kind::UrtpData | Kind::UrtpAck | Kind::UrtpReq) {
-            self.urtp_input(now, &pkt);
-            return;
+        match pkt.kind() {
+            Kind::UrtpData | Kind::UrtpAck | Kind::UrtpReq => {
+                self.urtp_input(now, &pkt);
+                return;
+            }
+            Kind::GbnData | Kind::GbnAck => {}
+            // Careful-protocol frames are not used on UDP links yet.
+            _ => {
+                self.stats.drop_invalid += 1;
+                return;
+            }
         }
         match self.gbn.handle_packet(now, &pkt) {
             Verdict::Deliver => {
@@ -390,6 +416,13 @@ impl Engine {
         }
         if deadline <= now {
             return Ok(());
+        }
+        if let Some(t) = self.shm.as_mut() {
+            if !t.prepare_sleep() {
+                // A frame (or ring space) arrived meanwhile: no sleep.
+                return Ok(());
+            }
+            fds.push(t.fd());
         }
         self.stats.sleeps += 1;
         wait_readable(&fds, Some(Duration::from_nanos(deadline - now)))?;

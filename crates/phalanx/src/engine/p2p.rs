@@ -212,7 +212,8 @@ impl Engine {
         let mut did = false;
         loop {
             let to_self = peer == self.rank;
-            if !to_self && self.gbn.send_space(peer) == 0 {
+            let shm = self.via_shm(peer);
+            if !to_self && !shm && self.gbn.send_space(peer) == 0 {
                 return did;
             }
             let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
@@ -283,6 +284,13 @@ impl Engine {
             }
             if to_self {
                 self.local.push_back(dgram);
+            } else if shm {
+                if !self.shm_send(peer, &dgram) {
+                    // Ring full: the receiver's consumer index is the flow control.
+                    self.p2p.jobs[peer as usize].push_front(Job::Control(dgram));
+                    self.p2p.queued_jobs += 1;
+                    return did;
+                }
             } else if let Err(d) = self.gbn.send(now, peer, dgram) {
                 // send_space said there was room; keep the datagram rather than lose it.
                 self.p2p.jobs[peer as usize].push_front(Job::Control(d));

@@ -44,6 +44,10 @@ pub struct Stats {
     pub urtp_resent: u64,
     /// URTP REQs sent.
     pub urtp_reqs: u64,
+    /// Frames put in shared-memory rings.
+    pub shm_sent: u64,
+    /// Frames taken from shared-memory rings.
+    pub shm_received: u64,
     /// Injected faults: dropped datagrams.
     pub faults_dropped: u64,
     /// Injected faults: duplicated datagrams.
@@ -60,7 +64,8 @@ impl fmt::Display for Stats {
              drop_malformed={} drop_foreign={} drop_duplicate={} drop_out_of_window={} \
              drop_invalid={} drop_no_buffer={} kernel_drops={} send_errors={} sleeps={} \
              faults_dropped={} faults_duplicated={} faults_reordered={} drop_not_target={} \
-             urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={}",
+             urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
+             shm_received={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -82,7 +87,9 @@ impl fmt::Display for Stats {
             self.urtp_data,
             self.urtp_multicasts,
             self.urtp_resent,
-            self.urtp_reqs
+            self.urtp_reqs,
+            self.shm_sent,
+            self.shm_received
         )
     }
 }

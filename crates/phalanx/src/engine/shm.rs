@@ -1,0 +1,121 @@
+//! Point-to-point traffic between the ranks of one host over shared memory.
+//!
+//! Contract: with `PHALANX_TRANSPORT=shm` or `auto` (the default) and no
+//! `PHALANX_FAULTS` (which forces UDP on every pair so fault tests keep testing the lossy
+//! protocols), the ranks of one host — same kernel boot id and network namespace — share
+//! a segment of per-pair rings ([`phalanx_shm`]). A peer reached that way gets the same
+//! message-layer datagrams as over UDP, but no reliability protocol: the ring is reliable
+//! and ordered, and its consumer index is the flow control (a frame the engine cannot
+//! take yet stays in the ring). `shm` fails at start-up if the segment cannot be made;
+//! `auto` then falls back to UDP with a warning. Collectives keep using URTP.
+
+use super::Engine;
+use crate::error::{Error, Result};
+use phalanx_boot::{Endpoint, Table};
+use phalanx_shm::{ShmConfig, ShmTransport};
+use phalanx_transport::TransportKind;
+use phalanx_wire::Packet;
+
+/// Connects the ranks of this host, if the configuration asks for shared memory.
+pub(super) fn setup(
+    kind: TransportKind,
+    faults: bool,
+    table: &Table,
+    me: &Endpoint,
+    rank: u32,
+) -> Result<Option<ShmTransport>> {
+    let wanted = match kind {
+        TransportKind::Udp => false,
+        TransportKind::Shm => true,
+        TransportKind::Auto => !faults,
+    };
+    if !wanted {
+        return Ok(None);
+    }
+    let local: Vec<u32> = table
+        .endpoints
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.host.boot_id == me.host.boot_id && e.host.netns_ino == me.host.netns_ino)
+        .map(|(r, _)| r as u32)
+        .collect();
+    if local.len() < 2 {
+        return Ok(None);
+    }
+    let host = me
+        .host
+        .boot_id
+        .bytes()
+        .chain(me.host.netns_ino.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
+    let name = format!("phalanx-{:016x}-{:08x}", table.job_key, host as u32);
+    match ShmTransport::connect(&name, &local, rank, ShmConfig::from_env()) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if kind == TransportKind::Shm => Err(Error::Init(format!(
+            "PHALANX_TRANSPORT=shm: shared memory between ranks {local:?} failed: {e}"
+        ))),
+        Err(e) => {
+            eprintln!("phalanx: rank {rank}: shared memory unavailable ({e}); using UDP");
+            Ok(None)
+        }
+    }
+}
+
+impl Engine {
+    /// Whether `peer` is reached over shared memory.
+    #[inline]
+    pub(crate) fn via_shm(&self, peer: u32) -> bool {
+        self.shm_peers.get(peer as usize).copied().unwrap_or(false)
+    }
+
+    /// Puts a datagram in `peer`'s ring; false if the ring is full (try again later).
+    pub(crate) fn shm_send(&mut self, peer: u32, d: &[u8]) -> bool {
+        let Some(t) = self.shm.as_mut() else {
+            return false;
+        };
+        match t.send(peer, d) {
+            Ok(sent) => {
+                if sent {
+                    self.stats.shm_sent += 1;
+                }
+                sent
+            }
+            Err(e) => {
+                self.stats.send_errors += 1;
+                eprintln!(
+                    "phalanx: rank {}: shared-memory send to rank {peer} failed: {e}",
+                    self.rank
+                );
+                false
+            }
+        }
+    }
+
+    /// Hands frames waiting in the rings to the message layer. Returns how many.
+    pub(crate) fn shm_recv(&mut self) -> Result<usize> {
+        let Some(mut t) = self.shm.take() else {
+            return Ok(0);
+        };
+        let r = t.recv(&mut |_, bytes| {
+            let Ok(pkt) = Packet::new_checked(bytes) else {
+                self.stats.drop_malformed += 1;
+                return true;
+            };
+            if pkt.job_key() != self.job_key {
+                self.stats.drop_foreign += 1;
+                return true;
+            }
+            let ok = self.on_message(&pkt, false);
+            if ok {
+                self.stats.shm_received += 1;
+            } else {
+                self.stats.drop_no_buffer += 1;
+            }
+            ok
+        });
+        self.shm = Some(t);
+        r.map_err(Error::Io)
+    }
+}
