@@ -36,6 +36,14 @@ PEER_BTL=${PEER_BTL:-tcp,self}
 PEER_PML=${PEER_PML:-ob1}
 PEER_TCP_IF=${PEER_TCP_IF:-lo}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+# Like for like: against Open MPI's TCP transport phalanx uses UDP, against its
+# shared-memory transport (vader/sm) phalanx's shared memory — unless set explicitly.
+if [[ -z ${PHALANX_TRANSPORT:-} ]]; then
+    case $PEER_BTL in
+    *tcp*) export PHALANX_TRANSPORT=udp ;;
+    *) export PHALANX_TRANSPORT=shm ;;
+    esac
+fi
 RESULTS_DIR=${RESULTS_DIR:-$ROOT/bench/results/$(date +%Y%m%d-%H%M%S)}
 EXTRA_ARGS=()
 if [[ ${1:-} == "--" ]]; then

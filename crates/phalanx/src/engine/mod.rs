@@ -61,6 +61,8 @@ pub struct Engine {
     shm: Option<phalanx_shm::ShmTransport>,
     /// Per world rank: reached over shared memory.
     shm_peers: Vec<bool>,
+    /// Every other rank is reached over shared memory.
+    all_peers_shm: bool,
     pub(crate) coll_out: VecDeque<crate::coll::net::Pending>,
     pub(crate) want_scratch: Vec<u32>,
     boot: Option<BootClient>,
@@ -156,6 +158,8 @@ impl Engine {
                 engine.shm_peers[p as usize] = true;
             }
             engine.shm = Some(t);
+            engine.all_peers_shm =
+                (0..engine.size).all(|r| r == engine.rank || engine.shm_peers[r as usize]);
         }
         Ok(engine)
     }
@@ -190,6 +194,7 @@ impl Engine {
             urtp,
             shm: None,
             shm_peers: vec![false; size as usize],
+            all_peers_shm: false,
             coll_out: VecDeque::new(),
             want_scratch: Vec::new(),
             cfg,
@@ -226,11 +231,22 @@ impl Engine {
     pub fn progress(&mut self) -> Result<bool> {
         let now = self.now();
         let mut did = false;
-        if let Some(mut t) = self.transport.take() {
+        let coll_busy = !self.coll.idle() || !self.coll_out.is_empty() || !self.urtp.all_acked();
+        // When every peer is on shared memory the sockets carry collectives only: skip
+        // their system calls on most rounds of the point-to-point fast path.
+        let sockets_due = !self.all_peers_shm
+            || coll_busy
+            || self.drain_all_next
+            || self.gbn.poll_timeout().is_some()
+            || self.iterations.is_multiple_of(16);
+        let taken = if sockets_due {
+            self.transport.take()
+        } else {
+            None
+        };
+        if let Some(mut t) = taken {
             // The multicast socket only carries collective traffic: drain it while a
             // collective is in flight or owed acknowledgements, and now and then anyway.
-            let coll_busy =
-                !self.coll.idle() || !self.coll_out.is_empty() || !self.urtp.all_acked();
             t.set_poll_multicast(
                 coll_busy || self.drain_all_next || self.iterations.is_multiple_of(64),
             );
@@ -463,17 +479,17 @@ impl Engine {
             // few rounds only: it is a measurable share of a spinning round.
             idle_rounds = idle_rounds.wrapping_add(1);
             if idle_since.is_some() && !idle_rounds.is_multiple_of(8) {
+                // No `pause` hint while spinning: on this kind of VM it doubles a cache
+                // line's trip between cores, which is the shared-memory latency.
                 if self.spin.is_zero() {
                     std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
                 }
                 continue;
             }
             let start = *idle_since.get_or_insert_with(Instant::now);
             let idle = start.elapsed();
             if idle < self.spin {
-                std::hint::spin_loop();
+                // Spin (see above about `pause`).
             } else if idle < self.spin + self.cfg.yield_time {
                 std::thread::yield_now();
             } else {
