@@ -185,13 +185,30 @@ impl Group {
             .position(|&m| m == self.me)
             .map(|p| p as Rank)
     }
-    /// The subgroup of the given ranks, in that order (ranks outside the group ignored).
+    /// The subgroup of the given ranks, in that order. A rank outside the group or given
+    /// twice is an error (through the fatal handler), as in MPI.
     pub fn include(&self, ranks: &[Rank]) -> Group {
+        let mut members = Vec::with_capacity(ranks.len());
+        for &r in ranks {
+            let Some(&m) = usize::try_from(r).ok().and_then(|i| self.members.get(i)) else {
+                crate::environment::fatal(
+                    "Group::include",
+                    crate::Error::InvalidRank {
+                        rank: r,
+                        size: self.members.len(),
+                    },
+                );
+            };
+            if members.contains(&m) {
+                crate::environment::fatal(
+                    "Group::include",
+                    crate::Error::InvalidArg(format!("rank {r} given twice")),
+                );
+            }
+            members.push(m);
+        }
         Group {
-            members: ranks
-                .iter()
-                .filter_map(|&r| self.members.get(usize::try_from(r).ok()?).copied())
-                .collect(),
+            members,
             me: self.me,
         }
     }

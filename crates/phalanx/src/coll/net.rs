@@ -4,8 +4,9 @@
 //! call signature followed by data (`context` = communicator context, `aux32` =
 //! collective sequence, `tag` = step, `msg_len` = message length, `aux` = offset). A send
 //! to several ranks is one multicast packet (or a unicast fan-out where multicast is not
-//! available). Packets a full URTP window cannot take wait in a bounded FIFO and go out
-//! in order as acknowledgements arrive. In-order packets from each source are handed to
+//! available). Packets a full URTP window cannot take wait in a FIFO (holding at most the
+//! data of the collectives in flight — the caller's buffers are not kept) and go out in
+//! order as acknowledgements arrive. In-order packets from each source are handed to
 //! the collective state as they arrive; receives that wait for a source keep URTP's REQ
 //! machinery armed for it.
 

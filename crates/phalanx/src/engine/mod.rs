@@ -184,7 +184,11 @@ impl Engine {
         } else {
             Duration::from_micros(50)
         });
-        let mut urtp = Urtp::new(UrtpConfig::default(), job_key, rank, size);
+        let mut ucfg = UrtpConfig::default();
+        // The same bound on silence as for go-back-n: PHALANX_PEER_TIMEOUT.
+        ucfg.max_backoffs = (cfg.peer_timeout.as_nanos() / ucfg.req_backoff_max_ns.max(1) as u128)
+            .clamp(1, u32::MAX as u128) as u32;
+        let mut urtp = Urtp::new(ucfg, job_key, rank, size);
         urtp.set_max_datagram(max_dgram);
         Engine {
             rank,
@@ -561,6 +565,14 @@ impl Engine {
             .or_else(|| self.leftover_collectives())
         {
             return Err(e);
+        }
+        if self.urtp.buffered() > 0 {
+            return Err(Error::InvalidArg(format!(
+                "rank {}: {} collective packets arrived that no collective call of this rank \
+                 consumed (mismatched collectives)",
+                self.rank,
+                self.urtp.buffered()
+            )));
         }
         if self.cfg.stats {
             eprintln!("{}", self.stats_line());
