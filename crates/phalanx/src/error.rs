@@ -110,6 +110,9 @@ pub enum Error {
         /// What the other rank called.
         remote_call: String,
     },
+    /// A link declared reliable broke its promise (careful protocol).
+    #[error("{0}")]
+    LinkFailure(String),
     /// An argument the call cannot accept (buffer sizes, datatypes).
     #[error("invalid argument: {0}")]
     InvalidArg(String),
@@ -131,6 +134,7 @@ impl Error {
             Error::InvalidOp(_) => ErrorClass::Op,
             Error::CollectiveMismatch { .. } => ErrorClass::Other,
             Error::InvalidArg(_) => ErrorClass::Arg,
+            Error::LinkFailure(_) => ErrorClass::ProcFailed,
             Error::Init(_) | Error::NotInitialized => ErrorClass::Other,
             Error::Launcher(_) | Error::Io(_) => ErrorClass::Other,
         }

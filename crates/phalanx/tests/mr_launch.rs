@@ -94,6 +94,42 @@ fn mr_stress_over_each_transport() {
 }
 
 #[test]
+fn mr_careful_udp_completes_and_a_loss_names_the_link() {
+    // Declared reliable: careful protocol on UDP, no acknowledgements or retransmission.
+    let careful = [
+        ("PHALANX_RELIABLE_NET", "1"),
+        ("PHALANX_TRANSPORT", "udp"),
+        ("PHALANX_STATS", "1"),
+    ];
+    let r = run(&["-n", "4", &ex("stress"), "2", "60", "4"], &careful, LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all checksums ok").count(),
+        4,
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains("retransmits=0 pure_acks=0"),
+        "{}",
+        r.dump()
+    );
+    // A loss on such a link ends the job with an error naming the link, in bounded time.
+    let lossy = [
+        ("PHALANX_RELIABLE_NET", "1"),
+        ("PHALANX_FAULTS", "loss=0.02,seed=3"),
+        ("PHALANX_CAREFUL_STALL", "2s"),
+    ];
+    let r = run(&["-n", "4", &ex("stress"), "2", "60", "4"], &lossy, LIMIT);
+    assert!(!r.ok(), "{}", r.dump());
+    assert!(
+        r.stderr.contains("careful link") || r.stderr.contains("suspected loss"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
 fn mr_pingpong_2() {
     let r = run(&["-n", "2", &ex("pingpong"), "300000", "20"], &[], LIMIT);
     assert!(r.ok(), "{}", r.dump());

@@ -8,6 +8,7 @@
 //! error naming the peer, or by the launcher (timeout/abort). Finalize drains every send
 //! window, reports `drained` to the launcher and keeps answering until released.
 
+mod careful_net;
 mod p2p;
 pub mod requests;
 mod shm;
@@ -59,6 +60,8 @@ pub struct Engine {
     pub(crate) urtp: Urtp,
     /// Shared-memory rings to the other ranks of this host, if in use.
     shm: Option<phalanx_shm::ShmTransport>,
+    /// Careful protocol for UDP peers when the network is declared reliable.
+    careful: Option<phalanx_proto::careful::Careful>,
     /// Per world rank: reached over shared memory.
     shm_peers: Vec<bool>,
     /// Every other rank is reached over shared memory.
@@ -153,6 +156,7 @@ impl Engine {
             Some(boot),
             local_ranks,
         );
+        engine.careful = careful_net::setup(table.job_key, env.rank, env.size)?;
         if let Some(t) = shm {
             for &p in t.peers() {
                 engine.shm_peers[p as usize] = true;
@@ -197,6 +201,7 @@ impl Engine {
             gbn: Gbn::new(gbn_config(&cfg), job_key, rank, size),
             urtp,
             shm: None,
+            careful: None,
             shm_peers: vec![false; size as usize],
             all_peers_shm: false,
             coll_out: VecDeque::new(),
@@ -289,6 +294,9 @@ impl Engine {
         }
         did |= self.progress_collectives();
         did |= self.pump_all(now);
+        if self.careful.is_some() {
+            did |= self.careful_progress(now)?;
+        }
         did |= self.flush(now);
         self.iterations = self.iterations.wrapping_add(1);
         if self.iterations.is_multiple_of(8192) {
@@ -315,9 +323,8 @@ impl Engine {
                 return;
             }
             Kind::GbnData | Kind::GbnAck => {}
-            // Careful-protocol frames are not used on UDP links yet.
-            _ => {
-                self.stats.drop_invalid += 1;
+            Kind::CarefulData | Kind::CarefulUpdate => {
+                self.careful_input(now, &pkt);
                 return;
             }
         }
@@ -421,6 +428,9 @@ impl Engine {
         if let Some(t) = self.urtp.poll_timeout() {
             deadline = deadline.min(t);
         }
+        if let Some(t) = self.careful.as_ref().and_then(|c| c.poll_timeout()) {
+            deadline = deadline.min(t);
+        }
         let mut fds = Vec::with_capacity(3);
         if let Some(t) = self.transport.as_ref() {
             if let Some(d) = t.next_deadline() {
@@ -509,7 +519,23 @@ impl Engine {
             return r;
         }
         let waiting = self.p2p.describe(&self.reqs, id);
-        self.wait_until(waiting, |e| e.reqs.is_done(id))?;
+        // On a careful link, silence from the peer a receive waits on is suspicious.
+        let stall_peer = match &waiting {
+            Waiting::Recv { src: Some(p), .. } | Waiting::Send { peer: p, .. }
+                if !self.via_shm(*p) && *p != self.rank =>
+            {
+                Some(*p)
+            }
+            _ => None,
+        };
+        if let (Some(p), Some(c)) = (stall_peer, self.careful.as_mut()) {
+            c.waiting_on(self.epoch.elapsed().as_nanos() as u64, p);
+        }
+        let r = self.wait_until(waiting, |e| e.reqs.is_done(id));
+        if let (Some(p), Some(c)) = (stall_peer, self.careful.as_mut()) {
+            c.stop_waiting(p);
+        }
+        r?;
         self.reqs
             .take_done(id)
             .unwrap_or(Err(Error::InvalidRequest))
@@ -535,7 +561,12 @@ impl Engine {
         self.waiting = Waiting::Finalize;
         let mut warning = None;
         let r = self.wait_loop(&mut |e| {
-            if e.p2p.idle() && e.gbn.all_acked() && e.coll_out.is_empty() && e.urtp.all_acked() {
+            if e.p2p.idle()
+                && e.gbn.all_acked()
+                && e.coll_out.is_empty()
+                && e.urtp.all_acked()
+                && e.careful.as_ref().is_none_or(|c| c.is_idle())
+            {
                 return true;
             }
             if start.elapsed() >= limit {

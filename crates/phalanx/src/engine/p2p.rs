@@ -213,7 +213,16 @@ impl Engine {
         loop {
             let to_self = peer == self.rank;
             let shm = self.via_shm(peer);
-            if !to_self && !shm && self.gbn.send_space(peer) == 0 {
+            let careful = !to_self && !shm && self.careful.is_some();
+            if careful {
+                if self
+                    .careful
+                    .as_ref()
+                    .is_some_and(|c| c.send_space(&[peer]) == 0)
+                {
+                    return did;
+                }
+            } else if !to_self && !shm && self.gbn.send_space(peer) == 0 {
                 return did;
             }
             let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
@@ -284,6 +293,15 @@ impl Engine {
             }
             if to_self {
                 self.local.push_back(dgram);
+            } else if careful {
+                let Some(c) = self.careful.as_mut() else {
+                    return did;
+                };
+                if let Err(r) = c.send(now, &[peer], dgram) {
+                    self.p2p.jobs[peer as usize].push_front(Job::Control(r.datagram));
+                    self.p2p.queued_jobs += 1;
+                    return did;
+                }
             } else if shm {
                 if !self.shm_send(peer, &dgram) {
                     // Ring full: the receiver's consumer index is the flow control.

@@ -1,0 +1,90 @@
+//! Point-to-point over UDP with the careful protocol, for networks the user declares
+//! reliable (`PHALANX_RELIABLE_NET=1`, seed 003).
+//!
+//! Contract: user point-to-point traffic to UDP peers goes through
+//! [`phalanx_proto::careful`] instead of go-back-n: no retransmission, no timers, no
+//! acknowledgements — window flow control only. A gap, duplicate or reordering on a link
+//! ends the rank's current wait in an error naming the link (`careful link A→B broken`);
+//! a wait on a peer that hears nothing from it for `PHALANX_CAREFUL_STALL` (10 s) ends in
+//! "suspected loss A→B" — never a silent hang. Frames are accepted as they arrive (the
+//! engine copies them out to ordinary memory when no receive is posted), so a flood
+//! cannot deadlock the windows.
+
+use super::Engine;
+use crate::error::{Error, Result};
+use phalanx_proto::careful::{Careful, CarefulConfig, CarefulEvent, Verdict};
+use phalanx_wire::Packet;
+
+/// The careful engine for this rank, if the network is declared reliable.
+pub(super) fn setup(job_key: u64, rank: u32, size: u32) -> Result<Option<Careful>> {
+    if !matches!(
+        std::env::var("PHALANX_RELIABLE_NET").as_deref(),
+        Ok("1") | Ok("true") | Ok("yes")
+    ) {
+        return Ok(None);
+    }
+    let mut cfg = CarefulConfig {
+        buffers: 64 * size.max(2),
+        ..CarefulConfig::default()
+    };
+    if let Ok(v) = std::env::var(phalanx_proto::careful::STALL_ENV) {
+        cfg.stall_ns = phalanx_proto::careful::parse_stall(&v).ok_or_else(|| {
+            Error::Init(format!(
+                "{}={v:?} is not a duration",
+                phalanx_proto::careful::STALL_ENV
+            ))
+        })?;
+    }
+    Ok(Some(Careful::new(cfg, job_key, rank, size)))
+}
+
+impl Engine {
+    /// Handles a careful frame from the network.
+    pub(super) fn careful_input(&mut self, now: u64, pkt: &Packet<'_>) {
+        let Some(c) = self.careful.as_mut() else {
+            self.stats.drop_invalid += 1;
+            return;
+        };
+        match c.handle_packet(now, pkt) {
+            Verdict::Deliver => {
+                // Always taken: unexpected messages are copied to ordinary memory, which
+                // frees the frame's buffer at once.
+                self.on_message(pkt, true);
+                if let Some(c) = self.careful.as_mut() {
+                    c.consumed(now, pkt.src());
+                }
+            }
+            Verdict::Update => {}
+            Verdict::Error(_) => self.stats.drop_invalid += 1,
+            Verdict::Invalid(_) => self.stats.drop_invalid += 1,
+        }
+    }
+
+    /// Careful frames to put on the wire, timers, and link errors.
+    pub(super) fn careful_progress(&mut self, now: u64) -> Result<bool> {
+        let (Some(c), Some(t)) = (self.careful.as_mut(), self.transport.as_mut()) else {
+            return Ok(false);
+        };
+        if c.poll_timeout().is_some_and(|d| d <= now) {
+            c.handle_timeout(now);
+        }
+        let mut did = false;
+        while let Some(tx) = c.poll_transmit(now) {
+            did = true;
+            for &peer in tx.targets {
+                self.stats.datagrams_sent += 1;
+                if t.send_to(peer, tx.bytes).is_err() {
+                    self.stats.send_errors += 1;
+                }
+            }
+        }
+        if let Some(ev) = c.poll_event() {
+            return Err(Error::LinkFailure(match ev {
+                CarefulEvent::LinkError { .. } | CarefulEvent::SuspectedLoss { .. } => {
+                    ev.to_string()
+                }
+            }));
+        }
+        Ok(did)
+    }
+}
