@@ -4,8 +4,8 @@
 //! (rank 1 SIGKILLs itself), `nofinalize` (rank 1 exits 0 without finalizing), `deadlock`
 //! (rank 1 waits for a message nobody sends; ends only at `--timeout`), `mismatch` (rank 1
 //! broadcasts from root 1 while the others use root 0), `mismatch_reduce` (rank 2 reduces
-//! other types with another operation, same byte count), `mismatch_alg` (rank 1 forces
-//! another broadcast algorithm), `panic_pending` (rank 1 panics with a receive in
+//! other types with another operation, same byte count), `mismatch_alg` (rank 1 tunes
+//! its algorithms differently), `panic_pending` (rank 1 panics with a receive in
 //! flight). Every rank first
 //! prints `pid RANK PID` so a caller can check that no process survives.
 use phalanx::traits::*;
@@ -13,9 +13,8 @@ use phalanx::traits::*;
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
     if mode == "mismatch_alg" && std::env::var("PHALANX_RANK").as_deref() == Ok("1") {
-        // Rank 1 alone forces another broadcast algorithm.
-        std::env::set_var("PHALANX_COLL_BCAST", "binomial");
-        std::env::set_var("PHALANX_COLL_BARRIER", "dissemination");
+        // Rank 1 alone tunes its collective algorithms differently.
+        std::env::set_var("PHALANX_COLL_ALLGATHER_K", "3");
     }
     let universe = phalanx::initialize().expect("phalanx initialized twice");
     let world = universe.world();

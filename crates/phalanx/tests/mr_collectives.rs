@@ -71,7 +71,9 @@ fn mr_collectives_under_faults() {
 }
 
 /// The multicast-shaped algorithms of seed 000 (fanned out where multicast is off).
-const MCAST_ALGOS: [(&str, &str); 6] = [
+/// (Ranks on UDP, so the multicasts are real IP multicasts on loopback.)
+const MCAST_ALGOS: [(&str, &str); 7] = [
+    ("PHALANX_TRANSPORT", "udp"),
     ("PHALANX_COLL_BCAST", "mcast"),
     ("PHALANX_COLL_ALLGATHER", "mcast2"),
     ("PHALANX_COLL_GATHER", "linear"),
@@ -85,7 +87,17 @@ fn mr_collectives_multicast_algorithms() {
     for n in [2, 3, 5, 8] {
         collectives_env(n, 1 << 17, None, &MCAST_ALGOS);
     }
-    collectives_env(4, 1 << 16, None, &[("PHALANX_COLL_ALLGATHER", "mcast1")]);
+    collectives_env(
+        4,
+        1 << 16,
+        None,
+        &[
+            ("PHALANX_TRANSPORT", "udp"),
+            ("PHALANX_COLL_ALLGATHER", "mcast1"),
+        ],
+    );
+    // The same algorithms fanned out over shared-memory rings.
+    collectives_env(4, 1 << 16, None, &MCAST_ALGOS[1..]);
     collectives_env(
         4,
         1 << 16,

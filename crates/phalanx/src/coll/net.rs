@@ -31,11 +31,45 @@ impl Engine {
             .max(1)
     }
 
-    /// Whether collectives can use real multicast.
+    /// Whether collectives can use real multicast (not when every peer is on shared
+    /// memory: there the point-to-point algorithms run over the rings).
     pub fn coll_multicast(&self) -> bool {
-        self.transport
-            .as_ref()
-            .is_some_and(|t| t.multicast_available())
+        !self.all_peers_shm()
+            && self
+                .transport
+                .as_ref()
+                .is_some_and(|t| t.multicast_available())
+    }
+
+    /// Collective fragments to ranks of this host go through the shared-memory rings, in
+    /// order with the point-to-point traffic to them (same format: signature + data).
+    fn coll_send_shm(&mut self, to: &[u32], ctx: u32, seq: u32, step: i32, sig: u64, data: &[u8]) {
+        let room = self.max_payload.saturating_sub(8).max(1);
+        let total = data.len();
+        let mut frames = Vec::new();
+        let mut off = 0;
+        loop {
+            let n = room.min(total - off);
+            let mut h = Header::new(Kind::GbnData, self.job_key, self.rank);
+            h.msg = MsgKind::Coll;
+            h.context = ctx;
+            h.aux32 = seq;
+            h.tag = step;
+            h.msg_len = total as u64;
+            h.aux = off as u64;
+            let mut d = vec![0u8; phalanx_wire::HEADER_LEN];
+            let _ = h.emit(&mut d);
+            d.extend_from_slice(&sig.to_le_bytes());
+            d.extend_from_slice(&data[off..off + n]);
+            frames.push(d);
+            off += n;
+            if off >= total {
+                break;
+            }
+        }
+        for &dst in to {
+            self.queue_frames(dst, frames.clone());
+        }
     }
 
     /// Sends `data` as collective fragments to the world ranks `to` (one multicast packet
@@ -49,6 +83,11 @@ impl Engine {
         sig: u64,
         data: &[u8],
     ) {
+        let (local, net): (Vec<u32>, Vec<u32>) = to.iter().partition(|&&r| self.via_shm(r));
+        if !local.is_empty() {
+            self.coll_send_shm(&local, ctx, seq, step, sig, data);
+        }
+        let to = &net[..];
         if to.is_empty() {
             return;
         }
@@ -190,6 +229,8 @@ impl Engine {
         let mut srcs = std::mem::take(&mut self.want_scratch);
         srcs.clear();
         srcs.extend(self.coll.waiting_on());
+        // Shared-memory peers never need REQs.
+        srcs.retain(|&r| !self.via_shm(r));
         for &src in &srcs {
             self.urtp.want(now, src);
             // Packets refused earlier for lack of buffer may fit now.

@@ -188,6 +188,15 @@ impl Engine {
         Ok(id)
     }
 
+    /// Queues ready datagrams for `peer` behind its earlier traffic and moves them on.
+    pub(crate) fn queue_frames(&mut self, peer: u32, frames: Vec<Vec<u8>>) {
+        for d in frames {
+            self.push_job(peer, Job::Control(d));
+        }
+        let now = self.now();
+        self.pump(now, peer);
+    }
+
     fn push_job(&mut self, peer: u32, job: Job) {
         self.p2p.jobs[peer as usize].push_back(job);
         self.p2p.queued_jobs += 1;

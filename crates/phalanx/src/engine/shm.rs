@@ -7,7 +7,8 @@
 //! message-layer datagrams as over UDP, but no reliability protocol: the ring is reliable
 //! and ordered, and its consumer index is the flow control (a frame the engine cannot
 //! take yet stays in the ring). `shm` fails at start-up if the segment cannot be made;
-//! `auto` then falls back to UDP with a warning. Collectives keep using URTP.
+//! `auto` then falls back to UDP with a warning. Collective fragments to ranks of this
+//! host take the rings too (URTP carries them between hosts).
 
 use super::Engine;
 use crate::error::{Error, Result};
@@ -68,6 +69,11 @@ impl Engine {
     #[inline]
     pub(crate) fn via_shm(&self, peer: u32) -> bool {
         self.shm_peers.get(peer as usize).copied().unwrap_or(false)
+    }
+
+    /// Every other rank is on shared memory.
+    pub(crate) fn all_peers_shm(&self) -> bool {
+        self.all_peers_shm
     }
 
     /// Puts a datagram in `peer`'s ring; false if the ring is full (try again later).
