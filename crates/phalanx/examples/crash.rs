@@ -6,7 +6,7 @@
 //! broadcasts from root 1 while the others use root 0), `mismatch_reduce` (rank 2 reduces
 //! other types with another operation, same byte count), `mismatch_alg` (rank 1 tunes
 //! its algorithms differently), `panic_pending` (rank 1 panics with a receive in
-//! flight). Every rank first
+//! flight), `mismatch_swap` (2 ranks, each names the other as broadcast root). Every rank first
 //! prints `pid RANK PID` so a caller can check that no process survives.
 use phalanx::traits::*;
 
@@ -53,6 +53,13 @@ fn main() {
                 .reduce_into(&x[..], phalanx::collective::SystemOperation::sum());
         }
         world.barrier();
+        return;
+    }
+    if mode == "mismatch_swap" {
+        // Ranks 0 and 1 each name the other as root: both wait to receive.
+        let root = if rank == 0 { 1 } else { 0 };
+        let mut x = [rank as u64; 4];
+        world.process_at_rank(root).broadcast_into(&mut x[..]);
         return;
     }
     if mode == "mismatch_alg" {

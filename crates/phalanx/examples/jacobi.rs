@@ -125,7 +125,9 @@ fn main() {
         let (top, rest) = u.split_at_mut(n);
         let (mine, bottom) = rest.split_at_mut(rows * n);
         scope(|s| {
-            let up = above.as_ref().map(|a| a.immediate_send_with_tag(s, &mine[..n], UP));
+            let up = above
+                .as_ref()
+                .map(|a| a.immediate_send_with_tag(s, &mine[..n], UP));
             let down = below
                 .as_ref()
                 .map(|b| b.immediate_send_with_tag(s, &mine[(rows - 1) * n..], DOWN));

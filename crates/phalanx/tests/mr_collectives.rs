@@ -178,3 +178,14 @@ fn mr_panic_with_request_in_flight_ends_the_job() {
         r.dump()
     );
 }
+
+#[test]
+fn mr_collective_mismatch_with_no_sender_is_detected() {
+    // Each of two ranks names the other as root: nobody sends data, the signature
+    // probes still find the mismatch.
+    let r = crash_mode("mismatch_swap", "2");
+    assert!(!r.ok(), "{}", r.dump());
+    assert!(r.stderr.contains("collective mismatch"), "{}", r.dump());
+    assert!(r.stderr.contains("broadcast(root 1"), "{}", r.dump());
+    assert!(r.stderr.contains("broadcast(root 0"), "{}", r.dump());
+}

@@ -154,7 +154,16 @@ struct Sched {
     cur: usize,
     in_round: bool,
     outstanding: usize,
+    /// When the current round started waiting (ns), and whether its sources were probed.
+    round_since: u64,
+    probed: bool,
 }
+
+/// Step id of a signature probe: no data, only the sender's signature for the call.
+pub(crate) const PROBE_STEP: i32 = -1;
+/// A round waiting this long sends signature probes to the ranks it waits on, so calls
+/// where every rank waits to receive (mismatched roots) still end in a mismatch error.
+const PROBE_AFTER_NS: u64 = 200_000_000;
 
 impl Sched {
     fn ptr(&mut self, r: Region) -> *mut u8 {
@@ -310,6 +319,20 @@ impl CollState {
         let sig = u64::from_le_bytes(sig);
         let data = &payload[8..];
         let (total, off) = (pkt.msg_len(), pkt.aux());
+        if step == PROBE_STEP {
+            // Only the signature: compared now, or when this rank makes that call.
+            match self.sigs.get(&(ctx, seq)) {
+                Some(&mine) if mine != sig => {
+                    let e = Self::mismatch(rank, ctx, seq, mine, src, sig);
+                    self.error.get_or_insert(e);
+                }
+                Some(_) => {}
+                None => {
+                    self.early.entry((ctx, seq)).or_insert((src, sig));
+                }
+            }
+            return Ok(true);
+        }
         if off == 0 {
             match self.sigs.get(&(ctx, seq)) {
                 Some(&mine) if mine != sig => {
@@ -389,6 +412,8 @@ impl Engine {
             cur: 0,
             in_round: false,
             outstanding: 0,
+            round_since: 0,
+            probed: false,
         };
         s.check()?;
         if let Some(&(src, sig)) = self.coll.early.get(&(call.ctx, call.seq)) {
@@ -429,11 +454,26 @@ impl Engine {
 
     fn advance_collective(&mut self, id: ReqId) -> bool {
         let mut did = false;
+        let now_ns = self.now();
         loop {
             let Some(s) = self.coll.scheds.get_mut(&id) else {
                 return did;
             };
             if s.outstanding > 0 {
+                if !s.probed && now_ns.saturating_sub(s.round_since) > PROBE_AFTER_NS {
+                    s.probed = true;
+                    let (ctx, seq, sig) = (s.ctx, s.seq, s.sig);
+                    let mut from: Vec<u32> = self
+                        .coll
+                        .posted
+                        .iter()
+                        .filter(|(_, p)| p.sched == id)
+                        .map(|(k, _)| k.0)
+                        .collect();
+                    from.sort_unstable();
+                    from.dedup();
+                    self.coll_send(&from, ctx, seq, PROBE_STEP, sig, &[]);
+                }
                 return did;
             }
             did = true;
@@ -455,6 +495,8 @@ impl Engine {
                 return true;
             }
             s.in_round = true;
+            s.probed = false;
+            s.round_since = now_ns;
             let comm = s.plan.rounds[s.cur].comm.clone();
             let (ctx, seq, sig) = (s.ctx, s.seq, s.sig);
             for c in comm {

@@ -33,6 +33,7 @@ fn ensure_built() {
             && dir.join("examples/mcast_counts").exists()
             && dir.join("examples/matmul").exists()
             && dir.join("examples/spmv").exists()
+            && dir.join("examples/jacobi").exists()
         {
             return;
         }
