@@ -70,7 +70,14 @@ pub fn run(world: &SimpleCommunicator, test: Test, plan: &Plan) {
                 ),
                 Test::Allgather => world.all_gather_into(&send[..size], &mut recv[..size * p]),
                 Test::Alltoall => world.all_to_all_into(&send[..size * p], &mut recv[..size * p]),
-                Test::Latency | Test::Bw | Test::Barrier => unreachable!("not a sized collective"),
+                Test::Latency
+                | Test::Bw
+                | Test::Barrier
+                | Test::Ring
+                | Test::Chain
+                | Test::Flood => {
+                    unreachable!("not a sized collective")
+                }
             }
             let elapsed = time() - start;
             if i >= warmup {
@@ -126,5 +133,8 @@ fn title(test: Test) -> &'static str {
         Test::Alltoall => "All-to-All Latency",
         Test::Latency => "Latency",
         Test::Bw => "Bandwidth",
+        Test::Ring => "Ring Latency",
+        Test::Chain => "Chain Throughput",
+        Test::Flood => "Flood",
     }
 }

@@ -9,7 +9,13 @@
 //! phalanx run -n P phalanx-bench bcast|allgather|gather|scatter|reduce|allreduce|alltoall
 //!                                        [-m [min:]max] [-i iters] [-x warmup]
 //! phalanx run -n P phalanx-bench barrier [-i iters] [-x warmup]
+//! phalanx run -n P phalanx-bench ring  [--touch] [-m [min:]max] [-i laps] [-x warmup]
+//! phalanx run -n P phalanx-bench chain [--touch] [-m [min:]max] [-i msgs] [-x warmup] [-W window]
+//! phalanx run -n P phalanx-bench flood [-n messages] [-k fragments] [-m [min:]max] [-i runs] [-x warmup]
 //! ```
+//!
+//! ring, chain and flood are the seed-003 experiments (see `seed003.rs`); their sizes are
+//! 8-byte words (1 … 2000), and ring and flood print `# Words` in the first column.
 //!
 //! Rank 0 prints an OSU-shaped table (`# Size  Latency (us)`, `# Size  Bandwidth (MB/s)`,
 //! `# Size  Avg Latency(us)`; barrier prints `# Avg Latency(us)` and one value) that
@@ -20,6 +26,7 @@ mod coll;
 mod latency;
 mod options;
 mod report;
+mod seed003;
 mod sync;
 
 use clap::Parser;
@@ -40,6 +47,7 @@ fn main() {
     match cli.test {
         Test::Latency => latency::run(&world, &plan),
         Test::Bw => bw::run(&world, &plan),
+        test if test.is_seed003() => seed003::run(&world, test, &plan),
         test => coll::run(&world, test, &plan),
     }
 }

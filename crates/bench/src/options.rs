@@ -39,12 +39,24 @@ pub enum Test {
     Allreduce,
     /// All-to-all, `size` bytes per pair (osu_alltoall).
     Alltoall,
+    /// Seed 003: a token around all ranks, per-hop latency for 1..2000 8-byte words.
+    Ring,
+    /// Seed 003: rank 0 streams through ranks 1..p-2 to rank p-1; throughput.
+    Chain,
+    /// Seed 003: every rank sends `-n` messages of `-k` fragments to every other rank
+    /// before receiving anything; completion time.
+    Flood,
 }
 
 impl Test {
     /// True for the two-rank point-to-point tests.
     pub fn is_point_to_point(self) -> bool {
         matches!(self, Test::Latency | Test::Bw)
+    }
+
+    /// True for the seed-003 tests (sizes in 8-byte words from [`SEED003_WORDS`]).
+    pub fn is_seed003(self) -> bool {
+        matches!(self, Test::Ring | Test::Chain | Test::Flood)
     }
 }
 
@@ -71,7 +83,24 @@ pub struct Cli {
     /// Messages in flight per bandwidth iteration.
     #[arg(short = 'W', long = "window-size", default_value_t = 64)]
     pub window: usize,
+    /// ring, chain: read and write every payload word at each hop ("with processing").
+    #[arg(long = "touch")]
+    pub touch: bool,
+    /// flood: messages each rank sends to every other rank before receiving.
+    #[arg(short = 'n', long = "messages", default_value_t = 200)]
+    pub messages: usize,
+    /// flood: fragments (separate sends of one size) per message.
+    #[arg(short = 'k', long = "fragments", default_value_t = 64)]
+    pub fragments: usize,
 }
+
+/// Payloads of the seed-003 tests, in 8-byte words (the paper's 1 … 2000 words).
+pub const SEED003_WORDS: [usize; 6] = [1, 10, 100, 500, 1000, 2000];
+/// Bytes per word of the seed-003 tests.
+pub const WORD: usize = 8;
+/// Default largest fragment of the flood test (bytes): n·k fragments of it are in flight
+/// from every rank to every other, so the default keeps memory modest.
+pub const DEFAULT_MAX_FLOOD_SIZE: usize = 800;
 
 /// The `-m` argument: an optional minimum and a maximum message size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,8 +114,14 @@ pub struct SizeRange {
 pub struct Plan {
     /// Message sizes in bytes, ascending.
     pub sizes: Vec<usize>,
-    /// Bandwidth window (ignored by latency).
+    /// Bandwidth window (ignored by latency); the chain's bound on sends in flight.
     pub window: usize,
+    /// Seed-003 tests: touch every word at each hop.
+    pub touch: bool,
+    /// Flood: messages per destination.
+    pub messages: usize,
+    /// Flood: fragments per message.
+    pub fragments: usize,
     iterations: Option<usize>,
     warmup: Option<usize>,
     small: (usize, usize),
@@ -120,15 +155,30 @@ impl Cli {
             Test::Latency => (0, DEFAULT_MAX_SIZE, (10_000, 100), (1_000, 10)),
             Test::Bw => (1, DEFAULT_MAX_SIZE, (100, 10), (20, 2)),
             Test::Reduce | Test::Allreduce => (4, DEFAULT_MAX_COLL_SIZE, (1_000, 200), (100, 10)),
+            Test::Ring => (1, usize::MAX, (1_000, 100), (500, 50)),
+            Test::Chain => (1, usize::MAX, (1_000, 10), (1_000, 10)),
+            Test::Flood => (1, DEFAULT_MAX_FLOOD_SIZE, (5, 1), (5, 1)),
             _ => (1, DEFAULT_MAX_COLL_SIZE, (1_000, 200), (100, 10)),
         };
         let (min, max) = match self.sizes {
             Some(r) => (r.min.unwrap_or(default_min), r.max),
             None => (default_min, default_max),
         };
+        let sizes = if self.test.is_seed003() {
+            SEED003_WORDS
+                .iter()
+                .map(|w| w * WORD)
+                .filter(|b| (min..=max).contains(b))
+                .collect()
+        } else {
+            size_list(min, max)
+        };
         Plan {
-            sizes: size_list(min, max),
+            sizes,
             window: self.window.max(1),
+            touch: self.touch,
+            messages: self.messages.max(1),
+            fragments: self.fragments.max(1),
             iterations: self.iterations.map(|n| n.max(1)),
             warmup: self.warmup,
             small,
@@ -219,5 +269,19 @@ mod tests {
         // A repeated option overrides (compare.sh appends its extra arguments).
         let plan = Cli::parse_from(["phalanx-bench", "bcast", "-m", "4", "-m", "8:16"]).plan();
         assert_eq!(plan.sizes, vec![8, 16]);
+    }
+
+    #[test]
+    fn seed003_defaults() {
+        let plan = Cli::parse_from(["phalanx-bench", "ring", "--touch"]).plan();
+        assert_eq!(plan.sizes, vec![8, 80, 800, 4000, 8000, 16000]);
+        assert!(plan.touch);
+        assert_eq!(plan.counts(8), (1_000, 100));
+        let plan = Cli::parse_from(["phalanx-bench", "chain", "-m", "100:8000"]).plan();
+        assert_eq!(plan.sizes, vec![800, 4000, 8000]);
+        let plan = Cli::parse_from(["phalanx-bench", "flood", "-n", "50", "-k", "32"]).plan();
+        assert_eq!(plan.sizes, vec![8, 80, 800]);
+        assert_eq!((plan.messages, plan.fragments), (50, 32));
+        assert!(Test::Flood.is_seed003() && !Test::Flood.is_point_to_point());
     }
 }

@@ -9,6 +9,12 @@ pub fn header(title: &str, column: &str) {
     println!("{:<10}{:>18}", "# Size", column);
 }
 
+/// Prints the title and a header whose first column is not `# Size` (`# Words`).
+pub fn header_with(title: &str, first: &str, column: &str) {
+    println!("# OSU-style phalanx {title} Test");
+    println!("{:<10}{:>18}", first, column);
+}
+
 /// Prints one result row.
 pub fn row(size: usize, value: f64) {
     println!("{size:<10}{value:>18.2}");
