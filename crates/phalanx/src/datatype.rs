@@ -66,12 +66,31 @@ pub struct Datatype(Arc<Inner>);
 impl Datatype {
     /// A predefined datatype.
     pub fn primitive(p: Primitive) -> Datatype {
-        Datatype(Arc::new(Inner {
-            size: p.size(),
-            extent: p.size(),
-            blocks: vec![(0, p.size())],
-            signature: vec![(p, 1)],
-        }))
+        // Built once per primitive: this is on every call's path.
+        static CACHE: [std::sync::OnceLock<Datatype>; 10] =
+            [const { std::sync::OnceLock::new() }; 10];
+        let i = match p {
+            Primitive::U8 => 0,
+            Primitive::I8 => 1,
+            Primitive::U16 => 2,
+            Primitive::I16 => 3,
+            Primitive::U32 => 4,
+            Primitive::I32 => 5,
+            Primitive::U64 => 6,
+            Primitive::I64 => 7,
+            Primitive::F32 => 8,
+            Primitive::F64 => 9,
+        };
+        CACHE[i]
+            .get_or_init(|| {
+                Datatype(Arc::new(Inner {
+                    size: p.size(),
+                    extent: p.size(),
+                    blocks: vec![(0, p.size())],
+                    signature: vec![(p, 1)],
+                }))
+            })
+            .clone()
     }
 
     /// `count` consecutive copies of `elem`.
