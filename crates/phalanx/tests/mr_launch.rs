@@ -90,6 +90,14 @@ fn mr_stress_over_each_transport() {
             "{transport}\n{}",
             r.dump()
         );
+        // Long messages between ranks of one host are pulled with one copy.
+        let single: u64 = r
+            .stderr
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("single_copies="))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum();
+        assert_eq!(single > 0, transport == "shm", "{transport}\n{}", r.dump());
     }
 }
 

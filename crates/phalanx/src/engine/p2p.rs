@@ -16,6 +16,9 @@ use crate::error::{Error, Result};
 use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
 use std::collections::VecDeque;
 
+/// `aux32` of an RTS whose payload is the sender's buffer address (single copy).
+const RTS_SINGLE_COPY: u32 = 1;
+
 /// A unit of work in a peer's send FIFO.
 #[derive(Debug)]
 enum Job {
@@ -46,6 +49,8 @@ enum UnexpKind {
     },
     Rts {
         sreq: u64,
+        /// Single-copy descriptor: the sender's buffer address (shared memory only).
+        addr: Option<u64>,
     },
 }
 
@@ -179,7 +184,15 @@ impl Engine {
         } else {
             let mut h = data_header(self.job_key, self.rank, MsgKind::Rts, ctx, tag, len);
             h.aux = id;
-            Job::Control(h.to_datagram(&[]))
+            match self.single_copy_addr(dest, id) {
+                // The receiver pulls the data straight from our memory and answers with
+                // a SyncAck: one copy, no CTS, no data packets.
+                Some(addr) => {
+                    h.aux32 = RTS_SINGLE_COPY;
+                    Job::Control(h.to_datagram(&addr.to_le_bytes()))
+                }
+                None => Job::Control(h.to_datagram(&[])),
+            }
         };
         self.push_job(dest, job);
         let now = self.now();
@@ -379,7 +392,9 @@ impl Engine {
                             self.unexpected_release(data.len());
                             self.recv_data(id, 0, &data);
                         }
-                        UnexpKind::Rts { sreq } => self.send_cts(src, u.ctx, sreq, id),
+                        UnexpKind::Rts { sreq, addr } => {
+                            self.rts_matched(src, u.ctx, sreq, addr, id)
+                        }
                     }
                 } else if let UnexpKind::Eager { matched, .. } = &mut self.p2p.unexpected[i].kind {
                     *matched = Some(id);
@@ -438,6 +453,11 @@ impl Engine {
         }
     }
 
+    /// Completes receive `id` once all its bytes are in (for transfers outside this file).
+    pub(super) fn finish_recv_pub(&mut self, id: ReqId) {
+        self.finish_recv(id);
+    }
+
     fn finish_recv(&mut self, id: ReqId) {
         let Some(Req::Recv(r)) = self.reqs.get_mut(id) else {
             return;
@@ -472,6 +492,20 @@ impl Engine {
         self.p2p.posted.remove(i)
     }
 
+    /// A matched rendezvous request: pull the data directly when the sender published
+    /// its buffer (shared memory, `process_vm_readv`), else clear the sender to send.
+    fn rts_matched(&mut self, src: u32, ctx: u32, sreq: u64, addr: Option<u64>, rreq: ReqId) {
+        if let Some(addr) = addr {
+            if self.pull_single_copy(src, addr, rreq) {
+                let mut h = data_header(self.job_key, self.rank, MsgKind::SyncAck, ctx, 0, 0);
+                h.aux = sreq;
+                self.push_job(src, Job::Control(h.to_datagram(&[])));
+                return;
+            }
+        }
+        self.send_cts(src, ctx, sreq, rreq);
+    }
+
     fn send_cts(&mut self, peer: u32, ctx: u32, sreq: u64, rreq: ReqId) {
         self.p2p.rndv_recvs += 1;
         let mut h = data_header(self.job_key, self.rank, MsgKind::Cts, ctx, 0, 0);
@@ -490,10 +524,14 @@ impl Engine {
             MsgKind::Eager => self.on_eager(pkt, local),
             MsgKind::Rts => {
                 let (tag, ctx, total) = (pkt.tag(), pkt.context(), pkt.msg_len());
+                let addr = (pkt.aux32() == RTS_SINGLE_COPY)
+                    .then(|| pkt.payload().get(..8).and_then(|b| b.try_into().ok()))
+                    .flatten()
+                    .map(u64::from_le_bytes);
                 match self.match_posted(src, tag, ctx) {
                     Some(id) => {
                         self.start_recv(id, src, tag, total);
-                        self.send_cts(src, ctx, pkt.aux(), id);
+                        self.rts_matched(src, ctx, pkt.aux(), addr, id);
                     }
                     None => {
                         let id = self.p2p.next_unexpected;
@@ -504,7 +542,10 @@ impl Engine {
                             tag,
                             ctx,
                             total,
-                            kind: UnexpKind::Rts { sreq: pkt.aux() },
+                            kind: UnexpKind::Rts {
+                                sreq: pkt.aux(),
+                                addr,
+                            },
                         });
                     }
                 }
@@ -559,7 +600,26 @@ impl Engine {
                 true
             }
             MsgKind::Coll => self.on_coll(pkt, local),
-            MsgKind::None | MsgKind::SyncAck => true,
+            MsgKind::SyncAck => {
+                // The receiver pulled a single-copy rendezvous message: the send is done.
+                let sreq = pkt.aux();
+                match self.reqs.get(sreq) {
+                    Some(Req::Send(s)) if s.peer == src => {
+                        let (tag, bytes) = (s.tag, s.buf.len() as u64);
+                        self.reqs.complete(
+                            sreq,
+                            Ok(RawStatus {
+                                source: self.rank,
+                                tag,
+                                bytes,
+                            }),
+                        );
+                    }
+                    _ => self.stats.drop_invalid += 1,
+                }
+                true
+            }
+            MsgKind::None => true,
         }
     }
 

@@ -92,6 +92,18 @@ impl RecvBuf {
             }
         }
     }
+    /// The first `n` bytes of the destination (clipped to the capacity), for a transfer
+    /// that writes them directly.
+    pub(crate) fn as_mut_slice(&mut self, n: usize) -> &mut [u8] {
+        let n = n.min(self.cap());
+        match self {
+            // SAFETY: the request's creator guarantees `cap` writable bytes that outlive
+            // the request.
+            RecvBuf::Raw(p, _) => unsafe { std::slice::from_raw_parts_mut(*p, n) },
+            RecvBuf::Unpack { tmp, .. } => &mut tmp[..n],
+        }
+    }
+
     /// Final step of a completed receive of `bytes` bytes.
     pub(crate) fn finish(&mut self, bytes: u64) {
         if let RecvBuf::Unpack { tmp, dt, dst } = self {

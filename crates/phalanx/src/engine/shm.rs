@@ -76,6 +76,58 @@ impl Engine {
         self.all_peers_shm
     }
 
+    /// The address a rendezvous receiver may pull send `id`'s bytes from, when `peer` is
+    /// on shared memory and may read this process's memory.
+    pub(crate) fn single_copy_addr(
+        &self,
+        peer: u32,
+        id: crate::engine::requests::ReqId,
+    ) -> Option<u64> {
+        let t = self.shm.as_ref()?;
+        if !self.via_shm(peer) || !t.can_be_read_by(peer).unwrap_or(false) {
+            return None;
+        }
+        match self.reqs.get(id) {
+            Some(crate::engine::requests::Req::Send(s)) => {
+                Some(s.buf.slice(0, 0).as_ptr() as usize as u64)
+            }
+            _ => None,
+        }
+    }
+
+    /// Pulls a single-copy rendezvous message from `src`'s memory into receive `rreq`.
+    /// False if that is not possible (the caller falls back to the two-copy path).
+    pub(crate) fn pull_single_copy(
+        &mut self,
+        src: u32,
+        addr: u64,
+        rreq: crate::engine::requests::ReqId,
+    ) -> bool {
+        let Some(t) = self.shm.as_ref() else {
+            return false;
+        };
+        if !t.can_read_from(src).unwrap_or(false) {
+            return false;
+        }
+        let Ok(pid) = t.peer_pid(src) else {
+            return false;
+        };
+        let Some(crate::engine::requests::Req::Recv(r)) = self.reqs.get_mut(rreq) else {
+            return false;
+        };
+        let Some((_, _, total)) = r.matched else {
+            return false;
+        };
+        let n = (total as usize).min(r.buf.cap());
+        if phalanx_shm::read_remote(pid, addr as usize, r.buf.as_mut_slice(n)).is_err() {
+            return false;
+        }
+        r.received = total;
+        self.finish_recv_pub(rreq);
+        self.stats.single_copies += 1;
+        true
+    }
+
     /// Puts a datagram in `peer`'s ring; false if the ring is full (try again later).
     pub(crate) fn shm_send(&mut self, peer: u32, d: &[u8]) -> bool {
         let Some(t) = self.shm.as_mut() else {
