@@ -130,6 +130,9 @@ pub enum MsgKind {
     /// sequence number, `tag` = schedule step, `msg_len` = total, `aux` = byte offset;
     /// the payload starts with the 8-byte signature of the call (kind, root, op, types).
     Coll = 6,
+    /// Finalize on a careful link: `aux` = data frames the sender sent on the link before
+    /// this one (the receiver compares it with what arrived).
+    LinkCounts = 7,
 }
 
 impl MsgKind {
@@ -143,6 +146,7 @@ impl MsgKind {
             4 => Some(MsgKind::RndvData),
             5 => Some(MsgKind::SyncAck),
             6 => Some(MsgKind::Coll),
+            7 => Some(MsgKind::LinkCounts),
             _ => None,
         }
     }

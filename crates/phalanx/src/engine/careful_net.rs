@@ -13,7 +13,7 @@
 use super::Engine;
 use crate::error::{Error, Result};
 use phalanx_proto::careful::{Careful, CarefulConfig, CarefulEvent, Verdict};
-use phalanx_wire::Packet;
+use phalanx_wire::{Header, Kind, MsgKind, Packet};
 
 /// The careful engine for this rank, if the network is declared reliable.
 pub(super) fn setup(job_key: u64, rank: u32, size: u32) -> Result<Option<Careful>> {
@@ -86,5 +86,50 @@ impl Engine {
             }));
         }
         Ok(did)
+    }
+}
+
+impl Engine {
+    /// Finalize, first step on careful links: tell every UDP peer how many data frames
+    /// were sent to it. Returns how many peers' counts this rank waits for.
+    pub(super) fn careful_send_counts(&mut self) -> usize {
+        let Some(c) = self.careful.as_ref() else {
+            return 0;
+        };
+        let counts = c.counts();
+        let peers: Vec<u32> = (0..self.size)
+            .filter(|&p| p != self.rank && !self.via_shm(p))
+            .collect();
+        for &p in &peers {
+            let mut h = Header::new(Kind::GbnData, self.job_key, self.rank);
+            h.msg = MsgKind::LinkCounts;
+            h.aux = counts.get(p as usize).map_or(0, |c| c.data_sent);
+            self.queue_frames(p, vec![h.to_datagram(&[])]);
+        }
+        let now = self.now();
+        if let Some(c) = self.careful.as_mut() {
+            for &p in &peers {
+                c.waiting_on(now, p);
+            }
+        }
+        peers.len()
+    }
+
+    /// A peer's final count arrived: every data frame it sent (and this count frame) must
+    /// have arrived, in order, on a link declared reliable.
+    pub(super) fn careful_counts_arrived(&mut self, src: u32, sent: u64) {
+        self.careful_counts_seen += 1;
+        let Some(c) = self.careful.as_mut() else {
+            return;
+        };
+        c.stop_waiting(src);
+        let got = c.counts().get(src as usize).map_or(0, |c| c.data_received);
+        if got != sent + 1 {
+            self.link_error.get_or_insert(Error::LinkFailure(format!(
+                "careful link {src}→{}: final count mismatch: {sent} data frames sent, {} received",
+                self.rank,
+                got.saturating_sub(1)
+            )));
+        }
     }
 }

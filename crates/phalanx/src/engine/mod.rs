@@ -62,6 +62,11 @@ pub struct Engine {
     shm: Option<phalanx_shm::ShmTransport>,
     /// Careful protocol for UDP peers when the network is declared reliable.
     careful: Option<phalanx_proto::careful::Careful>,
+    /// Careful peers whose final counts arrived (Finalize), and how many are expected.
+    careful_counts_seen: usize,
+    careful_counts_expected: usize,
+    /// A broken careful link, reported by the next wait.
+    link_error: Option<Error>,
     /// Per world rank: reached over shared memory.
     shm_peers: Vec<bool>,
     /// Every other rank is reached over shared memory.
@@ -204,6 +209,9 @@ impl Engine {
             urtp,
             shm: None,
             careful: None,
+            careful_counts_seen: 0,
+            careful_counts_expected: 0,
+            link_error: None,
             shm_peers: vec![false; size as usize],
             all_peers_shm: false,
             coll_out: VecDeque::new(),
@@ -488,7 +496,7 @@ impl Engine {
         let mut idle_since: Option<Instant> = None;
         let mut idle_rounds = 0u32;
         loop {
-            if let Some(e) = self.coll.take_error() {
+            if let Some(e) = self.coll.take_error().or_else(|| self.link_error.take()) {
                 return Err(e);
             }
             if done(self) {
@@ -571,12 +579,21 @@ impl Engine {
         self.urtp.flush_acks(now);
         self.waiting = Waiting::Finalize;
         let mut warning = None;
+        let mut counts_sent = false;
         let r = self.wait_loop(&mut |e| {
-            if e.p2p.idle()
+            if !counts_sent && e.p2p.idle() {
+                // Every earlier frame is in the careful window: the counts are final.
+                counts_sent = true;
+                e.careful_counts_expected = e.careful_send_counts();
+                return false;
+            }
+            if counts_sent
+                && e.p2p.idle()
                 && e.gbn.all_acked()
                 && e.coll_out.is_empty()
                 && e.urtp.all_acked()
                 && e.careful.as_ref().is_none_or(|c| c.is_idle())
+                && e.careful_counts_seen >= e.careful_counts_expected
             {
                 return true;
             }

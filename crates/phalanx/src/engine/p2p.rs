@@ -619,6 +619,10 @@ impl Engine {
                 }
                 true
             }
+            MsgKind::LinkCounts => {
+                self.careful_counts_arrived(src, pkt.aux());
+                true
+            }
             MsgKind::None => true,
         }
     }
