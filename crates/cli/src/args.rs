@@ -28,6 +28,14 @@ pub enum Command {
     /// Start N ranks of a program on this host (or its network namespaces) and supervise them.
     #[command(after_help = RUN_AFTER_HELP)]
     Run(RunArgs),
+    /// Compile and link a C program against phalanx's MPI ABI (like mpicc); all arguments
+    /// go to the compiler ($PHALANX_CC, default cc). `--show` prints the command.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Cc {
+        /// Compiler arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
 }
 
 const RUN_AFTER_HELP: &str = "\
@@ -153,6 +161,7 @@ mod tests {
         v.extend(args);
         Cli::try_parse_from(v).map(|c| match c.command {
             Command::Run(r) => r,
+            Command::Cc { .. } => unreachable!("parse() builds `phalanx run` lines"),
         })
     }
 

@@ -2,9 +2,11 @@
 //!
 //! Modules: [`args`] (command line), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
 //! (rank processes), [`output`] (line forwarding), [`signals`] (self-pipe), [`status`]
-//! (exit-status wording).
+//! (exit-status wording), [`cc`] (`phalanx cc`, the
+//! mpicc of the C ABI).
 
 mod args;
+mod cc;
 mod hosts;
 mod job;
 mod output;
@@ -24,6 +26,7 @@ fn main() {
                 2
             }
         },
+        args::Command::Cc { args } => cc::run(args),
     };
     std::process::exit(code);
 }

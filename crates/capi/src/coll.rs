@@ -1,0 +1,321 @@
+//! Collectives: `MPI_Barrier`, `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Gather`,
+//! `MPI_Scatter`, `MPI_Allgather`, `MPI_Alltoall` (with `MPI_IN_PLACE` where MPI allows it).
+//!
+//! Data moves as byte slices; reductions view the buffers as slices of the Rust type of
+//! the MPI datatype (alignment checked) so phalanx reduces typed elements. `MPI_IN_PLACE`
+//! is served by copying this rank's contribution to a temporary first, so no Rust slice
+//! ever aliases another.
+
+use crate::consts::*;
+use crate::env::datatype_of;
+use crate::state;
+use crate::{bytes, bytes_mut, count, disjoint, err, export, guard, typed, typed_mut, CResult};
+use phalanx::collective::SystemOperation;
+use phalanx::datatype::Equivalence;
+use phalanx::topology::SimpleCommunicator;
+use phalanx::traits::{Communicator, CommunicatorCollectives, Root};
+use std::ffi::{c_int, c_void};
+
+fn root_ok(c: &SimpleCommunicator, root: c_int) -> CResult<c_int> {
+    if (0..c.size()).contains(&root) {
+        Ok(root)
+    } else {
+        Err(err(
+            MPI_ERR_ROOT,
+            format!("invalid root {root} (communicator size {})", c.size()),
+        ))
+    }
+}
+
+fn in_place(p: *const c_void) -> bool {
+    std::ptr::eq(p, IN_PLACE)
+}
+
+/// Byte length of `cnt` elements of `datatype`.
+fn len(cnt: c_int, datatype: Handle) -> CResult<usize> {
+    Ok(count(cnt)? * datatype_of(datatype)?.size)
+}
+
+fn same_block(send: usize, recv: usize) -> CResult {
+    if send != recv {
+        return Err(err(
+            MPI_ERR_TRUNCATE,
+            format!("send block of {send} bytes does not match receive block of {recv} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+fn system_op(h: Handle) -> CResult<SystemOperation> {
+    Ok(match op(h as usize) {
+        Some(Op::Sum) => SystemOperation::sum(),
+        Some(Op::Min) => SystemOperation::min(),
+        Some(Op::Max) => SystemOperation::max(),
+        Some(Op::Prod) => SystemOperation::product(),
+        None => return Err(err(MPI_ERR_OP, format!("unsupported operation {h:p}"))),
+    })
+}
+
+/// Runs `$body` with `$T` the Rust type of element kind `$k`.
+macro_rules! with_kind {
+    ($k:expr, $T:ident, $body:expr) => {
+        match $k {
+            Kind::I8 => {
+                type $T = i8;
+                $body
+            }
+            Kind::U8 => {
+                type $T = u8;
+                $body
+            }
+            Kind::I16 => {
+                type $T = i16;
+                $body
+            }
+            Kind::U16 => {
+                type $T = u16;
+                $body
+            }
+            Kind::I32 => {
+                type $T = i32;
+                $body
+            }
+            Kind::U32 => {
+                type $T = u32;
+                $body
+            }
+            Kind::I64 => {
+                type $T = i64;
+                $body
+            }
+            Kind::U64 => {
+                type $T = u64;
+                $body
+            }
+            Kind::F32 => {
+                type $T = f32;
+                $body
+            }
+            Kind::F64 => {
+                type $T = f64;
+                $body
+            }
+            Kind::Opaque => Err(err(
+                MPI_ERR_TYPE,
+                "reductions on this datatype are not supported yet",
+            )),
+        }
+    };
+}
+
+export!(MPI_Barrier, PMPI_Barrier, (comm: Handle) -> c_int {
+    guard("MPI_Barrier", comm, || {
+        state::comm(comm)?.barrier();
+        Ok(())
+    })
+});
+
+export!(MPI_Bcast, PMPI_Bcast,
+        (buffer: *mut c_void, cnt: c_int, datatype: Handle, root: c_int, comm: Handle) -> c_int {
+    guard("MPI_Bcast", comm, || {
+        let c = state::comm(comm)?;
+        let n = len(cnt, datatype)?;
+        let root = root_ok(&c, root)?;
+        // SAFETY: the caller passes count × size bytes, valid for the call.
+        let b = unsafe { bytes_mut(buffer, n)? };
+        c.process_at_rank(root).broadcast_into(b);
+        Ok(())
+    })
+});
+
+fn allreduce_t<T: Equivalence>(
+    c: &SimpleCommunicator,
+    send: *const c_void,
+    recv: *mut c_void,
+    n: usize,
+    op: SystemOperation,
+) -> CResult {
+    if !in_place(send) {
+        let l = n * size_of::<T>();
+        disjoint(send, l, recv, l)?;
+    }
+    // SAFETY: the caller passes n elements in each buffer (disjoint, checked above).
+    let r: &mut [T] = unsafe { typed_mut(recv, n)? };
+    if in_place(send) {
+        let tmp = r.to_vec();
+        c.all_reduce_into(&tmp[..], r, op);
+    } else {
+        // SAFETY: as above.
+        let s: &[T] = unsafe { typed(send, n)? };
+        c.all_reduce_into(s, r, op);
+    }
+    Ok(())
+}
+
+export!(MPI_Allreduce, PMPI_Allreduce,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
+         op: Handle, comm: Handle) -> c_int {
+    guard("MPI_Allreduce", comm, || {
+        let c = state::comm(comm)?;
+        let dt = datatype_of(datatype)?;
+        let n = count(cnt)?;
+        let o = system_op(op)?;
+        with_kind!(dt.kind, T, allreduce_t::<T>(&c, sendbuf, recvbuf, n, o))
+    })
+});
+
+fn reduce_t<T: Equivalence>(
+    c: &SimpleCommunicator,
+    send: *const c_void,
+    recv: *mut c_void,
+    n: usize,
+    op: SystemOperation,
+    root: c_int,
+) -> CResult {
+    let p = c.process_at_rank(root);
+    if c.rank() != root {
+        // SAFETY: the caller passes n readable elements.
+        let s: &[T] = unsafe { typed(send, n)? };
+        p.reduce_into(s, op);
+        return Ok(());
+    }
+    if !in_place(send) {
+        let l = n * size_of::<T>();
+        disjoint(send, l, recv, l)?;
+    }
+    // SAFETY: the root passes n writable elements (disjoint from the send buffer).
+    let r: &mut [T] = unsafe { typed_mut(recv, n)? };
+    if in_place(send) {
+        let tmp = r.to_vec();
+        p.reduce_into_root(&tmp[..], r, op);
+    } else {
+        // SAFETY: n readable elements.
+        let s: &[T] = unsafe { typed(send, n)? };
+        p.reduce_into_root(s, r, op);
+    }
+    Ok(())
+}
+
+export!(MPI_Reduce, PMPI_Reduce,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
+         op: Handle, root: c_int, comm: Handle) -> c_int {
+    guard("MPI_Reduce", comm, || {
+        let c = state::comm(comm)?;
+        let dt = datatype_of(datatype)?;
+        let n = count(cnt)?;
+        let o = system_op(op)?;
+        let root = root_ok(&c, root)?;
+        with_kind!(dt.kind, T, reduce_t::<T>(&c, sendbuf, recvbuf, n, o, root))
+    })
+});
+
+export!(MPI_Gather, PMPI_Gather,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
+    guard("MPI_Gather", comm, || {
+        let c = state::comm(comm)?;
+        let root = root_ok(&c, root)?;
+        let p = c.process_at_rank(root);
+        if c.rank() != root {
+            // SAFETY: the caller passes sendcount × size readable bytes.
+            let s = unsafe { bytes(sendbuf, len(sendcount, sendtype)?)? };
+            p.gather_into(s);
+            return Ok(());
+        }
+        let block = len(recvcount, recvtype)?;
+        let total = block * c.size() as usize;
+        if in_place(sendbuf) {
+            // SAFETY: the root passes size × recvcount × size writable bytes.
+            let r = unsafe { bytes_mut(recvbuf, total)? };
+            let mine = r[root as usize * block..][..block].to_vec();
+            p.gather_into_root(&mine[..], r);
+        } else {
+            let sl = len(sendcount, sendtype)?;
+            same_block(sl, block)?;
+            disjoint(sendbuf, sl, recvbuf, total)?;
+            // SAFETY: both buffers as the MPI contract says, disjoint (checked).
+            let (s, r) = unsafe { (bytes(sendbuf, sl)?, bytes_mut(recvbuf, total)?) };
+            p.gather_into_root(s, r);
+        }
+        Ok(())
+    })
+});
+
+export!(MPI_Scatter, PMPI_Scatter,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
+    guard("MPI_Scatter", comm, || {
+        let c = state::comm(comm)?;
+        let root = root_ok(&c, root)?;
+        let p = c.process_at_rank(root);
+        if c.rank() != root {
+            // SAFETY: the caller passes recvcount × size writable bytes.
+            let r = unsafe { bytes_mut(recvbuf, len(recvcount, recvtype)?)? };
+            p.scatter_into(r);
+            return Ok(());
+        }
+        let block = len(sendcount, sendtype)?;
+        let total = block * c.size() as usize;
+        if in_place(recvbuf) {
+            // SAFETY: the root passes size × sendcount × size readable bytes.
+            let s = unsafe { bytes(sendbuf, total)? };
+            let mut mine = vec![0u8; block];
+            p.scatter_into_root(s, &mut mine[..]);
+        } else {
+            let rl = len(recvcount, recvtype)?;
+            same_block(block, rl)?;
+            disjoint(sendbuf, total, recvbuf, rl)?;
+            // SAFETY: both buffers as the MPI contract says, disjoint (checked).
+            let (s, r) = unsafe { (bytes(sendbuf, total)?, bytes_mut(recvbuf, rl)?) };
+            p.scatter_into_root(s, r);
+        }
+        Ok(())
+    })
+});
+
+export!(MPI_Allgather, PMPI_Allgather,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
+    guard("MPI_Allgather", comm, || {
+        let c = state::comm(comm)?;
+        let block = len(recvcount, recvtype)?;
+        let total = block * c.size() as usize;
+        if in_place(sendbuf) {
+            // SAFETY: the caller passes size × recvcount × size writable bytes.
+            let r = unsafe { bytes_mut(recvbuf, total)? };
+            let mine = r[c.rank() as usize * block..][..block].to_vec();
+            c.all_gather_into(&mine[..], r);
+        } else {
+            let sl = len(sendcount, sendtype)?;
+            same_block(sl, block)?;
+            disjoint(sendbuf, sl, recvbuf, total)?;
+            // SAFETY: both buffers as the MPI contract says, disjoint (checked).
+            let (s, r) = unsafe { (bytes(sendbuf, sl)?, bytes_mut(recvbuf, total)?) };
+            c.all_gather_into(s, r);
+        }
+        Ok(())
+    })
+});
+
+export!(MPI_Alltoall, PMPI_Alltoall,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
+    guard("MPI_Alltoall", comm, || {
+        let c = state::comm(comm)?;
+        let block = len(recvcount, recvtype)?;
+        let total = block * c.size() as usize;
+        if in_place(sendbuf) {
+            // SAFETY: the caller passes size × recvcount × size writable bytes.
+            let r = unsafe { bytes_mut(recvbuf, total)? };
+            let mine = r.to_vec();
+            c.all_to_all_into(&mine[..], r);
+        } else {
+            same_block(len(sendcount, sendtype)?, block)?;
+            disjoint(sendbuf, total, recvbuf, total)?;
+            // SAFETY: both buffers as the MPI contract says, disjoint (checked).
+            let (s, r) = unsafe { (bytes(sendbuf, total)?, bytes_mut(recvbuf, total)?) };
+            c.all_to_all_into(s, r);
+        }
+        Ok(())
+    })
+});

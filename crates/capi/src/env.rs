@@ -1,0 +1,269 @@
+//! Environment, communicator management, error handling and inquiry functions:
+//! `MPI_Init*`, `MPI_Finalize*`, `MPI_Abort`, `MPI_Wtime`, `MPI_Comm_{rank,size,dup,free}`,
+//! error handlers and strings, versions and names.
+
+use crate::consts::*;
+use crate::state::{self, CommEntry};
+use crate::{err, export, guard, out, CResult};
+use phalanx::topology::Color;
+use phalanx::traits::Communicator;
+use std::ffi::{c_char, c_int};
+use std::panic::catch_unwind;
+use std::sync::atomic::Ordering;
+
+const WORLD: Handle = COMM_WORLD as Handle;
+const MAX_PROCESSOR_NAME: usize = 256;
+const MAX_ERROR_STRING: usize = 512;
+const MAX_LIBRARY_VERSION_STRING: usize = 8192;
+
+fn init() -> CResult {
+    if state::flags().0 {
+        return Err(err(MPI_ERR_OTHER, "MPI is already initialized"));
+    }
+    let u = phalanx::try_initialize().map_err(|e| err(MPI_ERR_OTHER, e.to_string()))?;
+    let world = u.world();
+    // MPI_COMM_SELF: one communicator per rank, derived collectively from the world.
+    let me = world
+        .split_by_color(Color::with_value(world.rank()))
+        .ok_or_else(|| err(MPI_ERR_INTERN, "could not create MPI_COMM_SELF"))?;
+    state::with(|s| {
+        s.universe = Some(u);
+        for (h, comm) in [(COMM_WORLD, world), (COMM_SELF, me)] {
+            let errh = ERRORS_ARE_FATAL;
+            s.comms.insert(h, CommEntry { comm, errh });
+        }
+    });
+    state::set_initialized();
+    Ok(())
+}
+
+export!(MPI_Init, PMPI_Init, (_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    guard("MPI_Init", WORLD, init)
+});
+
+export!(MPI_Init_thread, PMPI_Init_thread,
+        (_argc: *mut c_int, _argv: *mut *mut *mut c_char, _required: c_int,
+         provided: *mut c_int) -> c_int {
+    guard("MPI_Init_thread", WORLD, || {
+        init()?;
+        // SAFETY: the caller passes a writable int (MPI contract).
+        unsafe { out(provided, MPI_THREAD_FUNNELED) }
+    })
+});
+
+export!(MPI_Query_thread, PMPI_Query_thread, (provided: *mut c_int) -> c_int {
+    // SAFETY: the caller passes a writable int.
+    guard("MPI_Query_thread", WORLD, || unsafe { out(provided, MPI_THREAD_FUNNELED) })
+});
+
+export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
+    guard("MPI_Finalize", WORLD, || {
+        let (reqs, comms, u) = state::with(|s| {
+            (std::mem::take(&mut s.reqs), std::mem::take(&mut s.comms), s.universe.take())
+        });
+        let Some(u) = u else {
+            return Err(err(MPI_ERR_OTHER, "MPI is not initialized (or already finalized)"));
+        };
+        // Requests never waited for complete here (dropping one waits), before the
+        // universe finalizes.
+        drop(reqs);
+        drop(comms);
+        drop(u);
+        state::FINALIZED.store(true, Ordering::SeqCst);
+        Ok(())
+    })
+});
+
+export!(MPI_Initialized, PMPI_Initialized, (flag: *mut c_int) -> c_int {
+    // SAFETY: the caller passes a writable int.
+    guard("MPI_Initialized", WORLD, || unsafe { out(flag, state::flags().0 as c_int) })
+});
+
+export!(MPI_Finalized, PMPI_Finalized, (flag: *mut c_int) -> c_int {
+    // SAFETY: the caller passes a writable int.
+    guard("MPI_Finalized", WORLD, || unsafe { out(flag, state::flags().1 as c_int) })
+});
+
+export!(MPI_Abort, PMPI_Abort, (comm: Handle, errorcode: c_int) -> c_int {
+    guard("MPI_Abort", comm, || match state::comm(comm).or_else(|_| state::comm(WORLD)) {
+        Ok(c) => c.abort(errorcode),
+        Err(_) => {
+            eprintln!("phalanx: MPI_Abort({errorcode}) called");
+            std::process::exit(if errorcode == 0 { 1 } else { errorcode })
+        }
+    })
+});
+
+export!(MPI_Wtime, PMPI_Wtime, () -> f64 {
+    catch_unwind(phalanx::environment::time).unwrap_or(0.0)
+});
+
+export!(MPI_Wtick, PMPI_Wtick, () -> f64 {
+    1e-9
+});
+
+export!(MPI_Comm_rank, PMPI_Comm_rank, (comm: Handle, rank: *mut c_int) -> c_int {
+    guard("MPI_Comm_rank", comm, || {
+        let c = state::comm(comm)?;
+        // SAFETY: the caller passes a writable int.
+        unsafe { out(rank, c.rank()) }
+    })
+});
+
+export!(MPI_Comm_size, PMPI_Comm_size, (comm: Handle, size: *mut c_int) -> c_int {
+    guard("MPI_Comm_size", comm, || {
+        let c = state::comm(comm)?;
+        // SAFETY: the caller passes a writable int.
+        unsafe { out(size, c.size()) }
+    })
+});
+
+export!(MPI_Comm_dup, PMPI_Comm_dup, (comm: Handle, newcomm: *mut Handle) -> c_int {
+    guard("MPI_Comm_dup", comm, || {
+        let c = state::comm(comm)?;
+        if newcomm.is_null() {
+            return Err(err(MPI_ERR_ARG, "null output argument"));
+        }
+        let h = state::add_comm(c.duplicate(), state::errhandler(comm));
+        // SAFETY: non-null, and the caller passes a writable handle.
+        unsafe { out(newcomm, h) }
+    })
+});
+
+export!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut Handle) -> c_int {
+    if comm.is_null() {
+        return guard("MPI_Comm_free", WORLD, || Err(err(MPI_ERR_ARG, "null communicator pointer")));
+    }
+    // SAFETY: non-null, and the caller passes a readable handle.
+    let h = unsafe { comm.read() };
+    guard("MPI_Comm_free", h, || {
+        state::comm(h)?;
+        if h as usize == COMM_WORLD || h as usize == COMM_SELF {
+            return Err(err(MPI_ERR_COMM, "cannot free a predefined communicator"));
+        }
+        state::with(|s| s.comms.remove(&(h as usize)));
+        // SAFETY: non-null and writable (checked above, MPI contract).
+        unsafe { out(comm, COMM_NULL as Handle) }
+    })
+});
+
+export!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler,
+        (comm: Handle, errhandler: Handle) -> c_int {
+    guard("MPI_Comm_set_errhandler", comm, || {
+        state::comm(comm)?;
+        let e = errhandler as usize;
+        if ![ERRORS_ARE_FATAL, ERRORS_RETURN, ERRORS_ABORT].contains(&e) {
+            return Err(err(MPI_ERR_ARG, format!("invalid error handler {errhandler:p}")));
+        }
+        state::with(|s| {
+            if let Some(c) = s.comms.get_mut(&(comm as usize)) {
+                c.errh = e;
+            }
+        });
+        Ok(())
+    })
+});
+
+export!(MPI_Comm_get_errhandler, PMPI_Comm_get_errhandler,
+        (comm: Handle, errhandler: *mut Handle) -> c_int {
+    guard("MPI_Comm_get_errhandler", comm, || {
+        state::comm(comm)?;
+        // SAFETY: the caller passes a writable handle.
+        unsafe { out(errhandler, state::errhandler(comm) as Handle) }
+    })
+});
+
+export!(MPI_Type_size, PMPI_Type_size, (datatype: Handle, size: *mut c_int) -> c_int {
+    guard("MPI_Type_size", WORLD, || {
+        let dt = datatype_of(datatype)?;
+        // SAFETY: the caller passes a writable int.
+        unsafe { out(size, dt.size as c_int) }
+    })
+});
+
+/// The predefined datatype behind `h`, or `MPI_ERR_TYPE`.
+pub fn datatype_of(h: Handle) -> CResult<Dt> {
+    datatype(h as usize).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype {h:p}")))
+}
+
+/// Copies `s` (truncated to `max - 1` bytes) with a NUL to `dst`, its length to `len`.
+///
+/// # Safety
+/// `dst` must have room for `max` bytes; `len` must be a writable int.
+unsafe fn write_str(dst: *mut c_char, max: usize, s: &str, len: *mut c_int) -> CResult {
+    if dst.is_null() {
+        return Err(err(MPI_ERR_ARG, "null string argument"));
+    }
+    let n = s.len().min(max - 1);
+    // SAFETY: dst has room for max bytes (caller), n + 1 <= max, and the source is a
+    // distinct Rust string.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), dst as *mut u8, n);
+        dst.add(n).write(0);
+        out(len, n as c_int)
+    }
+}
+
+export!(MPI_Get_processor_name, PMPI_Get_processor_name,
+        (name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    guard("MPI_Get_processor_name", WORLD, || {
+        let mut buf = [0u8; MAX_PROCESSOR_NAME];
+        // SAFETY: buf is writable for its length; gethostname writes at most that much.
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len() - 1) };
+        let host = if rc == 0 {
+            let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        } else {
+            "localhost".into()
+        };
+        // SAFETY: the caller passes MPI_MAX_PROCESSOR_NAME bytes and a writable int.
+        unsafe { write_str(name, MAX_PROCESSOR_NAME, &host, resultlen) }
+    })
+});
+
+export!(MPI_Get_version, PMPI_Get_version, (version: *mut c_int, subversion: *mut c_int) -> c_int {
+    // SAFETY: the caller passes two writable ints.
+    guard("MPI_Get_version", WORLD, || unsafe { out(version, 5)?; out(subversion, 0) })
+});
+
+export!(MPI_Abi_get_version, PMPI_Abi_get_version,
+        (abi_major: *mut c_int, abi_minor: *mut c_int) -> c_int {
+    // SAFETY: the caller passes two writable ints.
+    guard("MPI_Abi_get_version", WORLD, || unsafe { out(abi_major, 1)?; out(abi_minor, 0) })
+});
+
+export!(MPI_Get_library_version, PMPI_Get_library_version,
+        (version: *mut c_char, resultlen: *mut c_int) -> c_int {
+    guard("MPI_Get_library_version", WORLD, || {
+        let v = format!(
+            "phalanx {} (MPI 5.0, standard ABI 1.0, thread level FUNNELED)",
+            env!("CARGO_PKG_VERSION")
+        );
+        // SAFETY: the caller passes MPI_MAX_LIBRARY_VERSION_STRING bytes and an int.
+        unsafe { write_str(version, MAX_LIBRARY_VERSION_STRING, &v, resultlen) }
+    })
+});
+
+fn valid_code(code: c_int) -> CResult {
+    if !(0..=MPI_ERR_ABI).contains(&code) {
+        return Err(err(MPI_ERR_ARG, format!("invalid error code {code}")));
+    }
+    Ok(())
+}
+
+export!(MPI_Error_string, PMPI_Error_string,
+        (errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
+    guard("MPI_Error_string", WORLD, || {
+        valid_code(errorcode)?;
+        // SAFETY: the caller passes MPI_MAX_ERROR_STRING bytes and a writable int.
+        unsafe { write_str(string, MAX_ERROR_STRING, error_name(errorcode), resultlen) }
+    })
+});
+
+export!(MPI_Error_class, PMPI_Error_class, (errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    guard("MPI_Error_class", WORLD, || {
+        valid_code(errorcode)?;
+        // SAFETY: the caller passes a writable int.
+        unsafe { out(errorclass, errorcode) }
+    })
+});

@@ -1,0 +1,199 @@
+//! phalanx's C interface: a first slice of the MPI-5.0 standard ABI, built as
+//! `libmpi_abi.so.1` with the header `include/mpi.h`.
+//!
+//! Contract:
+//! - Every function the header declares is exported under its `MPI_` name and its `PMPI_`
+//!   (profiling) name; the `MPI_` entry point calls the `PMPI_` one.
+//! - Handles are the standard's small integers cast to pointers (predefined handles) or
+//!   numbers this library hands out (communicators from `MPI_Comm_dup`, requests); they
+//!   index per-thread tables ([`state`]). phalanx provides `MPI_THREAD_FUNNELED`: only the
+//!   thread that called `MPI_Init` may call MPI.
+//! - No panic crosses into C: every exported body runs under `catch_unwind`
+//!   ([`guard`]); a panic becomes `MPI_ERR_INTERN`.
+//! - Errors go through the communicator's error handler: `MPI_ERRORS_ARE_FATAL` (the
+//!   default; `MPI_ERRORS_ABORT` behaves the same) prints the call and the error and ends
+//!   the rank with exit code 1, which makes the launcher end the job; under
+//!   `MPI_ERRORS_RETURN` the call returns the error class. Calls with no communicator
+//!   (`MPI_Wait` on a request uses the request's) raise on `MPI_COMM_WORLD`. Errors the
+//!   core finds during a transfer (e.g. truncation) are always fatal: the Rust API has no
+//!   error return for them.
+//! - Functions not implemented yet are stubs raising `MPI_ERR_OTHER`.
+//!
+//! # Safety
+//! The exported functions are `unsafe extern "C"`: the C caller must pass pointers that
+//! are valid as the MPI standard requires (buffers of `count × type size` bytes, output
+//! arguments writable, nonblocking buffers valid and untouched until completion).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+pub mod coll;
+pub mod consts;
+pub mod env;
+pub mod p2p;
+pub mod state;
+pub mod stubs;
+
+use consts::*;
+use std::ffi::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// An MPI error: its class and a message for the fatal handler.
+#[derive(Debug)]
+pub struct CErr {
+    /// The MPI error class returned under `MPI_ERRORS_RETURN`.
+    pub class: c_int,
+    /// What went wrong.
+    pub msg: String,
+}
+
+/// Result of an exported body.
+pub type CResult<T = ()> = Result<T, CErr>;
+
+/// An error of `class`.
+pub fn err(class: c_int, msg: impl Into<String>) -> CErr {
+    CErr {
+        class,
+        msg: msg.into(),
+    }
+}
+
+/// Runs an exported body: catches panics and sends errors to `comm`'s error handler.
+pub fn guard(name: &str, comm: Handle, f: impl FnOnce() -> CResult) -> c_int {
+    let e = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return MPI_SUCCESS,
+        Ok(Err(e)) => e,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into());
+            err(MPI_ERR_INTERN, format!("internal error: {what}"))
+        }
+    };
+    raise(name, comm, e)
+}
+
+/// Hands `e` to the error handler of `comm` (world's if `comm` is not a live communicator).
+pub fn raise(name: &str, comm: Handle, e: CErr) -> c_int {
+    if state::errhandler(comm) == ERRORS_RETURN {
+        return e.class;
+    }
+    let rank = state::world_rank().map_or("?".to_string(), |r| r.to_string());
+    let line = format!(
+        "phalanx: rank {rank}: {name}: {} (error class {} {})\n",
+        e.msg,
+        e.class,
+        consts::error_name(e.class)
+    );
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    std::process::exit(1)
+}
+
+/// Reads `len` bytes at `p`.
+///
+/// # Safety
+/// `p` must point to `len` readable bytes for the caller's `'a` (the MPI buffer contract).
+pub unsafe fn bytes<'a>(p: *const c_void, len: usize) -> CResult<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() || std::ptr::eq(p, IN_PLACE) {
+        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+    }
+    // SAFETY: non-null, and the caller guarantees len readable bytes for 'a.
+    Ok(unsafe { std::slice::from_raw_parts(p as *const u8, len) })
+}
+
+/// Borrows `len` writable bytes at `p`.
+///
+/// # Safety
+/// `p` must point to `len` writable bytes, not otherwise accessed during `'a`.
+pub unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize) -> CResult<&'a mut [u8]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() || p == IN_PLACE {
+        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+    }
+    // SAFETY: non-null, and the caller guarantees len exclusive writable bytes for 'a.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) })
+}
+
+/// Reads `count` elements of `T` at `p` (checking alignment).
+///
+/// # Safety
+/// As [`bytes`], for `count × size_of::<T>()` bytes holding valid `T`s (any bit pattern
+/// is valid for the numeric types used here).
+pub unsafe fn typed<'a, T>(p: *const c_void, count: usize) -> CResult<&'a [T]> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() || std::ptr::eq(p, IN_PLACE) || !(p as usize).is_multiple_of(align_of::<T>()) {
+        return Err(err(MPI_ERR_BUFFER, "invalid or misaligned buffer address"));
+    }
+    // SAFETY: non-null, aligned, and the caller guarantees count readable elements.
+    Ok(unsafe { std::slice::from_raw_parts(p as *const T, count) })
+}
+
+/// Borrows `count` writable elements of `T` at `p` (checking alignment).
+///
+/// # Safety
+/// As [`bytes_mut`], for `count × size_of::<T>()` bytes.
+pub unsafe fn typed_mut<'a, T>(p: *mut c_void, count: usize) -> CResult<&'a mut [T]> {
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() || p == IN_PLACE || !(p as usize).is_multiple_of(align_of::<T>()) {
+        return Err(err(MPI_ERR_BUFFER, "invalid or misaligned buffer address"));
+    }
+    // SAFETY: non-null, aligned, and the caller guarantees count exclusive elements.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p as *mut T, count) })
+}
+
+/// Writes `v` to the output argument `p`.
+///
+/// # Safety
+/// `p` must be null (an error) or valid for a write of `T`.
+pub unsafe fn out<T>(p: *mut T, v: T) -> CResult {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, "null output argument"));
+    }
+    // SAFETY: non-null, and the caller guarantees it is writable.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// Fails with `MPI_ERR_BUFFER` if the two byte ranges overlap (MPI forbids aliasing
+/// send and receive buffers except through `MPI_IN_PLACE`).
+pub fn disjoint(a: *const c_void, alen: usize, b: *const c_void, blen: usize) -> CResult {
+    let (a, b) = (a as usize, b as usize);
+    if alen > 0 && blen > 0 && a < b + blen && b < a + alen {
+        return Err(err(MPI_ERR_BUFFER, "send and receive buffers overlap"));
+    }
+    Ok(())
+}
+
+/// A negative count is `MPI_ERR_COUNT`.
+pub fn count(c: c_int) -> CResult<usize> {
+    usize::try_from(c).map_err(|_| err(MPI_ERR_COUNT, format!("invalid count {c}")))
+}
+
+/// Exports `$pname` with `$body` and `$name` calling it.
+#[macro_export]
+macro_rules! export {
+    ($name:ident, $pname:ident, ($($a:ident : $t:ty),* $(,)?) -> $ret:ty $body:block) => {
+        #[doc = concat!("`", stringify!($pname), "`: profiling entry point of `",
+                        stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($a: $t),*) -> $ret $body
+
+        #[doc = concat!("`", stringify!($name), "` (see the MPI standard).")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> $ret {
+            // SAFETY: the same contract as the profiling entry point.
+            unsafe { $pname($($a),*) }
+        }
+    };
+}

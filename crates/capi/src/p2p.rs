@@ -1,0 +1,345 @@
+//! Point-to-point: `MPI_Send`, `MPI_Recv`, `MPI_Isend`, `MPI_Irecv`, `MPI_Sendrecv`,
+//! `MPI_Wait`, `MPI_Waitall`, `MPI_Test`, `MPI_Get_count`.
+//!
+//! Buffers are `count × type size` bytes of C memory, moved as byte slices (the types
+//! are contiguous and hosts homogeneous). Blocking calls borrow them for the call
+//! (`phalanx::request::scope`). Nonblocking calls need a `'static` request: the C buffer
+//! is turned into a `&'static` slice and the request kept in the request table under
+//! `StaticScope`. Safety argument: MPI requires the buffer to stay valid and untouched
+//! by the program until the request completes; the request leaves the table (and stops
+//! touching the buffer) only when `MPI_Wait*`/`MPI_Test` completes it or `MPI_Finalize`
+//! drops it (which waits for it). So the slice is never used after the C program may
+//! legitimately reuse or free the memory, and nothing else aliases it meanwhile.
+
+use crate::consts::*;
+use crate::env::datatype_of;
+use crate::state::{self, ReqEntry};
+use crate::{bytes, bytes_mut, count, err, export, guard, out, CResult};
+use phalanx::point_to_point::Status;
+use phalanx::request::{Request, Scope, StaticScope};
+use phalanx::topology::SimpleCommunicator;
+use phalanx::traits::{Communicator, Destination, Source};
+use std::ffi::{c_int, c_void};
+
+const WORLD: Handle = COMM_WORLD as Handle;
+
+/// Checks a destination/source rank; `None` for `MPI_PROC_NULL`.
+fn peer(c: &SimpleCommunicator, r: c_int, any_ok: bool) -> CResult<Option<c_int>> {
+    if r == MPI_PROC_NULL {
+        return Ok(None);
+    }
+    if (0..c.size()).contains(&r) || (any_ok && r == MPI_ANY_SOURCE) {
+        return Ok(Some(r));
+    }
+    Err(err(
+        MPI_ERR_RANK,
+        format!("invalid rank {r} (communicator size {})", c.size()),
+    ))
+}
+
+fn tag_ok(tag: c_int, any_ok: bool) -> CResult<c_int> {
+    if tag >= 0 || (any_ok && tag == MPI_ANY_TAG) {
+        Ok(tag)
+    } else {
+        Err(err(MPI_ERR_TAG, format!("invalid tag {tag}")))
+    }
+}
+
+/// The C status of a phalanx status.
+pub fn c_status(st: Status) -> MPI_Status {
+    MPI_Status::new(st.source_rank(), st.tag(), st.byte_count())
+}
+
+/// Writes `st` unless `p` is `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `p` must be null or a writable `MPI_Status`.
+pub unsafe fn put_status(p: *mut MPI_Status, st: MPI_Status) {
+    if !p.is_null() {
+        // SAFETY: non-null and writable (caller).
+        unsafe { p.write(st) };
+    }
+}
+
+/// Starts a receive from `src` (or any) with `tag` (or any) into `buf`.
+fn start_recv<'a, Sc: Scope<'a>>(
+    c: &SimpleCommunicator,
+    sc: Sc,
+    buf: &'a mut [u8],
+    src: c_int,
+    tag: c_int,
+) -> Request<'a, [u8], Sc> {
+    match (src, tag) {
+        (MPI_ANY_SOURCE, MPI_ANY_TAG) => c.any_process().immediate_receive_into(sc, buf),
+        (MPI_ANY_SOURCE, t) => c.any_process().immediate_receive_into_with_tag(sc, buf, t),
+        (s, MPI_ANY_TAG) => c.process_at_rank(s).immediate_receive_into(sc, buf),
+        (s, t) => c
+            .process_at_rank(s)
+            .immediate_receive_into_with_tag(sc, buf, t),
+    }
+}
+
+/// Validated arguments of one side of a transfer.
+struct Side {
+    comm: SimpleCommunicator,
+    len: usize,
+    peer: Option<c_int>,
+    tag: c_int,
+}
+
+fn side(
+    comm: Handle,
+    cnt: c_int,
+    datatype: Handle,
+    peer_rank: c_int,
+    tag: c_int,
+    recv: bool,
+) -> CResult<Side> {
+    let c = state::comm(comm)?;
+    let dt = datatype_of(datatype)?;
+    let n = count(cnt)?;
+    let tag = tag_ok(tag, recv)?;
+    let p = peer(&c, peer_rank, recv)?;
+    Ok(Side {
+        comm: c,
+        len: n * dt.size,
+        peer: p,
+        tag,
+    })
+}
+
+/// Under `MPI_ERRORS_RETURN`, a blocking receive first probes for the message so that a
+/// message longer than the buffer returns `MPI_ERR_TRUNCATE` (the message stays queued)
+/// instead of reaching the core's fatal truncation error; it then receives exactly that
+/// message (its source and tag: queues keep arrival order). Under the fatal handlers the
+/// receive goes straight to the core, which ends the job on truncation.
+fn check_truncation(s: &Side, src: c_int, comm: Handle) -> CResult<(c_int, c_int)> {
+    if state::errhandler(comm) != ERRORS_RETURN {
+        return Ok((src, s.tag));
+    }
+    let st = match (src, s.tag) {
+        (MPI_ANY_SOURCE, MPI_ANY_TAG) => s.comm.any_process().probe(),
+        (MPI_ANY_SOURCE, t) => s.comm.any_process().probe_with_tag(t),
+        (r, MPI_ANY_TAG) => s.comm.process_at_rank(r).probe(),
+        (r, t) => s.comm.process_at_rank(r).probe_with_tag(t),
+    };
+    if st.byte_count() > s.len as u64 {
+        return Err(err(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "message of {} bytes from rank {} truncated to a {}-byte buffer",
+                st.byte_count(),
+                st.source_rank(),
+                s.len
+            ),
+        ));
+    }
+    Ok((st.source_rank(), st.tag()))
+}
+
+export!(MPI_Send, PMPI_Send,
+        (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
+         comm: Handle) -> c_int {
+    guard("MPI_Send", comm, || {
+        let s = side(comm, cnt, datatype, dest, tag, false)?;
+        let Some(d) = s.peer else { return Ok(()) };
+        // SAFETY: the caller passes count × size readable bytes (MPI contract).
+        let b = unsafe { bytes(buf, s.len)? };
+        s.comm.process_at_rank(d).send_with_tag(b, s.tag);
+        Ok(())
+    })
+});
+
+export!(MPI_Recv, PMPI_Recv,
+        (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
+         comm: Handle, status: *mut MPI_Status) -> c_int {
+    guard("MPI_Recv", comm, || {
+        let s = side(comm, cnt, datatype, source, tag, true)?;
+        let st = match s.peer {
+            None => MPI_Status::empty(MPI_PROC_NULL),
+            Some(src) => {
+                let (src, tag) = check_truncation(&s, src, comm)?;
+                // SAFETY: the caller passes count × size writable bytes for the call.
+                let b = unsafe { bytes_mut(buf, s.len)? };
+                phalanx::request::scope(|sc| c_status(start_recv(&s.comm, sc, b, src, tag).wait()))
+            }
+        };
+        // SAFETY: status is MPI_STATUS_IGNORE or writable.
+        unsafe { put_status(status, st) };
+        Ok(())
+    })
+});
+
+export!(MPI_Isend, PMPI_Isend,
+        (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
+         comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Isend", comm, || {
+        let s = side(comm, cnt, datatype, dest, tag, false)?;
+        if request.is_null() {
+            return Err(err(MPI_ERR_ARG, "null request pointer"));
+        }
+        let e = match s.peer {
+            None => ReqEntry::Done(MPI_Status::empty(MPI_PROC_NULL)),
+            Some(d) => {
+                // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
+                let b: &'static [u8] = unsafe { bytes(buf, s.len)? };
+                let req = s.comm.process_at_rank(d).immediate_send_with_tag(StaticScope, b, s.tag);
+                ReqEntry::Live { req, comm: comm as usize }
+            }
+        };
+        // SAFETY: non-null, writable (MPI contract).
+        unsafe { out(request, state::add_req(e)) }
+    })
+});
+
+export!(MPI_Irecv, PMPI_Irecv,
+        (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
+         comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Irecv", comm, || {
+        let s = side(comm, cnt, datatype, source, tag, true)?;
+        if request.is_null() {
+            return Err(err(MPI_ERR_ARG, "null request pointer"));
+        }
+        let e = match s.peer {
+            None => ReqEntry::Done(MPI_Status::empty(MPI_PROC_NULL)),
+            Some(src) => {
+                // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
+                let b: &'static mut [u8] = unsafe { bytes_mut(buf, s.len)? };
+                let req = start_recv(&s.comm, StaticScope, b, src, s.tag);
+                ReqEntry::Live { req, comm: comm as usize }
+            }
+        };
+        // SAFETY: non-null, writable (MPI contract).
+        unsafe { out(request, state::add_req(e)) }
+    })
+});
+
+/// Completes request `h` (blocking if `wait`); `None` if still running (test only).
+fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
+    if h as usize == REQUEST_NULL {
+        return Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE)));
+    }
+    let e = state::with(|s| s.reqs.remove(&(h as usize)))
+        .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:p}")))?;
+    match e {
+        ReqEntry::Done(st) => Ok(Some(st)),
+        ReqEntry::Live { req, comm } if wait => {
+            let _ = comm;
+            Ok(Some(c_status(req.wait())))
+        }
+        ReqEntry::Live { req, comm } => match req.test() {
+            Ok(st) => Ok(Some(c_status(st))),
+            Err(req) => {
+                state::with(|s| s.reqs.insert(h as usize, ReqEntry::Live { req, comm }));
+                Ok(None)
+            }
+        },
+    }
+}
+
+/// Reads the request handle at `p`.
+///
+/// # Safety
+/// `p` must be null (an error) or a readable handle.
+unsafe fn read_req(p: *const Handle) -> CResult<Handle> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, "null request pointer"));
+    }
+    // SAFETY: non-null, readable (caller).
+    Ok(unsafe { p.read() })
+}
+
+export!(MPI_Wait, PMPI_Wait, (request: *mut Handle, status: *mut MPI_Status) -> c_int {
+    guard("MPI_Wait", WORLD, || {
+        // SAFETY: the caller passes a readable and writable request handle and a
+        // writable status (or MPI_STATUS_IGNORE).
+        unsafe {
+            let h = read_req(request)?;
+            let st = complete(h, true)?.unwrap_or_default();
+            put_status(status, st);
+            out(request, REQUEST_NULL as Handle)
+        }
+    })
+});
+
+export!(MPI_Test, PMPI_Test,
+        (request: *mut Handle, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    guard("MPI_Test", WORLD, || {
+        // SAFETY: as MPI_Wait, plus a writable flag.
+        unsafe {
+            let h = read_req(request)?;
+            match complete(h, false)? {
+                Some(st) => {
+                    put_status(status, st);
+                    out(request, REQUEST_NULL as Handle)?;
+                    out(flag, 1)
+                }
+                None => out(flag, 0),
+            }
+        }
+    })
+});
+
+export!(MPI_Waitall, PMPI_Waitall,
+        (cnt: c_int, requests: *mut Handle, statuses: *mut MPI_Status) -> c_int {
+    guard("MPI_Waitall", WORLD, || {
+        let n = count(cnt)?;
+        for i in 0..n {
+            // SAFETY: the caller passes cnt handles and cnt statuses (or
+            // MPI_STATUSES_IGNORE); i < cnt.
+            unsafe {
+                let p = requests.add(i);
+                let st = complete(read_req(p)?, true)?.unwrap_or_default();
+                if !statuses.is_null() {
+                    put_status(statuses.add(i), st);
+                }
+                out(p, REQUEST_NULL as Handle)?;
+            }
+        }
+        Ok(())
+    })
+});
+
+export!(MPI_Get_count, PMPI_Get_count,
+        (status: *const MPI_Status, datatype: Handle, cnt: *mut c_int) -> c_int {
+    guard("MPI_Get_count", WORLD, || {
+        let dt = datatype_of(datatype)?;
+        if status.is_null() {
+            return Err(err(MPI_ERR_ARG, "null status"));
+        }
+        // SAFETY: non-null, and the caller passes a readable status.
+        let bytes = unsafe { status.read() }.bytes();
+        let n = if dt.size == 0 {
+            0
+        } else if bytes % dt.size as u64 != 0 {
+            MPI_UNDEFINED
+        } else {
+            c_int::try_from(bytes / dt.size as u64).unwrap_or(MPI_UNDEFINED)
+        };
+        // SAFETY: the caller passes a writable int.
+        unsafe { out(cnt, n) }
+    })
+});
+
+export!(MPI_Sendrecv, PMPI_Sendrecv,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, dest: c_int,
+         sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
+         source: c_int, recvtag: c_int, comm: Handle, status: *mut MPI_Status) -> c_int {
+    guard("MPI_Sendrecv", comm, || {
+        let s = side(comm, sendcount, sendtype, dest, sendtag, false)?;
+        let r = side(comm, recvcount, recvtype, source, recvtag, true)?;
+        crate::disjoint(sendbuf, s.len, recvbuf, r.len)?;
+        // SAFETY: the caller passes both buffers, valid for the call (checked disjoint).
+        let (sb, rb) = unsafe { (bytes(sendbuf, s.len)?, bytes_mut(recvbuf, r.len)?) };
+        let st = phalanx::request::scope(|sc| {
+            let rq = r.peer.map(|src| start_recv(&r.comm, sc, rb, src, r.tag));
+            if let Some(d) = s.peer {
+                s.comm.process_at_rank(d).send_with_tag(sb, s.tag);
+            }
+            rq.map_or(MPI_Status::empty(MPI_PROC_NULL), |q| c_status(q.wait()))
+        });
+        // SAFETY: status is MPI_STATUS_IGNORE or writable.
+        unsafe { put_status(status, st) };
+        Ok(())
+    })
+});

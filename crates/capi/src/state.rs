@@ -1,0 +1,153 @@
+//! Per-process MPI state: the universe, the communicator table and the request table.
+//!
+//! Contract: the tables live in a thread-local of the thread that called `MPI_Init`
+//! (funneled thread level); calls from another thread find no universe and fail with
+//! `MPI_ERR_OTHER`. Communicator handles are `MPI_COMM_WORLD`, `MPI_COMM_SELF`, or numbers
+//! from 0x10000 up; request handles are numbers from 0x100000 up; both are never reused
+//! within a run. Borrows of the tables are never held across a blocking phalanx call.
+
+use crate::consts::*;
+use crate::{err, CResult};
+use phalanx::request::Request;
+use phalanx::topology::SimpleCommunicator;
+use phalanx::traits::Communicator;
+use phalanx::Universe;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `MPI_Init` has completed.
+pub static INITIALIZED: AtomicBool = AtomicBool::new(false);
+/// `MPI_Finalize` has completed.
+pub static FINALIZED: AtomicBool = AtomicBool::new(false);
+
+/// A communicator and its error handler.
+pub struct CommEntry {
+    /// The phalanx communicator.
+    pub comm: SimpleCommunicator,
+    /// Error handler handle value.
+    pub errh: usize,
+}
+
+/// A request: running, or already complete (e.g. to `MPI_PROC_NULL`).
+pub enum ReqEntry {
+    /// In flight; the buffer is `'static` by the MPI contract (see [`crate::p2p`]).
+    Live {
+        /// The phalanx request.
+        req: Request<'static, [u8]>,
+        /// Communicator handle whose error handler applies.
+        comm: usize,
+    },
+    /// Completed at start.
+    Done(MPI_Status),
+}
+
+/// Everything `MPI_Init` creates.
+#[derive(Default)]
+pub struct State {
+    /// The universe; dropping it finalizes.
+    pub universe: Option<Universe>,
+    /// Live communicators.
+    pub comms: HashMap<usize, CommEntry>,
+    /// Live requests.
+    pub reqs: HashMap<usize, ReqEntry>,
+    next_comm: usize,
+    next_req: usize,
+}
+
+impl Drop for State {
+    /// Runs when the thread's locals are destroyed, which glibc's `exit()` does for the
+    /// exiting thread: at a fatal error, `MPI_Abort`, or a program returning without
+    /// `MPI_Finalize`. Finalizing or waiting for requests there could hang the exit, so
+    /// the universe and requests are forgotten (the process is ending anyway) and the
+    /// launcher sees a rank that exited without completing Finalize.
+    fn drop(&mut self) {
+        std::mem::forget(self.universe.take());
+        std::mem::forget(std::mem::take(&mut self.reqs));
+    }
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+/// Runs `f` on the state.
+pub fn with<T>(f: impl FnOnce(&mut State) -> T) -> T {
+    STATE.with(|s| f(&mut s.borrow_mut()))
+}
+
+fn not_initialized() -> crate::CErr {
+    err(
+        MPI_ERR_OTHER,
+        "MPI is not initialized on this thread (or already finalized)",
+    )
+}
+
+/// The communicator behind handle `h`.
+pub fn comm(h: Handle) -> CResult<SimpleCommunicator> {
+    with(|s| {
+        if s.universe.is_none() {
+            return Err(not_initialized());
+        }
+        s.comms
+            .get(&(h as usize))
+            .map(|e| e.comm.clone())
+            .ok_or_else(|| err(MPI_ERR_COMM, format!("invalid communicator {h:p}")))
+    })
+}
+
+/// Registers a new communicator with error handler `errh`; returns its handle.
+pub fn add_comm(comm: SimpleCommunicator, errh: usize) -> Handle {
+    with(|s| {
+        let h = 0x10000 + s.next_comm;
+        s.next_comm += 1;
+        s.comms.insert(h, CommEntry { comm, errh });
+        h as Handle
+    })
+}
+
+/// Registers a request on communicator `comm`; returns its handle.
+pub fn add_req(e: ReqEntry) -> Handle {
+    with(|s| {
+        let h = 0x100000 + s.next_req;
+        s.next_req += 1;
+        s.reqs.insert(h, e);
+        h as Handle
+    })
+}
+
+/// The error handler of `h` (world's if `h` is not a live communicator; fatal before
+/// `MPI_Init`).
+pub fn errhandler(h: Handle) -> usize {
+    STATE.with(|s| {
+        let Ok(s) = s.try_borrow() else {
+            return ERRORS_ARE_FATAL;
+        };
+        s.comms
+            .get(&(h as usize))
+            .or_else(|| s.comms.get(&COMM_WORLD))
+            .map_or(ERRORS_ARE_FATAL, |e| e.errh)
+    })
+}
+
+/// This process's rank in the world, if initialized.
+pub fn world_rank() -> Option<c_int> {
+    STATE.with(|s| {
+        let s = s.try_borrow().ok()?;
+        s.comms.get(&COMM_WORLD).map(|e| e.comm.rank())
+    })
+}
+
+/// Marks initialization done.
+pub fn set_initialized() {
+    INITIALIZED.store(true, Ordering::SeqCst);
+}
+
+/// Whether `MPI_Init` completed / `MPI_Finalize` completed.
+pub fn flags() -> (bool, bool) {
+    (
+        INITIALIZED.load(Ordering::SeqCst),
+        FINALIZED.load(Ordering::SeqCst),
+    )
+}

@@ -1,0 +1,302 @@
+//! Tests of the C ABI: the header compiles as C and C++, the library exports everything
+//! the header declares, and C programs built with `phalanx cc` (and `bin/mpicc`,
+//! `bin/mpicxx`) run correctly under `phalanx run`, including the error paths.
+//!
+//! Binaries come from the test's own target/<profile> directory, brought up to date on
+//! first use (`cargo build -p phalanx-cli -p phalanx-capi`). Every job runs with a
+//! `--timeout` so a hang fails the test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
+
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+fn repo() -> PathBuf {
+    Path::new(MANIFEST).join("../..").canonicalize().unwrap()
+}
+
+fn header_dir() -> PathBuf {
+    Path::new(MANIFEST).join("include")
+}
+
+/// The `phalanx` launcher. The first use runs `cargo build -p phalanx-cli -p phalanx-capi`
+/// for this profile and target dir (a no-op when fresh): `cargo test` builds the cdylib
+/// only under target/<profile>/deps, and `phalanx cc` links target/<profile>/libmpi_abi.so.
+fn phalanx() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "-p", "phalanx-cli", "-p", "phalanx-capi"])
+                .env("CARGO_TARGET_DIR", profile_dir().parent().unwrap());
+            if profile_dir().file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            assert!(cmd.status().unwrap().success(), "building phalanx failed");
+            profile_dir().join("phalanx")
+        })
+        .clone()
+}
+
+fn out_dir() -> PathBuf {
+    let d = profile_dir().join("capi-tests");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Compiles `src` with `phalanx cc` (extra flags first) into the test output dir.
+fn compile(src: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let exe = out_dir().join(name);
+    let o = Command::new(phalanx())
+        .arg("cc")
+        .args(flags)
+        .arg(src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "phalanx cc {}: {}",
+        src.display(),
+        show(&o)
+    );
+    exe
+}
+
+fn c_test(name: &str) -> PathBuf {
+    let src = Path::new(MANIFEST)
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    compile(&src, name, &["-std=c11", "-Wall", "-Wextra", "-Werror"])
+}
+
+fn run(n: u32, exe: &Path, args: &[&str]) -> Output {
+    Command::new(phalanx())
+        .args(["run", "-n", &n.to_string(), "--timeout", "60"])
+        .arg(exe)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn run_ok(n: u32, exe: &Path, args: &[&str], expect: &str) {
+    let o = run(n, exe, args);
+    assert!(o.status.success(), "-n {n} {}: {}", exe.display(), show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(expect),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn header_compiles_as_c_and_cpp() {
+    let dir = out_dir();
+    let src = dir.join("hdr.c");
+    std::fs::write(
+        &src,
+        "#include <mpi.h>\nint main(void) {\n  MPI_Comm c = MPI_COMM_WORLD; MPI_Status s;\n  \
+         MPI_Datatype t = MPI_DOUBLE; MPI_Op o = MPI_SUM; void *p = MPI_IN_PLACE;\n  \
+         (void)c; (void)t; (void)o; (void)p; s.MPI_SOURCE = MPI_ANY_SOURCE;\n  \
+         return sizeof(MPI_Status) == 8 * sizeof(int) && s.MPI_SOURCE == -1 ? 0 : 1;\n}\n",
+    )
+    .unwrap();
+    let cpp = dir.join("hdr.cpp");
+    std::fs::copy(&src, &cpp).unwrap();
+    for (cc, std, file) in [
+        ("gcc", "-std=c11", &src),
+        ("gcc", "-std=c99", &src),
+        ("g++", "-std=c++11", &cpp),
+        ("g++", "-std=c++17", &cpp),
+    ] {
+        let o = Command::new(cc)
+            .args([
+                std,
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pedantic",
+                "-fsyntax-only",
+                "-I",
+            ])
+            .arg(header_dir())
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{cc} {std}: {}", show(&o));
+    }
+}
+
+/// Every `MPI_`/`PMPI_` function the header declares.
+fn declared() -> Vec<String> {
+    let h = std::fs::read_to_string(header_dir().join("mpi.h")).unwrap();
+    h.lines()
+        .filter_map(|l| {
+            let rest = l
+                .strip_prefix("int ")
+                .or_else(|| l.strip_prefix("double "))?;
+            let name = rest.split('(').next()?;
+            (name.starts_with("MPI_") || name.starts_with("PMPI_")).then(|| name.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn library_exports_every_declared_function() {
+    phalanx();
+    let lib = profile_dir().join("libmpi_abi.so");
+    let o = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let syms = String::from_utf8_lossy(&o.stdout);
+    let exported: std::collections::HashSet<&str> = syms
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, kind, name) = (f.next()?, f.next()?, f.next()?);
+            (kind == "T").then_some(name)
+        })
+        .collect();
+    let names = declared();
+    assert!(
+        names.len() >= 100,
+        "header parse found only {} functions",
+        names.len()
+    );
+    let missing: Vec<_> = names
+        .iter()
+        .filter(|n| !exported.contains(n.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "not exported: {missing:?}");
+    for n in &names {
+        if let Some(base) = n.strip_prefix("MPI_") {
+            assert!(names.contains(&format!("PMPI_{base}")), "no PMPI_ for {n}");
+        }
+    }
+    let o = Command::new("readelf")
+        .arg("-d")
+        .arg(&lib)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("[libmpi_abi.so.1]"));
+}
+
+#[test]
+fn point_to_point_and_environment() {
+    let exe = c_test("p2p");
+    run_ok(2, &exe, &[], "p2p ok");
+    run_ok(4, &exe, &[], "p2p ok");
+}
+
+#[test]
+fn collectives() {
+    let exe = c_test("coll");
+    for n in [2, 3, 4] {
+        run_ok(n, &exe, &[], "coll ok");
+    }
+}
+
+#[test]
+fn errors_return_their_class_under_errors_return() {
+    let exe = c_test("errors");
+    run_ok(2, &exe, &[], "errors ok");
+}
+
+#[test]
+fn errors_are_fatal_by_default_and_name_the_call() {
+    let exe = c_test("fatal");
+    let o = run(3, &exe, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        err.contains("MPI_Send") && err.contains("MPI_ERR_RANK"),
+        "{}",
+        show(&o)
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("still alive"));
+
+    let exe = c_test("stub_fatal");
+    let o = run(2, &exe, &[]);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("MPI_Probe"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn abort_ends_the_job_with_its_code() {
+    let exe = c_test("abort");
+    let o = run(3, &exe, &[]);
+    assert_eq!(o.status.code(), Some(7), "{}", show(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("not aborted"));
+}
+
+#[test]
+fn osu_like_latency_runs() {
+    let exe = compile(&repo().join("bench/c/osu_like.c"), "osu_like", &["-O2"]);
+    let o = run(2, &exe, &["latency", "-m", "1:1024", "-i", "100"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let sizes: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(sizes.first(), Some(&"1"), "{out}");
+    assert_eq!(sizes.last(), Some(&"1024"), "{out}");
+}
+
+#[test]
+fn mpicc_and_mpicxx_scripts() {
+    let target = profile_dir().parent().unwrap().to_path_buf();
+    phalanx();
+    let exe = out_dir().join("hello_cxx");
+    let o = Command::new(repo().join("bin/mpicxx"))
+        .env("CARGO_TARGET_DIR", &target)
+        .arg(Path::new(MANIFEST).join("tests/c/hello.cpp"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mpicxx: {}", show(&o));
+    // A singleton: no launcher.
+    let o = Command::new(&exe).output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("rank 0 of 1, sum 21"),
+        "{}",
+        show(&o)
+    );
+    let exe = out_dir().join("p2p_mpicc");
+    let o = Command::new(repo().join("bin/mpicc"))
+        .env("CARGO_TARGET_DIR", &target)
+        .arg(Path::new(MANIFEST).join("tests/c/p2p.c"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mpicc: {}", show(&o));
+    run_ok(2, &exe, &[], "p2p ok");
+}
