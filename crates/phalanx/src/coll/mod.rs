@@ -300,6 +300,21 @@ impl CollState {
         self.posted.keys().map(|k| k.0)
     }
 
+    /// Compares `src`'s signature for call (ctx, seq) with this rank's, now or (kept in
+    /// `early`) when this rank makes that call.
+    fn check_signature(&mut self, rank: u32, ctx: u32, seq: u32, src: u32, sig: u64) {
+        match self.sigs.get(&(ctx, seq)) {
+            Some(&mine) if mine != sig => {
+                let e = Self::mismatch(rank, ctx, seq, mine, src, sig);
+                self.error.get_or_insert(e);
+            }
+            Some(_) => {}
+            None => {
+                self.early.entry((ctx, seq)).or_insert((src, sig));
+            }
+        }
+    }
+
     /// Takes one in-order collective fragment (`payload` = 8-byte signature + data).
     /// Returns false to refuse it for lack of buffer space (the sender will resend).
     pub(crate) fn deliver(
@@ -319,31 +334,12 @@ impl CollState {
         let sig = u64::from_le_bytes(sig);
         let data = &payload[8..];
         let (total, off) = (pkt.msg_len(), pkt.aux());
-        if step == PROBE_STEP {
-            // Only the signature: compared now, or when this rank makes that call.
-            match self.sigs.get(&(ctx, seq)) {
-                Some(&mine) if mine != sig => {
-                    let e = Self::mismatch(rank, ctx, seq, mine, src, sig);
-                    self.error.get_or_insert(e);
-                }
-                Some(_) => {}
-                None => {
-                    self.early.entry((ctx, seq)).or_insert((src, sig));
-                }
-            }
-            return Ok(true);
+        if step == PROBE_STEP || off == 0 {
+            self.check_signature(rank, ctx, seq, src, sig);
         }
-        if off == 0 {
-            match self.sigs.get(&(ctx, seq)) {
-                Some(&mine) if mine != sig => {
-                    let e = Self::mismatch(rank, ctx, seq, mine, src, sig);
-                    self.error.get_or_insert(e);
-                }
-                Some(_) => {}
-                None => {
-                    self.early.entry((ctx, seq)).or_insert((src, sig));
-                }
-            }
+        if step == PROBE_STEP {
+            // A probe carries only the signature.
+            return Ok(true);
         }
         if let Some(len) = self.posted.get(&key).map(|p| p.len) {
             if off == 0 && total as usize != len {

@@ -41,6 +41,26 @@ impl Engine {
                 .is_some_and(|t| t.multicast_available())
     }
 
+    /// The header of a collective fragment at `off` of a `total`-byte message.
+    fn coll_header(
+        &self,
+        kind: Kind,
+        ctx: u32,
+        seq: u32,
+        step: i32,
+        total: usize,
+        off: usize,
+    ) -> Header {
+        let mut h = Header::new(kind, self.job_key, self.rank);
+        h.msg = MsgKind::Coll;
+        h.context = ctx;
+        h.aux32 = seq;
+        h.tag = step;
+        h.msg_len = total as u64;
+        h.aux = off as u64;
+        h
+    }
+
     /// Collective fragments to ranks of this host go through the shared-memory rings, in
     /// order with the point-to-point traffic to them (same format: signature + data).
     fn coll_send_shm(&mut self, to: &[u32], ctx: u32, seq: u32, step: i32, sig: u64, data: &[u8]) {
@@ -50,13 +70,7 @@ impl Engine {
         let mut off = 0;
         loop {
             let n = room.min(total - off);
-            let mut h = Header::new(Kind::GbnData, self.job_key, self.rank);
-            h.msg = MsgKind::Coll;
-            h.context = ctx;
-            h.aux32 = seq;
-            h.tag = step;
-            h.msg_len = total as u64;
-            h.aux = off as u64;
+            let h = self.coll_header(Kind::GbnData, ctx, seq, step, total, off);
             let mut d = vec![0u8; phalanx_wire::HEADER_LEN];
             let _ = h.emit(&mut d);
             d.extend_from_slice(&sig.to_le_bytes());
@@ -98,13 +112,7 @@ impl Engine {
         let mut off = 0;
         loop {
             let n = room.min(total - off);
-            let mut h = Header::new(Kind::UrtpData, self.job_key, self.rank);
-            h.msg = MsgKind::Coll;
-            h.context = ctx;
-            h.aux32 = seq;
-            h.tag = step;
-            h.msg_len = total as u64;
-            h.aux = off as u64;
+            let h = self.coll_header(Kind::UrtpData, ctx, seq, step, total, off);
             let sigb = sig.to_le_bytes();
             let chunk = &data[off..off + n];
             let sent = if self.coll_out.is_empty() {
