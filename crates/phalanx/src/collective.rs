@@ -80,7 +80,17 @@ impl Operation for SystemOperation {
 }
 
 fn algo(name: &str) -> Option<String> {
-    std::env::var(format!("PHALANX_COLL_{name}")).ok()
+    // Read once: this is on every collective call's path.
+    static CHOICES: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    CHOICES
+        .get_or_init(|| {
+            std::env::vars()
+                .filter_map(|(k, v)| Some((k.strip_prefix("PHALANX_COLL_")?.to_string(), v)))
+                .collect()
+        })
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
 }
 
 fn shape(c: &SimpleCommunicator) -> Shape {

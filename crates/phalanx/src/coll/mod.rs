@@ -23,7 +23,38 @@ use crate::error::{Error, Result};
 use ops::OpKind;
 use phalanx_wire::Packet;
 use schedule::{Buf, CommOp, LocalOp, Plan, Region};
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
+
+/// Maps keyed by small integer tuples on the hot path: a multiplicative hash, not SipHash
+/// (the keys come from this job's own ranks, after the job-key check).
+type HashMap<K, V> = StdHashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+
+/// A small multiplicative hasher for integer keys.
+#[derive(Default)]
+pub(crate) struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_i32(&mut self, n: i32) {
+        self.write_u32(n as u32);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
 
 /// Kinds of collective calls (part of the signature).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -263,7 +263,6 @@ impl Engine {
         // When every peer is on shared memory the sockets carry collectives only: skip
         // their system calls on most rounds of the point-to-point fast path.
         let sockets_due = !self.all_peers_shm
-            || coll_busy
             || self.drain_all_next
             || self.gbn.poll_timeout().is_some()
             || self.iterations.is_multiple_of(16);
