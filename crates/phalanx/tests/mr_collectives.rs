@@ -62,7 +62,7 @@ fn mr_collectives_p8() {
 
 #[test]
 fn mr_collectives_under_faults() {
-    for (n, seed) in [(3, 11), (4, 12), (5, 13), (8, 14)] {
+    for (n, seed) in [(1, 10), (2, 16), (3, 11), (4, 12), (5, 13), (8, 14)] {
         let f = format!("loss=0.08,dup=0.02,reorder=0.05,seed={seed}");
         collectives(n, 1 << 17, Some(&f));
     }
