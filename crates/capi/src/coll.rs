@@ -16,7 +16,7 @@ use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, CommunicatorCollectives, Root};
 use std::ffi::{c_int, c_void};
 
-fn root_ok(c: &SimpleCommunicator, root: c_int) -> CResult<c_int> {
+pub(crate) fn root_ok(c: &SimpleCommunicator, root: c_int) -> CResult<c_int> {
     if (0..c.size()).contains(&root) {
         Ok(root)
     } else {
@@ -27,7 +27,7 @@ fn root_ok(c: &SimpleCommunicator, root: c_int) -> CResult<c_int> {
     }
 }
 
-fn in_place(p: *const c_void) -> bool {
+pub(crate) fn in_place(p: *const c_void) -> bool {
     std::ptr::eq(p, IN_PLACE)
 }
 
@@ -46,7 +46,7 @@ fn same_block(send: usize, recv: usize) -> CResult {
     Ok(())
 }
 
-fn system_op(h: Handle) -> CResult<SystemOperation> {
+pub(crate) fn system_op(h: Handle) -> CResult<SystemOperation> {
     Ok(match op(h as usize) {
         Some(Op::Sum) => SystemOperation::sum(),
         Some(Op::Min) => SystemOperation::min(),
@@ -107,6 +107,8 @@ macro_rules! with_kind {
         }
     };
 }
+
+pub(crate) use with_kind;
 
 export!(MPI_Barrier, PMPI_Barrier, (comm: Handle) -> c_int {
     guard("MPI_Barrier", comm, || {

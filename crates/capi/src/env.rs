@@ -58,8 +58,9 @@ export!(MPI_Query_thread, PMPI_Query_thread, (provided: *mut c_int) -> c_int {
 
 export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
     guard("MPI_Finalize", WORLD, || {
-        let (reqs, comms, u) = state::with(|s| {
-            (std::mem::take(&mut s.reqs), std::mem::take(&mut s.comms), s.universe.take())
+        let (reqs, freed, comms, u) = state::with(|s| {
+            (std::mem::take(&mut s.reqs), std::mem::take(&mut s.freed),
+             std::mem::take(&mut s.comms), s.universe.take())
         });
         let Some(u) = u else {
             return Err(err(MPI_ERR_OTHER, "MPI is not initialized (or already finalized)"));
@@ -67,6 +68,7 @@ export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
         // Requests never waited for complete here (dropping one waits), before the
         // universe finalizes.
         drop(reqs);
+        drop(freed);
         drop(comms);
         drop(u);
         state::FINALIZED.store(true, Ordering::SeqCst);

@@ -28,9 +28,12 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 pub mod coll;
+pub mod coll_more;
+pub mod comm;
 pub mod consts;
 pub mod env;
 pub mod p2p;
+pub mod p2p_more;
 pub mod state;
 pub mod stubs;
 

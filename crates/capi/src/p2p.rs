@@ -24,7 +24,7 @@ use std::ffi::{c_int, c_void};
 const WORLD: Handle = COMM_WORLD as Handle;
 
 /// Checks a destination/source rank; `None` for `MPI_PROC_NULL`.
-fn peer(c: &SimpleCommunicator, r: c_int, any_ok: bool) -> CResult<Option<c_int>> {
+pub(crate) fn peer(c: &SimpleCommunicator, r: c_int, any_ok: bool) -> CResult<Option<c_int>> {
     if r == MPI_PROC_NULL {
         return Ok(None);
     }
@@ -37,7 +37,7 @@ fn peer(c: &SimpleCommunicator, r: c_int, any_ok: bool) -> CResult<Option<c_int>
     ))
 }
 
-fn tag_ok(tag: c_int, any_ok: bool) -> CResult<c_int> {
+pub(crate) fn tag_ok(tag: c_int, any_ok: bool) -> CResult<c_int> {
     if tag >= 0 || (any_ok && tag == MPI_ANY_TAG) {
         Ok(tag)
     } else {
@@ -62,7 +62,7 @@ pub unsafe fn put_status(p: *mut MPI_Status, st: MPI_Status) {
 }
 
 /// Starts a receive from `src` (or any) with `tag` (or any) into `buf`.
-fn start_recv<'a, Sc: Scope<'a>>(
+pub(crate) fn start_recv<'a, Sc: Scope<'a>>(
     c: &SimpleCommunicator,
     sc: Sc,
     buf: &'a mut [u8],
@@ -80,14 +80,14 @@ fn start_recv<'a, Sc: Scope<'a>>(
 }
 
 /// Validated arguments of one side of a transfer.
-struct Side {
-    comm: SimpleCommunicator,
-    len: usize,
-    peer: Option<c_int>,
-    tag: c_int,
+pub(crate) struct Side {
+    pub(crate) comm: SimpleCommunicator,
+    pub(crate) len: usize,
+    pub(crate) peer: Option<c_int>,
+    pub(crate) tag: c_int,
 }
 
-fn side(
+pub(crate) fn side(
     comm: Handle,
     cnt: c_int,
     datatype: Handle,
@@ -113,7 +113,7 @@ fn side(
 /// instead of reaching the core's fatal truncation error; it then receives exactly that
 /// message (its source and tag: queues keep arrival order). Under the fatal handlers the
 /// receive goes straight to the core, which ends the job on truncation.
-fn check_truncation(s: &Side, src: c_int, comm: Handle) -> CResult<(c_int, c_int)> {
+pub(crate) fn check_truncation(s: &Side, src: c_int, comm: Handle) -> CResult<(c_int, c_int)> {
     if state::errhandler(comm) != ERRORS_RETURN {
         return Ok((src, s.tag));
     }
@@ -215,7 +215,7 @@ export!(MPI_Irecv, PMPI_Irecv,
 });
 
 /// Completes request `h` (blocking if `wait`); `None` if still running (test only).
-fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
+pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
     if h as usize == REQUEST_NULL {
         return Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE)));
     }
@@ -241,7 +241,7 @@ fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
 ///
 /// # Safety
 /// `p` must be null (an error) or a readable handle.
-unsafe fn read_req(p: *const Handle) -> CResult<Handle> {
+pub(crate) unsafe fn read_req(p: *const Handle) -> CResult<Handle> {
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, "null request pointer"));
     }

@@ -52,6 +52,8 @@ pub struct State {
     pub comms: HashMap<usize, CommEntry>,
     /// Live requests.
     pub reqs: HashMap<usize, ReqEntry>,
+    /// Requests freed by `MPI_Request_free` while in flight (`MPI_Finalize` waits).
+    pub freed: Vec<ReqEntry>,
     next_comm: usize,
     next_req: usize,
 }
@@ -65,6 +67,7 @@ impl Drop for State {
     fn drop(&mut self) {
         std::mem::forget(self.universe.take());
         std::mem::forget(std::mem::take(&mut self.reqs));
+        std::mem::forget(std::mem::take(&mut self.freed));
     }
 }
 

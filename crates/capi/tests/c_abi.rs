@@ -217,6 +217,21 @@ fn collectives() {
 }
 
 #[test]
+fn groups_probes_request_sets_scans_and_v_collectives() {
+    let exe = c_test("more");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "more ok");
+    }
+    let o = run(2, &exe, &["call_errhandler"]);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("MPI_Comm_call_errhandler"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
 fn errors_return_their_class_under_errors_return() {
     let exe = c_test("errors");
     run_ok(2, &exe, &[], "errors ok");
@@ -239,7 +254,7 @@ fn errors_are_fatal_by_default_and_name_the_call() {
     let o = run(2, &exe, &[]);
     assert!(!o.status.success(), "{}", show(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("MPI_Probe"),
+        String::from_utf8_lossy(&o.stderr).contains("MPI_Ibarrier"),
         "{}",
         show(&o)
     );

@@ -48,13 +48,10 @@ int main(int argc, char **argv) {
     MPI_Status st;
     MPI_Comm c;
     MPI_Datatype t;
-    CHECK(MPI_Probe(0, 0, MPI_COMM_WORLD, &st) == MPI_ERR_OTHER);
-    CHECK(MPI_Iprobe(0, 0, MPI_COMM_WORLD, &v, &st) == MPI_ERR_OTHER);
-    CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, 0, &c) == MPI_ERR_OTHER);
+    CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req) == MPI_ERR_OTHER);
     CHECK(MPI_Type_contiguous(2, MPI_INT, &t) == MPI_ERR_OTHER);
-    CHECK(MPI_Ssend(buf, 1, MPI_INT, 0, 0, MPI_COMM_WORLD) == MPI_ERR_OTHER);
-    CHECK(MPI_Scan(buf, buf + 1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_ERR_OTHER);
-    CHECK(MPI_Request_free(&req) == MPI_ERR_OTHER);
+    (void)st;
+    (void)c;
 
     /* Error strings and classes. */
     char s[MPI_MAX_ERROR_STRING];

@@ -2,9 +2,9 @@
 #include "check.h"
 
 int main(int argc, char **argv) {
-    MPI_Status st;
+    MPI_Request r;
     OK(MPI_Init(&argc, &argv));
-    MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+    MPI_Ibarrier(MPI_COMM_WORLD, &r);
     printf("still alive after a stub\n");
     return 0;
 }
