@@ -59,7 +59,7 @@ pub struct Engine {
     gbn: Gbn,
     pub(crate) urtp: Urtp,
     /// Shared-memory rings to the other ranks of this host, if in use.
-    shm: Option<phalanx_shm::ShmTransport>,
+    shm: Option<Box<phalanx_shm::ShmTransport>>,
     /// Careful protocol for UDP peers when the network is declared reliable.
     careful: Option<phalanx_proto::careful::Careful>,
     /// Careful peers whose final counts arrived (Finalize), and how many are expected.
@@ -168,7 +168,7 @@ impl Engine {
             for &p in t.peers() {
                 engine.shm_peers[p as usize] = true;
             }
-            engine.shm = Some(t);
+            engine.shm = Some(Box::new(t));
             engine.all_peers_shm =
                 (0..engine.size).all(|r| r == engine.rank || engine.shm_peers[r as usize]);
         }
