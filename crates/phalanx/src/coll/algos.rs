@@ -529,16 +529,42 @@ pub fn gather_linear(s: &Shape, root: usize, block: usize) -> Plan {
 
 /// Multicast scatter (seed 000 §4.4): small blocks are packed into one multicast packet
 /// (the whole send buffer) from which every member takes its block; large blocks go
-/// point-to-point.
+/// point-to-point in whole packets, with the last pieces of all blocks packed together
+/// into one multicast.
 pub fn scatter_mcast(s: &Shape, root: usize, block: usize, packet: usize) -> Plan {
     let mut plan = Plan::default();
     let total = block * s.p;
     if total > packet {
+        // Whole packets of each block go point-to-point; the last pieces of all blocks
+        // are packed together and multicast once.
+        let tail = block % packet.max(1);
+        let full = block - tail;
+        let tails = tail * s.p;
         if s.me == root {
-            let sends = (0..s.p)
-                .filter(|&i| i != root)
-                .map(|i| send(s.w(i), 0, Region::new(Buf::Send, i * block, block)))
+            let t = plan.tmp(tails);
+            let packing = (0..s.p)
+                .map(|i| LocalOp::Copy {
+                    from: Region::new(Buf::Send, i * block + full, tail),
+                    to: Region::new(t, i * tail, tail),
+                })
                 .collect();
+            plan.round(vec![], packing);
+            let others: Vec<usize> = (0..s.p).filter(|&i| i != root).collect();
+            let mut sends: Vec<CommOp> = if full > 0 {
+                others
+                    .iter()
+                    .map(|&i| send(s.w(i), 0, Region::new(Buf::Send, i * block, full)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if tail > 0 && !others.is_empty() {
+                sends.push(CommOp::Send {
+                    to: others.iter().map(|&i| s.w(i)).collect(),
+                    step: 1,
+                    from: Region::new(t, 0, tails),
+                });
+            }
             plan.round(
                 sends,
                 vec![LocalOp::Copy {
@@ -547,10 +573,20 @@ pub fn scatter_mcast(s: &Shape, root: usize, block: usize, packet: usize) -> Pla
                 }],
             );
         } else {
-            plan.round(
-                vec![recv(s.w(root), 0, Region::new(Buf::Recv, 0, block))],
-                vec![],
-            );
+            let t = plan.tmp(tails);
+            let mut recvs = Vec::new();
+            if full > 0 {
+                recvs.push(recv(s.w(root), 0, Region::new(Buf::Recv, 0, full)));
+            }
+            let mut local = Vec::new();
+            if tail > 0 {
+                recvs.push(recv(s.w(root), 1, Region::new(t, 0, tails)));
+                local.push(LocalOp::Copy {
+                    from: Region::new(t, s.me * tail, tail),
+                    to: Region::new(Buf::Recv, full, tail),
+                });
+            }
+            plan.round(recvs, local);
         }
         return plan;
     }
