@@ -117,15 +117,44 @@ export!(MPI_Barrier, PMPI_Barrier, (comm: Handle) -> c_int {
     })
 });
 
+export!(MPI_Ibarrier, PMPI_Ibarrier, (comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Ibarrier", comm, || {
+        let c = state::comm(comm)?;
+        if request.is_null() {
+            return Err(err(MPI_ERR_ARG, "null request pointer"));
+        }
+        let req = state::LiveReq::Barrier(c.immediate_barrier());
+        let e = state::ReqEntry::Live { req, comm: comm as usize, staged: None };
+        // SAFETY: non-null, writable (MPI contract).
+        unsafe { crate::out(request, state::add_req(e)) }
+    })
+});
+
 export!(MPI_Bcast, PMPI_Bcast,
         (buffer: *mut c_void, cnt: c_int, datatype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Bcast", comm, || {
         let c = state::comm(comm)?;
-        let n = len(cnt, datatype)?;
         let root = root_ok(&c, root)?;
-        // SAFETY: the caller passes count × size bytes, valid for the call.
-        let b = unsafe { bytes_mut(buffer, n)? };
-        c.process_at_rank(root).broadcast_into(b);
+        let l = crate::types::layout_of(datatype)?;
+        let n = count(cnt)?;
+        if l.is_contiguous() {
+            // SAFETY: the caller passes count × size bytes, valid for the call.
+            let b = unsafe { bytes_mut(buffer, n * l.size)? };
+            c.process_at_rank(root).broadcast_into(b);
+            return Ok(());
+        }
+        // Derived datatype: the root packs, the others unpack.
+        let mut tmp = if c.rank() == root {
+            // SAFETY: the root passes count readable elements.
+            unsafe { crate::types::pack(&l, buffer, n)? }
+        } else {
+            vec![0; n * l.size]
+        };
+        c.process_at_rank(root).broadcast_into(&mut tmp[..]);
+        if c.rank() != root {
+            // SAFETY: the caller passes count writable elements.
+            unsafe { crate::types::unpack(&l, &tmp, buffer, n)? };
+        }
         Ok(())
     })
 });
@@ -159,6 +188,10 @@ export!(MPI_Allreduce, PMPI_Allreduce,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Allreduce", comm, || {
         let c = state::comm(comm)?;
+        if let Some(f) = crate::ops::user_op(op) {
+            // SAFETY: the caller passes cnt elements in each buffer (MPI contract).
+            return unsafe { crate::ops::user_reduce(&c, f, sendbuf, recvbuf, cnt, datatype, None) };
+        }
         let dt = datatype_of(datatype)?;
         let n = count(cnt)?;
         let o = system_op(op)?;
@@ -203,6 +236,13 @@ export!(MPI_Reduce, PMPI_Reduce,
          op: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Reduce", comm, || {
         let c = state::comm(comm)?;
+        if let Some(f) = crate::ops::user_op(op) {
+            let root = root_ok(&c, root)?;
+            // SAFETY: the caller passes cnt elements in each buffer (MPI contract).
+            return unsafe {
+                crate::ops::user_reduce(&c, f, sendbuf, recvbuf, cnt, datatype, Some(root))
+            };
+        }
         let dt = datatype_of(datatype)?;
         let n = count(cnt)?;
         let o = system_op(op)?;

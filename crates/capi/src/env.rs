@@ -177,22 +177,32 @@ export!(MPI_Comm_get_errhandler, PMPI_Comm_get_errhandler,
 
 export!(MPI_Type_size, PMPI_Type_size, (datatype: Handle, size: *mut c_int) -> c_int {
     guard("MPI_Type_size", WORLD, || {
-        let dt = datatype_of(datatype)?;
+        let l = crate::types::any_layout(datatype)?;
         // SAFETY: the caller passes a writable int.
-        unsafe { out(size, dt.size as c_int) }
+        unsafe { out(size, l.size as c_int) }
     })
 });
 
-/// The predefined datatype behind `h`, or `MPI_ERR_TYPE`.
+/// The predefined datatype behind `h`, or `MPI_ERR_TYPE` (derived datatypes included:
+/// calls using this do not support them; see [`crate::types`]).
 pub fn datatype_of(h: Handle) -> CResult<Dt> {
-    datatype(h as usize).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype {h:p}")))
+    datatype(h as usize).ok_or_else(|| {
+        if crate::types::is_derived(h) {
+            err(
+                MPI_ERR_TYPE,
+                format!("derived datatype {h:p} is not supported by this call"),
+            )
+        } else {
+            err(MPI_ERR_TYPE, format!("invalid datatype {h:p}"))
+        }
+    })
 }
 
 /// Copies `s` (truncated to `max - 1` bytes) with a NUL to `dst`, its length to `len`.
 ///
 /// # Safety
 /// `dst` must have room for `max` bytes; `len` must be a writable int.
-unsafe fn write_str(dst: *mut c_char, max: usize, s: &str, len: *mut c_int) -> CResult {
+pub(crate) unsafe fn write_str(dst: *mut c_char, max: usize, s: &str, len: *mut c_int) -> CResult {
     if dst.is_null() {
         return Err(err(MPI_ERR_ARG, "null string argument"));
     }

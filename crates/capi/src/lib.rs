@@ -5,9 +5,9 @@
 //! - Every function the header declares is exported under its `MPI_` name and its `PMPI_`
 //!   (profiling) name; the `MPI_` entry point calls the `PMPI_` one.
 //! - Handles are the standard's small integers cast to pointers (predefined handles) or
-//!   numbers this library hands out (communicators from `MPI_Comm_dup`, requests); they
-//!   index per-thread tables ([`state`]). phalanx provides `MPI_THREAD_FUNNELED`: only the
-//!   thread that called `MPI_Init` may call MPI.
+//!   numbers this library hands out (communicators from `MPI_Comm_dup`, requests, derived
+//!   datatypes, user operations); they index per-thread tables ([`state`]). phalanx
+//!   provides `MPI_THREAD_FUNNELED`: only the thread that called `MPI_Init` may call MPI.
 //! - No panic crosses into C: every exported body runs under `catch_unwind`
 //!   ([`guard`]); a panic becomes `MPI_ERR_INTERN`.
 //! - Errors go through the communicator's error handler: `MPI_ERRORS_ARE_FATAL` (the
@@ -32,10 +32,12 @@ pub mod coll_more;
 pub mod comm;
 pub mod consts;
 pub mod env;
+pub mod ops;
 pub mod p2p;
 pub mod p2p_more;
 pub mod state;
 pub mod stubs;
+pub mod types;
 
 use consts::*;
 use std::ffi::{c_int, c_void};

@@ -1,8 +1,9 @@
 //! Point-to-point: `MPI_Send`, `MPI_Recv`, `MPI_Isend`, `MPI_Irecv`, `MPI_Sendrecv`,
 //! `MPI_Wait`, `MPI_Waitall`, `MPI_Test`, `MPI_Get_count`.
 //!
-//! Buffers are `count × type size` bytes of C memory, moved as byte slices (the types
-//! are contiguous and hosts homogeneous). Blocking calls borrow them for the call
+//! Buffers are `count × type size` bytes of C memory, moved as byte slices (hosts are
+//! homogeneous); derived datatypes are packed to / unpacked from a temporary
+//! ([`crate::types`]; for nonblocking calls a [`Staged`] heap buffer kept with the request). Blocking calls borrow them for the call
 //! (`phalanx::request::scope`). Nonblocking calls need a `'static` request: the C buffer
 //! is turned into a `&'static` slice and the request kept in the request table under
 //! `StaticScope`. Safety argument: MPI requires the buffer to stay valid and untouched
@@ -13,13 +14,15 @@
 
 use crate::consts::*;
 use crate::env::datatype_of;
-use crate::state::{self, ReqEntry};
+use crate::state::{self, LiveReq, ReqEntry, Staged};
+use crate::types::{layout_of, pack, unpack, Layout};
 use crate::{bytes, bytes_mut, count, err, export, guard, out, CResult};
 use phalanx::point_to_point::Status;
 use phalanx::request::{Request, Scope, StaticScope};
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, Destination, Source};
 use std::ffi::{c_int, c_void};
+use std::rc::Rc;
 
 const WORLD: Handle = COMM_WORLD as Handle;
 
@@ -85,8 +88,27 @@ pub(crate) struct Side {
     pub(crate) len: usize,
     pub(crate) peer: Option<c_int>,
     pub(crate) tag: c_int,
+    /// A derived, non-contiguous datatype and the element count (`len` is then the
+    /// packed length).
+    pub(crate) derived: Option<(Rc<Layout>, usize)>,
 }
 
+impl Side {
+    /// The bytes to send from `buf`: the buffer itself, or packed (derived datatypes).
+    ///
+    /// # Safety
+    /// `buf` holds the side's count of elements, readable for `'a`.
+    unsafe fn send_data<'a>(&self, buf: *const c_void) -> CResult<std::borrow::Cow<'a, [u8]>> {
+        Ok(match &self.derived {
+            // SAFETY: the caller's contract.
+            None => std::borrow::Cow::Borrowed(unsafe { bytes(buf, self.len)? }),
+            // SAFETY: the caller's contract.
+            Some((l, n)) => std::borrow::Cow::Owned(unsafe { pack(l, buf, *n)? }),
+        })
+    }
+}
+
+/// Validated arguments of a transfer with a predefined datatype.
 pub(crate) fn side(
     comm: Handle,
     cnt: c_int,
@@ -105,6 +127,34 @@ pub(crate) fn side(
         len: n * dt.size,
         peer: p,
         tag,
+        derived: None,
+    })
+}
+
+/// As [`side`], accepting committed derived datatypes.
+pub(crate) fn dside(
+    comm: Handle,
+    cnt: c_int,
+    datatype: Handle,
+    peer_rank: c_int,
+    tag: c_int,
+    recv: bool,
+) -> CResult<Side> {
+    if !crate::types::is_derived(datatype) {
+        return side(comm, cnt, datatype, peer_rank, tag, recv);
+    }
+    let c = state::comm(comm)?;
+    let l = layout_of(datatype)?;
+    let n = count(cnt)?;
+    let tag = tag_ok(tag, recv)?;
+    let p = peer(&c, peer_rank, recv)?;
+    let len = n * l.size;
+    Ok(Side {
+        comm: c,
+        len,
+        peer: p,
+        tag,
+        derived: (!l.is_contiguous()).then_some((l, n)),
     })
 }
 
@@ -141,11 +191,11 @@ export!(MPI_Send, PMPI_Send,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle) -> c_int {
     guard("MPI_Send", comm, || {
-        let s = side(comm, cnt, datatype, dest, tag, false)?;
+        let s = dside(comm, cnt, datatype, dest, tag, false)?;
         let Some(d) = s.peer else { return Ok(()) };
-        // SAFETY: the caller passes count × size readable bytes (MPI contract).
-        let b = unsafe { bytes(buf, s.len)? };
-        s.comm.process_at_rank(d).send_with_tag(b, s.tag);
+        // SAFETY: the caller passes count elements, readable (MPI contract).
+        let b = unsafe { s.send_data(buf)? };
+        s.comm.process_at_rank(d).send_with_tag(&b[..], s.tag);
         Ok(())
     })
 });
@@ -154,14 +204,32 @@ export!(MPI_Recv, PMPI_Recv,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
          comm: Handle, status: *mut MPI_Status) -> c_int {
     guard("MPI_Recv", comm, || {
-        let s = side(comm, cnt, datatype, source, tag, true)?;
+        let s = dside(comm, cnt, datatype, source, tag, true)?;
         let st = match s.peer {
             None => MPI_Status::empty(MPI_PROC_NULL),
             Some(src) => {
                 let (src, tag) = check_truncation(&s, src, comm)?;
-                // SAFETY: the caller passes count × size writable bytes for the call.
-                let b = unsafe { bytes_mut(buf, s.len)? };
-                phalanx::request::scope(|sc| c_status(start_recv(&s.comm, sc, b, src, tag).wait()))
+                let mut tmp = Vec::new();
+                let b = match &s.derived {
+                    // SAFETY: the caller passes count × size writable bytes for the call.
+                    None => unsafe { bytes_mut(buf, s.len)? },
+                    Some(_) => {
+                        if buf.is_null() && s.len > 0 {
+                            return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+                        }
+                        tmp.resize(s.len, 0);
+                        &mut tmp[..]
+                    }
+                };
+                let st = phalanx::request::scope(|sc| {
+                    c_status(start_recv(&s.comm, sc, b, src, tag).wait())
+                });
+                if let Some((l, n)) = &s.derived {
+                    let k = (st.bytes() as usize).min(tmp.len());
+                    // SAFETY: the caller passes count elements, writable for the call.
+                    unsafe { unpack(l, &tmp[..k], buf, *n)? };
+                }
+                st
             }
         };
         // SAFETY: status is MPI_STATUS_IGNORE or writable.
@@ -174,17 +242,24 @@ export!(MPI_Isend, PMPI_Isend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Isend", comm, || {
-        let s = side(comm, cnt, datatype, dest, tag, false)?;
+        let s = dside(comm, cnt, datatype, dest, tag, false)?;
         if request.is_null() {
             return Err(err(MPI_ERR_ARG, "null request pointer"));
         }
         let e = match s.peer {
             None => ReqEntry::Done(MPI_Status::empty(MPI_PROC_NULL)),
             Some(d) => {
-                // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
-                let b: &'static [u8] = unsafe { bytes(buf, s.len)? };
+                let (staged, b): (_, &'static [u8]) = match &s.derived {
+                    // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
+                    None => (None, unsafe { bytes(buf, s.len)? }),
+                    Some((l, n)) => {
+                        // SAFETY: the caller passes count readable elements.
+                        let (st, v) = Staged::new(unsafe { pack(l, buf, *n)? }, None);
+                        (Some(st), v)
+                    }
+                };
                 let req = s.comm.process_at_rank(d).immediate_send_with_tag(StaticScope, b, s.tag);
-                ReqEntry::Live { req, comm: comm as usize }
+                ReqEntry::Live { req: LiveReq::Bytes(req), comm: comm as usize, staged }
             }
         };
         // SAFETY: non-null, writable (MPI contract).
@@ -196,17 +271,26 @@ export!(MPI_Irecv, PMPI_Irecv,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Irecv", comm, || {
-        let s = side(comm, cnt, datatype, source, tag, true)?;
+        let s = dside(comm, cnt, datatype, source, tag, true)?;
         if request.is_null() {
             return Err(err(MPI_ERR_ARG, "null request pointer"));
         }
         let e = match s.peer {
             None => ReqEntry::Done(MPI_Status::empty(MPI_PROC_NULL)),
             Some(src) => {
-                // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
-                let b: &'static mut [u8] = unsafe { bytes_mut(buf, s.len)? };
+                let (staged, b): (_, &'static mut [u8]) = match &s.derived {
+                    // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
+                    None => (None, unsafe { bytes_mut(buf, s.len)? }),
+                    Some((l, n)) => {
+                        if buf.is_null() && s.len > 0 {
+                            return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+                        }
+                        let (st, v) = Staged::new(vec![0; s.len], Some((buf, l.clone(), *n)));
+                        (Some(st), v)
+                    }
+                };
                 let req = start_recv(&s.comm, StaticScope, b, src, s.tag);
-                ReqEntry::Live { req, comm: comm as usize }
+                ReqEntry::Live { req: LiveReq::Bytes(req), comm: comm as usize, staged }
             }
         };
         // SAFETY: non-null, writable (MPI contract).
@@ -221,16 +305,22 @@ pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
     }
     let e = state::with(|s| s.reqs.remove(&(h as usize)))
         .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:p}")))?;
+    let done = |st: MPI_Status, staged: Option<Staged>| -> CResult<Option<MPI_Status>> {
+        if let Some(sg) = staged {
+            sg.finish(&st)?;
+        }
+        Ok(Some(st))
+    };
     match e {
         ReqEntry::Done(st) => Ok(Some(st)),
-        ReqEntry::Live { req, comm } if wait => {
-            let _ = comm;
-            Ok(Some(c_status(req.wait())))
-        }
-        ReqEntry::Live { req, comm } => match req.test() {
-            Ok(st) => Ok(Some(c_status(st))),
+        ReqEntry::Live { req, staged, .. } if wait => done(req.wait(), staged),
+        ReqEntry::Live { req, comm, staged } => match req.test() {
+            Ok(st) => done(st, staged),
             Err(req) => {
-                state::with(|s| s.reqs.insert(h as usize, ReqEntry::Live { req, comm }));
+                state::with(|s| {
+                    s.reqs
+                        .insert(h as usize, ReqEntry::Live { req, comm, staged })
+                });
                 Ok(None)
             }
         },
@@ -303,7 +393,7 @@ export!(MPI_Waitall, PMPI_Waitall,
 export!(MPI_Get_count, PMPI_Get_count,
         (status: *const MPI_Status, datatype: Handle, cnt: *mut c_int) -> c_int {
     guard("MPI_Get_count", WORLD, || {
-        let dt = datatype_of(datatype)?;
+        let dt = crate::types::any_layout(datatype)?;
         if status.is_null() {
             return Err(err(MPI_ERR_ARG, "null status"));
         }
@@ -326,18 +416,38 @@ export!(MPI_Sendrecv, PMPI_Sendrecv,
          sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
          source: c_int, recvtag: c_int, comm: Handle, status: *mut MPI_Status) -> c_int {
     guard("MPI_Sendrecv", comm, || {
-        let s = side(comm, sendcount, sendtype, dest, sendtag, false)?;
-        let r = side(comm, recvcount, recvtype, source, recvtag, true)?;
-        crate::disjoint(sendbuf, s.len, recvbuf, r.len)?;
-        // SAFETY: the caller passes both buffers, valid for the call (checked disjoint).
-        let (sb, rb) = unsafe { (bytes(sendbuf, s.len)?, bytes_mut(recvbuf, r.len)?) };
+        let s = dside(comm, sendcount, sendtype, dest, sendtag, false)?;
+        let r = dside(comm, recvcount, recvtype, source, recvtag, true)?;
+        if s.derived.is_none() && r.derived.is_none() {
+            crate::disjoint(sendbuf, s.len, recvbuf, r.len)?;
+        }
+        let sb = if s.peer.is_some() {
+            // SAFETY: the caller passes sendcount readable elements for the call.
+            unsafe { s.send_data(sendbuf)? }
+        } else {
+            std::borrow::Cow::Borrowed(&[][..])
+        };
+        let mut tmp = Vec::new();
+        let rb = match &r.derived {
+            // SAFETY: the caller passes recvcount writable bytes (checked disjoint).
+            None => unsafe { bytes_mut(recvbuf, r.len)? },
+            Some(_) => {
+                tmp.resize(r.len, 0);
+                &mut tmp[..]
+            }
+        };
         let st = phalanx::request::scope(|sc| {
             let rq = r.peer.map(|src| start_recv(&r.comm, sc, rb, src, r.tag));
             if let Some(d) = s.peer {
-                s.comm.process_at_rank(d).send_with_tag(sb, s.tag);
+                s.comm.process_at_rank(d).send_with_tag(&sb[..], s.tag);
             }
             rq.map_or(MPI_Status::empty(MPI_PROC_NULL), |q| c_status(q.wait()))
         });
+        if let Some((l, n)) = &r.derived {
+            let k = (st.bytes() as usize).min(tmp.len());
+            // SAFETY: the caller passes recvcount writable elements for the call.
+            unsafe { unpack(l, &tmp[..k], recvbuf, *n)? };
+        }
         // SAFETY: status is MPI_STATUS_IGNORE or writable.
         unsafe { put_status(status, st) };
         Ok(())

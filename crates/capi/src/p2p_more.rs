@@ -321,9 +321,9 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
             let h = read_req(request)? as usize;
             let e = state::with(|s| s.reqs.remove(&h))
                 .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:#x}")))?;
-            if let ReqEntry::Live { req, comm } = e {
+            if let e @ ReqEntry::Live { .. } = e {
                 // Completes on its own; MPI_Finalize waits for it.
-                state::with(|s| s.freed.push(ReqEntry::Live { req, comm }));
+                state::with(|s| s.freed.push(e));
             }
             out(request, REQUEST_NULL as Handle)
         }

@@ -7,6 +7,7 @@
 //! within a run. Borrows of the tables are never held across a blocking phalanx call.
 
 use crate::consts::*;
+use crate::types::Layout;
 use crate::{err, CResult};
 use phalanx::request::Request;
 use phalanx::topology::SimpleCommunicator;
@@ -15,6 +16,7 @@ use phalanx::Universe;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_int;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `MPI_Init` has completed.
@@ -30,18 +32,103 @@ pub struct CommEntry {
     pub errh: usize,
 }
 
+/// A running phalanx request.
+pub enum LiveReq {
+    /// A transfer.
+    Bytes(Request<'static, [u8]>),
+    /// A barrier (`MPI_Ibarrier`).
+    Barrier(Request<'static, ()>),
+}
+
+impl LiveReq {
+    /// Waits for completion.
+    pub fn wait(self) -> MPI_Status {
+        match self {
+            LiveReq::Bytes(r) => crate::p2p::c_status(r.wait()),
+            LiveReq::Barrier(r) => {
+                r.wait();
+                MPI_Status::empty(MPI_ANY_SOURCE)
+            }
+        }
+    }
+    /// Tests once: the status, or the request back.
+    pub fn test(self) -> Result<MPI_Status, Self> {
+        match self {
+            LiveReq::Bytes(r) => r.test().map(crate::p2p::c_status).map_err(LiveReq::Bytes),
+            LiveReq::Barrier(r) => r
+                .test()
+                .map(|_| MPI_Status::empty(MPI_ANY_SOURCE))
+                .map_err(LiveReq::Barrier),
+        }
+    }
+}
+
+/// A heap temporary a nonblocking derived-datatype transfer runs on (packed send data,
+/// or the receive landing area unpacked to the user buffer at completion). Freed when
+/// dropped; it is declared after the request in [`ReqEntry::Live`], so the request
+/// (which waits when dropped) is gone before the memory is.
+pub struct Staged {
+    buf: *mut [u8],
+    unpack: Option<(*mut std::ffi::c_void, Rc<Layout>, usize)>,
+}
+
+impl Staged {
+    /// Moves `data` to the heap; returns the staging and a `'static` view of it.
+    ///
+    /// The view must not be used after the `Staged` is dropped (the request holding it
+    /// is dropped first, see above). `unpack`: user buffer, layout and element count to
+    /// unpack to at completion (receives).
+    pub fn new(
+        data: Vec<u8>,
+        unpack: Option<(*mut std::ffi::c_void, Rc<Layout>, usize)>,
+    ) -> (Staged, &'static mut [u8]) {
+        let buf = Box::into_raw(data.into_boxed_slice());
+        // SAFETY: freshly leaked box: valid and unaliased until `Drop` frees it; the
+        // caller gives the view only to the request dropped before this `Staged`.
+        let view = unsafe { &mut *buf };
+        (Staged { buf, unpack }, view)
+    }
+
+    /// After the request completed with `st`: unpacks the received bytes (receives).
+    pub fn finish(self, st: &MPI_Status) -> CResult {
+        if let Some((dst, l, n)) = &self.unpack {
+            // SAFETY: the request is complete and dropped, so the box is not borrowed.
+            let data = unsafe { &*self.buf };
+            let k = (st.bytes() as usize).min(data.len());
+            // SAFETY: the user buffer stays valid until completion (MPI nonblocking
+            // contract), which is now; it holds n elements of l.
+            unsafe { crate::types::unpack(l, &data[..k], *dst, *n)? };
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // SAFETY: `buf` came from Box::into_raw in `new` and is freed only here; the
+        // request using the view has been dropped (field order / completion).
+        drop(unsafe { Box::from_raw(self.buf) });
+    }
+}
+
 /// A request: running, or already complete (e.g. to `MPI_PROC_NULL`).
 pub enum ReqEntry {
     /// In flight; the buffer is `'static` by the MPI contract (see [`crate::p2p`]).
     Live {
-        /// The phalanx request.
-        req: Request<'static, [u8]>,
+        /// The phalanx request (dropped before `staged`: field order).
+        req: LiveReq,
         /// Communicator handle whose error handler applies.
         comm: usize,
+        /// Temporary of a derived-datatype transfer.
+        staged: Option<Staged>,
     },
     /// Completed at start.
     Done(MPI_Status),
 }
+
+/// A user reduction function (`MPI_User_function`).
+pub type UserFn =
+    unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut c_int, *mut Handle);
 
 /// Everything `MPI_Init` creates.
 #[derive(Default)]
@@ -54,8 +141,37 @@ pub struct State {
     pub reqs: HashMap<usize, ReqEntry>,
     /// Requests freed by `MPI_Request_free` while in flight (`MPI_Finalize` waits).
     pub freed: Vec<ReqEntry>,
+    /// Derived datatypes.
+    pub types: HashMap<usize, crate::types::TypeEntry>,
+    /// User operations (function, commutative).
+    pub ops: HashMap<usize, (UserFn, bool)>,
     next_comm: usize,
     next_req: usize,
+    next_type: usize,
+    next_op: usize,
+}
+
+impl State {
+    /// Registers an uncommitted derived datatype; returns its handle.
+    pub fn add_type(&mut self, l: Layout) -> Handle {
+        let h = 0x1000000 + self.next_type;
+        self.next_type += 1;
+        let e = crate::types::TypeEntry {
+            layout: Rc::new(l),
+            committed: false,
+            name: String::new(),
+        };
+        self.types.insert(h, e);
+        h as Handle
+    }
+
+    /// Registers a user operation; returns its handle.
+    pub fn add_op(&mut self, f: UserFn, commute: bool) -> Handle {
+        let h = 0x2000000 + self.next_op;
+        self.next_op += 1;
+        self.ops.insert(h, (f, commute));
+        h as Handle
+    }
 }
 
 impl Drop for State {

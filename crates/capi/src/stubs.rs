@@ -21,8 +21,5 @@ macro_rules! stub {
 
 const WORLD: Handle = COMM_WORLD as Handle;
 
-stub!(MPI_Ibarrier, PMPI_Ibarrier, comm, (comm: Handle, request: *mut Handle));
-stub!(MPI_Type_contiguous, PMPI_Type_contiguous, WORLD,
-      (count: c_int, oldtype: Handle, newtype: *mut Handle));
-stub!(MPI_Type_commit, PMPI_Type_commit, WORLD, (datatype: *mut Handle));
-stub!(MPI_Type_free, PMPI_Type_free, WORLD, (datatype: *mut Handle));
+stub!(MPI_Type_create_resized, PMPI_Type_create_resized, WORLD,
+      (oldtype: Handle, lb: isize, extent: isize, newtype: *mut Handle));

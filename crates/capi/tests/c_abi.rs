@@ -232,6 +232,24 @@ fn groups_probes_request_sets_scans_and_v_collectives() {
 }
 
 #[test]
+fn ibarrier_derived_datatypes_and_user_ops() {
+    let exe = c_test("types");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "types ok");
+    }
+    // A derived datatype in a call that does not support it is MPI_ERR_TYPE, fatal by
+    // default and naming the call.
+    let o = run(2, &exe, &["fatal_type"]);
+    assert!(!o.status.success(), "{}", show(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("MPI_Gather") && e.contains("MPI_ERR_TYPE"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
 fn errors_return_their_class_under_errors_return() {
     let exe = c_test("errors");
     run_ok(2, &exe, &[], "errors ok");
@@ -254,7 +272,7 @@ fn errors_are_fatal_by_default_and_name_the_call() {
     let o = run(2, &exe, &[]);
     assert!(!o.status.success(), "{}", show(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("MPI_Ibarrier"),
+        String::from_utf8_lossy(&o.stderr).contains("MPI_Type_create_resized"),
         "{}",
         show(&o)
     );

@@ -1,0 +1,403 @@
+//! Derived datatypes: `MPI_Type_contiguous`, `MPI_Type_vector`, `MPI_Type_indexed`,
+//! `MPI_Type_create_struct`, `MPI_Type_commit`, `MPI_Type_free`, `MPI_Type_get_extent`,
+//! `MPI_Type_get_name`, `MPI_Type_set_name`, `MPI_Get_address`.
+//!
+//! Contract: a datatype is a [`Layout`]: a list of `(byte offset, length)` blocks (adjacent
+//! blocks merged) with a lower bound and an extent; a predefined type is one block. Derived
+//! handles are numbers from 0x1000000 up (never reused within a run) in the per-thread
+//! table ([`crate::state`]). Transfers pack a derived type into a contiguous temporary and
+//! unpack received bytes after completion ([`pack`], [`unpack`]). A struct's extent is
+//! padded to the largest alignment of its members (as C compilers lay out structs). Calls
+//! that support derived types: `Send`, `Ssend`, `Recv`, `Isend`, `Issend`, `Irecv`,
+//! `Sendrecv`, `Bcast`, `Get_count`, `Type_size`, and `Reduce`/`Allreduce` with a user
+//! operation; every other call rejects them with `MPI_ERR_TYPE`.
+
+use crate::consts::*;
+use crate::{count, err, export, guard, out, state, CResult};
+use std::ffi::{c_char, c_int, c_void};
+use std::rc::Rc;
+
+const WORLD: Handle = COMM_WORLD as Handle;
+/// `MPI_DATATYPE_NULL`.
+pub const DATATYPE_NULL: usize = 0x200;
+
+/// Memory layout of one element of a datatype.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// `(offset, length)` byte blocks in type-map order.
+    pub blocks: Vec<(isize, usize)>,
+    /// Bytes of data (sum of block lengths).
+    pub size: usize,
+    /// Lower bound.
+    pub lb: isize,
+    /// Extent (upper bound − lower bound).
+    pub extent: isize,
+    /// Largest alignment of the primitive members.
+    pub align: usize,
+}
+
+impl Layout {
+    fn primitive(size: usize) -> Layout {
+        Layout {
+            blocks: vec![(0, size)],
+            size,
+            lb: 0,
+            extent: size as isize,
+            align: size.clamp(1, 8),
+        }
+    }
+
+    /// Whether the layout is one block at offset 0 with extent = size (packing is a copy).
+    pub fn is_contiguous(&self) -> bool {
+        self.lb == 0
+            && self.extent == self.size as isize
+            && (self.blocks.len() == 1 && self.blocks[0].0 == 0 || self.size == 0)
+    }
+}
+
+/// A derived datatype in the table.
+pub struct TypeEntry {
+    /// Its layout.
+    pub layout: Rc<Layout>,
+    /// `MPI_Type_commit` was called.
+    pub committed: bool,
+    /// Name set by `MPI_Type_set_name` (empty by default).
+    pub name: String,
+}
+
+/// Name of predefined type `h`.
+fn predefined_name(h: usize) -> Option<&'static str> {
+    Some(match h {
+        0x201 => "MPI_AINT",
+        0x202 => "MPI_COUNT",
+        0x203 => "MPI_OFFSET",
+        0x207 => "MPI_PACKED",
+        0x208 => "MPI_SHORT",
+        0x209 => "MPI_INT",
+        0x20a => "MPI_LONG",
+        0x20b => "MPI_LONG_LONG",
+        0x20c => "MPI_UNSIGNED_SHORT",
+        0x20d => "MPI_UNSIGNED",
+        0x20e => "MPI_UNSIGNED_LONG",
+        0x20f => "MPI_UNSIGNED_LONG_LONG",
+        0x210 => "MPI_FLOAT",
+        0x212 => "MPI_C_FLOAT_COMPLEX",
+        0x214 => "MPI_DOUBLE",
+        0x216 => "MPI_C_DOUBLE_COMPLEX",
+        0x220 => "MPI_LONG_DOUBLE",
+        0x228 => "MPI_FLOAT_INT",
+        0x229 => "MPI_DOUBLE_INT",
+        0x22a => "MPI_LONG_INT",
+        0x22b => "MPI_2INT",
+        0x238 => "MPI_C_BOOL",
+        0x239 => "MPI_CXX_BOOL",
+        0x23c => "MPI_WCHAR",
+        0x240 => "MPI_INT8_T",
+        0x241 => "MPI_UINT8_T",
+        0x243 => "MPI_CHAR",
+        0x244 => "MPI_SIGNED_CHAR",
+        0x245 => "MPI_UNSIGNED_CHAR",
+        0x247 => "MPI_BYTE",
+        0x248 => "MPI_INT16_T",
+        0x249 => "MPI_UINT16_T",
+        0x250 => "MPI_INT32_T",
+        0x251 => "MPI_UINT32_T",
+        0x258 => "MPI_INT64_T",
+        0x259 => "MPI_UINT64_T",
+        _ => return None,
+    })
+}
+
+fn bad_type(h: Handle) -> crate::CErr {
+    err(MPI_ERR_TYPE, format!("invalid datatype {h:p}"))
+}
+
+/// The layout of `h` (predefined or derived, committed or not).
+pub fn any_layout(h: Handle) -> CResult<Rc<Layout>> {
+    if let Some(dt) = datatype(h as usize) {
+        return Ok(Rc::new(Layout::primitive(dt.size)));
+    }
+    state::with(|s| s.types.get(&(h as usize)).map(|e| e.layout.clone())).ok_or_else(|| bad_type(h))
+}
+
+/// The layout of `h` for communication: predefined, or derived and committed.
+pub fn layout_of(h: Handle) -> CResult<Rc<Layout>> {
+    if let Some(dt) = datatype(h as usize) {
+        return Ok(Rc::new(Layout::primitive(dt.size)));
+    }
+    match state::with(|s| {
+        s.types
+            .get(&(h as usize))
+            .map(|e| (e.layout.clone(), e.committed))
+    }) {
+        Some((l, true)) => Ok(l),
+        Some((_, false)) => Err(err(
+            MPI_ERR_TYPE,
+            format!("datatype {h:p} is not committed (MPI_Type_commit)"),
+        )),
+        None => Err(bad_type(h)),
+    }
+}
+
+/// Whether `h` is a derived datatype in the table.
+pub fn is_derived(h: Handle) -> bool {
+    state::with(|s| s.types.contains_key(&(h as usize)))
+}
+
+/// Packs `n` elements of `l` at `base` into a contiguous vector.
+///
+/// # Safety
+/// Every block of every element (`base + i × extent + offset`, length) must be readable.
+pub unsafe fn pack(l: &Layout, base: *const c_void, n: usize) -> CResult<Vec<u8>> {
+    let mut v = Vec::with_capacity(l.size * n);
+    if l.size * n == 0 {
+        return Ok(v);
+    }
+    if base.is_null() || std::ptr::eq(base, IN_PLACE) {
+        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+    }
+    for i in 0..n as isize {
+        for &(off, len) in &l.blocks {
+            // SAFETY: the block is readable (caller); the vector is distinct memory.
+            let b = unsafe {
+                std::slice::from_raw_parts((base as *const u8).offset(i * l.extent + off), len)
+            };
+            v.extend_from_slice(b);
+        }
+    }
+    Ok(v)
+}
+
+/// Unpacks `data` (at most `n` elements of `l`; a short tail fills a prefix) to `base`.
+///
+/// # Safety
+/// Every block of the first `n` elements at `base` must be writable and not aliased by
+/// `data`.
+pub unsafe fn unpack(l: &Layout, data: &[u8], base: *mut c_void, n: usize) -> CResult {
+    let mut rest = data;
+    if rest.is_empty() {
+        return Ok(());
+    }
+    if base.is_null() || base == IN_PLACE {
+        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+    }
+    for i in 0..n as isize {
+        for &(off, len) in &l.blocks {
+            let k = len.min(rest.len());
+            // SAFETY: the block is writable (caller) and distinct from `data`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    rest.as_ptr(),
+                    (base as *mut u8).offset(i * l.extent + off),
+                    k,
+                )
+            };
+            rest = &rest[k..];
+            if rest.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Builds a layout from `parts`: `(displacement, layout, copies)`, each `copies`
+/// consecutive elements of `layout` at byte displacement `displacement`.
+fn build(parts: &[(isize, &Layout, usize)], struct_pad: bool) -> Layout {
+    let mut blocks: Vec<(isize, usize)> = Vec::new();
+    let (mut lo, mut hi) = (isize::MAX, isize::MIN);
+    let mut align = 1;
+    let mut size = 0;
+    for &(disp, l, n) in parts {
+        align = align.max(l.align);
+        for i in 0..n as isize {
+            let at = disp + i * l.extent;
+            lo = lo.min(at + l.lb);
+            hi = hi.max(at + l.lb + l.extent);
+            for &(off, len) in &l.blocks {
+                size += len;
+                match blocks.last_mut() {
+                    Some(last) if last.0 + last.1 as isize == at + off => last.1 += len,
+                    _ if len > 0 => blocks.push((at + off, len)),
+                    _ => {}
+                }
+            }
+        }
+    }
+    if lo > hi {
+        (lo, hi) = (0, 0);
+    }
+    if struct_pad {
+        let a = align as isize;
+        hi = lo + ((hi - lo) + a - 1) / a * a;
+    }
+    Layout {
+        blocks,
+        size,
+        lb: lo,
+        extent: hi - lo,
+        align,
+    }
+}
+
+fn add_type(l: Layout) -> Handle {
+    state::with(|s| s.add_type(l))
+}
+
+/// Reads `n` values at `p`.
+///
+/// # Safety
+/// `p` must point to `n` readable values.
+unsafe fn array<T: Copy>(p: *const T, n: usize) -> CResult<Vec<T>> {
+    // SAFETY: n readable values (caller); alignment checked by `typed`.
+    Ok(unsafe { crate::typed::<T>(p.cast(), n)? }.to_vec())
+}
+
+export!(MPI_Type_contiguous, PMPI_Type_contiguous,
+        (cnt: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_contiguous", WORLD, || {
+        let n = count(cnt)?;
+        let old = any_layout(oldtype)?;
+        let l = build(&[(0, &old, n)], false);
+        // SAFETY: writable handle (MPI contract; null checked).
+        unsafe { out(newtype, add_type(l)) }
+    })
+});
+
+export!(MPI_Type_vector, PMPI_Type_vector,
+        (cnt: c_int, blocklength: c_int, stride: c_int, oldtype: Handle,
+         newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_vector", WORLD, || {
+        let n = count(cnt)?;
+        let bl = count(blocklength)?;
+        let old = any_layout(oldtype)?;
+        let parts: Vec<_> = (0..n as isize)
+            .map(|i| (i * stride as isize * old.extent, &*old, bl))
+            .collect();
+        // SAFETY: writable handle (MPI contract; null checked).
+        unsafe { out(newtype, add_type(build(&parts, false))) }
+    })
+});
+
+export!(MPI_Type_indexed, PMPI_Type_indexed,
+        (cnt: c_int, blocklengths: *const c_int, displacements: *const c_int,
+         oldtype: Handle, newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_indexed", WORLD, || {
+        let n = count(cnt)?;
+        let old = any_layout(oldtype)?;
+        // SAFETY: the caller passes cnt block lengths and cnt displacements.
+        let (bl, ds) = unsafe { (array(blocklengths, n)?, array(displacements, n)?) };
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            parts.push((ds[i] as isize * old.extent, &*old, count(bl[i])?));
+        }
+        // SAFETY: writable handle (MPI contract; null checked).
+        unsafe { out(newtype, add_type(build(&parts, false))) }
+    })
+});
+
+export!(MPI_Type_create_struct, PMPI_Type_create_struct,
+        (cnt: c_int, blocklengths: *const c_int, displacements: *const isize,
+         types: *const Handle, newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_create_struct", WORLD, || {
+        let n = count(cnt)?;
+        // SAFETY: the caller passes cnt block lengths, displacements and types.
+        let (bl, ds, ts) =
+            unsafe { (array(blocklengths, n)?, array(displacements, n)?, array(types, n)?) };
+        let ls = ts.iter().map(|&t| any_layout(t)).collect::<CResult<Vec<_>>>()?;
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            parts.push((ds[i], &*ls[i], count(bl[i])?));
+        }
+        // SAFETY: writable handle (MPI contract; null checked).
+        unsafe { out(newtype, add_type(build(&parts, true))) }
+    })
+});
+
+/// Reads the datatype handle at `p`.
+///
+/// # Safety
+/// `p` must be null (an error) or a readable handle.
+unsafe fn read_type(p: *const Handle) -> CResult<Handle> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, "null datatype pointer"));
+    }
+    // SAFETY: non-null, readable (caller).
+    Ok(unsafe { p.read() })
+}
+
+export!(MPI_Type_commit, PMPI_Type_commit, (ty: *mut Handle) -> c_int {
+    guard("MPI_Type_commit", WORLD, || {
+        // SAFETY: readable handle (null checked).
+        let h = unsafe { read_type(ty)? };
+        if datatype(h as usize).is_some() {
+            return Ok(());
+        }
+        state::with(|s| s.types.get_mut(&(h as usize)).map(|e| e.committed = true))
+            .ok_or_else(|| bad_type(h))
+    })
+});
+
+export!(MPI_Type_free, PMPI_Type_free, (ty: *mut Handle) -> c_int {
+    guard("MPI_Type_free", WORLD, || {
+        // SAFETY: readable and writable handle (null checked).
+        unsafe {
+            let h = read_type(ty)?;
+            if datatype(h as usize).is_some() {
+                return Err(err(MPI_ERR_TYPE, "cannot free a predefined datatype"));
+            }
+            state::with(|s| s.types.remove(&(h as usize))).ok_or_else(|| bad_type(h))?;
+            out(ty, DATATYPE_NULL as Handle)
+        }
+    })
+});
+
+export!(MPI_Type_get_extent, PMPI_Type_get_extent,
+        (datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
+    guard("MPI_Type_get_extent", WORLD, || {
+        let l = any_layout(datatype)?;
+        // SAFETY: writable outputs (MPI contract; null checked).
+        unsafe {
+            out(lb, l.lb)?;
+            out(extent, l.extent)
+        }
+    })
+});
+
+export!(MPI_Type_get_name, PMPI_Type_get_name,
+        (datatype: Handle, name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    guard("MPI_Type_get_name", WORLD, || {
+        let n = match predefined_name(datatype as usize) {
+            Some(n) => n.to_string(),
+            None => state::with(|s| s.types.get(&(datatype as usize)).map(|e| e.name.clone()))
+                .ok_or_else(|| bad_type(datatype))?,
+        };
+        // SAFETY: name has MPI_MAX_OBJECT_NAME bytes, resultlen is writable (MPI contract).
+        unsafe { crate::env::write_str(name, MAX_OBJECT_NAME, &n, resultlen) }
+    })
+});
+
+export!(MPI_Type_set_name, PMPI_Type_set_name,
+        (datatype: Handle, name: *const c_char) -> c_int {
+    guard("MPI_Type_set_name", WORLD, || {
+        if name.is_null() {
+            return Err(err(MPI_ERR_ARG, "null name"));
+        }
+        // SAFETY: non-null, and the caller passes a NUL-terminated string.
+        let s = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned();
+        let s: String = s.chars().take(MAX_OBJECT_NAME - 1).collect();
+        state::with(|st| st.types.get_mut(&(datatype as usize)).map(|e| e.name = s))
+            .ok_or_else(|| bad_type(datatype))
+    })
+});
+
+export!(MPI_Get_address, PMPI_Get_address,
+        (location: *const c_void, address: *mut isize) -> c_int {
+    guard("MPI_Get_address", WORLD, || {
+        // SAFETY: writable output (MPI contract; null checked).
+        unsafe { out(address, location as isize) }
+    })
+});
+
+/// `MPI_MAX_OBJECT_NAME`.
+pub const MAX_OBJECT_NAME: usize = 128;
