@@ -417,6 +417,9 @@ int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
 int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype);
 int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype);
 
+/* The rest of the standard ABI: declared, not implemented yet (generated). */
+#include "mpi_stubs.h"
+
 #if defined(__cplusplus)
 }
 #endif

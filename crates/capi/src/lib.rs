@@ -37,6 +37,7 @@ pub mod p2p;
 pub mod p2p_more;
 pub mod state;
 pub mod stubs;
+pub mod stubs_gen;
 pub mod types;
 
 use consts::*;

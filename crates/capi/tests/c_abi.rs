@@ -144,18 +144,41 @@ fn header_compiles_as_c_and_cpp() {
     }
 }
 
-/// Every `MPI_`/`PMPI_` function the header declares.
+/// Every `MPI_`/`PMPI_` function the headers (`mpi.h` and the generated `mpi_stubs.h`
+/// it includes) declare: lines `RET NAME(ARGS);` with a one-word return type.
 fn declared() -> Vec<String> {
-    let h = std::fs::read_to_string(header_dir().join("mpi.h")).unwrap();
-    h.lines()
-        .filter_map(|l| {
-            let rest = l
-                .strip_prefix("int ")
-                .or_else(|| l.strip_prefix("double "))?;
+    let mut names = Vec::new();
+    for file in ["mpi.h", "mpi_stubs.h"] {
+        let h = std::fs::read_to_string(header_dir().join(file)).unwrap();
+        names.extend(h.lines().filter_map(|l| {
+            if l.starts_with("typedef") || !l.ends_with(");") {
+                return None;
+            }
+            let (_ret, rest) = l.split_once(' ')?;
             let name = rest.split('(').next()?;
             (name.starts_with("MPI_") || name.starts_with("PMPI_")).then(|| name.to_string())
-        })
-        .collect()
+        }));
+    }
+    names
+}
+
+#[test]
+fn headers_declare_the_whole_standard_abi() {
+    // gen/prototypes.txt lists every function of the MPI-5.0 ABI; with mpi_stubs.h
+    // (generated from it) the headers declare each, with its PMPI_ twin.
+    let protos = std::fs::read_to_string(header_dir().join("../gen/prototypes.txt")).unwrap();
+    let names: std::collections::HashSet<String> = declared().into_iter().collect();
+    let mut n = 0;
+    for l in protos
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let name = l.split('(').next().unwrap().rsplit(' ').next().unwrap();
+        assert!(names.contains(name), "{name} not declared");
+        assert!(names.contains(&format!("P{name}")), "P{name} not declared");
+        n += 1;
+    }
+    assert!(n > 600, "prototype list has only {n} functions");
 }
 
 #[test]

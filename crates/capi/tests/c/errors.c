@@ -49,6 +49,14 @@ int main(int argc, char **argv) {
     MPI_Comm c;
     MPI_Datatype t;
     CHECK(MPI_Type_create_resized(MPI_INT, 0, 8, &t) == MPI_ERR_OTHER);
+    /* ... including the generated ones (include/mpi_stubs.h, src/stubs_gen.rs). */
+    CHECK(MPI_Comm_set_name(MPI_COMM_WORLD, "w") == MPI_ERR_OTHER);
+    CHECK(MPI_Bcast_c(buf, (MPI_Count)1, MPI_INT, 0, MPI_COMM_WORLD) == MPI_ERR_OTHER);
+    CHECK(PMPI_Type_dup(MPI_INT, &t) == MPI_ERR_OTHER);
+    CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &v) == MPI_ERR_OTHER);
+    CHECK(MPI_Aint_add((MPI_Aint)8, (MPI_Aint)4) == 0);
+    CHECK(MPI_Comm_fromint(0) == NULL);
+    CHECK(MPI_Pcontrol(1) == MPI_ERR_OTHER);
     (void)st;
     (void)c;
 
