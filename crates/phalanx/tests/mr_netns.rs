@@ -10,12 +10,21 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(150);
 
 fn hostfile(net: &TestNet) -> tempfile_path::Path {
+    hostfile_slots(net, 1)
+}
+
+/// A hostfile with `slots` ranks per namespace, removed on drop.
+fn hostfile_slots(net: &TestNet, slots: usize) -> tempfile_path::Path {
     let path = std::env::temp_dir().join(format!(
-        "phalanx-hosts-{}-{}",
+        "phalanx-hosts-{}-{}-{slots}",
         std::process::id(),
         net.bridge()
     ));
-    let text: String = net.names().iter().map(|n| format!("netns:{n}\n")).collect();
+    let text: String = net
+        .names()
+        .iter()
+        .map(|n| format!("netns:{n} slots={slots}\n"))
+        .collect();
     std::fs::write(&path, text).expect("write hostfile");
     tempfile_path::Path(path)
 }
@@ -106,18 +115,7 @@ fn mr_netns_bcast_sends_each_packet_once_and_filters_non_targets() {
 fn mr_netns_mixed_shared_memory_and_udp() {
     // Two hosts with two ranks each: shared memory inside a host, UDP between them.
     let net = TestNet::create(2).expect("test hosts (network namespaces) must be available");
-    let path = std::env::temp_dir().join(format!(
-        "phalanx-hosts-mixed-{}-{}",
-        std::process::id(),
-        net.bridge()
-    ));
-    let text: String = net
-        .names()
-        .iter()
-        .map(|n| format!("netns:{n} slots=2\n"))
-        .collect();
-    std::fs::write(&path, text).expect("write hostfile");
-    let hf = tempfile_path::Path(path);
+    let hf = hostfile_slots(&net, 2);
     let hosts = hf.0.display().to_string();
     let r = run(
         &[
