@@ -10,6 +10,7 @@
 //! `PHALANX_COLL_<NAME>=<algorithm>` (see [`crate::coll::algos`]).
 
 use crate::coll::algos::{self, Shape};
+use crate::coll::board::BoardCall;
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
@@ -93,15 +94,45 @@ fn algo(name: &str) -> Option<String> {
         .map(|(_, v)| v.clone())
 }
 
-fn shape(c: &SimpleCommunicator) -> Shape {
-    let (packet, multicast) = call("collective", |e| Ok((e.coll_packet(), e.coll_multicast())));
+fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
+    let world: Vec<u32> = (0..c.size()).map(|r| c.world_rank(r)).collect();
+    let (packet, multicast, board) = call("collective", |e| {
+        let board = if blocking {
+            e.board_capacity(&world)
+        } else {
+            0
+        };
+        Ok((e.coll_packet(), e.coll_multicast(), board))
+    });
     Shape {
         p: c.size() as usize,
         me: c.rank() as usize,
-        world: (0..c.size()).map(|r| c.world_rank(r)).collect(),
+        world,
         packet,
         multicast,
+        board,
     }
+}
+
+/// Like [`choose`], but picks the shared-memory board (`shm`) when the call may run on it
+/// and its largest publication (`need` bytes) fits a slot — unless the environment names
+/// another algorithm.
+fn choose_board(
+    name: &str,
+    s: &Shape,
+    kind: CollKind,
+    need: usize,
+    mcast: &'static str,
+    p2p: &'static str,
+) -> String {
+    let forced = algo(name);
+    if crate::coll::board::fits(kind, s.board, need) && forced.as_deref().is_none_or(|a| a == "shm")
+    {
+        let k = algo("ALLGATHER_K").unwrap_or_default();
+        CHOSEN.with(|c| c.set(alg_hash("shm", &k)));
+        return "shm".into();
+    }
+    choose(name, s, mcast, p2p)
 }
 
 /// The algorithm for `name`: the environment's choice, else multicast-based when real
@@ -142,10 +173,16 @@ struct Spec<'a> {
     comm: &'a SimpleCommunicator,
 }
 
-fn start(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) -> ReqId {
+/// Starts a collective; `None` when it ran to completion on the shared-memory board
+/// (blocking calls only).
+fn start_with(
+    spec: Spec<'_>,
+    plan: impl FnOnce(&Shape) -> Result<Plan, Error>,
+    blocking: bool,
+) -> Option<ReqId> {
     let c = spec.comm;
     let seq = c.next_coll_seq();
-    let sh = shape(c);
+    let sh = shape(c, blocking);
     CHOSEN.with(|x| x.set(0));
     let planned = plan(&sh);
     let alg = CHOSEN.with(|x| x.get()) as u64;
@@ -165,20 +202,40 @@ fn start(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) -> Re
         send: spec.send,
         recv: spec.recv,
     };
+    let (kind, root) = (spec.kind, spec.root.map_or(0, |r| r as usize));
     call(spec.name, |e| {
         if !call_.dt.is_contiguous() {
             return Err(Error::InvalidArg(
                 "collectives need a contiguous datatype".into(),
             ));
         }
-        e.start_collective(call_, planned?)
+        let planned = planned?;
+        if planned.board {
+            e.board_collective(&BoardCall {
+                call: &call_,
+                kind,
+                root,
+                world: &sh.world,
+                me: sh.me,
+            })?;
+            return Ok(None);
+        }
+        e.start_collective(call_, planned).map(Some)
     })
+}
+
+fn start(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) -> ReqId {
+    match start_with(spec, plan, false) {
+        Some(id) => id,
+        None => unreachable!("nonblocking collectives never run on the board"),
+    }
 }
 
 fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) {
     let name = spec.name;
-    let id = start(spec, plan);
-    call(name, |e| e.wait(id));
+    if let Some(id) = start_with(spec, plan, true) {
+        call(name, |e| e.wait(id));
+    }
 }
 
 fn bytes<B: ?Sized + Buffer>(b: &B) -> usize {
@@ -288,7 +345,22 @@ pub trait CommunicatorCollectives: Communicator {
                     recv_len >= total,
                     "all_to_all_into: receive buffer smaller than send buffer",
                 )?;
-                Ok(algos::alltoall_pairwise(s, total / p))
+                let need = total / p * p;
+                Ok(
+                    match choose_board(
+                        "ALLTOALL",
+                        s,
+                        CollKind::Alltoall,
+                        need,
+                        "pairwise",
+                        "pairwise",
+                    )
+                    .as_str()
+                    {
+                        "shm" => Plan::on_board(),
+                        _ => algos::alltoall_pairwise(s, total / p),
+                    },
+                )
             },
         )
     }
@@ -351,7 +423,13 @@ pub trait CommunicatorCollectives: Communicator {
                     recv_len >= len,
                     "scan_into: receive buffer smaller than send buffer",
                 )?;
-                Ok(algos::scan(s, len))
+                Ok(
+                    match choose_board("SCAN", s, CollKind::Scan, len, "linear", "linear").as_str()
+                    {
+                        "shm" => Plan::on_board(),
+                        _ => algos::scan(s, len),
+                    },
+                )
             },
         )
     }
@@ -375,7 +453,8 @@ fn barrier_spec(c: &SimpleCommunicator) -> Spec<'_> {
 
 fn barrier_plan(s: &Shape) -> Result<Plan, Error> {
     Ok(
-        match choose("BARRIER", s, "mcast", "dissemination").as_str() {
+        match choose_board("BARRIER", s, CollKind::Barrier, 0, "mcast", "dissemination").as_str() {
+            "shm" => Plan::on_board(),
             "mcast" => algos::barrier_mcast(s),
             _ => algos::barrier_dissemination(s),
         },
@@ -411,7 +490,17 @@ fn all_gather_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             .unwrap_or(4);
         let default_p2p = if p.is_power_of_two() { "rd" } else { "ring" };
         Ok(
-            match choose("ALLGATHER", s, "mcast2", default_p2p).as_str() {
+            match choose_board(
+                "ALLGATHER",
+                s,
+                CollKind::Allgather,
+                block,
+                "mcast2",
+                default_p2p,
+            )
+            .as_str()
+            {
+                "shm" => Plan::on_board(),
                 "mcast1" => algos::allgather_mcast_rr(s, block),
                 "mcast2" => algos::allgather_mcast_k(s, block, s.packet, k),
                 "rd" if p.is_power_of_two() => algos::allgather_rd(s, block),
@@ -446,19 +535,22 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             recv_len >= len,
             "all_reduce_into: receive buffer smaller than send buffer",
         )?;
-        Ok(match choose("ALLREDUCE", s, "rd", "rd").as_str() {
-            "reduce_bcast" => {
-                let mut plan = algos::reduce_binomial(s, 0, len);
-                let b = if s.multicast {
-                    algos::bcast_mcast(s, 0, Buf::Recv, len)
-                } else {
-                    algos::bcast_binomial(s, 0, Buf::Recv, len)
-                };
-                plan.append(b, 64);
-                plan
-            }
-            _ => algos::allreduce(s, len),
-        })
+        Ok(
+            match choose_board("ALLREDUCE", s, CollKind::Allreduce, len, "rd", "rd").as_str() {
+                "shm" => Plan::on_board(),
+                "reduce_bcast" => {
+                    let mut plan = algos::reduce_binomial(s, 0, len);
+                    let b = if s.multicast {
+                        algos::bcast_mcast(s, 0, Buf::Recv, len)
+                    } else {
+                        algos::bcast_binomial(s, 0, Buf::Recv, len)
+                    };
+                    plan.append(b, 64);
+                    plan
+                }
+                _ => algos::allreduce(s, len),
+            },
+        )
     };
     (spec, Box::new(plan))
 }
@@ -489,10 +581,15 @@ pub trait Root {
             },
             |s| {
                 let root = p.rank() as usize;
-                Ok(match choose("BCAST", s, "mcast", "binomial").as_str() {
-                    "mcast" => algos::bcast_mcast(s, root, Buf::Recv, len),
-                    _ => algos::bcast_binomial(s, root, Buf::Recv, len),
-                })
+                Ok(
+                    match choose_board("BCAST", s, CollKind::Bcast, len, "mcast", "binomial")
+                        .as_str()
+                    {
+                        "shm" => Plan::on_board(),
+                        "mcast" => algos::bcast_mcast(s, root, Buf::Recv, len),
+                        _ => algos::bcast_binomial(s, root, Buf::Recv, len),
+                    },
+                )
             },
         )
     }
@@ -601,10 +698,15 @@ fn gather_impl<S: ?Sized + Buffer>(p: Process<'_>, sendbuf: &S, recv: (*mut u8, 
                 size * block,
                 "gather_into_root",
             )?;
-            Ok(match choose("GATHER", s, "linear", "binomial").as_str() {
-                "linear" => algos::gather_linear(s, root, block),
-                _ => algos::gather_binomial(s, root, block),
-            })
+            Ok(
+                match choose_board("GATHER", s, CollKind::Gather, block, "linear", "binomial")
+                    .as_str()
+                {
+                    "shm" => Plan::on_board(),
+                    "linear" => algos::gather_linear(s, root, block),
+                    _ => algos::gather_binomial(s, root, block),
+                },
+            )
         },
     )
 }
@@ -640,10 +742,16 @@ fn scatter_impl(
                 size * block,
                 "scatter_into_root",
             )?;
-            Ok(match choose("SCATTER", s, "mcast", "binomial").as_str() {
-                "mcast" => algos::scatter_mcast(s, root, block, s.packet),
-                _ => algos::scatter_binomial(s, root, block),
-            })
+            let need = size * block;
+            Ok(
+                match choose_board("SCATTER", s, CollKind::Scatter, need, "mcast", "binomial")
+                    .as_str()
+                {
+                    "shm" => Plan::on_board(),
+                    "mcast" => algos::scatter_mcast(s, root, block, s.packet),
+                    _ => algos::scatter_binomial(s, root, block),
+                },
+            )
         },
     )
 }
@@ -676,7 +784,14 @@ fn reduce_impl<S: ?Sized + Buffer>(
                     "reduce_into_root: receive buffer smaller than send buffer",
                 )?;
             }
-            Ok(algos::reduce_binomial(s, root, len))
+            Ok(
+                match choose_board("REDUCE", s, CollKind::Reduce, len, "binomial", "binomial")
+                    .as_str()
+                {
+                    "shm" => Plan::on_board(),
+                    _ => algos::reduce_binomial(s, root, len),
+                },
+            )
         },
     )
 }

@@ -55,6 +55,65 @@ fn mr_collectives_point_to_point_over_udp() {
     collectives_env(5, 1 << 18, None, &[("PHALANX_TRANSPORT", "udp")]);
 }
 
+/// Point-to-point algorithms forced on shared memory (the board is the default there).
+const SCHEDULES: &[(&str, &str)] = &[
+    ("PHALANX_TRANSPORT", "shm"),
+    ("PHALANX_COLL_BCAST", "binomial"),
+    ("PHALANX_COLL_ALLGATHER", "ring"),
+    ("PHALANX_COLL_GATHER", "binomial"),
+    ("PHALANX_COLL_SCATTER", "binomial"),
+    ("PHALANX_COLL_BARRIER", "dissemination"),
+    ("PHALANX_COLL_ALLREDUCE", "rd"),
+    ("PHALANX_COLL_REDUCE", "binomial"),
+    ("PHALANX_COLL_ALLTOALL", "pairwise"),
+    ("PHALANX_COLL_SCAN", "linear"),
+    ("PHALANX_STATS", "1"),
+];
+
+fn board_calls(stderr: &str) -> Vec<u64> {
+    stderr
+        .lines()
+        .filter_map(|l| l.split("board_collectives=").nth(1))
+        .map(|v| {
+            v.split_whitespace()
+                .next()
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+#[test]
+fn mr_collectives_on_the_shared_memory_board() {
+    // Default on one host: blocking collectives run on the board (every rank counts them),
+    // calls larger than a slot fall back to the schedules — with a 4 KiB slot most do.
+    for (n, slot) in [(4, "256k"), (3, "4k")] {
+        let ex = example("collectives").display().to_string();
+        let np = n.to_string();
+        let env = [
+            ("PHALANX_TRANSPORT", "shm"),
+            ("PHALANX_STATS", "1"),
+            ("PHALANX_SHM_BOARD", slot),
+        ];
+        let r = run(&["-n", &np, &ex, "262144"], &env, LIMIT);
+        assert!(r.ok(), "p={n} slot={slot}\n{}", r.dump());
+        assert_eq!(r.stdout.matches("all collectives ok").count(), n);
+        let calls = board_calls(&r.stderr);
+        assert_eq!(calls.len(), n, "{}", r.dump());
+        assert!(calls.iter().all(|&c| c > 50), "{calls:?}\n{}", r.dump());
+    }
+}
+
+#[test]
+fn mr_collectives_schedules_over_shared_memory() {
+    let ex = example("collectives").display().to_string();
+    let r = run(&["-n", "4", &ex, "262144"], SCHEDULES, LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(r.stdout.matches("all collectives ok").count(), 4);
+    assert_eq!(board_calls(&r.stderr), vec![0; 4], "{}", r.dump());
+}
+
 #[test]
 fn mr_collectives_p8() {
     collectives(8, 1 << 17, None);

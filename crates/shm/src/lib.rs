@@ -87,11 +87,13 @@
 //! see garbage frames or an `InvalidData` error, but frame lengths are validated, so it
 //! cannot make it read or write outside the mapping.
 
+mod board;
 mod ring;
 mod segment;
 mod sys;
 mod transport;
 
+pub use board::{Board, Published};
 pub use segment::{ShmConfig, ShmSegment};
 pub use sys::read_remote;
 pub use transport::{ShmTransport, SingleCopy};

@@ -34,6 +34,7 @@ const H_RING_BYTES: usize = 16;
 const H_TOTAL: usize = 24;
 const H_NONCE: usize = 32;
 const H_CREATOR_PID: usize = 40;
+const H_BOARD_BYTES: usize = 48;
 const H_ATTACHED: usize = LINE;
 /// Barrier counters used by the transport's connect phases.
 pub(crate) const H_BARRIER: usize = 2 * LINE;
@@ -69,6 +70,9 @@ pub struct ShmConfig {
     /// Refuse segments larger than this (simulates a small `/dev/shm`; `None` = no limit
     /// beyond the filesystem's own).
     pub size_limit: Option<u64>,
+    /// Bytes of each rank's collective board slot ([`crate::Board`]): a multiple of 4 KiB,
+    /// at most 64 MiB; 0 disables the board. Default 256 KiB.
+    pub board_bytes: usize,
 }
 
 impl Default for ShmConfig {
@@ -79,17 +83,18 @@ impl Default for ShmConfig {
             connect_timeout: Duration::from_secs(30),
             single_copy: true,
             size_limit: None,
+            board_bytes: 256 << 10,
         }
     }
 }
 
 impl ShmConfig {
-    /// Defaults overridden by `PHALANX_SHM_RING` (bytes, accepts a `k`/`m` suffix),
-    /// `PHALANX_SHM_DIR` and `PHALANX_SHM_SINGLE_COPY=0`.
+    /// Defaults overridden by `PHALANX_SHM_RING` and `PHALANX_SHM_BOARD` (bytes, accept a
+    /// `k`/`m` suffix), `PHALANX_SHM_DIR` and `PHALANX_SHM_SINGLE_COPY=0`.
     pub fn from_env() -> ShmConfig {
         let mut cfg = ShmConfig::default();
-        if let Ok(v) = std::env::var("PHALANX_SHM_RING") {
-            let v = v.trim().to_ascii_lowercase();
+        let bytes = |name: &str| -> Option<usize> {
+            let v = std::env::var(name).ok()?.trim().to_ascii_lowercase();
             let (num, mul) = match v.strip_suffix('k') {
                 Some(n) => (n, 1 << 10),
                 None => match v.strip_suffix('m') {
@@ -97,9 +102,13 @@ impl ShmConfig {
                     None => (v.as_str(), 1),
                 },
             };
-            if let Ok(n) = num.parse::<usize>() {
-                cfg.ring_bytes = n * mul;
-            }
+            num.parse::<usize>().ok().map(|n| n * mul)
+        };
+        if let Some(n) = bytes("PHALANX_SHM_RING") {
+            cfg.ring_bytes = n;
+        }
+        if let Some(n) = bytes("PHALANX_SHM_BOARD") {
+            cfg.board_bytes = n;
         }
         if let Ok(d) = std::env::var("PHALANX_SHM_DIR") {
             cfg.dir = PathBuf::from(d);
@@ -120,18 +129,28 @@ pub(crate) struct Layout {
     pub matrix_base: usize,
     pub ctrl_base: usize,
     pub data_base: usize,
+    /// Collective board: per local rank [`BOARD_HDR`] bytes of header lines, then (page
+    /// aligned) per local rank `board_bytes` of data.
+    pub board_hdr_base: usize,
+    pub board_data_base: usize,
+    pub board_bytes: usize,
     pub total: usize,
 }
 
+/// Header lines of one board slot (see [`crate::board`]).
+pub(crate) const BOARD_HDR: usize = 3 * LINE;
+
 impl Layout {
-    fn new(n: usize, ring_bytes: usize) -> Layout {
+    fn new(n: usize, ring_bytes: usize, board_bytes: usize) -> Layout {
         let round = |x: usize, a: usize| x.div_ceil(a) * a;
         let rank_base = round(H_RANKS + 4 * n, LINE);
         let matrix_base = rank_base + n * RANK_BLOCK;
         let ctrl_base = round(matrix_base + n * n, LINE);
         let rings = n * n.saturating_sub(1);
         let data_base = round(ctrl_base + rings * CTRL_BLOCK, PAGE);
-        let total = data_base + rings * ring_bytes;
+        let board_hdr_base = data_base + rings * ring_bytes;
+        let board_data_base = round(board_hdr_base + n * BOARD_HDR, PAGE);
+        let total = board_data_base + n * board_bytes;
         Layout {
             n,
             ring_bytes,
@@ -139,6 +158,9 @@ impl Layout {
             matrix_base,
             ctrl_base,
             data_base,
+            board_hdr_base,
+            board_data_base,
+            board_bytes,
             total: total.max(PAGE),
         }
     }
@@ -161,11 +183,19 @@ impl Layout {
     pub fn data(&self, ring: usize) -> usize {
         self.data_base + ring * self.ring_bytes
     }
+    #[cfg(test)]
+    pub fn board_hdr(&self, local: usize) -> usize {
+        self.board_hdr_base + local * BOARD_HDR
+    }
+    #[cfg(test)]
+    pub fn board_data(&self, local: usize) -> usize {
+        self.board_data_base + local * self.board_bytes
+    }
 }
 
 /// A mapped segment (see the crate docs for the attach protocol).
 pub struct ShmSegment {
-    map: MmapRaw,
+    map: std::sync::Arc<MmapRaw>,
     path: PathBuf,
     layout: Layout,
     ranks: Vec<u32>,
@@ -195,6 +225,12 @@ fn check_args(
         return Err(bad(format!(
             "shm ring size {} bytes: must be a power of two between 1 KiB and 1 GiB",
             cfg.ring_bytes
+        )));
+    }
+    if !cfg.board_bytes.is_multiple_of(PAGE) || cfg.board_bytes > 64 << 20 {
+        return Err(bad(format!(
+            "shm board size {} bytes: must be a multiple of 4 KiB, at most 64 MiB",
+            cfg.board_bytes
         )));
     }
     let mut sorted = ranks.to_vec();
@@ -266,7 +302,7 @@ impl ShmSegment {
     pub fn create(name: &str, ranks: &[u32], cfg: ShmConfig) -> io::Result<ShmSegment> {
         let me = ranks.iter().copied().min().unwrap_or(0);
         let (ranks, idx) = check_args(name, ranks, me, &cfg)?;
-        let layout = Layout::new(ranks.len(), cfg.ring_bytes);
+        let layout = Layout::new(ranks.len(), cfg.ring_bytes, cfg.board_bytes);
         let path = cfg.dir.join(name);
         if let Some(limit) = cfg.size_limit {
             if layout.total as u64 > limit {
@@ -312,7 +348,7 @@ impl ShmSegment {
                 ))
             })?;
         let seg = ShmSegment {
-            map,
+            map: std::sync::Arc::new(map),
             path,
             layout,
             ranks,
@@ -329,6 +365,8 @@ impl ShmSegment {
             .store(layout.ring_bytes as u64, Ordering::Relaxed);
         seg.u64_at(H_TOTAL)
             .store(layout.total as u64, Ordering::Relaxed);
+        seg.u64_at(H_BOARD_BYTES)
+            .store(layout.board_bytes as u64, Ordering::Relaxed);
         seg.u64_at(H_NONCE).store(nonce(), Ordering::Relaxed);
         seg.u32_at(H_CREATOR_PID)
             .store(std::process::id(), Ordering::Relaxed);
@@ -347,7 +385,7 @@ impl ShmSegment {
     /// (bounded by `cfg.connect_timeout`). The last rank to attach unlinks the file.
     pub fn open(name: &str, ranks: &[u32], me: u32, cfg: ShmConfig) -> io::Result<ShmSegment> {
         let (ranks, idx) = check_args(name, ranks, me, &cfg)?;
-        let layout = Layout::new(ranks.len(), cfg.ring_bytes);
+        let layout = Layout::new(ranks.len(), cfg.ring_bytes, cfg.board_bytes);
         let path = cfg.dir.join(name);
         let deadline = Instant::now() + cfg.connect_timeout;
         let (waited, shown, lowest) = (cfg.connect_timeout, path.display().to_string(), ranks[0]);
@@ -397,7 +435,7 @@ impl ShmSegment {
             .populate()
             .map_raw(&file)?;
         let seg = ShmSegment {
-            map,
+            map: std::sync::Arc::new(map),
             path,
             layout,
             ranks,
@@ -413,7 +451,8 @@ impl ShmSegment {
             std::thread::sleep(Duration::from_micros(200));
         }
         let n_ok = seg.u32_at(H_NRANKS).load(Ordering::Relaxed) as usize == layout.n;
-        let ring_ok = seg.u64_at(H_RING_BYTES).load(Ordering::Relaxed) == layout.ring_bytes as u64;
+        let ring_ok = seg.u64_at(H_RING_BYTES).load(Ordering::Relaxed) == layout.ring_bytes as u64
+            && seg.u64_at(H_BOARD_BYTES).load(Ordering::Relaxed) == layout.board_bytes as u64;
         let ranks_ok = seg
             .ranks
             .iter()
@@ -424,10 +463,11 @@ impl ShmSegment {
                 io::ErrorKind::InvalidData,
                 format!(
                     "shared-memory segment {}: header disagrees with rank {me}'s view \
-                     (ranks {:?}, ring {} bytes)",
+                     (ranks {:?}, ring {} bytes, board {} bytes)",
                     seg.path.display(),
                     seg.ranks,
-                    layout.ring_bytes
+                    layout.ring_bytes,
+                    layout.board_bytes
                 ),
             ));
         }
@@ -495,6 +535,22 @@ impl ShmSegment {
     }
 
     /// Base pointer of the mapping.
+    /// The collective board of this segment, if it has one.
+    pub(crate) fn board(&self) -> Option<crate::Board> {
+        let l = &self.layout;
+        (l.board_bytes > 0).then(|| {
+            crate::Board::new(
+                self.map.clone(),
+                self.ranks.clone().into(),
+                l.board_hdr_base,
+                l.board_data_base,
+                BOARD_HDR,
+                l.board_bytes,
+                self.me,
+            )
+        })
+    }
+
     pub(crate) fn base(&self) -> *mut u8 {
         self.map.as_mut_ptr()
     }
@@ -542,7 +598,7 @@ mod tests {
     #[test]
     fn layout_is_disjoint_and_aligned() {
         for n in [1, 2, 3, 4, 17] {
-            let l = Layout::new(n, 4096);
+            let l = Layout::new(n, 4096, 8192);
             assert!(l.rank_base >= H_RANKS + 4 * n);
             assert!(l.ctrl_base >= l.matrix_base + n * n);
             assert_eq!(l.data_base % PAGE, 0);
@@ -555,7 +611,12 @@ mod tests {
                 }
             }
             assert_eq!(seen.len(), n * (n - 1));
-            assert!(seen.iter().all(|r| l.data(*r) + l.ring_bytes <= l.total));
+            assert!(seen
+                .iter()
+                .all(|r| l.data(*r) + l.ring_bytes <= l.board_hdr_base));
+            assert!(l.board_hdr(n - 1) + BOARD_HDR <= l.board_data_base);
+            assert_eq!(l.board_data_base % PAGE, 0);
+            assert!(l.board_data(n - 1) + l.board_bytes <= l.total);
         }
     }
 }

@@ -264,6 +264,28 @@ impl ShmTransport {
         }
     }
 
+    /// The segment's collective board ([`crate::Board`]), if configured.
+    pub fn board(&self) -> Option<crate::Board> {
+        self.seg.board()
+    }
+
+    /// Wakes those of `peers` (world ranks) that announced they are about to sleep: call
+    /// after publishing something they may wait for outside the rings (the board). One
+    /// fence for all; unknown ranks are ignored.
+    pub fn wake(&self, peers: impl IntoIterator<Item = u32>) {
+        fence(Ordering::SeqCst);
+        for p in peers {
+            let Ok(s) = self.peers.binary_search(&p) else {
+                continue;
+            };
+            // SAFETY: points into the mapping owned by `self.seg`.
+            let f = unsafe { &*self.peer_sleeping[s] };
+            if f.load(Ordering::Relaxed) != 0 && f.swap(0, Ordering::AcqRel) != 0 {
+                sys::eventfd_signal(self.peer_fds[s].as_raw_fd());
+            }
+        }
+    }
+
     /// Copy `frame` into the ring to `peer`. `Ok(false)`: the ring is full, retry later
     /// (and keep receiving). Errors: unknown peer, frame longer than [`max_frame`](Self::max_frame).
     #[inline]

@@ -22,6 +22,9 @@ pub struct Shape {
     pub packet: usize,
     /// Whether real multicast is available (else multicasts are fanned out).
     pub multicast: bool,
+    /// Bytes per slot of the shared-memory board when this (blocking) call may run on it
+    /// (every member on this host's board); 0 otherwise.
+    pub board: usize,
 }
 
 impl Shape {

@@ -12,6 +12,7 @@
 //! [`Error::CollectiveMismatch`] naming both ranks.
 
 pub mod algos;
+pub(crate) mod board;
 pub(crate) mod net;
 pub mod ops;
 pub mod schedule;

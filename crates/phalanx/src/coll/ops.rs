@@ -34,49 +34,59 @@ pub enum OpKind {
     BitwiseXor = 10,
 }
 
-macro_rules! int_op {
-    ($t:ty, $op:expr, $acc:expr, $src:expr) => {{
+/// `acc[i] = f(acc[i], src[i])` over elements of type `$t` (a tight loop per operation, so
+/// the compiler can vectorize it).
+macro_rules! lanes {
+    ($t:ty, $acc:expr, $src:expr, |$x:ident, $y:ident| $e:expr) => {{
         const N: usize = std::mem::size_of::<$t>();
         for (a, s) in $acc.chunks_exact_mut(N).zip($src.chunks_exact(N)) {
-            let x = <$t>::from_ne_bytes(a.try_into().unwrap_or([0; N]));
-            let y = <$t>::from_ne_bytes(s.try_into().unwrap_or([0; N]));
-            let r: $t = match $op {
-                OpKind::Sum => x.wrapping_add(y),
-                OpKind::Product => x.wrapping_mul(y),
-                OpKind::Max => x.max(y),
-                OpKind::Min => x.min(y),
-                OpKind::LogicalAnd => ((x != 0) && (y != 0)) as $t,
-                OpKind::LogicalOr => ((x != 0) || (y != 0)) as $t,
-                OpKind::LogicalXor => ((x != 0) != (y != 0)) as $t,
-                OpKind::BitwiseAnd => x & y,
-                OpKind::BitwiseOr => x | y,
-                OpKind::BitwiseXor => x ^ y,
-            };
+            let $x = <$t>::from_ne_bytes(a.try_into().unwrap_or([0; N]));
+            let $y = <$t>::from_ne_bytes(s.try_into().unwrap_or([0; N]));
+            let r: $t = $e;
             a.copy_from_slice(&r.to_ne_bytes());
         }
         Ok(())
     }};
 }
 
+macro_rules! int_op {
+    ($t:ty, $op:expr, $acc:expr, $src:expr) => {{
+        match $op {
+            OpKind::Sum => lanes!($t, $acc, $src, |x, y| x.wrapping_add(y)),
+            OpKind::Product => lanes!($t, $acc, $src, |x, y| x.wrapping_mul(y)),
+            OpKind::Max => lanes!($t, $acc, $src, |x, y| x.max(y)),
+            OpKind::Min => lanes!($t, $acc, $src, |x, y| x.min(y)),
+            OpKind::LogicalAnd => lanes!($t, $acc, $src, |x, y| ((x != 0) && (y != 0)) as $t),
+            OpKind::LogicalOr => lanes!($t, $acc, $src, |x, y| ((x != 0) || (y != 0)) as $t),
+            OpKind::LogicalXor => lanes!($t, $acc, $src, |x, y| ((x != 0) != (y != 0)) as $t),
+            OpKind::BitwiseAnd => lanes!($t, $acc, $src, |x, y| x & y),
+            OpKind::BitwiseOr => lanes!($t, $acc, $src, |x, y| x | y),
+            OpKind::BitwiseXor => lanes!($t, $acc, $src, |x, y| x ^ y),
+        }
+    }};
+}
+
 macro_rules! float_op {
     ($t:ty, $op:expr, $acc:expr, $src:expr) => {{
-        const N: usize = std::mem::size_of::<$t>();
-        for (a, s) in $acc.chunks_exact_mut(N).zip($src.chunks_exact(N)) {
-            let x = <$t>::from_ne_bytes(a.try_into().unwrap_or([0; N]));
-            let y = <$t>::from_ne_bytes(s.try_into().unwrap_or([0; N]));
-            let r: $t = match $op {
-                OpKind::Sum => x + y,
-                OpKind::Product => x * y,
-                OpKind::Max => x.max(y),
-                OpKind::Min => x.min(y),
-                OpKind::LogicalAnd => ((x != 0.0) && (y != 0.0)) as u8 as $t,
-                OpKind::LogicalOr => ((x != 0.0) || (y != 0.0)) as u8 as $t,
-                OpKind::LogicalXor => ((x != 0.0) != (y != 0.0)) as u8 as $t,
-                _ => return Err(Error::InvalidOp(format!("{:?} on floating point", $op))),
-            };
-            a.copy_from_slice(&r.to_ne_bytes());
+        match $op {
+            OpKind::Sum => lanes!($t, $acc, $src, |x, y| x + y),
+            OpKind::Product => lanes!($t, $acc, $src, |x, y| x * y),
+            OpKind::Max => lanes!($t, $acc, $src, |x, y| x.max(y)),
+            OpKind::Min => lanes!($t, $acc, $src, |x, y| x.min(y)),
+            OpKind::LogicalAnd => {
+                lanes!($t, $acc, $src, |x, y| ((x != 0.0) && (y != 0.0)) as u8
+                    as $t)
+            }
+            OpKind::LogicalOr => {
+                lanes!($t, $acc, $src, |x, y| ((x != 0.0) || (y != 0.0)) as u8
+                    as $t)
+            }
+            OpKind::LogicalXor => {
+                lanes!($t, $acc, $src, |x, y| ((x != 0.0) != (y != 0.0)) as u8
+                    as $t)
+            }
+            _ => Err(Error::InvalidOp(format!("{:?} on floating point", $op))),
         }
-        Ok(())
     }};
 }
 

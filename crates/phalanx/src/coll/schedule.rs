@@ -95,9 +95,18 @@ pub struct Plan {
     pub rounds: Vec<Round>,
     /// Sizes of the temporaries.
     pub tmps: Vec<usize>,
+    /// Run on the shared-memory board instead (no rounds; blocking calls only).
+    pub board: bool,
 }
 
 impl Plan {
+    /// The plan of a call that runs on the shared-memory board.
+    pub fn on_board() -> Plan {
+        Plan {
+            board: true,
+            ..Plan::default()
+        }
+    }
     /// Adds a temporary of `len` bytes; returns its buffer id.
     pub fn tmp(&mut self, len: usize) -> Buf {
         self.tmps.push(len);

@@ -45,6 +45,13 @@ pub(crate) enum Waiting {
     },
     Finalize,
     Coll(ReqId),
+    /// A collective on the shared-memory board, waiting for `peer` (world rank).
+    Board {
+        ctx: u32,
+        seq: u32,
+        kind: &'static str,
+        peer: u32,
+    },
 }
 
 /// The per-rank engine.
@@ -60,6 +67,8 @@ pub struct Engine {
     pub(crate) urtp: Urtp,
     /// Shared-memory rings to the other ranks of this host, if in use.
     shm: Option<Box<phalanx_shm::ShmTransport>>,
+    /// The segment's collective board (blocking collectives among ranks of this host).
+    pub(crate) board: Option<phalanx_shm::Board>,
     /// Careful protocol for UDP peers when the network is declared reliable.
     careful: Option<phalanx_proto::careful::Careful>,
     /// Careful peers whose final counts arrived (Finalize), and how many are expected.
@@ -168,6 +177,7 @@ impl Engine {
             for &p in t.peers() {
                 engine.shm_peers[p as usize] = true;
             }
+            engine.board = t.board();
             engine.shm = Some(Box::new(t));
             engine.all_peers_shm =
                 (0..engine.size).all(|r| r == engine.rank || engine.shm_peers[r as usize]);
@@ -208,6 +218,7 @@ impl Engine {
             gbn: Gbn::new(gbn_config(&cfg), job_key, rank, size),
             urtp,
             shm: None,
+            board: None,
             careful: None,
             careful_counts_seen: 0,
             careful_counts_expected: 0,
@@ -424,6 +435,14 @@ impl Engine {
                 format!("waiting in send to rank {peer} with tag {tag}")
             }
             Waiting::Coll(id) => self.describe_collective(*id),
+            Waiting::Board {
+                ctx,
+                seq,
+                kind,
+                peer,
+            } => format!(
+                "in {kind} on shared memory (communicator {ctx:#x}, call #{seq}), waiting for rank {peer}"
+            ),
             Waiting::Finalize => format!(
                 "in finalize, waiting for acknowledgements from ranks {:?} (or for the release)",
                 self.gbn
@@ -437,7 +456,11 @@ impl Engine {
 
     /// Sleeps until something may have happened: a socket or the launcher connection is
     /// readable, or a protocol timer is due (at most 100 ms).
-    fn block(&mut self) -> Result<()> {
+    ///
+    /// `recheck` is evaluated once more after announcing the sleep to shared-memory
+    /// producers, so a condition set by a peer on shared memory (which wakes sleepers
+    /// after setting it) is never missed.
+    fn block(&mut self, recheck: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
         let now = self.now();
         let mut deadline = now + 100_000_000;
         if let Some(t) = self.gbn.poll_timeout() {
@@ -465,12 +488,20 @@ impl Engine {
         if deadline <= now {
             return Ok(());
         }
-        if let Some(t) = self.shm.as_mut() {
+        if let Some(mut t) = self.shm.take() {
             if !t.prepare_sleep() {
                 // A frame (or ring space) arrived meanwhile: no sleep.
+                self.shm = Some(t);
                 return Ok(());
             }
             fds.push(t.fd());
+            self.shm = Some(t);
+            if recheck(self) {
+                if let Some(t) = self.shm.as_mut() {
+                    t.finish_sleep();
+                }
+                return Ok(());
+            }
         }
         self.stats.sleeps += 1;
         wait_readable(&fds, Some(Duration::from_nanos(deadline - now)))?;
@@ -525,7 +556,7 @@ impl Engine {
             } else if idle < self.spin + self.cfg.yield_time {
                 std::thread::yield_now();
             } else {
-                self.block()?;
+                self.block(done)?;
                 idle_since = None;
             }
         }

@@ -71,6 +71,17 @@ impl Engine {
         self.shm_peers.get(peer as usize).copied().unwrap_or(false)
     }
 
+    /// Bytes per board slot if every one of `world` (world ranks) is this rank or on this
+    /// host's board; 0 otherwise.
+    pub(crate) fn board_capacity(&self, world: &[u32]) -> usize {
+        match &self.board {
+            Some(b) if world.len() > 1 && world.iter().all(|&w| b.local_of(w).is_some()) => {
+                b.capacity()
+            }
+            _ => 0,
+        }
+    }
+
     /// Every other rank is on shared memory.
     pub(crate) fn all_peers_shm(&self) -> bool {
         self.all_peers_shm
@@ -126,6 +137,14 @@ impl Engine {
         self.finish_recv_pub(rreq);
         self.stats.single_copies += 1;
         true
+    }
+
+    /// Wakes those of `peers` (world ranks) that sleep on shared memory (after a board
+    /// publication or a board read they may wait for).
+    pub(crate) fn shm_wake(&self, peers: impl IntoIterator<Item = u32>) {
+        if let Some(t) = self.shm.as_ref() {
+            t.wake(peers);
+        }
     }
 
     /// Puts a datagram in `peer`'s ring; false if the ring is full (try again later).

@@ -1,0 +1,441 @@
+//! Blocking collectives on the shared-memory board (one writer, many readers).
+//!
+//! Contract: the algorithm `shm` runs a *blocking* collective when every member of the
+//! communicator is a rank of this host reached over shared memory, the host segment has a
+//! board ([`phalanx_shm::Board`]) and the call's one publication per member fits a slot.
+//! It is the default there; `PHALANX_COLL_<NAME>=shm` names it, any other algorithm name
+//! avoids it. Nonblocking collectives never use it.
+//! * Each member publishes at most once per call, in its own slot, tagged with
+//!   (context, sequence) and the call's signature; readers copy out of the writer's slot
+//!   and release it. Root-to-all data (broadcast, scatter) is written once and read by all.
+//! * Reductions combine the contributions in rank order on every rank, so every member of
+//!   an all-reduce gets bit-identical results, whatever the operation.
+//! * Waits progress the engine (point-to-point traffic and other collectives keep moving)
+//!   and sleep like any other wait; a writer wakes the readers it published for, the last
+//!   reader wakes the writer.
+//! * A reader that finds another signature under its tag ends the call with
+//!   [`Error::CollectiveMismatch`] naming both ranks; a waiter that has waited 200 ms
+//!   compares what the other members announced for this call (and for its own previous,
+//!   still unread publication) and reports a mismatch the same way instead of hanging.
+
+use super::{describe, ops, CollCall, CollKind};
+use crate::engine::{Engine, Waiting};
+use crate::error::{Error, Result};
+use phalanx_shm::Board;
+use std::time::{Duration, Instant};
+
+/// All-reduces of at least this many bytes (and more than two members) split the
+/// combining work: each member reduces one block of every contribution.
+const SPLIT_REDUCE: usize = 8192;
+
+/// How long a board wait goes before comparing what the other members announced.
+const STALL_CHECK: Duration = Duration::from_millis(200);
+
+/// One blocking collective for the board.
+pub(crate) struct BoardCall<'a> {
+    pub call: &'a CollCall,
+    pub kind: CollKind,
+    /// Root (communicator rank); 0 for unrooted kinds.
+    pub root: usize,
+    /// World rank of each member.
+    pub world: &'a [u32],
+    /// This member.
+    pub me: usize,
+}
+
+/// Per-call state shared by the steps.
+struct Run<'a> {
+    board: Board,
+    /// Board slot of each member.
+    slots: Vec<usize>,
+    tag: u64,
+    bc: &'a BoardCall<'a>,
+    name: &'static str,
+}
+
+fn tag_of(ctx: u32, seq: u32) -> u64 {
+    // Never 0 (the tag of a slot that has published nothing).
+    ((u64::from(ctx) << 32) | u64::from(seq)).wrapping_add(1)
+}
+
+fn untag(tag: u64) -> (u32, u32) {
+    let t = tag.wrapping_sub(1);
+    ((t >> 32) as u32, t as u32)
+}
+
+fn kind_name(k: CollKind) -> &'static str {
+    match k {
+        CollKind::Barrier => "barrier",
+        CollKind::Bcast => "broadcast",
+        CollKind::Gather => "gather",
+        CollKind::Scatter => "scatter",
+        CollKind::Allgather => "all_gather",
+        CollKind::Reduce => "reduce",
+        CollKind::Allreduce => "all_reduce",
+        CollKind::Alltoall => "all_to_all",
+        CollKind::Scan => "scan",
+        CollKind::Split => "split",
+    }
+}
+
+/// Can `kind` run on the board with these sizes (`need` = largest publication)?
+pub(crate) fn fits(kind: CollKind, board: usize, need: usize) -> bool {
+    board > 0 && need <= board && kind != CollKind::Split
+}
+
+impl Run<'_> {
+    fn sig(&self) -> u64 {
+        self.bc.call.sig
+    }
+
+    fn mismatch(&self, rank: u32, tag: u64, mine: u64, j: usize, theirs: u64) -> Error {
+        let (context, seq) = untag(tag);
+        Error::CollectiveMismatch {
+            context,
+            seq,
+            local: rank,
+            local_call: describe(mine),
+            remote: self.bc.world[j],
+            remote_call: describe(theirs),
+        }
+    }
+
+    /// After a stall: does another member announce a different call under a tag we are
+    /// in (this call, or our previous publication that is still unread)?
+    fn stalled(&self, rank: u32) -> Option<Error> {
+        let me = self.board.me();
+        let mut ours = vec![(self.tag, self.sig())];
+        if self.board.pending(me) > 0 {
+            let t = self.board.published_tag(me);
+            if let Some(p) = self.board.peek(me, t) {
+                ours.push((t, p.sig));
+            }
+        }
+        for (j, &slot) in self.slots.iter().enumerate() {
+            if j == self.bc.me {
+                continue;
+            }
+            for (t, s) in self.board.announced(slot) {
+                for &(ot, os) in &ours {
+                    if t == ot && t != 0 && s != os {
+                        return Some(self.mismatch(rank, ot, os, j, s));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Engine {
+    /// Runs a blocking collective on the board. The caller checked [`fits`] and that every
+    /// member is on this host's board.
+    pub(crate) fn board_collective(&mut self, bc: &BoardCall<'_>) -> Result<()> {
+        let board = self
+            .board
+            .clone()
+            .ok_or_else(|| Error::InvalidArg("no shared-memory board".into()))?;
+        let slots = bc
+            .world
+            .iter()
+            .map(|w| board.local_of(*w))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| Error::InvalidArg("a member is not on this host's board".into()))?;
+        let call = bc.call;
+        let run = Run {
+            board,
+            slots,
+            tag: tag_of(call.ctx, call.seq),
+            bc,
+            name: kind_name(bc.kind),
+        };
+        run.board.announce(run.tag, call.sig);
+        self.stats.board_collectives += 1;
+        let p = bc.world.len();
+        let (me, root) = (bc.me, bc.root);
+        let (sp, slen) = call.send;
+        let (rp, rlen) = call.recv;
+        // SAFETY (for the slices below): the collective layer checked the buffer sizes
+        // against the call, and the caller's buffers outlive this blocking call.
+        let send = |off: usize, len: usize| -> &[u8] {
+            if len == 0 {
+                return &[];
+            }
+            unsafe { std::slice::from_raw_parts(sp.add(off), len) }
+        };
+        let recv = |off: usize, len: usize| -> &mut [u8] {
+            if len == 0 {
+                return &mut [];
+            }
+            unsafe { std::slice::from_raw_parts_mut(rp.add(off), len) }
+        };
+        match bc.kind {
+            CollKind::Barrier => {
+                self.board_publish(&run, &[], p - 1)?;
+                self.board_read_all(&run, |_, _| {})?;
+            }
+            CollKind::Bcast => {
+                if me == root {
+                    self.board_publish(&run, send(0, slen), p - 1)?;
+                } else {
+                    self.board_read(&run, root, |d| {
+                        let n = d.len().min(rlen);
+                        recv(0, n).copy_from_slice(&d[..n]);
+                    })?;
+                }
+            }
+            CollKind::Gather => {
+                let block = slen;
+                if me != root {
+                    self.board_publish(&run, send(0, block), 1)?;
+                } else {
+                    recv(me * block, block).copy_from_slice(send(0, block));
+                    self.board_read_all(&run, |j, d| {
+                        let n = d.len().min(block);
+                        recv(j * block, n).copy_from_slice(&d[..n]);
+                    })?;
+                }
+            }
+            CollKind::Scatter => {
+                let block = rlen;
+                if me == root {
+                    self.board_publish(&run, send(0, p * block), p - 1)?;
+                    recv(0, block).copy_from_slice(send(me * block, block));
+                } else {
+                    self.board_read(&run, root, |d| {
+                        let lo = (me * block).min(d.len());
+                        let hi = (lo + block).min(d.len());
+                        recv(0, hi - lo).copy_from_slice(&d[lo..hi]);
+                    })?;
+                }
+            }
+            CollKind::Allgather => {
+                let block = slen;
+                self.board_publish(&run, send(0, block), p - 1)?;
+                recv(me * block, block).copy_from_slice(send(0, block));
+                self.board_read_all(&run, |j, d| {
+                    let n = d.len().min(block);
+                    recv(j * block, n).copy_from_slice(&d[..n]);
+                })?;
+            }
+            CollKind::Alltoall => {
+                let block = slen / p.max(1);
+                self.board_publish(&run, send(0, p * block), p - 1)?;
+                recv(me * block, block).copy_from_slice(send(me * block, block));
+                self.board_read_all(&run, |j, d| {
+                    let lo = (me * block).min(d.len());
+                    let hi = (lo + block).min(d.len());
+                    recv(j * block, hi - lo).copy_from_slice(&d[lo..hi]);
+                })?;
+            }
+            CollKind::Reduce => {
+                let len = slen;
+                if me != root {
+                    self.board_publish(&run, send(0, len), 1)?;
+                } else {
+                    // Our own contribution, kept apart in case the buffers overlap.
+                    let own = send(0, len).to_vec();
+                    self.board_reduce_in_order(&run, p, Some(&own), 0..len, recv(0, len))?;
+                }
+            }
+            CollKind::Allreduce => {
+                let len = slen;
+                self.board_publish(&run, send(0, len), p - 1)?;
+                let esz = call.dt.size().max(1);
+                if len >= SPLIT_REDUCE && p > 2 && len / esz >= p {
+                    // Reduce-scatter, then all-gather: member i combines element block i
+                    // of every contribution, publishes it, and reads the others' blocks.
+                    let elems = len / esz;
+                    let seg = |j: usize| (j * elems / p * esz, (j + 1) * elems / p * esz);
+                    let (lo, hi) = seg(me);
+                    self.board_reduce_in_order(&run, p, None, lo..hi, recv(lo, hi - lo))?;
+                    let run2 = Run {
+                        board: run.board.clone(),
+                        slots: run.slots.clone(),
+                        tag: !run.tag,
+                        bc,
+                        name: run.name,
+                    };
+                    self.board_publish(&run2, recv(lo, hi - lo), p - 1)?;
+                    self.board_read_all(&run2, |j, d| {
+                        let (lo, hi) = seg(j);
+                        let n = d.len().min(hi - lo);
+                        recv(lo, n).copy_from_slice(&d[..n]);
+                    })?;
+                } else {
+                    self.board_reduce_in_order(&run, p, None, 0..len, recv(0, len))?;
+                }
+            }
+            CollKind::Scan => {
+                let len = slen;
+                self.board_publish(&run, send(0, len), p - 1 - me)?;
+                self.board_reduce_in_order(&run, me + 1, None, 0..len, recv(0, len))?;
+            }
+            CollKind::Split => {
+                return Err(Error::InvalidArg(
+                    "split does not run on the shared-memory board".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits (progressing the engine) until `ready` holds; after a stall, checks the other
+    /// members' announcements for a mismatch.
+    fn board_wait(
+        &mut self,
+        run: &Run<'_>,
+        peer: usize,
+        mut ready: impl FnMut(&mut Engine) -> Result<bool>,
+    ) -> Result<()> {
+        if ready(self)? {
+            return Ok(());
+        }
+        let (ctx, seq) = (run.bc.call.ctx, run.bc.call.seq);
+        let waiting = Waiting::Board {
+            ctx,
+            seq,
+            kind: run.name,
+            peer: run.bc.world[peer],
+        };
+        let mut polls = 0u32;
+        let mut next_check: Option<Instant> = None;
+        self.wait_until(waiting, |e| {
+            match ready(e) {
+                Ok(true) => return true,
+                Ok(false) => {}
+                Err(err) => {
+                    e.coll.fail(err);
+                    return false;
+                }
+            }
+            polls = polls.saturating_add(1);
+            if polls >= 4096 || polls.is_multiple_of(256) {
+                let now = Instant::now();
+                let due = *next_check.get_or_insert(now + STALL_CHECK);
+                if now >= due {
+                    next_check = Some(now + STALL_CHECK);
+                    if let Some(err) = run.stalled(e.rank) {
+                        e.coll.fail(err);
+                    }
+                }
+            }
+            false
+        })
+    }
+
+    /// Publishes `data` in this rank's slot for `readers` readers (after the readers of
+    /// the previous publication are done) and wakes the members that may wait for it.
+    fn board_publish(&mut self, run: &Run<'_>, data: &[u8], readers: usize) -> Result<()> {
+        let b = &run.board;
+        if !b.writable() {
+            let me = run.bc.me;
+            self.board_wait(run, me, |_| Ok(b.writable()))?;
+        }
+        b.own_data()[..data.len()].copy_from_slice(data);
+        b.publish(run.tag, run.sig(), data.len(), readers as u32);
+        if readers > 0 {
+            let me = self.rank;
+            self.shm_wake(run.bc.world.iter().copied().filter(|&w| w != me));
+        }
+        Ok(())
+    }
+
+    /// Checks a publication's signature, hands it to `f` and releases it.
+    fn board_take(
+        &mut self,
+        run: &Run<'_>,
+        j: usize,
+        f: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<bool> {
+        let slot = run.slots[j];
+        let Some(p) = run.board.peek(slot, run.tag) else {
+            return Ok(false);
+        };
+        if p.sig != run.sig() {
+            return Err(run.mismatch(self.rank, run.tag, run.sig(), j, p.sig));
+        }
+        f(j, p.data);
+        if run.board.done(slot) == 0 {
+            self.shm_wake([run.bc.world[j]]);
+        }
+        Ok(true)
+    }
+
+    /// Reads member `j`'s publication of this call.
+    fn board_read(&mut self, run: &Run<'_>, j: usize, f: impl FnOnce(&[u8])) -> Result<()> {
+        let mut f = Some(f);
+        let mut g = |_: usize, d: &[u8]| {
+            if let Some(f) = f.take() {
+                f(d)
+            }
+        };
+        self.board_wait(run, j, |e| e.board_take(run, j, &mut g))
+    }
+
+    /// Reads every other member's publication, in whatever order they become ready.
+    fn board_read_all(&mut self, run: &Run<'_>, mut f: impl FnMut(usize, &[u8])) -> Result<()> {
+        let me = run.bc.me;
+        let mut left: Vec<usize> = (0..run.bc.world.len()).filter(|&j| j != me).collect();
+        while let Some(&first) = left.first() {
+            self.board_wait(run, first, |e| {
+                let mut i = 0;
+                while i < left.len() {
+                    if e.board_take(run, left[i], &mut f)? {
+                        left.swap_remove(i);
+                    } else {
+                        i += 1;
+                    }
+                }
+                Ok(left.is_empty())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `acc = c0 op c1 op … op c(n-1)` over bytes `range` of the first `n` members'
+    /// contributions, in rank order. This rank's contribution is `own`, or its own
+    /// publication.
+    fn board_reduce_in_order(
+        &mut self,
+        run: &Run<'_>,
+        n: usize,
+        own: Option<&[u8]>,
+        range: std::ops::Range<usize>,
+        acc: &mut [u8],
+    ) -> Result<()> {
+        let me = run.bc.me;
+        let (op, dt) = (run.bc.call.op, &run.bc.call.dt);
+        let op = op.ok_or_else(|| Error::InvalidOp("reduction without an operation".into()))?;
+        let mut failed: Option<Error> = None;
+        let mut combine = |j: usize, d: &[u8]| {
+            let d = &d[range.start.min(d.len())..range.end.min(d.len())];
+            let n = d.len().min(acc.len());
+            if j == 0 {
+                acc[..n].copy_from_slice(&d[..n]);
+            } else if let Err(e) = ops::apply(op, dt, &mut acc[..n], &d[..n]) {
+                failed.get_or_insert(e);
+            }
+        };
+        for j in 0..n {
+            if j == me {
+                match own {
+                    Some(d) => combine(j, d),
+                    None => {
+                        let p = run.board.peek(run.slots[me], run.tag).ok_or_else(|| {
+                            Error::InvalidArg("own board publication missing".into())
+                        })?;
+                        combine(j, p.data);
+                    }
+                }
+            } else {
+                let mut once = |j: usize, d: &[u8]| combine(j, d);
+                self.board_wait(run, j, |e| e.board_take(run, j, &mut once))?;
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

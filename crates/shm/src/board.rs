@@ -1,0 +1,278 @@
+//! The collective board: one slot per local rank, written by its owner, read by many.
+//!
+//! Contract (one-writer, many-reader broadcast buffer):
+//! * Every local rank owns one slot: header lines plus `board_bytes` of data in the shared
+//!   segment. Only the owner writes its slot's data and its `tag`/`sig`/`len` words; readers
+//!   only read them and decrement the slot's `pending` counter.
+//! * A publication is identified by a 64-bit `tag` chosen by the caller (phalanx uses
+//!   `context << 32 | sequence`, unique over the life of a job for the ranks that read it).
+//!   The owner may write a new publication only when [`Board::writable`] (every reader of
+//!   the previous one called [`Board::done`]); it then writes the data
+//!   ([`Board::own_data`]) and calls [`Board::publish`] with the number of readers, which
+//!   stores `pending` and the metadata before the tag (release).
+//! * A reader calls [`Board::peek`] with the tag it expects; it sees the data only once that
+//!   exact tag is published (acquire), and the data stays unchanged until it calls
+//!   [`Board::done`] — the owner cannot overwrite it before every reader did.
+//! * [`Board::announce`] records, in a line of its own, the tag and signature of the call a
+//!   rank is in (and of the one before), whether or not it publishes: a rank stuck waiting
+//!   can look at what the others are doing and report a mismatch instead of hanging.
+//! * Nothing here blocks or sleeps: waiting, waking and time limits are the caller's.
+//!   Peers trust each other (same program); a corrupt length is clamped to the slot.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use memmap2::MmapRaw;
+
+use crate::segment::LINE;
+
+const TAG: usize = 0;
+const SIG: usize = 8;
+const LEN: usize = 16;
+const PENDING: usize = LINE;
+const ANN_TAG: usize = 2 * LINE;
+const ANN_SIG: usize = 2 * LINE + 8;
+const PREV_TAG: usize = 2 * LINE + 16;
+const PREV_SIG: usize = 2 * LINE + 24;
+
+/// A view of the collective board of a segment (cheap to clone; keeps the mapping alive).
+#[derive(Clone)]
+pub struct Board {
+    map: Arc<MmapRaw>,
+    ranks: Arc<[u32]>,
+    hdr_base: usize,
+    data_base: usize,
+    hdr_stride: usize,
+    bytes: usize,
+    me: usize,
+}
+
+// SAFETY: shared words are accessed through atomics only; slot data is written by its
+// owner only while no reader may look at it (see the contract).
+unsafe impl Send for Board {}
+
+/// A publication as a reader sees it.
+pub struct Published<'a> {
+    /// Signature the owner published with.
+    pub sig: u64,
+    /// The data.
+    pub data: &'a [u8],
+}
+
+impl Board {
+    pub(crate) fn new(
+        map: Arc<MmapRaw>,
+        ranks: Arc<[u32]>,
+        hdr_base: usize,
+        data_base: usize,
+        hdr_stride: usize,
+        bytes: usize,
+        me: usize,
+    ) -> Board {
+        Board {
+            map,
+            ranks,
+            hdr_base,
+            data_base,
+            hdr_stride,
+            bytes,
+            me,
+        }
+    }
+
+    /// Local index of world rank `rank`, if it is on this board.
+    #[inline]
+    pub fn local_of(&self, rank: u32) -> Option<usize> {
+        self.ranks.binary_search(&rank).ok()
+    }
+
+    /// This rank's local index.
+    pub fn me(&self) -> usize {
+        self.me
+    }
+
+    /// Data bytes per slot.
+    pub fn capacity(&self) -> usize {
+        self.bytes
+    }
+
+    #[inline]
+    fn u64_at(&self, slot: usize, off: usize) -> &AtomicU64 {
+        assert!(slot < self.ranks.len());
+        let o = self.hdr_base + slot * self.hdr_stride + off;
+        // SAFETY: `o` is inside the mapping (layout) and 8-aligned (LINE-aligned base).
+        unsafe { &*(self.map.as_mut_ptr().add(o) as *const AtomicU64) }
+    }
+
+    #[inline]
+    fn u32_at(&self, slot: usize, off: usize) -> &AtomicU32 {
+        assert!(slot < self.ranks.len());
+        let o = self.hdr_base + slot * self.hdr_stride + off;
+        // SAFETY: as in `u64_at`.
+        unsafe { &*(self.map.as_mut_ptr().add(o) as *const AtomicU32) }
+    }
+
+    #[inline]
+    fn data_ptr(&self, slot: usize) -> *mut u8 {
+        assert!(slot < self.ranks.len());
+        // SAFETY: slot data lies inside the mapping (layout).
+        unsafe {
+            self.map
+                .as_mut_ptr()
+                .add(self.data_base + slot * self.bytes)
+        }
+    }
+
+    /// Records that this rank entered the call `(tag, sig)`.
+    #[inline]
+    pub fn announce(&self, tag: u64, sig: u64) {
+        let me = self.me;
+        let (t, s) = (self.u64_at(me, ANN_TAG), self.u64_at(me, ANN_SIG));
+        self.u64_at(me, PREV_SIG)
+            .store(s.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.u64_at(me, PREV_TAG)
+            .store(t.load(Ordering::Relaxed), Ordering::Release);
+        s.store(sig, Ordering::Relaxed);
+        t.store(tag, Ordering::Release);
+    }
+
+    /// What `slot`'s owner announced: its current call and the one before, `(tag, sig)`.
+    pub fn announced(&self, slot: usize) -> [(u64, u64); 2] {
+        let cur = (
+            self.u64_at(slot, ANN_TAG).load(Ordering::Acquire),
+            self.u64_at(slot, ANN_SIG).load(Ordering::Relaxed),
+        );
+        let prev = (
+            self.u64_at(slot, PREV_TAG).load(Ordering::Acquire),
+            self.u64_at(slot, PREV_SIG).load(Ordering::Relaxed),
+        );
+        [cur, prev]
+    }
+
+    /// Readers of `slot`'s current publication that have not finished.
+    #[inline]
+    pub fn pending(&self, slot: usize) -> u32 {
+        self.u32_at(slot, PENDING).load(Ordering::Acquire)
+    }
+
+    /// The tag `slot` last published (0: none yet).
+    pub fn published_tag(&self, slot: usize) -> u64 {
+        self.u64_at(slot, TAG).load(Ordering::Acquire)
+    }
+
+    /// May this rank write a new publication (every reader of the last one is done)?
+    #[inline]
+    pub fn writable(&self) -> bool {
+        self.pending(self.me) == 0
+    }
+
+    /// This rank's slot data, to fill before [`publish`](Self::publish). Call only when
+    /// [`writable`](Self::writable); the slice must not be kept past `publish`.
+    #[allow(clippy::mut_from_ref)]
+    #[inline]
+    pub fn own_data(&self) -> &mut [u8] {
+        debug_assert!(self.writable());
+        // SAFETY: the owner's data area; no reader looks at it while pending == 0 and the
+        // tag is unpublished (contract), and only the owner thread writes it.
+        unsafe { std::slice::from_raw_parts_mut(self.data_ptr(self.me), self.bytes) }
+    }
+
+    /// Publishes `len` bytes of [`own_data`](Self::own_data) under `(tag, sig)` for
+    /// `readers` readers.
+    #[inline]
+    pub fn publish(&self, tag: u64, sig: u64, len: usize, readers: u32) {
+        let me = self.me;
+        self.u32_at(me, PENDING).store(readers, Ordering::Relaxed);
+        self.u64_at(me, SIG).store(sig, Ordering::Relaxed);
+        self.u64_at(me, LEN)
+            .store(len.min(self.bytes) as u64, Ordering::Relaxed);
+        self.u64_at(me, TAG).store(tag, Ordering::Release);
+    }
+
+    /// `slot`'s publication, if it is the one tagged `tag`. The data stays valid until this
+    /// rank calls [`done`](Self::done) for `slot`.
+    #[inline]
+    pub fn peek(&self, slot: usize, tag: u64) -> Option<Published<'_>> {
+        if self.u64_at(slot, TAG).load(Ordering::Acquire) != tag {
+            return None;
+        }
+        let sig = self.u64_at(slot, SIG).load(Ordering::Relaxed);
+        let len = (self.u64_at(slot, LEN).load(Ordering::Relaxed) as usize).min(self.bytes);
+        // SAFETY: published data of `slot`, unchanged until our `done` (contract).
+        let data = unsafe { std::slice::from_raw_parts(self.data_ptr(slot), len) };
+        Some(Published { sig, data })
+    }
+
+    /// This rank has finished reading `slot`'s publication. Returns the readers left.
+    #[inline]
+    pub fn done(&self, slot: usize) -> u32 {
+        let p = self.u32_at(slot, PENDING);
+        let before = p.fetch_sub(1, Ordering::AcqRel);
+        if before == 0 {
+            // More `done`s than readers: a misbehaving caller; keep the counter sane.
+            p.store(0, Ordering::Release);
+            return 0;
+        }
+        before - 1
+    }
+
+    /// World ranks on this board, by local index.
+    pub fn ranks(&self) -> &[u32] {
+        &self.ranks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ShmConfig, ShmSegment};
+
+    fn pair(tag: &str) -> (ShmSegment, ShmSegment) {
+        let cfg = ShmConfig {
+            board_bytes: 8192,
+            ..ShmConfig::default()
+        };
+        let name = format!("phalanx-board-test-{tag}-{}", std::process::id());
+        let a = ShmSegment::create(&name, &[3, 7], cfg.clone()).unwrap();
+        let b = ShmSegment::open(&name, &[3, 7], 7, cfg).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn publication_is_seen_by_tag_and_held_until_every_reader_is_done() {
+        let (a, b) = pair("pub");
+        let (wa, wb) = (a.board().unwrap(), b.board().unwrap());
+        assert_eq!((wa.me(), wb.me()), (0, 1));
+        assert_eq!(wb.local_of(3), Some(0));
+        assert!(wb.peek(0, 42).is_none());
+        assert!(wa.writable());
+        wa.own_data()[..5].copy_from_slice(b"hello");
+        wa.publish(42, 9, 5, 1);
+        assert!(!wa.writable(), "a reader is pending");
+        assert!(wb.peek(0, 41).is_none(), "another tag is not seen");
+        let p = wb.peek(0, 42).unwrap();
+        assert_eq!((p.sig, p.data), (9, &b"hello"[..]));
+        assert_eq!(wb.done(0), 0);
+        assert!(wa.writable());
+        // An extra `done` does not wrap the counter.
+        assert_eq!(wb.done(0), 0);
+        assert!(wa.writable());
+    }
+
+    #[test]
+    fn announcements_keep_the_current_and_previous_call() {
+        let (a, b) = pair("ann");
+        let (wa, wb) = (a.board().unwrap(), b.board().unwrap());
+        wa.announce(1, 10);
+        wa.announce(2, 20);
+        assert_eq!(wb.announced(0), [(2, 20), (1, 10)]);
+        assert_eq!(wb.announced(1), [(0, 0), (0, 0)]);
+    }
+
+    #[test]
+    fn lengths_are_clamped_to_the_slot() {
+        let (a, b) = pair("clamp");
+        let (wa, wb) = (a.board().unwrap(), b.board().unwrap());
+        wa.publish(5, 0, 1 << 30, 1);
+        assert_eq!(wb.peek(0, 5).unwrap().data.len(), wa.capacity());
+    }
+}
