@@ -69,6 +69,8 @@ pub struct Engine {
     shm: Option<Box<phalanx_shm::ShmTransport>>,
     /// The segment's collective board (blocking collectives among ranks of this host).
     pub(crate) board: Option<phalanx_shm::Board>,
+    /// Per world rank: its pid when this rank may `process_vm_readv` from it, else 0.
+    pub(crate) single_copy_pids: Vec<i32>,
     /// Careful protocol for UDP peers when the network is declared reliable.
     careful: Option<phalanx_proto::careful::Careful>,
     /// Careful peers whose final counts arrived (Finalize), and how many are expected.
@@ -86,6 +88,10 @@ pub struct Engine {
     /// Payload bytes per datagram after the header.
     pub(crate) max_payload: usize,
     eager_limit: usize,
+    /// Eager limit towards shared-memory peers that can pull our buffers with one copy.
+    pub(crate) shm_eager_limit: usize,
+    /// Per world rank: it may `process_vm_readv` from this process.
+    pub(crate) readable_by: Vec<bool>,
     spin: Duration,
     pub(crate) reqs: Requests,
     p2p: p2p::P2p,
@@ -101,6 +107,10 @@ pub struct Engine {
     drain_all_next: bool,
     finalized: bool,
 }
+
+/// Default eager limit towards shared-memory peers that pull larger messages with one
+/// copy (`process_vm_readv`): above it one system call beats copying through the ring.
+const SHM_EAGER_LIMIT: usize = 8 << 10;
 
 fn gbn_config(cfg: &Config) -> GbnConfig {
     GbnConfig {
@@ -178,6 +188,12 @@ impl Engine {
                 engine.shm_peers[p as usize] = true;
             }
             engine.board = t.board();
+            for &p in t.peers() {
+                engine.readable_by[p as usize] = t.can_be_read_by(p).unwrap_or(false);
+                if t.can_read_from(p).unwrap_or(false) {
+                    engine.single_copy_pids[p as usize] = t.peer_pid(p).unwrap_or(0);
+                }
+            }
             engine.shm = Some(Box::new(t));
             engine.all_peers_shm =
                 (0..engine.size).all(|r| r == engine.rank || engine.shm_peers[r as usize]);
@@ -219,6 +235,9 @@ impl Engine {
             urtp,
             shm: None,
             board: None,
+            single_copy_pids: vec![0; size as usize],
+            shm_eager_limit: cfg.eager_limit.unwrap_or(SHM_EAGER_LIMIT),
+            readable_by: vec![false; size as usize],
             careful: None,
             careful_counts_seen: 0,
             careful_counts_expected: 0,

@@ -163,6 +163,20 @@ impl Engine {
 
     /// Starts a send of `buf` to world rank `dest`.
     pub fn isend(&mut self, buf: SendBuf, dest: u32, tag: i32, ctx: u32) -> Result<ReqId> {
+        self.isend_mode(buf, dest, tag, ctx, false)
+    }
+
+    /// Starts a send; `synchronous` forces the rendezvous path whatever the size, so the
+    /// request completes only after the receiver matched the message (its CTS, or its
+    /// SyncAck after a single-copy pull, is that proof): MPI's synchronous mode.
+    pub fn isend_mode(
+        &mut self,
+        buf: SendBuf,
+        dest: u32,
+        tag: i32,
+        ctx: u32,
+        synchronous: bool,
+    ) -> Result<ReqId> {
         self.check_peer(dest)?;
         if tag < 0 {
             return Err(Error::InvalidTag(tag));
@@ -173,7 +187,7 @@ impl Engine {
             tag,
             buf,
         }))?;
-        let job = if len as usize <= self.eager_limit {
+        let job = if !synchronous && len as usize <= self.eager_limit_to(dest) {
             Job::Frags {
                 req: id,
                 ctx,

@@ -82,6 +82,21 @@ impl Engine {
         }
     }
 
+    /// Largest message sent eagerly to `dest`.
+    #[inline]
+    pub(crate) fn eager_limit_to(&self, dest: u32) -> usize {
+        if self
+            .readable_by
+            .get(dest as usize)
+            .copied()
+            .unwrap_or(false)
+        {
+            self.shm_eager_limit
+        } else {
+            self.eager_limit
+        }
+    }
+
     /// Every other rank is on shared memory.
     pub(crate) fn all_peers_shm(&self) -> bool {
         self.all_peers_shm
@@ -114,14 +129,10 @@ impl Engine {
         addr: u64,
         rreq: crate::engine::requests::ReqId,
     ) -> bool {
-        let Some(t) = self.shm.as_ref() else {
-            return false;
-        };
-        if !t.can_read_from(src).unwrap_or(false) {
-            return false;
-        }
-        let Ok(pid) = t.peer_pid(src) else {
-            return false;
+        // Not through `self.shm`: this runs while `shm_recv` has the transport taken out.
+        let pid = match self.single_copy_pids.get(src as usize) {
+            Some(&pid) if pid > 0 => pid,
+            _ => return false,
         };
         let Some(crate::engine::requests::Req::Recv(r)) = self.reqs.get_mut(rreq) else {
             return false;
