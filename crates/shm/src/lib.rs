@@ -42,11 +42,15 @@
 //!   do not sleep. If it returns `true`, sleep in `poll()` on [`ShmTransport::fd`] (the
 //!   rank's eventfd), together with any sockets. Any later call to `recv`, `peek`, `send`,
 //!   `reserve` or [`ShmTransport::finish_sleep`] ends the sleep state and drains the eventfd.
-//! * A producer, after publishing a frame, does a full fence and reads the consumer's flag;
-//!   only if it is set does it clear it and write the consumer's eventfd. The consumer sets
-//!   its flag, fences, and then re-checks the rings: of the two stores, at least one side
-//!   sees the other's (Dekker), so no wake-up is lost, and a spinning consumer costs the
-//!   producer no syscall.
+//! * A producer, after publishing a frame, reads the consumer's flag (no fence: a full
+//!   fence there costs a cross-core cache-line transfer on every send, which is most of
+//!   the one-way latency); only if it is set does it clear it and write the consumer's
+//!   eventfd. The consumer sets its flag, fences, re-checks the rings, and re-checks them
+//!   once more after [`SLEEP_RECHECK`] polls (a store waiting in the producer's store buffer
+//!   becomes visible long before that). A wake-up could then only be lost if a published
+//!   frame stayed invisible through both checks, and the engine bounds every sleep anyway
+//!   (a lost wake-up costs at most one bounded sleep, never a hang); a spinning consumer
+//!   costs the producer no syscall and no fence.
 //! * Eventfds cannot be opened by name in another process. At connect time every rank sends
 //!   its eventfd to every peer with `SCM_RIGHTS` over an abstract-namespace Unix datagram
 //!   socket (no file, no ptrace permission needed, works as any user; names are private to
@@ -102,5 +106,7 @@ pub use transport::{ShmTransport, SingleCopy};
 pub const CELL: usize = 64;
 /// Bytes of frame header inside the first cell.
 pub const FRAME_HEADER: usize = 8;
+/// Ring polls between the two re-checks of [`ShmTransport::prepare_sleep`].
+pub const SLEEP_RECHECK: usize = 512;
 /// Largest frame that fits in one cell together with its header (the fast slot).
 pub const FAST_FRAME: usize = CELL - FRAME_HEADER;

@@ -256,7 +256,7 @@ impl ShmTransport {
 
     #[inline]
     fn wake_consumer(&self, s: usize) {
-        fence(Ordering::SeqCst);
+        // No fence here (see the crate docs on sleeping): the consumer re-checks twice.
         // SAFETY: points into the mapping owned by `self.seg`.
         let f = unsafe { &*self.peer_sleeping[s] };
         if f.load(Ordering::Relaxed) != 0 && f.swap(0, Ordering::AcqRel) != 0 {
@@ -514,7 +514,25 @@ impl ShmTransport {
                 }
             }
         }
-        if !room.is_empty() || self.poll_readable() {
+        // The second check: a frame published just before our flag became visible to its
+        // producer is visible by now.
+        let mut seen = self.poll_readable();
+        for _ in 0..crate::SLEEP_RECHECK {
+            if seen {
+                break;
+            }
+            seen = self.poll_readable();
+        }
+        if !seen && room.is_empty() {
+            for s in 0..self.tx.len() {
+                if let Some(len) = self.blocked[s] {
+                    if self.tx[s].room_for(len) {
+                        room.push(s);
+                    }
+                }
+            }
+        }
+        if !room.is_empty() || seen {
             self.finish_sleep();
             // Reported once: a caller that does not retry is no longer blocked there.
             for s in room {

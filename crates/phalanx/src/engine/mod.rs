@@ -112,6 +112,9 @@ pub struct Engine {
 /// copy (`process_vm_readv`): above it one system call beats copying through the ring.
 const SHM_EAGER_LIMIT: usize = 8 << 10;
 
+/// Longest sleep of a rank with shared-memory peers.
+const SHM_SLEEP_MAX_NS: u64 = 10_000_000;
+
 fn gbn_config(cfg: &Config) -> GbnConfig {
     GbnConfig {
         window: cfg.window,
@@ -279,6 +282,23 @@ impl Engine {
 
     /// One round of progress. Returns whether anything happened.
     pub fn progress(&mut self) -> Result<bool> {
+        // Fast path when every peer is on shared memory and no network protocol has
+        // anything in flight: the rings and the local queue only. Every 256th round (and
+        // after a sleep) is a full round, so sockets and timers are never starved.
+        if self.all_peers_shm
+            && !self.drain_all_next
+            && !self.iterations.is_multiple_of(256)
+            && self.local.is_empty()
+            && self.coll.idle()
+            && self.coll_out.is_empty()
+            && self.gbn.poll_timeout().is_none()
+            && self.urtp.poll_timeout().is_none()
+        {
+            self.iterations = self.iterations.wrapping_add(1);
+            let mut did = self.shm_recv()? > 0;
+            did |= self.pump_all(self.last_now);
+            return Ok(did);
+        }
         // The clock is a measurable share of a round on the shared-memory fast path:
         // protocol timers only need it every few rounds.
         let now = if self.all_peers_shm && !self.iterations.is_multiple_of(16) {
@@ -508,6 +528,9 @@ impl Engine {
             return Ok(());
         }
         if let Some(mut t) = self.shm.take() {
+            // Shared-memory producers do not fence before checking our sleep flag: a
+            // wake-up lost to that costs at most this bound (see phalanx_shm's docs).
+            deadline = deadline.min(now + SHM_SLEEP_MAX_NS);
             if !t.prepare_sleep() {
                 // A frame (or ring space) arrived meanwhile: no sleep.
                 self.shm = Some(t);
@@ -551,6 +574,16 @@ impl Engine {
             if done(self) {
                 return Ok(());
             }
+            if idle_rounds > 0 && self.all_peers_shm && !self.spin.is_zero() {
+                // Spinning with nothing to do: watch the rings with plain loads and run a
+                // full progress round only when a frame is there (or now and then).
+                if let Some(t) = self.shm.as_ref() {
+                    let mut k = 0;
+                    while k < 64 && !t.poll_readable() {
+                        k += 1;
+                    }
+                }
+            }
             if self.progress()? {
                 idle_since = None;
                 idle_rounds = 0;
@@ -560,7 +593,9 @@ impl Engine {
             // still answer quickly), then sleep in the kernel. The clock is read every
             // few rounds only: it is a measurable share of a spinning round.
             idle_rounds = idle_rounds.wrapping_add(1);
-            if idle_since.is_some() && !idle_rounds.is_multiple_of(8) {
+            // The first rounds of a wait (where a ping-pong's answer arrives) and most
+            // later ones do not read the clock at all.
+            if idle_rounds < 128 || (idle_since.is_some() && !idle_rounds.is_multiple_of(16)) {
                 // No `pause` hint while spinning: on this kind of VM it doubles a cache
                 // line's trip between cores, which is the shared-memory latency.
                 if self.spin.is_zero() {

@@ -187,7 +187,24 @@ impl Engine {
             tag,
             buf,
         }))?;
-        let job = if !synchronous && len as usize <= self.eager_limit_to(dest) {
+        let eager = !synchronous && len as usize <= self.eager_limit_to(dest);
+        // Shared-memory fast path: a message that fits one frame, with nothing queued
+        // before it, is written straight into the ring and the send is complete.
+        if eager && self.p2p.jobs[dest as usize].is_empty() && self.via_shm(dest) {
+            let h = data_header(self.job_key, self.rank, MsgKind::Eager, ctx, tag, len);
+            if self.shm_send_eager(dest, &h, id) {
+                self.reqs.complete(
+                    id,
+                    Ok(RawStatus {
+                        source: self.rank,
+                        tag,
+                        bytes: len,
+                    }),
+                );
+                return Ok(id);
+            }
+        }
+        let job = if eager {
             Job::Frags {
                 req: id,
                 ctx,
@@ -642,9 +659,22 @@ impl Engine {
     }
 
     fn on_eager(&mut self, pkt: &Packet<'_>, local: bool) -> bool {
-        let src = pkt.src();
-        let data = pkt.payload();
         let (tag, ctx, total, off) = (pkt.tag(), pkt.context(), pkt.msg_len(), pkt.aux());
+        self.on_eager_parts(pkt.src(), tag, ctx, total, off, pkt.payload(), local)
+    }
+
+    /// An eager fragment: `data` is bytes `off..` of a `total`-byte message.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_eager_parts(
+        &mut self,
+        src: u32,
+        tag: i32,
+        ctx: u32,
+        total: u64,
+        off: u64,
+        data: &[u8],
+        local: bool,
+    ) -> bool {
         if off > 0 {
             // Continuation of the message this peer is in the middle of.
             match self.p2p.incoming[src as usize] {
