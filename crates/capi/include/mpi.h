@@ -48,6 +48,16 @@ typedef struct MPI_ABI_Request *MPI_Request;
 typedef struct MPI_ABI_Datatype *MPI_Datatype;
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 
+/* Attribute callbacks. */
+typedef int (MPI_Copy_function)(MPI_Comm comm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+typedef int (MPI_Comm_copy_attr_function)(MPI_Comm comm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Comm_delete_attr_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+typedef int (MPI_Type_copy_attr_function)(MPI_Datatype datatype, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Type_delete_attr_function)(MPI_Datatype datatype, int keyval, void *attribute_val, void *extra_state);
+typedef int (MPI_Win_copy_attr_function)(MPI_Win win, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Win_delete_attr_function)(MPI_Win win, int keyval, void *attribute_val, void *extra_state);
+
 /* Reduction operations. */
 #define MPI_OP_NULL    ((MPI_Op)0x00000020)
 #define MPI_SUM        ((MPI_Op)0x00000021)
@@ -124,6 +134,40 @@ typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Dataty
 #define MPI_UINT32_T            ((MPI_Datatype)0x00000251)
 #define MPI_INT64_T             ((MPI_Datatype)0x00000258)
 #define MPI_UINT64_T            ((MPI_Datatype)0x00000259)
+#define MPI_CXX_FLOAT_COMPLEX   ((MPI_Datatype)0x00000213)
+#define MPI_CXX_DOUBLE_COMPLEX  ((MPI_Datatype)0x00000217)
+#define MPI_LOGICAL             ((MPI_Datatype)0x00000218)
+#define MPI_INTEGER             ((MPI_Datatype)0x00000219)
+#define MPI_REAL                ((MPI_Datatype)0x0000021a)
+#define MPI_COMPLEX             ((MPI_Datatype)0x0000021b)
+#define MPI_DOUBLE_PRECISION    ((MPI_Datatype)0x0000021c)
+#define MPI_DOUBLE_COMPLEX      ((MPI_Datatype)0x0000021d)
+#define MPI_CHARACTER           ((MPI_Datatype)0x0000021e)
+#define MPI_C_LONG_DOUBLE_COMPLEX   ((MPI_Datatype)0x00000224)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x00000225)
+#define MPI_SHORT_INT           ((MPI_Datatype)0x0000022c)
+#define MPI_LONG_DOUBLE_INT     ((MPI_Datatype)0x0000022d)
+#define MPI_2REAL               ((MPI_Datatype)0x00000230)
+#define MPI_2DOUBLE_PRECISION   ((MPI_Datatype)0x00000231)
+#define MPI_2INTEGER            ((MPI_Datatype)0x00000232)
+#define MPI_LOGICAL1            ((MPI_Datatype)0x000002c0)
+#define MPI_INTEGER1            ((MPI_Datatype)0x000002c1)
+#define MPI_LOGICAL2            ((MPI_Datatype)0x000002c8)
+#define MPI_INTEGER2            ((MPI_Datatype)0x000002c9)
+#define MPI_REAL2               ((MPI_Datatype)0x000002ca)
+#define MPI_LOGICAL4            ((MPI_Datatype)0x000002d0)
+#define MPI_INTEGER4            ((MPI_Datatype)0x000002d1)
+#define MPI_REAL4               ((MPI_Datatype)0x000002d2)
+#define MPI_COMPLEX4            ((MPI_Datatype)0x000002d3)
+#define MPI_LOGICAL8            ((MPI_Datatype)0x000002d8)
+#define MPI_INTEGER8            ((MPI_Datatype)0x000002d9)
+#define MPI_REAL8               ((MPI_Datatype)0x000002da)
+#define MPI_COMPLEX8            ((MPI_Datatype)0x000002db)
+#define MPI_LOGICAL16           ((MPI_Datatype)0x000002e0)
+#define MPI_INTEGER16           ((MPI_Datatype)0x000002e1)
+#define MPI_REAL16              ((MPI_Datatype)0x000002e2)
+#define MPI_COMPLEX16           ((MPI_Datatype)0x000002e3)
+#define MPI_COMPLEX32           ((MPI_Datatype)0x000002eb)
 
 /* Error classes. */
 enum {
@@ -190,6 +234,24 @@ enum {
     MPI_ERR_SESSION = 60,
     MPI_ERR_ERRHANDLER = 61,
     MPI_ERR_ABI = 62,
+    MPI_T_ERR_CANNOT_INIT = 1001,
+    MPI_T_ERR_NOT_ACCESSIBLE = 1002,
+    MPI_T_ERR_NOT_INITIALIZED = 1003,
+    MPI_T_ERR_NOT_SUPPORTED = 1004,
+    MPI_T_ERR_MEMORY = 1005,
+    MPI_T_ERR_INVALID = 1006,
+    MPI_T_ERR_INVALID_INDEX = 1007,
+    MPI_T_ERR_INVALID_ITEM = 1008,
+    MPI_T_ERR_INVALID_SESSION = 1009,
+    MPI_T_ERR_INVALID_HANDLE = 1010,
+    MPI_T_ERR_INVALID_NAME = 1011,
+    MPI_T_ERR_OUT_OF_HANDLES = 1012,
+    MPI_T_ERR_OUT_OF_SESSIONS = 1013,
+    MPI_T_ERR_CVAR_SET_NOT_NOW = 1014,
+    MPI_T_ERR_CVAR_SET_NEVER = 1015,
+    MPI_T_ERR_PVAR_NO_WRITE = 1016,
+    MPI_T_ERR_PVAR_NO_STARTSTOP = 1017,
+    MPI_T_ERR_PVAR_NO_ATOMIC = 1018,
     MPI_ERR_LASTCODE = 0x3fff
 };
 
@@ -214,7 +276,27 @@ enum {
 #define MPI_MAX_OBJECT_NAME 128
 #define MPI_MAX_PORT_NAME 1024
 #define MPI_MAX_PROCESSOR_NAME 256
+#define MPI_MAX_STRINGTAG_LEN 1024
+#define MPI_MAX_PSET_NAME_LEN 1024
 #define MPI_BSEND_OVERHEAD 512
+
+/* Mode constants (powers of two). */
+enum {
+    MPI_MODE_APPEND = 1,
+    MPI_MODE_CREATE = 2,
+    MPI_MODE_DELETE_ON_CLOSE = 4,
+    MPI_MODE_EXCL = 8,
+    MPI_MODE_RDONLY = 16,
+    MPI_MODE_RDWR = 32,
+    MPI_MODE_SEQUENTIAL = 64,
+    MPI_MODE_UNIQUE_OPEN = 128,
+    MPI_MODE_WRONLY = 256,
+    MPI_MODE_NOCHECK = 1024,
+    MPI_MODE_NOPRECEDE = 2048,
+    MPI_MODE_NOPUT = 4096,
+    MPI_MODE_NOSTORE = 8192,
+    MPI_MODE_NOSUCCEED = 16384
+};
 
 enum {
     MPI_ANY_SOURCE = -1,
@@ -228,15 +310,91 @@ enum {
     MPI_THREAD_SINGLE = 0,
     MPI_THREAD_FUNNELED = 1024,
     MPI_THREAD_SERIALIZED = 2048,
-    MPI_THREAD_MULTIPLE = 4096
-};
-
-enum {
+    MPI_THREAD_MULTIPLE = 4096,
+    MPI_ORDER_C = 0xC,
+    MPI_ORDER_FORTRAN = 0xF,
+    MPI_DISTRIBUTE_NONE = 16,
+    MPI_DISTRIBUTE_BLOCK = 17,
+    MPI_DISTRIBUTE_CYCLIC = 18,
+    MPI_DISTRIBUTE_DFLT_DARG = 19,
+    MPI_COMBINER_NAMED = 101,
+    MPI_COMBINER_DUP = 102,
+    MPI_COMBINER_CONTIGUOUS = 103,
+    MPI_COMBINER_VECTOR = 104,
+    MPI_COMBINER_HVECTOR = 105,
+    MPI_COMBINER_INDEXED = 106,
+    MPI_COMBINER_HINDEXED = 107,
+    MPI_COMBINER_INDEXED_BLOCK = 108,
+    MPI_COMBINER_HINDEXED_BLOCK = 109,
+    MPI_COMBINER_STRUCT = 110,
+    MPI_COMBINER_SUBARRAY = 111,
+    MPI_COMBINER_DARRAY = 112,
+    MPI_COMBINER_F90_INTEGER = 113,
+    MPI_COMBINER_F90_REAL = 114,
+    MPI_COMBINER_F90_COMPLEX = 115,
+    MPI_COMBINER_RESIZED = 116,
+    MPI_COMBINER_VALUE_INDEX = 117,
+    MPIX_TYPECLASS_LOGICAL = 191,
+    MPI_TYPECLASS_INTEGER = 192,
+    MPI_TYPECLASS_REAL = 193,
+    MPI_TYPECLASS_COMPLEX = 194,
     MPI_IDENT = 201,
     MPI_CONGRUENT = 202,
     MPI_SIMILAR = 203,
-    MPI_UNEQUAL = 204
+    MPI_UNEQUAL = 204,
+    MPI_CART = 211,
+    MPI_GRAPH = 212,
+    MPI_DIST_GRAPH = 213,
+    MPI_COMM_TYPE_SHARED = 221,
+    MPI_COMM_TYPE_HW_UNGUIDED = 222,
+    MPI_COMM_TYPE_HW_GUIDED = 223,
+    MPI_COMM_TYPE_RESOURCE_GUIDED = 224,
+    MPI_LOCK_EXCLUSIVE = 301,
+    MPI_LOCK_SHARED = 302,
+    MPI_WIN_FLAVOR_CREATE = 311,
+    MPI_WIN_FLAVOR_ALLOCATE = 312,
+    MPI_WIN_FLAVOR_DYNAMIC = 313,
+    MPI_WIN_FLAVOR_SHARED = 314,
+    MPI_WIN_UNIFIED = 321,
+    MPI_WIN_SEPARATE = 322,
+    MPI_SEEK_SET = 401,
+    MPI_SEEK_CUR = 402,
+    MPI_SEEK_END = 403
 };
+
+#define MPI_DISPLACEMENT_CURRENT ((MPI_Offset)-1)
+
+/* Predefined attribute keys. */
+enum {
+    MPI_KEYVAL_INVALID = 0,
+    MPI_TAG_UB = 501,
+    MPI_IO = 502,
+    MPI_HOST = 503,
+    MPI_WTIME_IS_GLOBAL = 504,
+    MPI_UNIVERSE_SIZE = 505,
+    MPI_APPNUM = 506,
+    MPI_LASTUSEDCODE = 507,
+    MPI_WIN_BASE = 601,
+    MPI_WIN_DISP_UNIT = 602,
+    MPI_WIN_SIZE = 603,
+    MPI_WIN_CREATE_FLAVOR = 604,
+    MPI_WIN_MODEL = 605
+};
+
+#define MPI_NULL_COPY_FN        ((MPI_Copy_function *)0x0)
+#define MPI_DUP_FN              ((MPI_Copy_function *)0x1)
+#define MPI_NULL_DELETE_FN      ((MPI_Delete_function *)0x0)
+#define MPI_COMM_NULL_COPY_FN   ((MPI_Comm_copy_attr_function *)0x0)
+#define MPI_COMM_DUP_FN         ((MPI_Comm_copy_attr_function *)0x1)
+#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0x0)
+#define MPI_TYPE_NULL_COPY_FN   ((MPI_Type_copy_attr_function *)0x0)
+#define MPI_TYPE_DUP_FN         ((MPI_Type_copy_attr_function *)0x1)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0x0)
+#define MPI_WIN_NULL_COPY_FN    ((MPI_Win_copy_attr_function *)0x0)
+#define MPI_WIN_DUP_FN          ((MPI_Win_copy_attr_function *)0x1)
+#define MPI_WIN_NULL_DELETE_FN  ((MPI_Win_delete_attr_function *)0x0)
+#define MPI_CONVERSION_FN_NULL  ((MPI_Datarep_conversion_function *)0x0)
+#define MPI_CONVERSION_FN_NULL_C ((MPI_Datarep_conversion_function_c *)0x0)
 
 enum {
     MPI_F_STATUS_SIZE = 8,
@@ -328,9 +486,72 @@ int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Stat
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]);
 double MPI_Wtick(void);
 double MPI_Wtime(void);
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op);
+int MPI_Op_commutative(MPI_Op op, int *commute);
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm);
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm);
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
 
-/* ---- Functions (declared; phalanx returns MPI_ERR_OTHER for now) ---- */
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype);
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]);
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int MPI_Status_get_source(const MPI_Status *status, int *source);
+int MPI_Status_set_source(MPI_Status *status, int source);
+int MPI_Status_get_tag(const MPI_Status *status, int *tag);
+int MPI_Status_set_tag(MPI_Status *status, int tag);
+int MPI_Status_get_error(const MPI_Status *status, int *error);
+int MPI_Status_set_error(MPI_Status *status, int error);
+int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int MPI_Status_set_cancelled(MPI_Status *status, int flag);
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int MPI_Free_mem(void *base);
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_delete(MPI_Info info, const char *key);
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state);
+int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state);
+int MPI_Comm_free_keyval(int *comm_keyval);
+int MPI_Keyval_free(int *keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int MPI_Attr_delete(MPI_Comm comm, int keyval);
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request);
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 
 /* ---- Profiling interface ---- */
 int PMPI_Abi_get_version(int *abi_major, int *abi_minor);
@@ -416,6 +637,76 @@ int PMPI_Type_indexed(int count, const int array_of_blocklengths[], const int ar
 int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
 int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype);
 int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype);
+
+int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op);
+int PMPI_Op_commutative(MPI_Op op, int *commute);
+int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
+int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm);
+int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm);
+int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
+
+int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]);
+int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+
+int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int PMPI_Status_get_source(const MPI_Status *status, int *source);
+int PMPI_Status_set_source(MPI_Status *status, int source);
+int PMPI_Status_get_tag(const MPI_Status *status, int *tag);
+int PMPI_Status_set_tag(MPI_Status *status, int tag);
+int PMPI_Status_get_error(const MPI_Status *status, int *error);
+int PMPI_Status_set_error(MPI_Status *status, int error);
+int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int PMPI_Status_set_cancelled(MPI_Status *status, int flag);
+int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
+int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int PMPI_Free_mem(void *base);
+int PMPI_Info_create(MPI_Info *info);
+int PMPI_Info_set(MPI_Info info, const char *key, const char *value);
+int PMPI_Info_delete(MPI_Info info, const char *key);
+int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int PMPI_Info_free(MPI_Info *info);
+
+int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state);
+int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state);
+int PMPI_Comm_free_keyval(int *comm_keyval);
+int PMPI_Keyval_free(int *keyval);
+int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+int PMPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
+int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int PMPI_Attr_delete(MPI_Comm comm, int keyval);
+
+int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request);
+int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
+int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 
 /* The rest of the standard ABI: declared, not implemented yet (generated). */
 #include "mpi_stubs.h"

@@ -4,7 +4,10 @@
 //! Data moves as byte slices; reductions view the buffers as slices of the Rust type of
 //! the MPI datatype (alignment checked) so phalanx reduces typed elements. `MPI_IN_PLACE`
 //! is served by copying this rank's contribution to a temporary first, so no Rust slice
-//! ever aliases another.
+//! ever aliases another. Derived datatypes go through [`crate::coll_dt`] (pack, run on
+//! bytes, unpack); reductions the core does not do (user operations, MINLOC/MAXLOC,
+//! derived datatypes) go through [`crate::ops`]. The core does SUM, PROD, MIN, MAX and the
+//! logical and bitwise operations on the predefined numeric types.
 
 use crate::consts::*;
 use crate::env::datatype_of;
@@ -52,7 +55,13 @@ pub(crate) fn system_op(h: Handle) -> CResult<SystemOperation> {
         Some(Op::Min) => SystemOperation::min(),
         Some(Op::Max) => SystemOperation::max(),
         Some(Op::Prod) => SystemOperation::product(),
-        None => return Err(err(MPI_ERR_OP, format!("unsupported operation {h:p}"))),
+        Some(Op::Land) => SystemOperation::logical_and(),
+        Some(Op::Lor) => SystemOperation::logical_or(),
+        Some(Op::Lxor) => SystemOperation::logical_xor(),
+        Some(Op::Band) => SystemOperation::bitwise_and(),
+        Some(Op::Bor) => SystemOperation::bitwise_or(),
+        Some(Op::Bxor) => SystemOperation::bitwise_xor(),
+        _ => return Err(err(MPI_ERR_OP, format!("unsupported operation {h:p}"))),
     })
 }
 
@@ -188,9 +197,10 @@ export!(MPI_Allreduce, PMPI_Allreduce,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Allreduce", comm, || {
         let c = state::comm(comm)?;
-        if let Some(f) = crate::ops::user_op(op) {
+        if !crate::localop::core_supported(op, datatype) {
+            let r = crate::localop::reducer(op)?;
             // SAFETY: the caller passes cnt elements in each buffer (MPI contract).
-            return unsafe { crate::ops::user_reduce(&c, f, sendbuf, recvbuf, cnt, datatype, None) };
+            return unsafe { crate::ops::generic_reduce(&c, r, sendbuf, recvbuf, cnt, datatype, None) };
         }
         let dt = datatype_of(datatype)?;
         let n = count(cnt)?;
@@ -236,11 +246,12 @@ export!(MPI_Reduce, PMPI_Reduce,
          op: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Reduce", comm, || {
         let c = state::comm(comm)?;
-        if let Some(f) = crate::ops::user_op(op) {
+        if !crate::localop::core_supported(op, datatype) {
             let root = root_ok(&c, root)?;
+            let r = crate::localop::reducer(op)?;
             // SAFETY: the caller passes cnt elements in each buffer (MPI contract).
             return unsafe {
-                crate::ops::user_reduce(&c, f, sendbuf, recvbuf, cnt, datatype, Some(root))
+                crate::ops::generic_reduce(&c, r, sendbuf, recvbuf, cnt, datatype, Some(root))
             };
         }
         let dt = datatype_of(datatype)?;
@@ -256,6 +267,10 @@ export!(MPI_Gather, PMPI_Gather,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Gather", comm, || {
         let c = state::comm(comm)?;
+        if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::coll_dt::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) };
+        }
         let root = root_ok(&c, root)?;
         let p = c.process_at_rank(root);
         if c.rank() != root {
@@ -288,6 +303,10 @@ export!(MPI_Scatter, PMPI_Scatter,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Scatter", comm, || {
         let c = state::comm(comm)?;
+        if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::coll_dt::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) };
+        }
         let root = root_ok(&c, root)?;
         let p = c.process_at_rank(root);
         if c.rank() != root {
@@ -320,6 +339,10 @@ export!(MPI_Allgather, PMPI_Allgather,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Allgather", comm, || {
         let c = state::comm(comm)?;
+        if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::coll_dt::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false) };
+        }
         let block = len(recvcount, recvtype)?;
         let total = block * c.size() as usize;
         if in_place(sendbuf) {
@@ -344,6 +367,10 @@ export!(MPI_Alltoall, PMPI_Alltoall,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Alltoall", comm, || {
         let c = state::comm(comm)?;
+        if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::coll_dt::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true) };
+        }
         let block = len(recvcount, recvtype)?;
         let total = block * c.size() as usize;
         if in_place(sendbuf) {

@@ -1,5 +1,6 @@
-//! More collectives: `MPI_Scan`, `MPI_Exscan`, `MPI_Reduce_scatter_block`, and the
-//! varying-count `MPI_Gatherv`, `MPI_Scatterv`, `MPI_Allgatherv`, `MPI_Alltoallv`.
+//! More collectives: `MPI_Scan`, `MPI_Exscan`, `MPI_Reduce_scatter_block`,
+//! `MPI_Reduce_scatter` (always through [`crate::ops`]), and the varying-count
+//! `MPI_Gatherv`, `MPI_Scatterv`, `MPI_Allgatherv`, `MPI_Alltoallv`.
 //!
 //! `Exscan` is an inclusive scan shifted one rank up; the varying-count collectives are
 //! point-to-point exchanges on a private duplicate of the communicator (every member
@@ -65,6 +66,13 @@ fn scan_common(
 ) -> c_int {
     guard(name, comm, || {
         let c = state::comm(comm)?;
+        if !crate::localop::core_supported(op, datatype) {
+            let r = crate::localop::reducer(op)?;
+            // SAFETY: the caller passes cnt elements in each buffer (MPI contract).
+            return unsafe {
+                crate::ops::generic_scan(&c, r, sendbuf, recvbuf, cnt, datatype, exclusive)
+            };
+        }
         let dt = datatype_of(datatype)?;
         let n = count(cnt)?;
         let o = system_op(op)?;
@@ -118,10 +126,32 @@ export!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Reduce_scatter_block", comm, || {
         let c = state::comm(comm)?;
+        if !crate::localop::core_supported(op, datatype) {
+            let r = crate::localop::reducer(op)?;
+            let counts = vec![count(recvcount)?; c.size() as usize];
+            // SAFETY: the buffers hold size × recvcount and recvcount elements.
+            return unsafe {
+                crate::ops::generic_reduce_scatter(&c, r, sendbuf, recvbuf, &counts, datatype)
+            };
+        }
         let dt = datatype_of(datatype)?;
         let n = count(recvcount)?;
         let o = system_op(op)?;
         with_kind!(dt.kind, T, reduce_scatter_t::<T>(&c, sendbuf, recvbuf, n, o))
+    })
+});
+
+export!(MPI_Reduce_scatter, PMPI_Reduce_scatter,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int,
+         datatype: Handle, op: Handle, comm: Handle) -> c_int {
+    guard("MPI_Reduce_scatter", comm, || {
+        let c = state::comm(comm)?;
+        let r = crate::localop::reducer(op)?;
+        // SAFETY: the caller passes size counts.
+        let cs: &[c_int] = unsafe { typed(recvcounts.cast(), c.size() as usize)? };
+        let counts = cs.iter().map(|&k| count(k)).collect::<CResult<Vec<_>>>()?;
+        // SAFETY: the buffers hold sum(counts) and counts[rank] elements (MPI contract).
+        unsafe { crate::ops::generic_reduce_scatter(&c, r, sendbuf, recvbuf, &counts, datatype) }
     })
 });
 
@@ -215,6 +245,10 @@ export!(MPI_Gatherv, PMPI_Gatherv,
          comm: Handle) -> c_int {
     guard("MPI_Gatherv", comm, || {
         let c = state::comm(comm)?;
+        if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, Some(root), comm) };
+        }
         let root = root_ok(&c, root)?;
         let me = c.rank();
         let mut recvs = Vec::new();
@@ -240,6 +274,10 @@ export!(MPI_Scatterv, PMPI_Scatterv,
          root: c_int, comm: Handle) -> c_int {
     guard("MPI_Scatterv", comm, || {
         let c = state::comm(comm)?;
+        if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::coll_dt::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) };
+        }
         let root = root_ok(&c, root)?;
         let me = c.rank();
         let mut sends = Vec::new();
@@ -265,6 +303,10 @@ export!(MPI_Allgatherv, PMPI_Allgatherv,
          comm: Handle) -> c_int {
     guard("MPI_Allgatherv", comm, || {
         let c = state::comm(comm)?;
+        if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, None, comm) };
+        }
         let (me, n) = (c.rank(), c.size());
         let sz = datatype_of(recvtype)?.size;
         // SAFETY: the caller passes size counts and displacements.
@@ -287,6 +329,10 @@ export!(MPI_Alltoallv, PMPI_Alltoallv,
          rdispls: *const c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Alltoallv", comm, || {
         let c = state::comm(comm)?;
+        if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::coll_dt::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) };
+        }
         let n = c.size() as usize;
         let rsz = datatype_of(recvtype)?.size;
         // SAFETY: the caller passes size counts and displacements.

@@ -28,7 +28,7 @@ thread_local! {
     static GROUPS: RefCell<(HashMap<usize, Group>, usize)> = RefCell::new((HashMap::new(), 0));
 }
 
-fn add_group(g: Group) -> Handle {
+pub(crate) fn add_group(g: Group) -> Handle {
     GROUPS.with(|t| {
         let mut t = t.borrow_mut();
         let h = 0x100_0000 + t.1;
@@ -39,7 +39,7 @@ fn add_group(g: Group) -> Handle {
 }
 
 /// The group behind handle `h` (`MPI_GROUP_EMPTY` included).
-fn group(h: Handle) -> CResult<Group> {
+pub(crate) fn group(h: Handle) -> CResult<Group> {
     if h as usize == GROUP_EMPTY {
         return Ok(state::comm(COMM_SELF as Handle)?.group().include(&[]));
     }
@@ -47,9 +47,6 @@ fn group(h: Handle) -> CResult<Group> {
         .with(|t| t.borrow().0.get(&(h as usize)).cloned())
         .ok_or_else(|| err(MPI_ERR_GROUP, format!("invalid group {h:p}")))
 }
-
-/// Invalid group.
-const MPI_ERR_GROUP: c_int = 9;
 
 export!(MPI_Comm_split, PMPI_Comm_split,
         (comm: Handle, color: c_int, key: c_int, newcomm: *mut Handle) -> c_int {

@@ -66,6 +66,16 @@ pub const MPI_ERR_REQUEST: c_int = 7;
 pub const MPI_ERR_ROOT: c_int = 8;
 /// Invalid operation.
 pub const MPI_ERR_OP: c_int = 10;
+/// Invalid group.
+pub const MPI_ERR_GROUP: c_int = 9;
+/// Invalid info.
+pub const MPI_ERR_INFO: c_int = 34;
+/// Info key not found.
+pub const MPI_ERR_INFO_NOKEY: c_int = 32;
+/// Invalid info key.
+pub const MPI_ERR_INFO_KEY: c_int = 31;
+/// Invalid keyval.
+pub const MPI_ERR_KEYVAL: c_int = 36;
 /// Invalid argument.
 pub const MPI_ERR_ARG: c_int = 13;
 /// Truncated message.
@@ -163,16 +173,35 @@ pub fn datatype(h: usize) -> Option<Dt> {
         0x20e => (long.0, long.2),
         0x20f => (8, U64),
         0x210 => (4, F32),
-        0x212 => (8, Opaque),
+        0x212 | 0x213 => (8, Opaque),
         0x214 => (8, F64),
-        0x216 => (16, Opaque),
+        0x216 | 0x217 => (16, Opaque),
+        0x218 | 0x219 => (4, I32),
+        0x21a => (4, F32),
+        0x21b => (8, Opaque),
+        0x21c => (8, F64),
+        0x21d => (16, Opaque),
+        0x21e => (1, U8),
         0x220 => (16, Opaque),
+        0x224 | 0x225 => (32, Opaque),
         0x228 => (8, Opaque),
         0x229 => (16, Opaque),
         0x22a => (16, Opaque),
         0x22b => (8, Opaque),
-        0x238 | 0x239 => (1, Opaque),
-        0x23c => (4, Opaque),
+        0x22c => (8, Opaque),
+        0x22d => (32, Opaque),
+        0x230 | 0x232 => (8, Opaque),
+        0x231 => (16, Opaque),
+        0x238 | 0x239 => (1, U8),
+        0x23c => (4, I32),
+        0x2c0 | 0x2c1 => (1, I8),
+        0x2c8 | 0x2c9 => (2, I16),
+        0x2d0 | 0x2d1 => (4, I32),
+        0x2d2 => (4, F32),
+        0x2d8 | 0x2d9 => (8, I64),
+        0x2da => (8, F64),
+        0x2d3 => (8, Opaque),
+        0x2db => (16, Opaque),
         0x240 | 0x243 | 0x244 => (1, I8),
         0x241 | 0x245 | 0x247 => (1, U8),
         0x248 => (2, I16),
@@ -186,7 +215,7 @@ pub fn datatype(h: usize) -> Option<Dt> {
     Some(Dt { size, kind })
 }
 
-/// Reduction operations phalanx implements.
+/// The predefined reduction operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `MPI_SUM`.
@@ -197,6 +226,26 @@ pub enum Op {
     Max,
     /// `MPI_PROD`.
     Prod,
+    /// `MPI_LAND`.
+    Land,
+    /// `MPI_LOR`.
+    Lor,
+    /// `MPI_LXOR`.
+    Lxor,
+    /// `MPI_BAND`.
+    Band,
+    /// `MPI_BOR`.
+    Bor,
+    /// `MPI_BXOR`.
+    Bxor,
+    /// `MPI_MINLOC`.
+    MinLoc,
+    /// `MPI_MAXLOC`.
+    MaxLoc,
+    /// `MPI_REPLACE`.
+    Replace,
+    /// `MPI_NO_OP`.
+    NoOp,
 }
 
 /// The operation with ABI handle value `h`.
@@ -206,6 +255,16 @@ pub fn op(h: usize) -> Option<Op> {
         0x22 => Op::Min,
         0x23 => Op::Max,
         0x24 => Op::Prod,
+        0x28 => Op::Band,
+        0x29 => Op::Bor,
+        0x2a => Op::Bxor,
+        0x30 => Op::Land,
+        0x31 => Op::Lor,
+        0x32 => Op::Lxor,
+        0x38 => Op::MinLoc,
+        0x39 => Op::MaxLoc,
+        0x3c => Op::Replace,
+        0x3d => Op::NoOp,
         _ => return None,
     })
 }

@@ -58,6 +58,10 @@ export!(MPI_Query_thread, PMPI_Query_thread, (provided: *mut c_int) -> c_int {
 
 export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
     guard("MPI_Finalize", WORLD, || {
+        // MPI: the attributes of MPI_COMM_SELF are deleted first.
+        if state::comm(COMM_SELF as Handle).is_ok() {
+            crate::attrs::delete_all(COMM_SELF as Handle)?;
+        }
         let (reqs, freed, comms, u) = state::with(|s| {
             (std::mem::take(&mut s.reqs), std::mem::take(&mut s.freed),
              std::mem::take(&mut s.comms), s.universe.take())
@@ -127,6 +131,7 @@ export!(MPI_Comm_dup, PMPI_Comm_dup, (comm: Handle, newcomm: *mut Handle) -> c_i
             return Err(err(MPI_ERR_ARG, "null output argument"));
         }
         let h = state::add_comm(c.duplicate(), state::errhandler(comm));
+        crate::attrs::copy_all(comm, h)?;
         // SAFETY: non-null, and the caller passes a writable handle.
         unsafe { out(newcomm, h) }
     })
@@ -143,6 +148,7 @@ export!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut Handle) -> c_int {
         if h as usize == COMM_WORLD || h as usize == COMM_SELF {
             return Err(err(MPI_ERR_COMM, "cannot free a predefined communicator"));
         }
+        crate::attrs::delete_all(h)?;
         state::with(|s| s.comms.remove(&(h as usize)));
         // SAFETY: non-null and writable (checked above, MPI contract).
         unsafe { out(comm, COMM_NULL as Handle) }

@@ -27,11 +27,17 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
+pub mod attrs;
 pub mod coll;
+pub mod coll_dt;
 pub mod coll_more;
 pub mod comm;
 pub mod consts;
 pub mod env;
+pub mod groups;
+pub mod localop;
+pub mod misc;
+pub mod nbc;
 pub mod ops;
 pub mod p2p;
 pub mod p2p_more;
@@ -39,6 +45,7 @@ pub mod state;
 pub mod stubs;
 pub mod stubs_gen;
 pub mod types;
+pub mod types_more;
 
 use consts::*;
 use std::ffi::{c_int, c_void};

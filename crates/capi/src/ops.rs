@@ -1,16 +1,20 @@
-//! User reduction operations: `MPI_Op_create`, `MPI_Op_free`, and their use by
-//! `MPI_Reduce` and `MPI_Allreduce`.
+//! User reduction operations (`MPI_Op_create`, `MPI_Op_free`) and the reductions the
+//! core does not do itself: user operations, `MPI_MINLOC`/`MPI_MAXLOC`, and derived
+//! datatypes, for `MPI_Reduce`, `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan`,
+//! `MPI_Reduce_scatter_block` and `MPI_Reduce_scatter`.
 //!
 //! Contract: user operation handles are numbers from 0x2000000 up (never reused within a
-//! run). A reduction with a user operation gathers every member's contribution (packed)
-//! to the root with point-to-point messages on a private duplicate of the communicator,
-//! then the root applies the function in rank order, `(((a0 op a1) op a2) ...)`, which is
-//! correct for commutative and non-commutative operations alike; `MPI_Allreduce` reduces
-//! to rank 0 and broadcasts the result. The function sees element images laid out as the
-//! datatype describes (derived datatypes included), in 16-byte-aligned temporaries.
+//! run). These reductions move packed contributions with point-to-point messages on a
+//! private duplicate of the communicator and fold them with a [`Reducer`] in rank order,
+//! `(((a0 op a1) op a2) ...)`, which is correct for commutative and non-commutative
+//! operations alike: `Reduce` gathers to the root, `Allreduce` (and the reduce-scatters)
+//! reduce to rank 0 and broadcast; `Scan`/`Exscan` pass the running prefix along the
+//! ranks (rank r receives the prefix of ranks 0..r from r − 1). A user function sees
+//! element images laid out as the datatype describes, in 16-byte-aligned temporaries.
 
 use crate::coll::in_place;
 use crate::consts::*;
+use crate::localop::Reducer;
 use crate::state::{self, UserFn};
 use crate::types::{layout_of, pack, unpack, Layout};
 use crate::{count, disjoint, err, export, guard, out, CResult};
@@ -53,36 +57,11 @@ export!(MPI_Op_free, PMPI_Op_free, (op: *mut Handle) -> c_int {
     })
 });
 
-/// The user function behind `h`, if `h` is a user operation.
-pub fn user_op(h: Handle) -> Option<UserFn> {
-    state::with(|s| s.ops.get(&(h as usize)).map(|e| e.0))
-}
-
-/// A 16-byte-aligned image of `n` elements of `l`.
-struct Image {
-    mem: Vec<u128>,
-    lb: isize,
-}
-
-impl Image {
-    fn new(l: &Layout, n: usize) -> Image {
-        let bytes = n * l.extent.max(0) as usize;
-        Image {
-            mem: vec![0; bytes.div_ceil(16)],
-            lb: l.lb,
-        }
-    }
-    /// The address of element 0 (may lie outside `mem` when the lower bound is not 0).
-    fn base(&mut self) -> *mut c_void {
-        (self.mem.as_mut_ptr() as *mut u8).wrapping_offset(-self.lb) as *mut c_void
-    }
-}
-
-/// Reduces `n` elements with user function `f` over `d`'s members to `root`: returns the
-/// packed result at the root (`None` elsewhere). `mine`: this rank's packed contribution.
+/// Reduces `n` elements over `d`'s members to `root`: returns the packed result at the
+/// root (`None` elsewhere). `mine`: this rank's packed contribution.
 fn reduce_packed(
     d: &SimpleCommunicator,
-    f: UserFn,
+    red: &Reducer,
     dt: Handle,
     l: &Layout,
     n: usize,
@@ -104,31 +83,22 @@ fn reduce_packed(
         parts.push(b);
     }
     parts[root as usize] = mine;
-    let mut acc = Image::new(l, n);
-    let mut tmp = Image::new(l, n);
-    // SAFETY: the image holds n elements of l (extent-sized, blocks within the extent).
-    unsafe { unpack(l, &parts[0], acc.base(), n)? };
-    let mut len = c_int::try_from(n).map_err(|_| err(MPI_ERR_COUNT, "count too large"))?;
-    let mut dth = dt;
-    for p in &parts[1..] {
-        // SAFETY: as above.
-        unsafe { unpack(l, p, tmp.base(), n)? };
-        // SAFETY: the user function reads n elements at its first argument and updates n
-        // elements at its second: both images hold n elements of the datatype.
-        unsafe { f(acc.base(), tmp.base(), &mut len, &mut dth) };
-        std::mem::swap(&mut acc, &mut tmp);
+    let mut it = parts.into_iter();
+    let mut acc = it.next().unwrap_or_default();
+    for mut p in it {
+        red.fold(dt, l, n, &acc, &mut p)?;
+        acc = p;
     }
-    // SAFETY: the image holds n elements.
-    Ok(Some(unsafe { pack(l, acc.base(), n)? }))
+    Ok(Some(acc))
 }
 
-/// `MPI_Reduce` (`root` is `Some`) or `MPI_Allreduce` with user function `f`.
+/// `MPI_Reduce` (`root` is `Some`) or `MPI_Allreduce` with reducer `red`.
 ///
 /// # Safety
 /// The buffers hold `cnt` elements of `dt` as MPI requires.
-pub(crate) unsafe fn user_reduce(
+pub(crate) unsafe fn generic_reduce(
     c: &SimpleCommunicator,
-    f: UserFn,
+    red: Reducer,
     send: *const c_void,
     recv: *mut c_void,
     cnt: c_int,
@@ -136,6 +106,7 @@ pub(crate) unsafe fn user_reduce(
     root: Option<c_int>,
 ) -> CResult {
     let l = layout_of(dt)?;
+    crate::localop::validate(&red, &l)?;
     let n = count(cnt)?;
     let receives = root.is_none_or(|r| r == c.rank());
     let src = if in_place(send) && receives {
@@ -150,7 +121,7 @@ pub(crate) unsafe fn user_reduce(
     // SAFETY: the contribution holds n elements (caller).
     let mine = unsafe { pack(&l, src, n)? };
     let d = c.duplicate();
-    let res = reduce_packed(&d, f, dt, &l, n, mine, root.unwrap_or(0))?;
+    let res = reduce_packed(&d, &red, dt, &l, n, mine, root.unwrap_or(0))?;
     match root {
         Some(_) => {
             if let Some(v) = res {
@@ -166,4 +137,85 @@ pub(crate) unsafe fn user_reduce(
         }
     }
     Ok(())
+}
+
+/// `MPI_Scan` (or `MPI_Exscan` when `exclusive`) with reducer `red`.
+///
+/// # Safety
+/// The buffers hold `cnt` elements of `dt` as MPI requires.
+pub(crate) unsafe fn generic_scan(
+    c: &SimpleCommunicator,
+    red: Reducer,
+    send: *const c_void,
+    recv: *mut c_void,
+    cnt: c_int,
+    dt: Handle,
+    exclusive: bool,
+) -> CResult {
+    let l = layout_of(dt)?;
+    crate::localop::validate(&red, &l)?;
+    let n = count(cnt)?;
+    let src = if in_place(send) {
+        recv as *const c_void
+    } else {
+        send
+    };
+    if !in_place(send) {
+        let span = n * l.extent.max(0) as usize;
+        disjoint(send, span, recv, span)?;
+    }
+    // SAFETY: the contribution holds n elements (caller).
+    let mut mine = unsafe { pack(&l, src, n)? };
+    let d = c.duplicate();
+    let (me, size) = (d.rank(), d.size());
+    let prev = if me > 0 {
+        let mut p = vec![0u8; mine.len()];
+        d.process_at_rank(me - 1).receive_into(&mut p[..]);
+        red.fold(dt, &l, n, &p, &mut mine)?;
+        Some(p)
+    } else {
+        None
+    };
+    if me + 1 < size {
+        d.process_at_rank(me + 1).send(&mine[..]);
+    }
+    let result = if exclusive { prev } else { Some(mine) };
+    if let Some(v) = result {
+        // SAFETY: the receive buffer holds n elements (caller).
+        unsafe { unpack(&l, &v, recv, n)? };
+    }
+    Ok(())
+}
+
+/// `MPI_Reduce_scatter(_block)` with reducer `red`: rank r receives `counts[r]` elements.
+///
+/// # Safety
+/// The send buffer (or, in place, the receive buffer) holds the sum of `counts` elements,
+/// the receive buffer `counts[rank]`.
+pub(crate) unsafe fn generic_reduce_scatter(
+    c: &SimpleCommunicator,
+    red: Reducer,
+    send: *const c_void,
+    recv: *mut c_void,
+    counts: &[usize],
+    dt: Handle,
+) -> CResult {
+    let l = layout_of(dt)?;
+    crate::localop::validate(&red, &l)?;
+    let total: usize = counts.iter().sum();
+    let me = c.rank() as usize;
+    let src = if in_place(send) {
+        recv as *const c_void
+    } else {
+        send
+    };
+    // SAFETY: the input holds `total` elements (caller).
+    let mine = unsafe { pack(&l, src, total)? };
+    let d = c.duplicate();
+    let res = reduce_packed(&d, &red, dt, &l, total, mine, 0)?;
+    let mut v = res.unwrap_or_else(|| vec![0; total * l.size]);
+    d.process_at_rank(0).broadcast_into(&mut v[..]);
+    let off: usize = counts[..me].iter().sum::<usize>() * l.size;
+    // SAFETY: the receive buffer holds counts[me] elements (caller).
+    unsafe { unpack(&l, &v[off..off + counts[me] * l.size], recv, counts[me]) }
 }

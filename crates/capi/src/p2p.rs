@@ -187,17 +187,36 @@ pub(crate) fn check_truncation(s: &Side, src: c_int, comm: Handle) -> CResult<(c
     Ok((st.source_rank(), st.tag()))
 }
 
-export!(MPI_Send, PMPI_Send,
-        (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
-         comm: Handle) -> c_int {
-    guard("MPI_Send", comm, || {
+/// `MPI_Send` (or `MPI_Ssend` when `sync`: returns once the receive matched).
+pub(crate) fn send_impl(
+    name: &str,
+    buf: *const c_void,
+    cnt: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> c_int {
+    guard(name, comm, || {
         let s = dside(comm, cnt, datatype, dest, tag, false)?;
         let Some(d) = s.peer else { return Ok(()) };
         // SAFETY: the caller passes count elements, readable (MPI contract).
         let b = unsafe { s.send_data(buf)? };
-        s.comm.process_at_rank(d).send_with_tag(&b[..], s.tag);
+        let p = s.comm.process_at_rank(d);
+        if sync {
+            p.synchronous_send_with_tag(&b[..], s.tag);
+        } else {
+            p.send_with_tag(&b[..], s.tag);
+        }
         Ok(())
     })
+}
+
+export!(MPI_Send, PMPI_Send,
+        (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
+         comm: Handle) -> c_int {
+    send_impl("MPI_Send", buf, cnt, datatype, dest, tag, comm, false)
 });
 
 export!(MPI_Recv, PMPI_Recv,
@@ -238,10 +257,19 @@ export!(MPI_Recv, PMPI_Recv,
     })
 });
 
-export!(MPI_Isend, PMPI_Isend,
-        (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
-         comm: Handle, request: *mut Handle) -> c_int {
-    guard("MPI_Isend", comm, || {
+/// `MPI_Isend` (or `MPI_Issend` when `sync`: completes once the receive matched).
+pub(crate) fn isend_impl(
+    name: &str,
+    buf: *const c_void,
+    cnt: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+    sync: bool,
+) -> c_int {
+    guard(name, comm, || {
         let s = dside(comm, cnt, datatype, dest, tag, false)?;
         if request.is_null() {
             return Err(err(MPI_ERR_ARG, "null request pointer"));
@@ -258,13 +286,28 @@ export!(MPI_Isend, PMPI_Isend,
                         (Some(st), v)
                     }
                 };
-                let req = s.comm.process_at_rank(d).immediate_send_with_tag(StaticScope, b, s.tag);
-                ReqEntry::Live { req: LiveReq::Bytes(req), comm: comm as usize, staged }
+                let p = s.comm.process_at_rank(d);
+                let req = if sync {
+                    p.immediate_synchronous_send_with_tag(StaticScope, b, s.tag)
+                } else {
+                    p.immediate_send_with_tag(StaticScope, b, s.tag)
+                };
+                ReqEntry::Live {
+                    req: LiveReq::Bytes(req),
+                    comm: comm as usize,
+                    staged,
+                }
             }
         };
         // SAFETY: non-null, writable (MPI contract).
         unsafe { out(request, state::add_req(e)) }
     })
+}
+
+export!(MPI_Isend, PMPI_Isend,
+        (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
+         comm: Handle, request: *mut Handle) -> c_int {
+    isend_impl("MPI_Isend", buf, cnt, datatype, dest, tag, comm, request, false)
 });
 
 export!(MPI_Irecv, PMPI_Irecv,

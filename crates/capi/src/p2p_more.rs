@@ -2,9 +2,8 @@
 //! `MPI_Sendrecv_replace`, `MPI_Waitany`, `MPI_Waitsome`, `MPI_Testall`, `MPI_Testany`,
 //! `MPI_Request_free`, `MPI_Cancel`, `MPI_Test_cancelled`.
 //!
-//! Limits: `MPI_Ssend`/`MPI_Issend` are standard-mode sends (the core has no
-//! synchronous mode; a program that relies on `MPI_Ssend` blocking until the receive is
-//! matched is not served). `MPI_Cancel` of a request still in flight is not supported
+//! `MPI_Ssend`/`MPI_Issend` use the core's synchronous mode (always rendezvous): they
+//! complete only after the receiver matched the message. Limits: `MPI_Cancel` of a request still in flight is not supported
 //! (`MPI_ERR_OTHER`); cancelling a completed request is a no-op, so
 //! `MPI_Test_cancelled` always reports false. A freed request completes on its own and is
 //! finally waited for by `MPI_Finalize`.
@@ -68,21 +67,25 @@ const BYTE: Handle = 0x247 as Handle;
 export!(MPI_Ssend, PMPI_Ssend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle) -> c_int {
-    // SAFETY: same contract (standard-mode send; see the module docs).
-    unsafe { crate::p2p::PMPI_Send(buf, cnt, datatype, dest, tag, comm) }
+    crate::p2p::send_impl("MPI_Ssend", buf, cnt, datatype, dest, tag, comm, true)
 });
 
 export!(MPI_Issend, PMPI_Issend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: same contract (standard-mode send; see the module docs).
-    unsafe { crate::p2p::PMPI_Isend(buf, cnt, datatype, dest, tag, comm, request) }
+    crate::p2p::isend_impl("MPI_Issend", buf, cnt, datatype, dest, tag, comm, request, true)
 });
 
 export!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, dest: c_int, sendtag: c_int,
          source: c_int, recvtag: c_int, comm: Handle, status: *mut MPI_Status) -> c_int {
     guard("MPI_Sendrecv_replace", comm, || {
+        if crate::types::is_derived(datatype) {
+            // SAFETY: the caller's buffer, as MPI requires.
+            return unsafe {
+                crate::coll_dt::sendrecv_replace(buf, cnt, datatype, dest, sendtag, source, recvtag, comm, status)
+            };
+        }
         let s = side(comm, cnt, datatype, dest, sendtag, false)?;
         let r = side(comm, cnt, datatype, source, recvtag, true)?;
         let (src, rtag) = (r.peer.unwrap_or(MPI_PROC_NULL), r.tag);

@@ -78,11 +78,6 @@ export!(MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c, (sendbuf: *const c_void, 
     not_implemented("MPI_Allgatherv_init_c", comm)
 });
 
-export!(MPI_Alloc_mem, PMPI_Alloc_mem, (size: isize, info: Handle, baseptr: *mut c_void) -> c_int {
-    let _ = (size, info, baseptr);
-    not_implemented("MPI_Alloc_mem", WORLD)
-});
-
 export!(MPI_Allreduce_c, PMPI_Allreduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, comm);
     not_implemented("MPI_Allreduce_c", comm)
@@ -146,21 +141,6 @@ export!(MPI_Alltoallw_init, PMPI_Alltoallw_init, (sendbuf: *const c_void, sendco
 export!(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     not_implemented("MPI_Alltoallw_init_c", comm)
-});
-
-export!(MPI_Attr_delete, PMPI_Attr_delete, (comm: Handle, keyval: c_int) -> c_int {
-    let _ = (comm, keyval);
-    not_implemented("MPI_Attr_delete", comm)
-});
-
-export!(MPI_Attr_get, PMPI_Attr_get, (comm: Handle, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_void) -> c_int {
-    let _ = (comm, keyval, attribute_val, flag);
-    not_implemented("MPI_Attr_get", comm)
-});
-
-export!(MPI_Attr_put, PMPI_Attr_put, (comm: Handle, keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    let _ = (comm, keyval, attribute_val);
-    not_implemented("MPI_Attr_put", comm)
 });
 
 export!(MPI_Barrier_init, PMPI_Barrier_init, (comm: Handle, info: Handle, request: *mut c_void) -> c_int {
@@ -312,16 +292,6 @@ export!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm: Handle, group: Han
     not_implemented("MPI_Comm_create_group", comm)
 });
 
-export!(MPI_Comm_create_keyval, PMPI_Comm_create_keyval, (comm_copy_attr_fn: *mut c_void, comm_delete_attr_fn: *mut c_void, comm_keyval: *mut c_void, extra_state: *mut c_void) -> c_int {
-    let _ = (comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state);
-    not_implemented("MPI_Comm_create_keyval", WORLD)
-});
-
-export!(MPI_Comm_delete_attr, PMPI_Comm_delete_attr, (comm: Handle, comm_keyval: c_int) -> c_int {
-    let _ = (comm, comm_keyval);
-    not_implemented("MPI_Comm_delete_attr", comm)
-});
-
 export!(MPI_Comm_detach_buffer, PMPI_Comm_detach_buffer, (comm: Handle, buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
     let _ = (comm, buffer_addr, size);
     not_implemented("MPI_Comm_detach_buffer", comm)
@@ -347,34 +317,14 @@ export!(MPI_Comm_flush_buffer, PMPI_Comm_flush_buffer, (comm: Handle) -> c_int {
     not_implemented("MPI_Comm_flush_buffer", comm)
 });
 
-export!(MPI_Comm_free_keyval, PMPI_Comm_free_keyval, (comm_keyval: *mut c_void) -> c_int {
-    let _ = (comm_keyval,);
-    not_implemented("MPI_Comm_free_keyval", WORLD)
-});
-
-export!(MPI_Comm_get_attr, PMPI_Comm_get_attr, (comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_void) -> c_int {
-    let _ = (comm, comm_keyval, attribute_val, flag);
-    not_implemented("MPI_Comm_get_attr", comm)
-});
-
 export!(MPI_Comm_get_info, PMPI_Comm_get_info, (comm: Handle, info_used: *mut c_void) -> c_int {
     let _ = (comm, info_used);
     not_implemented("MPI_Comm_get_info", comm)
 });
 
-export!(MPI_Comm_get_name, PMPI_Comm_get_name, (comm: Handle, comm_name: *mut c_void, resultlen: *mut c_void) -> c_int {
-    let _ = (comm, comm_name, resultlen);
-    not_implemented("MPI_Comm_get_name", comm)
-});
-
 export!(MPI_Comm_get_parent, PMPI_Comm_get_parent, (parent: *mut c_void) -> c_int {
     let _ = (parent,);
     not_implemented("MPI_Comm_get_parent", WORLD)
-});
-
-export!(MPI_Comm_idup, PMPI_Comm_idup, (comm: Handle, newcomm: *mut c_void, request: *mut c_void) -> c_int {
-    let _ = (comm, newcomm, request);
-    not_implemented("MPI_Comm_idup", comm)
 });
 
 export!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm: Handle, info: Handle, newcomm: *mut c_void, request: *mut c_void) -> c_int {
@@ -402,19 +352,9 @@ export!(MPI_Comm_remote_size, PMPI_Comm_remote_size, (comm: Handle, size: *mut c
     not_implemented("MPI_Comm_remote_size", comm)
 });
 
-export!(MPI_Comm_set_attr, PMPI_Comm_set_attr, (comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    let _ = (comm, comm_keyval, attribute_val);
-    not_implemented("MPI_Comm_set_attr", comm)
-});
-
 export!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: Handle, info: Handle) -> c_int {
     let _ = (comm, info);
     not_implemented("MPI_Comm_set_info", comm)
-});
-
-export!(MPI_Comm_set_name, PMPI_Comm_set_name, (comm: Handle, comm_name: *const c_void) -> c_int {
-    let _ = (comm, comm_name);
-    not_implemented("MPI_Comm_set_name", comm)
 });
 
 export!(MPI_Comm_spawn, PMPI_Comm_spawn, (command: *const c_void, argv: *mut c_void, maxprocs: c_int, info: Handle, root: c_int, comm: Handle, intercomm: *mut c_void, array_of_errcodes: *mut c_void) -> c_int {
@@ -425,11 +365,6 @@ export!(MPI_Comm_spawn, PMPI_Comm_spawn, (command: *const c_void, argv: *mut c_v
 export!(MPI_Comm_spawn_multiple, PMPI_Comm_spawn_multiple, (count: c_int, array_of_commands: *mut c_void, array_of_argv: *mut c_void, array_of_maxprocs: *const c_void, array_of_info: *const c_void, root: c_int, comm: Handle, intercomm: *mut c_void, array_of_errcodes: *mut c_void) -> c_int {
     let _ = (count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes);
     not_implemented("MPI_Comm_spawn_multiple", comm)
-});
-
-export!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm: Handle, split_type: c_int, key: c_int, info: Handle, newcomm: *mut c_void) -> c_int {
-    let _ = (comm, split_type, key, info, newcomm);
-    not_implemented("MPI_Comm_split_type", comm)
 });
 
 export!(MPI_Comm_test_inter, PMPI_Comm_test_inter, (comm: Handle, flag: *mut c_void) -> c_int {
@@ -927,11 +862,6 @@ export!(MPI_File_write_shared_c, PMPI_File_write_shared_c, (fh: Handle, buf: *co
     not_implemented("MPI_File_write_shared_c", WORLD)
 });
 
-export!(MPI_Free_mem, PMPI_Free_mem, (base: *mut c_void) -> c_int {
-    let _ = (base,);
-    not_implemented("MPI_Free_mem", WORLD)
-});
-
 export!(MPI_Gather_c, PMPI_Gather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     not_implemented("MPI_Gather_c", comm)
@@ -985,11 +915,6 @@ export!(MPI_Get_accumulate_c, PMPI_Get_accumulate_c, (origin_addr: *const c_void
 export!(MPI_Get_count_c, PMPI_Get_count_c, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
     let _ = (status, datatype, count);
     not_implemented("MPI_Get_count_c", WORLD)
-});
-
-export!(MPI_Get_elements, PMPI_Get_elements, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Get_elements", WORLD)
 });
 
 export!(MPI_Get_elements_c, PMPI_Get_elements_c, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
@@ -1047,54 +972,9 @@ export!(MPI_Grequest_start, PMPI_Grequest_start, (query_fn: *mut c_void, free_fn
     not_implemented("MPI_Grequest_start", WORLD)
 });
 
-export!(MPI_Group_compare, PMPI_Group_compare, (group1: Handle, group2: Handle, result: *mut c_void) -> c_int {
-    let _ = (group1, group2, result);
-    not_implemented("MPI_Group_compare", WORLD)
-});
-
-export!(MPI_Group_difference, PMPI_Group_difference, (group1: Handle, group2: Handle, newgroup: *mut c_void) -> c_int {
-    let _ = (group1, group2, newgroup);
-    not_implemented("MPI_Group_difference", WORLD)
-});
-
-export!(MPI_Group_excl, PMPI_Group_excl, (group: Handle, n: c_int, ranks: *const c_void, newgroup: *mut c_void) -> c_int {
-    let _ = (group, n, ranks, newgroup);
-    not_implemented("MPI_Group_excl", WORLD)
-});
-
 export!(MPI_Group_from_session_pset, PMPI_Group_from_session_pset, (session: Handle, pset_name: *const c_void, newgroup: *mut c_void) -> c_int {
     let _ = (session, pset_name, newgroup);
     not_implemented("MPI_Group_from_session_pset", WORLD)
-});
-
-export!(MPI_Group_intersection, PMPI_Group_intersection, (group1: Handle, group2: Handle, newgroup: *mut c_void) -> c_int {
-    let _ = (group1, group2, newgroup);
-    not_implemented("MPI_Group_intersection", WORLD)
-});
-
-export!(MPI_Group_range_excl, PMPI_Group_range_excl, (group: Handle, n: c_int, ranges: *mut c_void, newgroup: *mut c_void) -> c_int {
-    let _ = (group, n, ranges, newgroup);
-    not_implemented("MPI_Group_range_excl", WORLD)
-});
-
-export!(MPI_Group_range_incl, PMPI_Group_range_incl, (group: Handle, n: c_int, ranges: *mut c_void, newgroup: *mut c_void) -> c_int {
-    let _ = (group, n, ranges, newgroup);
-    not_implemented("MPI_Group_range_incl", WORLD)
-});
-
-export!(MPI_Group_translate_ranks, PMPI_Group_translate_ranks, (group1: Handle, n: c_int, ranks1: *const c_void, group2: Handle, ranks2: *mut c_void) -> c_int {
-    let _ = (group1, n, ranks1, group2, ranks2);
-    not_implemented("MPI_Group_translate_ranks", WORLD)
-});
-
-export!(MPI_Group_union, PMPI_Group_union, (group1: Handle, group2: Handle, newgroup: *mut c_void) -> c_int {
-    let _ = (group1, group2, newgroup);
-    not_implemented("MPI_Group_union", WORLD)
-});
-
-export!(MPI_Iallgather, PMPI_Iallgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    not_implemented("MPI_Iallgather", comm)
 });
 
 export!(MPI_Iallgather_c, PMPI_Iallgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
@@ -1112,19 +992,9 @@ export!(MPI_Iallgatherv_c, PMPI_Iallgatherv_c, (sendbuf: *const c_void, sendcoun
     not_implemented("MPI_Iallgatherv_c", comm)
 });
 
-export!(MPI_Iallreduce, PMPI_Iallreduce, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
-    not_implemented("MPI_Iallreduce", comm)
-});
-
 export!(MPI_Iallreduce_c, PMPI_Iallreduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
     not_implemented("MPI_Iallreduce_c", comm)
-});
-
-export!(MPI_Ialltoall, PMPI_Ialltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    not_implemented("MPI_Ialltoall", comm)
 });
 
 export!(MPI_Ialltoall_c, PMPI_Ialltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
@@ -1152,11 +1022,6 @@ export!(MPI_Ialltoallw_c, PMPI_Ialltoallw_c, (sendbuf: *const c_void, sendcounts
     not_implemented("MPI_Ialltoallw_c", comm)
 });
 
-export!(MPI_Ibcast, PMPI_Ibcast, (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (buffer, count, datatype, root, comm, request);
-    not_implemented("MPI_Ibcast", comm)
-});
-
 export!(MPI_Ibcast_c, PMPI_Ibcast_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (buffer, count, datatype, root, comm, request);
     not_implemented("MPI_Ibcast_c", comm)
@@ -1180,11 +1045,6 @@ export!(MPI_Iexscan, PMPI_Iexscan, (sendbuf: *const c_void, recvbuf: *mut c_void
 export!(MPI_Iexscan_c, PMPI_Iexscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
     not_implemented("MPI_Iexscan_c", comm)
-});
-
-export!(MPI_Igather, PMPI_Igather, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    not_implemented("MPI_Igather", comm)
 });
 
 export!(MPI_Igather_c, PMPI_Igather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
@@ -1267,59 +1127,14 @@ export!(MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c, (sendbuf: *const 
     not_implemented("MPI_Ineighbor_alltoallw_c", comm)
 });
 
-export!(MPI_Info_create, PMPI_Info_create, (info: *mut c_void) -> c_int {
-    let _ = (info,);
-    not_implemented("MPI_Info_create", WORLD)
-});
-
 export!(MPI_Info_create_env, PMPI_Info_create_env, (argc: c_int, argv: *mut c_void, info: *mut c_void) -> c_int {
     let _ = (argc, argv, info);
     not_implemented("MPI_Info_create_env", WORLD)
 });
 
-export!(MPI_Info_delete, PMPI_Info_delete, (info: Handle, key: *const c_void) -> c_int {
-    let _ = (info, key);
-    not_implemented("MPI_Info_delete", WORLD)
-});
-
-export!(MPI_Info_dup, PMPI_Info_dup, (info: Handle, newinfo: *mut c_void) -> c_int {
-    let _ = (info, newinfo);
-    not_implemented("MPI_Info_dup", WORLD)
-});
-
-export!(MPI_Info_free, PMPI_Info_free, (info: *mut c_void) -> c_int {
-    let _ = (info,);
-    not_implemented("MPI_Info_free", WORLD)
-});
-
-export!(MPI_Info_get, PMPI_Info_get, (info: Handle, key: *const c_void, valuelen: c_int, value: *mut c_void, flag: *mut c_void) -> c_int {
-    let _ = (info, key, valuelen, value, flag);
-    not_implemented("MPI_Info_get", WORLD)
-});
-
-export!(MPI_Info_get_nkeys, PMPI_Info_get_nkeys, (info: Handle, nkeys: *mut c_void) -> c_int {
-    let _ = (info, nkeys);
-    not_implemented("MPI_Info_get_nkeys", WORLD)
-});
-
-export!(MPI_Info_get_nthkey, PMPI_Info_get_nthkey, (info: Handle, n: c_int, key: *mut c_void) -> c_int {
-    let _ = (info, n, key);
-    not_implemented("MPI_Info_get_nthkey", WORLD)
-});
-
-export!(MPI_Info_get_string, PMPI_Info_get_string, (info: Handle, key: *const c_void, buflen: *mut c_void, value: *mut c_void, flag: *mut c_void) -> c_int {
-    let _ = (info, key, buflen, value, flag);
-    not_implemented("MPI_Info_get_string", WORLD)
-});
-
 export!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (info: Handle, key: *const c_void, valuelen: *mut c_void, flag: *mut c_void) -> c_int {
     let _ = (info, key, valuelen, flag);
     not_implemented("MPI_Info_get_valuelen", WORLD)
-});
-
-export!(MPI_Info_set, PMPI_Info_set, (info: Handle, key: *const c_void, value: *const c_void) -> c_int {
-    let _ = (info, key, value);
-    not_implemented("MPI_Info_set", WORLD)
 });
 
 export!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: Handle, local_leader: c_int, peer_comm: Handle, remote_leader: c_int, tag: c_int, newintercomm: *mut c_void) -> c_int {
@@ -1340,11 +1155,6 @@ export!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: Handle, high: c_i
 export!(MPI_Irecv_c, PMPI_Irecv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (buf, count, datatype, source, tag, comm, request);
     not_implemented("MPI_Irecv_c", comm)
-});
-
-export!(MPI_Ireduce, PMPI_Ireduce, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    not_implemented("MPI_Ireduce", comm)
 });
 
 export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
@@ -1397,11 +1207,6 @@ export!(MPI_Iscan_c, PMPI_Iscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void
     not_implemented("MPI_Iscan_c", comm)
 });
 
-export!(MPI_Iscatter, PMPI_Iscatter, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    not_implemented("MPI_Iscatter", comm)
-});
-
 export!(MPI_Iscatter_c, PMPI_Iscatter_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     not_implemented("MPI_Iscatter_c", comm)
@@ -1445,16 +1250,6 @@ export!(MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c, (buf: *mut c_void, co
 export!(MPI_Issend_c, PMPI_Issend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Issend_c", comm)
-});
-
-export!(MPI_Keyval_create, PMPI_Keyval_create, (copy_fn: *mut c_void, delete_fn: *mut c_void, keyval: *mut c_void, extra_state: *mut c_void) -> c_int {
-    let _ = (copy_fn, delete_fn, keyval, extra_state);
-    not_implemented("MPI_Keyval_create", WORLD)
-});
-
-export!(MPI_Keyval_free, PMPI_Keyval_free, (keyval: *mut c_void) -> c_int {
-    let _ = (keyval,);
-    not_implemented("MPI_Keyval_free", WORLD)
 });
 
 export!(MPI_Lookup_name, PMPI_Lookup_name, (service_name: *const c_void, info: Handle, port_name: *mut c_void) -> c_int {
@@ -1577,11 +1372,6 @@ export!(MPI_Neighbor_alltoallw_init_c, PMPI_Neighbor_alltoallw_init_c, (sendbuf:
     not_implemented("MPI_Neighbor_alltoallw_init_c", comm)
 });
 
-export!(MPI_Op_commutative, PMPI_Op_commutative, (op: Handle, commute: *mut c_void) -> c_int {
-    let _ = (op, commute);
-    not_implemented("MPI_Op_commutative", WORLD)
-});
-
 export!(MPI_Op_create_c, PMPI_Op_create_c, (user_fn: *mut c_void, commute: c_int, op: *mut c_void) -> c_int {
     let _ = (user_fn, commute, op);
     not_implemented("MPI_Op_create_c", WORLD)
@@ -1590,11 +1380,6 @@ export!(MPI_Op_create_c, PMPI_Op_create_c, (user_fn: *mut c_void, commute: c_int
 export!(MPI_Open_port, PMPI_Open_port, (info: Handle, port_name: *mut c_void) -> c_int {
     let _ = (info, port_name);
     not_implemented("MPI_Open_port", WORLD)
-});
-
-export!(MPI_Pack, PMPI_Pack, (inbuf: *const c_void, incount: c_int, datatype: Handle, outbuf: *mut c_void, outsize: c_int, position: *mut c_void, comm: Handle) -> c_int {
-    let _ = (inbuf, incount, datatype, outbuf, outsize, position, comm);
-    not_implemented("MPI_Pack", comm)
 });
 
 export!(MPI_Pack_c, PMPI_Pack_c, (inbuf: *const c_void, incount: i64, datatype: Handle, outbuf: *mut c_void, outsize: i64, position: *mut c_void, comm: Handle) -> c_int {
@@ -1620,11 +1405,6 @@ export!(MPI_Pack_external_size, PMPI_Pack_external_size, (datarep: *const c_void
 export!(MPI_Pack_external_size_c, PMPI_Pack_external_size_c, (datarep: *const c_void, incount: i64, datatype: Handle, size: *mut c_void) -> c_int {
     let _ = (datarep, incount, datatype, size);
     not_implemented("MPI_Pack_external_size_c", WORLD)
-});
-
-export!(MPI_Pack_size, PMPI_Pack_size, (incount: c_int, datatype: Handle, comm: Handle, size: *mut c_void) -> c_int {
-    let _ = (incount, datatype, comm, size);
-    not_implemented("MPI_Pack_size", comm)
 });
 
 export!(MPI_Pack_size_c, PMPI_Pack_size_c, (incount: i64, datatype: Handle, comm: Handle, size: *mut c_void) -> c_int {
@@ -1732,19 +1512,9 @@ export!(MPI_Reduce_init_c, PMPI_Reduce_init_c, (sendbuf: *const c_void, recvbuf:
     not_implemented("MPI_Reduce_init_c", comm)
 });
 
-export!(MPI_Reduce_local, PMPI_Reduce_local, (inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle) -> c_int {
-    let _ = (inbuf, inoutbuf, count, datatype, op);
-    not_implemented("MPI_Reduce_local", WORLD)
-});
-
 export!(MPI_Reduce_local_c, PMPI_Reduce_local_c, (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: Handle, op: Handle) -> c_int {
     let _ = (inbuf, inoutbuf, count, datatype, op);
     not_implemented("MPI_Reduce_local_c", WORLD)
-});
-
-export!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm);
-    not_implemented("MPI_Reduce_scatter", comm)
 });
 
 export!(MPI_Reduce_scatter_c, PMPI_Reduce_scatter_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle) -> c_int {
@@ -1800,11 +1570,6 @@ export!(MPI_Remove_error_code, PMPI_Remove_error_code, (errorcode: c_int) -> c_i
 export!(MPI_Remove_error_string, PMPI_Remove_error_string, (errorcode: c_int) -> c_int {
     let _ = (errorcode,);
     not_implemented("MPI_Remove_error_string", WORLD)
-});
-
-export!(MPI_Request_get_status, PMPI_Request_get_status, (request: Handle, flag: *mut c_void, status: *mut c_void) -> c_int {
-    let _ = (request, flag, status);
-    not_implemented("MPI_Request_get_status", WORLD)
 });
 
 export!(MPI_Request_get_status_all, PMPI_Request_get_status_all, (count: c_int, array_of_requests: *mut c_void, flag: *mut c_void, array_of_statuses: *mut c_void) -> c_int {
@@ -2047,31 +1812,6 @@ export!(MPI_Startall, PMPI_Startall, (count: c_int, array_of_requests: *mut c_vo
     not_implemented("MPI_Startall", WORLD)
 });
 
-export!(MPI_Status_get_error, PMPI_Status_get_error, (status: *const c_void, error: *mut c_void) -> c_int {
-    let _ = (status, error);
-    not_implemented("MPI_Status_get_error", WORLD)
-});
-
-export!(MPI_Status_get_source, PMPI_Status_get_source, (status: *const c_void, source: *mut c_void) -> c_int {
-    let _ = (status, source);
-    not_implemented("MPI_Status_get_source", WORLD)
-});
-
-export!(MPI_Status_get_tag, PMPI_Status_get_tag, (status: *const c_void, tag: *mut c_void) -> c_int {
-    let _ = (status, tag);
-    not_implemented("MPI_Status_get_tag", WORLD)
-});
-
-export!(MPI_Status_set_cancelled, PMPI_Status_set_cancelled, (status: *mut c_void, flag: c_int) -> c_int {
-    let _ = (status, flag);
-    not_implemented("MPI_Status_set_cancelled", WORLD)
-});
-
-export!(MPI_Status_set_elements, PMPI_Status_set_elements, (status: *mut c_void, datatype: Handle, count: c_int) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Status_set_elements", WORLD)
-});
-
 export!(MPI_Status_set_elements_c, PMPI_Status_set_elements_c, (status: *mut c_void, datatype: Handle, count: i64) -> c_int {
     let _ = (status, datatype, count);
     not_implemented("MPI_Status_set_elements_c", WORLD)
@@ -2080,21 +1820,6 @@ export!(MPI_Status_set_elements_c, PMPI_Status_set_elements_c, (status: *mut c_v
 export!(MPI_Status_set_elements_x, PMPI_Status_set_elements_x, (status: *mut c_void, datatype: Handle, count: i64) -> c_int {
     let _ = (status, datatype, count);
     not_implemented("MPI_Status_set_elements_x", WORLD)
-});
-
-export!(MPI_Status_set_error, PMPI_Status_set_error, (status: *mut c_void, error: c_int) -> c_int {
-    let _ = (status, error);
-    not_implemented("MPI_Status_set_error", WORLD)
-});
-
-export!(MPI_Status_set_source, PMPI_Status_set_source, (status: *mut c_void, source: c_int) -> c_int {
-    let _ = (status, source);
-    not_implemented("MPI_Status_set_source", WORLD)
-});
-
-export!(MPI_Status_set_tag, PMPI_Status_set_tag, (status: *mut c_void, tag: c_int) -> c_int {
-    let _ = (status, tag);
-    not_implemented("MPI_Status_set_tag", WORLD)
 });
 
 export!(MPI_Topo_test, PMPI_Topo_test, (comm: Handle, status: *mut c_void) -> c_int {
@@ -2132,19 +1857,9 @@ export!(MPI_Type_create_f90_real, PMPI_Type_create_f90_real, (p: c_int, r: c_int
     not_implemented("MPI_Type_create_f90_real", WORLD)
 });
 
-export!(MPI_Type_create_hindexed, PMPI_Type_create_hindexed, (count: c_int, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
-    let _ = (count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_hindexed", WORLD)
-});
-
 export!(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
     let _ = (count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
     not_implemented("MPI_Type_create_hindexed_c", WORLD)
-});
-
-export!(MPI_Type_create_hindexed_block, PMPI_Type_create_hindexed_block, (count: c_int, blocklength: c_int, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
-    let _ = (count, blocklength, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_hindexed_block", WORLD)
 });
 
 export!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
@@ -2152,19 +1867,9 @@ export!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c, (co
     not_implemented("MPI_Type_create_hindexed_block_c", WORLD)
 });
 
-export!(MPI_Type_create_hvector, PMPI_Type_create_hvector, (count: c_int, blocklength: c_int, stride: isize, oldtype: Handle, newtype: *mut c_void) -> c_int {
-    let _ = (count, blocklength, stride, oldtype, newtype);
-    not_implemented("MPI_Type_create_hvector", WORLD)
-});
-
 export!(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut c_void) -> c_int {
     let _ = (count, blocklength, stride, oldtype, newtype);
     not_implemented("MPI_Type_create_hvector_c", WORLD)
-});
-
-export!(MPI_Type_create_indexed_block, PMPI_Type_create_indexed_block, (count: c_int, blocklength: c_int, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
-    let _ = (count, blocklength, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_indexed_block", WORLD)
 });
 
 export!(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
@@ -2200,11 +1905,6 @@ export!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c, (ndims: c_int, 
 export!(MPI_Type_delete_attr, PMPI_Type_delete_attr, (datatype: Handle, type_keyval: c_int) -> c_int {
     let _ = (datatype, type_keyval);
     not_implemented("MPI_Type_delete_attr", WORLD)
-});
-
-export!(MPI_Type_dup, PMPI_Type_dup, (oldtype: Handle, newtype: *mut c_void) -> c_int {
-    let _ = (oldtype, newtype);
-    not_implemented("MPI_Type_dup", WORLD)
 });
 
 export!(MPI_Type_free_keyval, PMPI_Type_free_keyval, (type_keyval: *mut c_void) -> c_int {
@@ -2245,11 +1945,6 @@ export!(MPI_Type_get_extent_c, PMPI_Type_get_extent_c, (datatype: Handle, lb: *m
 export!(MPI_Type_get_extent_x, PMPI_Type_get_extent_x, (datatype: Handle, lb: *mut c_void, extent: *mut c_void) -> c_int {
     let _ = (datatype, lb, extent);
     not_implemented("MPI_Type_get_extent_x", WORLD)
-});
-
-export!(MPI_Type_get_true_extent, PMPI_Type_get_true_extent, (datatype: Handle, true_lb: *mut c_void, true_extent: *mut c_void) -> c_int {
-    let _ = (datatype, true_lb, true_extent);
-    not_implemented("MPI_Type_get_true_extent", WORLD)
 });
 
 export!(MPI_Type_get_true_extent_c, PMPI_Type_get_true_extent_c, (datatype: Handle, true_lb: *mut c_void, true_extent: *mut c_void) -> c_int {
@@ -2295,11 +1990,6 @@ export!(MPI_Type_size_x, PMPI_Type_size_x, (datatype: Handle, size: *mut c_void)
 export!(MPI_Type_vector_c, PMPI_Type_vector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut c_void) -> c_int {
     let _ = (count, blocklength, stride, oldtype, newtype);
     not_implemented("MPI_Type_vector_c", WORLD)
-});
-
-export!(MPI_Unpack, PMPI_Unpack, (inbuf: *const c_void, insize: c_int, position: *mut c_void, outbuf: *mut c_void, outcount: c_int, datatype: Handle, comm: Handle) -> c_int {
-    let _ = (inbuf, insize, position, outbuf, outcount, datatype, comm);
-    not_implemented("MPI_Unpack", comm)
 });
 
 export!(MPI_Unpack_c, PMPI_Unpack_c, (inbuf: *const c_void, insize: i64, position: *mut c_void, outbuf: *mut c_void, outcount: i64, datatype: Handle, comm: Handle) -> c_int {
@@ -2525,18 +2215,6 @@ export!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: Handle) -> c_int {
 export!(MPI_Win_wait, PMPI_Win_wait, (win: Handle) -> c_int {
     let _ = (win,);
     not_implemented("MPI_Win_wait", WORLD)
-});
-
-export!(MPI_Aint_add, PMPI_Aint_add, (base: isize, disp: isize) -> isize {
-    let _ = (base, disp);
-    not_implemented("MPI_Aint_add", WORLD);
-    0
-});
-
-export!(MPI_Aint_diff, PMPI_Aint_diff, (addr1: isize, addr2: isize) -> isize {
-    let _ = (addr1, addr2);
-    not_implemented("MPI_Aint_diff", WORLD);
-    0
 });
 
 export!(MPI_Comm_fromint, PMPI_Comm_fromint, (comm: c_int) -> Handle {

@@ -7,10 +7,10 @@
 //! handles are numbers from 0x1000000 up (never reused within a run) in the per-thread
 //! table ([`crate::state`]). Transfers pack a derived type into a contiguous temporary and
 //! unpack received bytes after completion ([`pack`], [`unpack`]). A struct's extent is
-//! padded to the largest alignment of its members (as C compilers lay out structs). Calls
-//! that support derived types: `Send`, `Ssend`, `Recv`, `Isend`, `Issend`, `Irecv`,
-//! `Sendrecv`, `Bcast`, `Get_count`, `Type_size`, and `Reduce`/`Allreduce` with a user
-//! operation; every other call rejects them with `MPI_ERR_TYPE`.
+//! padded to the largest alignment of its members (as C compilers lay out structs). Every
+//! call taking a datatype accepts committed derived ones: point-to-point packs/unpacks
+//! here, the collectives through [`crate::coll_dt`], reductions through
+//! [`crate::ops`] (predefined operations need one basic type: [`Layout::prim`]).
 
 use crate::consts::*;
 use crate::{count, err, export, guard, out, state, CResult};
@@ -34,17 +34,34 @@ pub struct Layout {
     pub extent: isize,
     /// Largest alignment of the primitive members.
     pub align: usize,
+    /// The predefined datatype (handle value) every primitive member has, if they all
+    /// have the same one (what predefined reductions on a derived type compute on).
+    pub prim: Option<usize>,
 }
 
 impl Layout {
-    fn primitive(size: usize) -> Layout {
+    /// The layout of predefined datatype `h` of `size` bytes.
+    pub fn primitive(h: usize, size: usize) -> Layout {
         Layout {
             blocks: vec![(0, size)],
             size,
             lb: 0,
             extent: size as isize,
             align: size.clamp(1, 8),
+            prim: Some(h),
         }
+    }
+
+    /// Lower bound and extent of the bytes actually covered (`MPI_Type_get_true_extent`).
+    pub fn true_extent(&self) -> (isize, isize) {
+        let lo = self.blocks.iter().map(|b| b.0).min().unwrap_or(0);
+        let hi = self
+            .blocks
+            .iter()
+            .map(|b| b.0 + b.1 as isize)
+            .max()
+            .unwrap_or(0);
+        (lo, hi - lo)
     }
 
     /// Whether the layout is one block at offset 0 with extent = size (packing is a copy).
@@ -66,7 +83,7 @@ pub struct TypeEntry {
 }
 
 /// Name of predefined type `h`.
-fn predefined_name(h: usize) -> Option<&'static str> {
+pub(crate) fn predefined_name(h: usize) -> Option<&'static str> {
     Some(match h {
         0x201 => "MPI_AINT",
         0x202 => "MPI_COUNT",
@@ -108,14 +125,14 @@ fn predefined_name(h: usize) -> Option<&'static str> {
     })
 }
 
-fn bad_type(h: Handle) -> crate::CErr {
+pub(crate) fn bad_type(h: Handle) -> crate::CErr {
     err(MPI_ERR_TYPE, format!("invalid datatype {h:p}"))
 }
 
 /// The layout of `h` (predefined or derived, committed or not).
 pub fn any_layout(h: Handle) -> CResult<Rc<Layout>> {
     if let Some(dt) = datatype(h as usize) {
-        return Ok(Rc::new(Layout::primitive(dt.size)));
+        return Ok(Rc::new(Layout::primitive(h as usize, dt.size)));
     }
     state::with(|s| s.types.get(&(h as usize)).map(|e| e.layout.clone())).ok_or_else(|| bad_type(h))
 }
@@ -123,7 +140,7 @@ pub fn any_layout(h: Handle) -> CResult<Rc<Layout>> {
 /// The layout of `h` for communication: predefined, or derived and committed.
 pub fn layout_of(h: Handle) -> CResult<Rc<Layout>> {
     if let Some(dt) = datatype(h as usize) {
-        return Ok(Rc::new(Layout::primitive(dt.size)));
+        return Ok(Rc::new(Layout::primitive(h as usize, dt.size)));
     }
     match state::with(|s| {
         s.types
@@ -203,7 +220,17 @@ pub unsafe fn unpack(l: &Layout, data: &[u8], base: *mut c_void, n: usize) -> CR
 
 /// Builds a layout from `parts`: `(displacement, layout, copies)`, each `copies`
 /// consecutive elements of `layout` at byte displacement `displacement`.
-fn build(parts: &[(isize, &Layout, usize)], struct_pad: bool) -> Layout {
+pub(crate) fn build(parts: &[(isize, &Layout, usize)], struct_pad: bool) -> Layout {
+    let mut prims = parts
+        .iter()
+        .filter(|p| p.2 > 0 && p.1.size > 0)
+        .map(|p| p.1.prim);
+    let first = prims.next().flatten();
+    let prim = if prims.all(|p| p == first) {
+        first
+    } else {
+        None
+    };
     let mut blocks: Vec<(isize, usize)> = Vec::new();
     let (mut lo, mut hi) = (isize::MAX, isize::MIN);
     let mut align = 1;
@@ -237,10 +264,11 @@ fn build(parts: &[(isize, &Layout, usize)], struct_pad: bool) -> Layout {
         lb: lo,
         extent: hi - lo,
         align,
+        prim,
     }
 }
 
-fn add_type(l: Layout) -> Handle {
+pub(crate) fn add_type(l: Layout) -> Handle {
     state::with(|s| s.add_type(l))
 }
 
@@ -248,7 +276,7 @@ fn add_type(l: Layout) -> Handle {
 ///
 /// # Safety
 /// `p` must point to `n` readable values.
-unsafe fn array<T: Copy>(p: *const T, n: usize) -> CResult<Vec<T>> {
+pub(crate) unsafe fn array<T: Copy>(p: *const T, n: usize) -> CResult<Vec<T>> {
     // SAFETY: n readable values (caller); alignment checked by `typed`.
     Ok(unsafe { crate::typed::<T>(p.cast(), n)? }.to_vec())
 }
@@ -318,7 +346,7 @@ export!(MPI_Type_create_struct, PMPI_Type_create_struct,
 ///
 /// # Safety
 /// `p` must be null (an error) or a readable handle.
-unsafe fn read_type(p: *const Handle) -> CResult<Handle> {
+pub(crate) unsafe fn read_type(p: *const Handle) -> CResult<Handle> {
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, "null datatype pointer"));
     }

@@ -273,6 +273,29 @@ fn ibarrier_derived_datatypes_and_user_ops() {
 }
 
 #[test]
+fn synchronous_send_completes_only_after_the_match() {
+    let exe = c_test("ssend");
+    run_ok(2, &exe, &[], "ssend ok");
+    run_ok(3, &exe, &[], "ssend ok");
+}
+
+#[test]
+fn derived_datatypes_in_collectives_and_generic_reductions() {
+    let exe = c_test("dtcoll");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "dtcoll ok");
+    }
+}
+
+#[test]
+fn types_packing_info_groups_attributes_and_nonblocking_collectives() {
+    let exe = c_test("misc");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "misc ok");
+    }
+}
+
+#[test]
 fn errors_return_their_class_under_errors_return() {
     let exe = c_test("errors");
     run_ok(2, &exe, &[], "errors ok");
@@ -295,7 +318,7 @@ fn errors_are_fatal_by_default_and_name_the_call() {
     let o = run(2, &exe, &[]);
     assert!(!o.status.success(), "{}", show(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("MPI_Type_create_resized"),
+        String::from_utf8_lossy(&o.stderr).contains("MPI_Win_fence"),
         "{}",
         show(&o)
     );

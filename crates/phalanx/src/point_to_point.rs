@@ -261,6 +261,51 @@ pub trait Destination {
             e.wait(id)
         });
     }
+    /// Sends `buf` with `tag` in synchronous mode: returns once the receiver has matched
+    /// the message (MPI's `MPI_Ssend`).
+    fn synchronous_send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
+        let sb = send_buf(buf);
+        let (dst, ctx) = (self.destination_world(), self.comm().context());
+        call("synchronous_send", |e| {
+            let id = e.isend_mode(sb, dst, tag, ctx, true)?;
+            e.wait(id)
+        });
+    }
+    /// Sends `buf` with tag 0 in synchronous mode.
+    fn synchronous_send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
+        self.synchronous_send_with_tag(buf, 0)
+    }
+    /// Starts a synchronous-mode send of `buf` with `tag`: the request completes once the
+    /// receiver has matched the message (MPI's `MPI_Issend`).
+    fn immediate_synchronous_send_with_tag<'a, Sc, Buf>(
+        &self,
+        scope: Sc,
+        buf: &'a Buf,
+        tag: Tag,
+    ) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + Buffer,
+    {
+        let sb = send_buf(buf);
+        let (dst, ctx) = (self.destination_world(), self.comm().context());
+        let id = call("immediate_synchronous_send", |e| {
+            e.isend_mode(sb, dst, tag, ctx, true)
+        });
+        Request::new(id, scope, self.comm())
+    }
+    /// Starts a synchronous-mode send of `buf` with tag 0.
+    fn immediate_synchronous_send<'a, Sc, Buf>(
+        &self,
+        scope: Sc,
+        buf: &'a Buf,
+    ) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + Buffer,
+    {
+        self.immediate_synchronous_send_with_tag(scope, buf, 0)
+    }
     /// Sends `buf` with tag 0.
     fn send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
         self.send_with_tag(buf, 0)

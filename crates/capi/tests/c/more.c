@@ -261,7 +261,7 @@ static void errors(int rank, int size) {
     OK(MPI_Send(&v, 1, MPI_INT, rank, 99, MPI_COMM_WORLD));
     OK(MPI_Wait(&rq, &st));
     CHECK(MPI_Scan(&v, &flag, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD) == MPI_ERR_OP);
-    CHECK(MPI_Exscan(&v, &flag, 1, MPI_2INT, MPI_SUM, MPI_COMM_WORLD) == MPI_ERR_TYPE);
+    CHECK(MPI_Exscan(&v, &flag, 1, MPI_2INT, MPI_SUM, MPI_COMM_WORLD) == MPI_ERR_OP);
     int counts[64] = {0}, displs[64] = {0};
     counts[0] = -1;
     CHECK(MPI_Gatherv(&v, 0, MPI_INT, &flag, counts, displs, MPI_INT, size, MPI_COMM_WORLD) ==

@@ -2,9 +2,8 @@
 #include "check.h"
 
 int main(int argc, char **argv) {
-    MPI_Datatype t;
     OK(MPI_Init(&argc, &argv));
-    MPI_Type_create_resized(MPI_INT, 0, 8, &t);
+    MPI_Win_fence(0, MPI_WIN_NULL);
     printf("still alive after a stub\n");
     return 0;
 }

@@ -1,0 +1,220 @@
+//! More datatype calls: `MPI_Type_create_resized`, `MPI_Type_create_hvector`,
+//! `MPI_Type_create_hindexed`, `MPI_Type_create_indexed_block`,
+//! `MPI_Type_create_hindexed_block`, `MPI_Type_dup`, `MPI_Type_get_true_extent`,
+//! `MPI_Get_elements`, `MPI_Pack`, `MPI_Unpack`, `MPI_Pack_size`, `MPI_Aint_add`,
+//! `MPI_Aint_diff`.
+//!
+//! Contract: as [`crate::types`] (a datatype is a block list with lower bound and
+//! extent). A resized type keeps its blocks and takes the given bounds. `MPI_Type_dup` of
+//! a committed type is committed. `MPI_Pack` writes the packed bytes (the type map's
+//! bytes in order, no header) at `*position` and advances it; `MPI_Pack_size` is exactly
+//! `count × type size`. `MPI_Get_elements` counts basic elements when the datatype has
+//! one basic type, otherwise it reports whole datatype elements (or `MPI_UNDEFINED`).
+
+use crate::consts::*;
+use crate::types::{add_type, any_layout, array, build, pack, unpack, Layout};
+use crate::{count, err, export, guard, out, state, CResult};
+use std::ffi::{c_int, c_void};
+
+const WORLD: Handle = COMM_WORLD as Handle;
+
+fn new_type(newtype: *mut Handle, l: Layout) -> CResult {
+    // SAFETY: writable handle (MPI contract; null checked).
+    unsafe { out(newtype, add_type(l)) }
+}
+
+export!(MPI_Type_create_resized, PMPI_Type_create_resized,
+        (oldtype: Handle, lb: isize, extent: isize, newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_create_resized", WORLD, || {
+        let mut l = (*any_layout(oldtype)?).clone();
+        l.lb = lb;
+        l.extent = extent;
+        new_type(newtype, l)
+    })
+});
+
+export!(MPI_Type_create_hvector, PMPI_Type_create_hvector,
+        (cnt: c_int, blocklength: c_int, stride: isize, oldtype: Handle,
+         newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_create_hvector", WORLD, || {
+        let (n, bl) = (count(cnt)?, count(blocklength)?);
+        let old = any_layout(oldtype)?;
+        let parts: Vec<_> = (0..n as isize).map(|i| (i * stride, &*old, bl)).collect();
+        new_type(newtype, build(&parts, false))
+    })
+});
+
+export!(MPI_Type_create_hindexed, PMPI_Type_create_hindexed,
+        (cnt: c_int, blocklengths: *const c_int, displacements: *const isize,
+         oldtype: Handle, newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_create_hindexed", WORLD, || {
+        let n = count(cnt)?;
+        let old = any_layout(oldtype)?;
+        // SAFETY: the caller passes cnt block lengths and displacements.
+        let (bl, ds) = unsafe { (array(blocklengths, n)?, array(displacements, n)?) };
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            parts.push((ds[i], &*old, count(bl[i])?));
+        }
+        new_type(newtype, build(&parts, false))
+    })
+});
+
+export!(MPI_Type_create_indexed_block, PMPI_Type_create_indexed_block,
+        (cnt: c_int, blocklength: c_int, displacements: *const c_int, oldtype: Handle,
+         newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_create_indexed_block", WORLD, || {
+        let (n, bl) = (count(cnt)?, count(blocklength)?);
+        let old = any_layout(oldtype)?;
+        // SAFETY: the caller passes cnt displacements.
+        let ds = unsafe { array(displacements, n)? };
+        let parts: Vec<_> = ds.iter().map(|&d| (d as isize * old.extent, &*old, bl)).collect();
+        new_type(newtype, build(&parts, false))
+    })
+});
+
+export!(MPI_Type_create_hindexed_block, PMPI_Type_create_hindexed_block,
+        (cnt: c_int, blocklength: c_int, displacements: *const isize, oldtype: Handle,
+         newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_create_hindexed_block", WORLD, || {
+        let (n, bl) = (count(cnt)?, count(blocklength)?);
+        let old = any_layout(oldtype)?;
+        // SAFETY: the caller passes cnt displacements.
+        let ds = unsafe { array(displacements, n)? };
+        let parts: Vec<_> = ds.iter().map(|&d| (d, &*old, bl)).collect();
+        new_type(newtype, build(&parts, false))
+    })
+});
+
+export!(MPI_Type_dup, PMPI_Type_dup, (oldtype: Handle, newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_dup", WORLD, || {
+        let l = (*any_layout(oldtype)?).clone();
+        let committed = datatype(oldtype as usize).is_some()
+            || state::with(|s| s.types.get(&(oldtype as usize)).is_some_and(|e| e.committed));
+        let h = add_type(l);
+        state::with(|s| s.types.get_mut(&(h as usize)).map(|e| e.committed = committed));
+        // SAFETY: writable handle (MPI contract; null checked).
+        unsafe { out(newtype, h) }
+    })
+});
+
+export!(MPI_Type_get_true_extent, PMPI_Type_get_true_extent,
+        (datatype: Handle, true_lb: *mut isize, true_extent: *mut isize) -> c_int {
+    guard("MPI_Type_get_true_extent", WORLD, || {
+        let (lb, ext) = any_layout(datatype)?.true_extent();
+        // SAFETY: writable outputs (MPI contract; null checked).
+        unsafe {
+            out(true_lb, lb)?;
+            out(true_extent, ext)
+        }
+    })
+});
+
+export!(MPI_Get_elements, PMPI_Get_elements,
+        (status: *const MPI_Status, datatype: Handle, cnt: *mut c_int) -> c_int {
+    guard("MPI_Get_elements", WORLD, || {
+        if status.is_null() {
+            return Err(err(MPI_ERR_ARG, "null status"));
+        }
+        let l = any_layout(datatype)?;
+        // SAFETY: non-null, readable status (MPI contract).
+        let bytes = unsafe { (*status).bytes() } as usize;
+        let unit = l.prim.and_then(datatype_size).unwrap_or(l.size);
+        let n = if unit == 0 {
+            0
+        } else if bytes.is_multiple_of(unit) {
+            (bytes / unit) as c_int
+        } else {
+            MPI_UNDEFINED
+        };
+        // SAFETY: writable int (MPI contract; null checked).
+        unsafe { out(cnt, n) }
+    })
+});
+
+fn datatype_size(h: usize) -> Option<usize> {
+    datatype(h).map(|d| d.size)
+}
+
+/// Reads and checks `*position` against `size`.
+///
+/// # Safety
+/// `position` is null (an error) or a readable int.
+unsafe fn position(p: *mut c_int, size: c_int) -> CResult<usize> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, "null position"));
+    }
+    // SAFETY: non-null, readable (caller).
+    let v = unsafe { p.read() };
+    if v < 0 || v > size {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("invalid position {v} (buffer size {size})"),
+        ));
+    }
+    Ok(v as usize)
+}
+
+export!(MPI_Pack, PMPI_Pack,
+        (inbuf: *const c_void, incount: c_int, datatype: Handle, outbuf: *mut c_void,
+         outsize: c_int, pos: *mut c_int, comm: Handle) -> c_int {
+    guard("MPI_Pack", comm, || {
+        state::comm(comm)?;
+        let l = any_layout(datatype)?;
+        // SAFETY: the caller passes incount elements, an outsize-byte buffer and a
+        // readable and writable position.
+        unsafe {
+            let at = position(pos, outsize)?;
+            let v = pack(&l, inbuf, count(incount)?)?;
+            if at + v.len() > outsize as usize {
+                return Err(err(MPI_ERR_TRUNCATE, "MPI_Pack: output buffer too small"));
+            }
+            if !v.is_empty() {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), (outbuf as *mut u8).add(at), v.len());
+            }
+            out(pos, (at + v.len()) as c_int)
+        }
+    })
+});
+
+export!(MPI_Unpack, PMPI_Unpack,
+        (inbuf: *const c_void, insize: c_int, pos: *mut c_int, outbuf: *mut c_void,
+         outcount: c_int, datatype: Handle, comm: Handle) -> c_int {
+    guard("MPI_Unpack", comm, || {
+        state::comm(comm)?;
+        let l = any_layout(datatype)?;
+        let n = count(outcount)?;
+        // SAFETY: the caller passes an insize-byte buffer, outcount writable elements
+        // and a readable and writable position.
+        unsafe {
+            let at = position(pos, insize)?;
+            let len = n * l.size;
+            if at + len > insize as usize {
+                return Err(err(MPI_ERR_TRUNCATE, "MPI_Unpack: input buffer too short"));
+            }
+            let src = crate::bytes((inbuf as *const u8).add(at).cast(), len)?.to_vec();
+            unpack(&l, &src, outbuf, n)?;
+            out(pos, (at + len) as c_int)
+        }
+    })
+});
+
+export!(MPI_Pack_size, PMPI_Pack_size,
+        (incount: c_int, datatype: Handle, comm: Handle, size: *mut c_int) -> c_int {
+    guard("MPI_Pack_size", comm, || {
+        state::comm(comm)?;
+        let l = any_layout(datatype)?;
+        let n = c_int::try_from(count(incount)? * l.size)
+            .map_err(|_| err(MPI_ERR_COUNT, "packed size too large"))?;
+        // SAFETY: writable int (MPI contract; null checked).
+        unsafe { out(size, n) }
+    })
+});
+
+export!(MPI_Aint_add, PMPI_Aint_add, (base: isize, disp: isize) -> isize {
+    base.wrapping_add(disp)
+});
+
+export!(MPI_Aint_diff, PMPI_Aint_diff, (addr1: isize, addr2: isize) -> isize {
+    addr1.wrapping_sub(addr2)
+});
