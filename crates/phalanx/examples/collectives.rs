@@ -151,6 +151,80 @@ fn check_comm(c: &phalanx::topology::SimpleCommunicator, max: usize, label: &str
     if y.iter().any(|&v| v != (p * (p + 1) / 2) as u64) || g != (0..p as u64).collect::<Vec<_>>() {
         fail(rank, format!("{label}: nonblocking all_reduce/all_gather"));
     }
+    immediate_rooted(c, label);
+}
+
+/// Every immediate collective started together, with a point-to-point ring exchange done
+/// while they are in flight (they must progress without being waited on), every root.
+fn immediate_rooted(c: &phalanx::topology::SimpleCommunicator, label: &str) {
+    let (rank, p) = (c.rank(), c.size() as usize);
+    let r = rank as u64;
+    for root in 0..p as i32 {
+        let rp = c.process_at_rank(root);
+        let is_root = rank == root;
+        let mut bc = [if is_root { 7 + root as u64 } else { 0 }; 300];
+        let mine = [r * 10; 3];
+        let mut gathered = vec![0u64; 3 * p];
+        let scat: Vec<u64> = (0..2 * p as u64).map(|i| i + 100).collect();
+        let mut piece = [0u64; 2];
+        let mut red = [0u64; 5];
+        let contrib = [r + 1; 5];
+        let a2a: Vec<u64> = (0..p as u64).map(|j| r * 1000 + j).collect();
+        let mut a2a_out = vec![0u64; p];
+        let mut scanned = [0u64; 2];
+        let scan_in = [r; 2];
+        let (next, prev) = ((rank + 1) % p as i32, (rank + p as i32 - 1) % p as i32);
+        let mut ring = [0u64; 1];
+        let token = [r];
+        phalanx::request::scope(|s| {
+            let b = rp.immediate_broadcast_into(s, &mut bc[..]);
+            let g_root =
+                is_root.then(|| rp.immediate_gather_into_root(s, &mine[..], &mut gathered[..]));
+            let g_leaf = (!is_root).then(|| rp.immediate_gather_into(s, &mine[..]));
+            let (sc_root, sc_leaf) = if is_root {
+                (
+                    Some(rp.immediate_scatter_into_root(s, &scat[..], &mut piece[..])),
+                    None,
+                )
+            } else {
+                (None, Some(rp.immediate_scatter_into(s, &mut piece[..])))
+            };
+            let rd_root = is_root.then(|| {
+                rp.immediate_reduce_into_root(s, &contrib[..], &mut red[..], SystemOperation::sum())
+            });
+            let rd_leaf = (!is_root)
+                .then(|| rp.immediate_reduce_into(s, &contrib[..], SystemOperation::sum()));
+            let at = c.immediate_all_to_all_into(s, &a2a[..], &mut a2a_out[..]);
+            let sn =
+                c.immediate_scan_into(s, &scan_in[..], &mut scanned[..], SystemOperation::sum());
+            // Point-to-point while every collective above is in flight.
+            let tx = c.process_at_rank(next).immediate_send(s, &token[..]);
+            c.process_at_rank(prev).receive_into(&mut ring[..]);
+            tx.wait();
+            sn.wait();
+            at.wait();
+            rd_root.map(|q| q.wait());
+            rd_leaf.map(|q| q.wait());
+            sc_root.map(|q| q.wait());
+            sc_leaf.map(|q| q.wait());
+            g_root.map(|q| q.wait());
+            g_leaf.map(|q| q.wait());
+            b.wait();
+        });
+        let ok = bc.iter().all(|&v| v == 7 + root as u64)
+            && (!is_root || (0..p).all(|i| gathered[3 * i..3 * i + 3] == [i as u64 * 10; 3]))
+            && piece == [100 + 2 * r, 101 + 2 * r]
+            && (!is_root || red == [(p * (p + 1) / 2) as u64; 5])
+            && (0..p).all(|j| a2a_out[j] == j as u64 * 1000 + r)
+            && scanned == [(0..=r).sum::<u64>(); 2]
+            && ring == [prev as u64];
+        if !ok {
+            fail(
+                rank,
+                format!("{label}: immediate rooted collectives, root {root}"),
+            );
+        }
+    }
 }
 
 fn main() {

@@ -19,7 +19,10 @@ use crate::engine::requests::ReqId;
 use crate::environment::call;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
-use crate::topology::{Communicator, Process, SimpleCommunicator};
+use crate::topology::{Communicator, SimpleCommunicator};
+
+mod root;
+pub use root::Root;
 
 /// A reduction operation.
 pub trait Operation {
@@ -320,49 +323,25 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        let (spec, plan) = all_to_all_spec(self.as_simple(), sendbuf, recvbuf);
+        run(spec, plan)
+    }
+
+    /// Starts an all-to-all; `recvbuf` is complete once the request completes.
+    fn immediate_all_to_all_into<'a, Sc, S, R>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+    {
         let c = self.as_simple();
-        let p = c.size() as usize;
-        let total = bytes(sendbuf);
-        let recv_len = bytes(recvbuf);
-        run(
-            Spec {
-                name: "all_to_all_into",
-                kind: CollKind::Alltoall,
-                root: None,
-                op: None,
-                dt: sendbuf.datatype(),
-                count: sendbuf.count() / p.max(1),
-                send: (sendbuf.buffer_ptr(), total),
-                recv: (recvbuf.buffer_mut_ptr(), recv_len),
-                comm: c,
-            },
-            |s| {
-                check(
-                    total.is_multiple_of(p),
-                    "all_to_all_into: send buffer not divisible by size",
-                )?;
-                check(
-                    recv_len >= total,
-                    "all_to_all_into: receive buffer smaller than send buffer",
-                )?;
-                let need = total / p * p;
-                Ok(
-                    match choose_board(
-                        "ALLTOALL",
-                        s,
-                        CollKind::Alltoall,
-                        need,
-                        "pairwise",
-                        "pairwise",
-                    )
-                    .as_str()
-                    {
-                        "shm" => Plan::on_board(),
-                        _ => algos::alltoall_pairwise(s, total / p),
-                    },
-                )
-            },
-        )
+        let (spec, plan) = all_to_all_spec(c, sendbuf, recvbuf);
+        Request::new(start(spec, plan), scope, c)
     }
 
     /// Reduces every member's `sendbuf` element-wise with `op` into every `recvbuf`.
@@ -403,35 +382,27 @@ pub trait CommunicatorCollectives: Communicator {
         recvbuf: &mut R,
         op: O,
     ) {
+        let (spec, plan) = scan_spec(self.as_simple(), sendbuf, recvbuf, op.kind());
+        run(spec, plan)
+    }
+
+    /// Starts an inclusive prefix reduction; `recvbuf` holds the result once it completes.
+    fn immediate_scan_into<'a, Sc, S, R, O>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+        op: O,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+        O: Operation,
+    {
         let c = self.as_simple();
-        let len = bytes(sendbuf);
-        let recv_len = bytes(recvbuf);
-        run(
-            Spec {
-                name: "scan_into",
-                kind: CollKind::Scan,
-                root: None,
-                op: Some(op.kind()),
-                dt: sendbuf.datatype(),
-                count: sendbuf.count(),
-                send: (sendbuf.buffer_ptr(), len),
-                recv: (recvbuf.buffer_mut_ptr(), recv_len),
-                comm: c,
-            },
-            |s| {
-                check(
-                    recv_len >= len,
-                    "scan_into: receive buffer smaller than send buffer",
-                )?;
-                Ok(
-                    match choose_board("SCAN", s, CollKind::Scan, len, "linear", "linear").as_str()
-                    {
-                        "shm" => Plan::on_board(),
-                        _ => algos::scan(s, len),
-                    },
-                )
-            },
-        )
+        let (spec, plan) = scan_spec(c, sendbuf, recvbuf, op.kind());
+        Request::new(start(spec, plan), scope, c)
     }
 }
 
@@ -511,6 +482,88 @@ fn all_gather_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     (spec, Box::new(plan))
 }
 
+fn all_to_all_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+    c: &'c SimpleCommunicator,
+    sendbuf: &S,
+    recvbuf: &mut R,
+) -> (Spec<'c>, PlanFn) {
+    let p = c.size() as usize;
+    let total = bytes(sendbuf);
+    let recv_len = bytes(recvbuf);
+    let spec = Spec {
+        name: "all_to_all_into",
+        kind: CollKind::Alltoall,
+        root: None,
+        op: None,
+        dt: sendbuf.datatype(),
+        count: sendbuf.count() / p.max(1),
+        send: (sendbuf.buffer_ptr(), total),
+        recv: (recvbuf.buffer_mut_ptr(), recv_len),
+        comm: c,
+    };
+    let plan = move |s: &Shape| {
+        check(
+            total.is_multiple_of(p),
+            "all_to_all_into: send buffer not divisible by size",
+        )?;
+        check(
+            recv_len >= total,
+            "all_to_all_into: receive buffer smaller than send buffer",
+        )?;
+        let need = total / p * p;
+        Ok(
+            match choose_board(
+                "ALLTOALL",
+                s,
+                CollKind::Alltoall,
+                need,
+                "pairwise",
+                "pairwise",
+            )
+            .as_str()
+            {
+                "shm" => Plan::on_board(),
+                _ => algos::alltoall_pairwise(s, total / p),
+            },
+        )
+    };
+    (spec, Box::new(plan))
+}
+
+fn scan_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+    c: &'c SimpleCommunicator,
+    sendbuf: &S,
+    recvbuf: &mut R,
+    op: OpKind,
+) -> (Spec<'c>, PlanFn) {
+    let len = bytes(sendbuf);
+    let recv_len = bytes(recvbuf);
+    let spec = Spec {
+        name: "scan_into",
+        kind: CollKind::Scan,
+        root: None,
+        op: Some(op),
+        dt: sendbuf.datatype(),
+        count: sendbuf.count(),
+        send: (sendbuf.buffer_ptr(), len),
+        recv: (recvbuf.buffer_mut_ptr(), recv_len),
+        comm: c,
+    };
+    let plan = move |s: &Shape| {
+        check(
+            recv_len >= len,
+            "scan_into: receive buffer smaller than send buffer",
+        )?;
+        Ok(
+            match choose_board("SCAN", s, CollKind::Scan, len, "linear", "linear").as_str() {
+                "shm" => Plan::on_board(),
+                _ => algos::scan(s, len),
+            },
+        )
+    };
+    (spec, Box::new(plan))
+}
+
 fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     c: &'c SimpleCommunicator,
     sendbuf: &S,
@@ -556,242 +609,3 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
 }
 
 impl CommunicatorCollectives for SimpleCommunicator {}
-
-/// Collectives with a root: called on the root's [`Process`] by every member.
-pub trait Root {
-    /// The root process.
-    fn root_process(&self) -> Process<'_>;
-
-    /// Broadcasts the root's `buffer` into every member's `buffer`.
-    fn broadcast_into<B: ?Sized + BufferMut>(&self, buffer: &mut B) {
-        let p = self.root_process();
-        let len = bytes(buffer);
-        let ptr = buffer.buffer_mut_ptr();
-        run(
-            Spec {
-                name: "broadcast_into",
-                kind: CollKind::Bcast,
-                root: Some(p.rank()),
-                op: None,
-                dt: buffer.datatype(),
-                count: buffer.count(),
-                send: (ptr as *const u8, len),
-                recv: (ptr, len),
-                comm: p.comm,
-            },
-            |s| {
-                let root = p.rank() as usize;
-                Ok(
-                    match choose_board("BCAST", s, CollKind::Bcast, len, "mcast", "binomial")
-                        .as_str()
-                    {
-                        "shm" => Plan::on_board(),
-                        "mcast" => algos::bcast_mcast(s, root, Buf::Recv, len),
-                        _ => algos::bcast_binomial(s, root, Buf::Recv, len),
-                    },
-                )
-            },
-        )
-    }
-
-    /// Non-root side of a gather: sends `sendbuf` to the root.
-    fn gather_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
-        let p = self.root_process();
-        gather_impl(p, sendbuf, (std::ptr::null_mut(), 0));
-    }
-
-    /// Root side of a gather: `recvbuf` receives every member's block in rank order.
-    fn gather_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
-        &self,
-        sendbuf: &S,
-        recvbuf: &mut R,
-    ) {
-        let p = self.root_process();
-        gather_impl(p, sendbuf, (recvbuf.buffer_mut_ptr(), bytes(recvbuf)));
-    }
-
-    /// Non-root side of a scatter: receives this member's block into `recvbuf`.
-    fn scatter_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
-        let p = self.root_process();
-        let block = bytes(recvbuf);
-        let (ptr, dt, count) = (
-            recvbuf.buffer_mut_ptr(),
-            recvbuf.datatype(),
-            recvbuf.count(),
-        );
-        scatter_impl(p, (std::ptr::null(), 0), (ptr, block), dt, count);
-    }
-
-    /// Root side of a scatter: block i of `sendbuf` goes to member i.
-    fn scatter_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
-        &self,
-        sendbuf: &S,
-        recvbuf: &mut R,
-    ) {
-        let p = self.root_process();
-        let block = bytes(recvbuf);
-        let (ptr, dt, count) = (
-            recvbuf.buffer_mut_ptr(),
-            recvbuf.datatype(),
-            recvbuf.count(),
-        );
-        scatter_impl(
-            p,
-            (sendbuf.buffer_ptr(), bytes(sendbuf)),
-            (ptr, block),
-            dt,
-            count,
-        );
-    }
-
-    /// Non-root side of a reduction.
-    fn reduce_into<S: ?Sized + Buffer, O: Operation>(&self, sendbuf: &S, op: O) {
-        let p = self.root_process();
-        reduce_impl(p, sendbuf, (std::ptr::null_mut(), 0), op.kind());
-    }
-
-    /// Root side of a reduction: `recvbuf` gets `op` over every member's `sendbuf`.
-    fn reduce_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut, O: Operation>(
-        &self,
-        sendbuf: &S,
-        recvbuf: &mut R,
-        op: O,
-    ) {
-        let p = self.root_process();
-        reduce_impl(
-            p,
-            sendbuf,
-            (recvbuf.buffer_mut_ptr(), bytes(recvbuf)),
-            op.kind(),
-        );
-    }
-}
-
-impl Root for Process<'_> {
-    fn root_process(&self) -> Process<'_> {
-        *self
-    }
-}
-
-fn gather_impl<S: ?Sized + Buffer>(p: Process<'_>, sendbuf: &S, recv: (*mut u8, usize)) {
-    let block = bytes(sendbuf);
-    let root = p.rank() as usize;
-    let size = p.comm.size() as usize;
-    let is_root = p.comm.rank() == p.rank();
-    run(
-        Spec {
-            name: "gather",
-            kind: CollKind::Gather,
-            root: Some(p.rank()),
-            op: None,
-            dt: sendbuf.datatype(),
-            count: sendbuf.count(),
-            send: (sendbuf.buffer_ptr(), block),
-            recv,
-            comm: p.comm,
-        },
-        |s| {
-            root_buffer(
-                is_root,
-                recv.0.is_null(),
-                recv.1,
-                size * block,
-                "gather_into_root",
-            )?;
-            Ok(
-                match choose_board("GATHER", s, CollKind::Gather, block, "linear", "binomial")
-                    .as_str()
-                {
-                    "shm" => Plan::on_board(),
-                    "linear" => algos::gather_linear(s, root, block),
-                    _ => algos::gather_binomial(s, root, block),
-                },
-            )
-        },
-    )
-}
-
-fn scatter_impl(
-    p: Process<'_>,
-    send: (*const u8, usize),
-    recv: (*mut u8, usize),
-    dt: Datatype,
-    count: usize,
-) {
-    let block = recv.1;
-    let root = p.rank() as usize;
-    let size = p.comm.size() as usize;
-    let is_root = p.comm.rank() == p.rank();
-    run(
-        Spec {
-            name: "scatter",
-            kind: CollKind::Scatter,
-            root: Some(p.rank()),
-            op: None,
-            dt,
-            count,
-            send,
-            recv,
-            comm: p.comm,
-        },
-        |s| {
-            root_buffer(
-                is_root,
-                send.0.is_null(),
-                send.1,
-                size * block,
-                "scatter_into_root",
-            )?;
-            let need = size * block;
-            Ok(
-                match choose_board("SCATTER", s, CollKind::Scatter, need, "mcast", "binomial")
-                    .as_str()
-                {
-                    "shm" => Plan::on_board(),
-                    "mcast" => algos::scatter_mcast(s, root, block, s.packet),
-                    _ => algos::scatter_binomial(s, root, block),
-                },
-            )
-        },
-    )
-}
-
-fn reduce_impl<S: ?Sized + Buffer>(
-    p: Process<'_>,
-    sendbuf: &S,
-    recv: (*mut u8, usize),
-    op: OpKind,
-) {
-    let len = bytes(sendbuf);
-    let root = p.rank() as usize;
-    let is_root = p.comm.rank() == p.rank();
-    run(
-        Spec {
-            name: "reduce",
-            kind: CollKind::Reduce,
-            root: Some(p.rank()),
-            op: Some(op),
-            dt: sendbuf.datatype(),
-            count: sendbuf.count(),
-            send: (sendbuf.buffer_ptr(), len),
-            recv,
-            comm: p.comm,
-        },
-        |s| {
-            if is_root {
-                check(
-                    recv.1 >= len,
-                    "reduce_into_root: receive buffer smaller than send buffer",
-                )?;
-            }
-            Ok(
-                match choose_board("REDUCE", s, CollKind::Reduce, len, "binomial", "binomial")
-                    .as_str()
-                {
-                    "shm" => Plan::on_board(),
-                    _ => algos::reduce_binomial(s, root, len),
-                },
-            )
-        },
-    )
-}

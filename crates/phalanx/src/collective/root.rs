@@ -1,0 +1,345 @@
+//! Rooted collectives ([`Root`]): broadcast, gather, scatter and reduce, blocking and
+//! immediate (nonblocking) forms.
+//!
+//! Contract: as for every collective (see the parent module): each call takes the
+//! communicator's next sequence number and carries its signature; the immediate forms run
+//! the same schedules as the blocking ones (never the shared-memory board, which is for
+//! blocking calls) and complete when the returned request does. Buffers given to an
+//! immediate form belong to the request until it completes (the scope enforces it).
+
+use super::{bytes, check, choose_board, root_buffer, run, start, Operation, PlanFn, Spec};
+use crate::coll::algos;
+use crate::coll::ops::OpKind;
+use crate::coll::schedule::{Buf, Plan};
+use crate::coll::CollKind;
+use crate::datatype::{Buffer, BufferMut, Datatype};
+use crate::request::{Request, Scope};
+use crate::topology::{Communicator, Process};
+
+/// Collectives with a root: called on the root's [`Process`] by every member.
+pub trait Root {
+    /// The root process.
+    fn root_process(&self) -> Process<'_>;
+
+    /// Broadcasts the root's `buffer` into every member's `buffer`.
+    fn broadcast_into<B: ?Sized + BufferMut>(&self, buffer: &mut B) {
+        let (spec, plan) = bcast_spec(self.root_process(), buffer);
+        run(spec, plan)
+    }
+
+    /// Starts a broadcast; `buffer` holds the root's data once the request completes.
+    fn immediate_broadcast_into<'a, Sc, B>(
+        &self,
+        scope: Sc,
+        buffer: &'a mut B,
+    ) -> Request<'a, B, Sc>
+    where
+        Sc: Scope<'a>,
+        B: ?Sized + BufferMut,
+    {
+        let p = self.root_process();
+        let (spec, plan) = bcast_spec(p, buffer);
+        Request::new(start(spec, plan), scope, p.comm)
+    }
+
+    /// Non-root side of a gather: sends `sendbuf` to the root.
+    fn gather_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
+        let (spec, plan) = gather_spec(self.root_process(), sendbuf, (std::ptr::null_mut(), 0));
+        run(spec, plan)
+    }
+
+    /// Root side of a gather: `recvbuf` receives every member's block in rank order.
+    fn gather_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+    ) {
+        let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
+        let (spec, plan) = gather_spec(self.root_process(), sendbuf, recv);
+        run(spec, plan)
+    }
+
+    /// Starts the non-root side of a gather.
+    fn immediate_gather_into<'a, Sc, S>(&self, scope: Sc, sendbuf: &'a S) -> Request<'a, S, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+    {
+        let p = self.root_process();
+        let (spec, plan) = gather_spec(p, sendbuf, (std::ptr::null_mut(), 0));
+        Request::new(start(spec, plan), scope, p.comm)
+    }
+
+    /// Starts the root side of a gather; `recvbuf` is complete once the request is.
+    fn immediate_gather_into_root<'a, Sc, S, R>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+    {
+        let p = self.root_process();
+        let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
+        let (spec, plan) = gather_spec(p, sendbuf, recv);
+        Request::new(start(spec, plan), scope, p.comm)
+    }
+
+    /// Non-root side of a scatter: receives this member's block into `recvbuf`.
+    fn scatter_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
+        let (spec, plan) = scatter_spec(self.root_process(), (std::ptr::null(), 0), recvbuf);
+        run(spec, plan)
+    }
+
+    /// Root side of a scatter: block i of `sendbuf` goes to member i.
+    fn scatter_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+    ) {
+        let send = (sendbuf.buffer_ptr(), bytes(sendbuf));
+        let (spec, plan) = scatter_spec(self.root_process(), send, recvbuf);
+        run(spec, plan)
+    }
+
+    /// Starts the non-root side of a scatter.
+    fn immediate_scatter_into<'a, Sc, R>(&self, scope: Sc, recvbuf: &'a mut R) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        R: ?Sized + BufferMut,
+    {
+        let p = self.root_process();
+        let (spec, plan) = scatter_spec(p, (std::ptr::null(), 0), recvbuf);
+        Request::new(start(spec, plan), scope, p.comm)
+    }
+
+    /// Starts the root side of a scatter.
+    fn immediate_scatter_into_root<'a, Sc, S, R>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+    {
+        let p = self.root_process();
+        let send = (sendbuf.buffer_ptr(), bytes(sendbuf));
+        let (spec, plan) = scatter_spec(p, send, recvbuf);
+        Request::new(start(spec, plan), scope, p.comm)
+    }
+
+    /// Non-root side of a reduction.
+    fn reduce_into<S: ?Sized + Buffer, O: Operation>(&self, sendbuf: &S, op: O) {
+        let (spec, plan) = reduce_spec(
+            self.root_process(),
+            sendbuf,
+            (std::ptr::null_mut(), 0),
+            op.kind(),
+        );
+        run(spec, plan)
+    }
+
+    /// Root side of a reduction: `recvbuf` gets `op` over every member's `sendbuf`.
+    fn reduce_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut, O: Operation>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+        op: O,
+    ) {
+        let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
+        let (spec, plan) = reduce_spec(self.root_process(), sendbuf, recv, op.kind());
+        run(spec, plan)
+    }
+
+    /// Starts the non-root side of a reduction.
+    fn immediate_reduce_into<'a, Sc, S, O>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        op: O,
+    ) -> Request<'a, S, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        O: Operation,
+    {
+        let p = self.root_process();
+        let (spec, plan) = reduce_spec(p, sendbuf, (std::ptr::null_mut(), 0), op.kind());
+        Request::new(start(spec, plan), scope, p.comm)
+    }
+
+    /// Starts the root side of a reduction; `recvbuf` holds the result once it completes.
+    fn immediate_reduce_into_root<'a, Sc, S, R, O>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+        op: O,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+        O: Operation,
+    {
+        let p = self.root_process();
+        let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
+        let (spec, plan) = reduce_spec(p, sendbuf, recv, op.kind());
+        Request::new(start(spec, plan), scope, p.comm)
+    }
+}
+
+impl Root for Process<'_> {
+    fn root_process(&self) -> Process<'_> {
+        *self
+    }
+}
+
+fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spec<'c>, PlanFn) {
+    let len = bytes(buffer);
+    let ptr = buffer.buffer_mut_ptr();
+    let root = p.rank() as usize;
+    let spec = Spec {
+        name: "broadcast_into",
+        kind: CollKind::Bcast,
+        root: Some(p.rank()),
+        op: None,
+        dt: buffer.datatype(),
+        count: buffer.count(),
+        send: (ptr as *const u8, len),
+        recv: (ptr, len),
+        comm: p.comm,
+    };
+    let plan = move |s: &algos::Shape| {
+        Ok(
+            match choose_board("BCAST", s, CollKind::Bcast, len, "mcast", "binomial").as_str() {
+                "shm" => Plan::on_board(),
+                "mcast" => algos::bcast_mcast(s, root, Buf::Recv, len),
+                _ => algos::bcast_binomial(s, root, Buf::Recv, len),
+            },
+        )
+    };
+    (spec, Box::new(plan))
+}
+
+fn gather_spec<'c, S: ?Sized + Buffer>(
+    p: Process<'c>,
+    sendbuf: &S,
+    recv: (*mut u8, usize),
+) -> (Spec<'c>, PlanFn) {
+    let block = bytes(sendbuf);
+    let root = p.rank() as usize;
+    let size = p.comm.size() as usize;
+    let is_root = p.comm.rank() == p.rank();
+    let spec = Spec {
+        name: "gather",
+        kind: CollKind::Gather,
+        root: Some(p.rank()),
+        op: None,
+        dt: sendbuf.datatype(),
+        count: sendbuf.count(),
+        send: (sendbuf.buffer_ptr(), block),
+        recv,
+        comm: p.comm,
+    };
+    let recv_null = recv.0.is_null();
+    let plan = move |s: &algos::Shape| {
+        root_buffer(is_root, recv_null, recv.1, size * block, "gather_into_root")?;
+        Ok(
+            match choose_board("GATHER", s, CollKind::Gather, block, "linear", "binomial").as_str()
+            {
+                "shm" => Plan::on_board(),
+                "linear" => algos::gather_linear(s, root, block),
+                _ => algos::gather_binomial(s, root, block),
+            },
+        )
+    };
+    (spec, Box::new(plan))
+}
+
+fn scatter_spec<'c, R: ?Sized + BufferMut>(
+    p: Process<'c>,
+    send: (*const u8, usize),
+    recvbuf: &mut R,
+) -> (Spec<'c>, PlanFn) {
+    let block = bytes(recvbuf);
+    let dt: Datatype = recvbuf.datatype();
+    let root = p.rank() as usize;
+    let size = p.comm.size() as usize;
+    let is_root = p.comm.rank() == p.rank();
+    let spec = Spec {
+        name: "scatter",
+        kind: CollKind::Scatter,
+        root: Some(p.rank()),
+        op: None,
+        dt,
+        count: recvbuf.count(),
+        send,
+        recv: (recvbuf.buffer_mut_ptr(), block),
+        comm: p.comm,
+    };
+    let send_null = send.0.is_null();
+    let plan = move |s: &algos::Shape| {
+        root_buffer(
+            is_root,
+            send_null,
+            send.1,
+            size * block,
+            "scatter_into_root",
+        )?;
+        let need = size * block;
+        Ok(
+            match choose_board("SCATTER", s, CollKind::Scatter, need, "mcast", "binomial").as_str()
+            {
+                "shm" => Plan::on_board(),
+                "mcast" => algos::scatter_mcast(s, root, block, s.packet),
+                _ => algos::scatter_binomial(s, root, block),
+            },
+        )
+    };
+    (spec, Box::new(plan))
+}
+
+fn reduce_spec<'c, S: ?Sized + Buffer>(
+    p: Process<'c>,
+    sendbuf: &S,
+    recv: (*mut u8, usize),
+    op: OpKind,
+) -> (Spec<'c>, PlanFn) {
+    let len = bytes(sendbuf);
+    let root = p.rank() as usize;
+    let is_root = p.comm.rank() == p.rank();
+    let spec = Spec {
+        name: "reduce",
+        kind: CollKind::Reduce,
+        root: Some(p.rank()),
+        op: Some(op),
+        dt: sendbuf.datatype(),
+        count: sendbuf.count(),
+        send: (sendbuf.buffer_ptr(), len),
+        recv,
+        comm: p.comm,
+    };
+    let plan = move |s: &algos::Shape| {
+        if is_root {
+            check(
+                recv.1 >= len,
+                "reduce_into_root: receive buffer smaller than send buffer",
+            )?;
+        }
+        Ok(
+            match choose_board("REDUCE", s, CollKind::Reduce, len, "binomial", "binomial").as_str()
+            {
+                "shm" => Plan::on_board(),
+                _ => algos::reduce_binomial(s, root, len),
+            },
+        )
+    };
+    (spec, Box::new(plan))
+}
