@@ -1,13 +1,15 @@
 //! The collective board: one slot per local rank, written by its owner, read by many.
 //!
 //! Contract (one-writer, many-reader broadcast buffer):
-//! * Every local rank owns one slot: header lines plus `board_bytes` of data in the shared
-//!   segment. Only the owner writes its slot's data and its `tag`/`sig`/`len` words; readers
-//!   only read them and decrement the slot's `pending` counter.
+//! * Every local rank owns one slot of two buffers (header lines plus `board_bytes` of
+//!   data each) in the shared segment. Only the owner writes a buffer's data and its
+//!   `tag`/`sig`/`len` words; readers only read them and decrement its `pending` counter.
 //! * A publication is identified by a 64-bit `tag` chosen by the caller (phalanx uses
-//!   `context << 32 | sequence`, unique over the life of a job for the ranks that read it).
+//!   `context << 32 | sequence`, unique over the life of a job for the ranks that read it);
+//!   the tag's lowest bit picks the buffer, so consecutive calls alternate and a writer
+//!   need not wait for the slowest reader of its previous publication.
 //!   The owner may write a new publication only when [`Board::writable`] (every reader of
-//!   the previous one called [`Board::done`]); it then writes the data
+//!   the buffer's previous one called [`Board::done`]); it then writes the data
 //!   ([`Board::own_data`]) and calls [`Board::publish`] with the number of readers, which
 //!   stores `pending` and the metadata before the tag (release).
 //! * A reader calls [`Board::peek`] with the tag it expects; it sees the data only once that
@@ -17,7 +19,7 @@
 //!   rank is in (and of the one before), whether or not it publishes: a rank stuck waiting
 //!   can look at what the others are doing and report a mismatch instead of hanging.
 //! * Nothing here blocks or sleeps: waiting, waking and time limits are the caller's.
-//!   Peers trust each other (same program); a corrupt length is clamped to the slot.
+//!   Peers trust each other (same program); a corrupt length is clamped to the buffer.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,14 +28,22 @@ use memmap2::MmapRaw;
 
 use crate::segment::LINE;
 
+// Per buffer b (0, 1): a metadata line at `b * 2 * LINE` and a pending line after it.
 const TAG: usize = 0;
 const SIG: usize = 8;
 const LEN: usize = 16;
 const PENDING: usize = LINE;
-const ANN_TAG: usize = 2 * LINE;
-const ANN_SIG: usize = 2 * LINE + 8;
-const PREV_TAG: usize = 2 * LINE + 16;
-const PREV_SIG: usize = 2 * LINE + 24;
+const BUF_HDR: usize = 2 * LINE;
+const ANN_TAG: usize = 4 * LINE;
+const ANN_SIG: usize = 4 * LINE + 8;
+const PREV_TAG: usize = 4 * LINE + 16;
+const PREV_SIG: usize = 4 * LINE + 24;
+
+/// The buffer a tag's publication lives in.
+#[inline]
+fn buf_of(tag: u64) -> usize {
+    (tag & 1) as usize
+}
 
 /// A view of the collective board of a segment (cheap to clone; keeps the mapping alive).
 #[derive(Clone)]
@@ -113,13 +123,13 @@ impl Board {
     }
 
     #[inline]
-    fn data_ptr(&self, slot: usize) -> *mut u8 {
-        assert!(slot < self.ranks.len());
-        // SAFETY: slot data lies inside the mapping (layout).
+    fn data_ptr(&self, slot: usize, b: usize) -> *mut u8 {
+        assert!(slot < self.ranks.len() && b < 2);
+        // SAFETY: slot data lies inside the mapping (layout: two buffers per slot).
         unsafe {
             self.map
                 .as_mut_ptr()
-                .add(self.data_base + slot * self.bytes)
+                .add(self.data_base + (slot * 2 + b) * self.bytes)
         }
     }
 
@@ -149,64 +159,70 @@ impl Board {
         [cur, prev]
     }
 
-    /// Readers of `slot`'s current publication that have not finished.
+    /// Readers of the publication in the buffer `tag` picks of `slot` that have not
+    /// finished.
     #[inline]
-    pub fn pending(&self, slot: usize) -> u32 {
-        self.u32_at(slot, PENDING).load(Ordering::Acquire)
+    pub fn pending(&self, slot: usize, tag: u64) -> u32 {
+        self.u32_at(slot, buf_of(tag) * BUF_HDR + PENDING)
+            .load(Ordering::Acquire)
     }
 
-    /// The tag `slot` last published (0: none yet).
-    pub fn published_tag(&self, slot: usize) -> u64 {
-        self.u64_at(slot, TAG).load(Ordering::Acquire)
+    /// The tags `slot` last published in its two buffers (0: none yet).
+    pub fn published_tags(&self, slot: usize) -> [u64; 2] {
+        [0, 1].map(|b| self.u64_at(slot, b * BUF_HDR + TAG).load(Ordering::Acquire))
     }
 
-    /// May this rank write a new publication (every reader of the last one is done)?
+    /// May this rank write a publication tagged `tag` (every reader of the buffer's last
+    /// one is done)?
     #[inline]
-    pub fn writable(&self) -> bool {
-        self.pending(self.me) == 0
+    pub fn writable(&self, tag: u64) -> bool {
+        self.pending(self.me, tag) == 0
     }
 
-    /// This rank's slot data, to fill before [`publish`](Self::publish). Call only when
-    /// [`writable`](Self::writable); the slice must not be kept past `publish`.
+    /// This rank's buffer for `tag`, to fill before [`publish`](Self::publish). Call only
+    /// when [`writable`](Self::writable); the slice must not be kept past `publish`.
     #[allow(clippy::mut_from_ref)]
     #[inline]
-    pub fn own_data(&self) -> &mut [u8] {
-        debug_assert!(self.writable());
-        // SAFETY: the owner's data area; no reader looks at it while pending == 0 and the
+    pub fn own_data(&self, tag: u64) -> &mut [u8] {
+        debug_assert!(self.writable(tag));
+        // SAFETY: the owner's buffer; no reader looks at it while pending == 0 and the
         // tag is unpublished (contract), and only the owner thread writes it.
-        unsafe { std::slice::from_raw_parts_mut(self.data_ptr(self.me), self.bytes) }
+        unsafe { std::slice::from_raw_parts_mut(self.data_ptr(self.me, buf_of(tag)), self.bytes) }
     }
 
     /// Publishes `len` bytes of [`own_data`](Self::own_data) under `(tag, sig)` for
     /// `readers` readers.
     #[inline]
     pub fn publish(&self, tag: u64, sig: u64, len: usize, readers: u32) {
-        let me = self.me;
-        self.u32_at(me, PENDING).store(readers, Ordering::Relaxed);
-        self.u64_at(me, SIG).store(sig, Ordering::Relaxed);
-        self.u64_at(me, LEN)
+        let (me, h) = (self.me, buf_of(tag) * BUF_HDR);
+        self.u32_at(me, h + PENDING)
+            .store(readers, Ordering::Relaxed);
+        self.u64_at(me, h + SIG).store(sig, Ordering::Relaxed);
+        self.u64_at(me, h + LEN)
             .store(len.min(self.bytes) as u64, Ordering::Relaxed);
-        self.u64_at(me, TAG).store(tag, Ordering::Release);
+        self.u64_at(me, h + TAG).store(tag, Ordering::Release);
     }
 
     /// `slot`'s publication, if it is the one tagged `tag`. The data stays valid until this
-    /// rank calls [`done`](Self::done) for `slot`.
+    /// rank calls [`done`](Self::done) for it.
     #[inline]
     pub fn peek(&self, slot: usize, tag: u64) -> Option<Published<'_>> {
-        if self.u64_at(slot, TAG).load(Ordering::Acquire) != tag {
+        let b = buf_of(tag);
+        let h = b * BUF_HDR;
+        if self.u64_at(slot, h + TAG).load(Ordering::Acquire) != tag {
             return None;
         }
-        let sig = self.u64_at(slot, SIG).load(Ordering::Relaxed);
-        let len = (self.u64_at(slot, LEN).load(Ordering::Relaxed) as usize).min(self.bytes);
+        let sig = self.u64_at(slot, h + SIG).load(Ordering::Relaxed);
+        let len = (self.u64_at(slot, h + LEN).load(Ordering::Relaxed) as usize).min(self.bytes);
         // SAFETY: published data of `slot`, unchanged until our `done` (contract).
-        let data = unsafe { std::slice::from_raw_parts(self.data_ptr(slot), len) };
+        let data = unsafe { std::slice::from_raw_parts(self.data_ptr(slot, b), len) };
         Some(Published { sig, data })
     }
 
-    /// This rank has finished reading `slot`'s publication. Returns the readers left.
+    /// This rank has finished reading `slot`'s publication `tag`. Returns the readers left.
     #[inline]
-    pub fn done(&self, slot: usize) -> u32 {
-        let p = self.u32_at(slot, PENDING);
+    pub fn done(&self, slot: usize, tag: u64) -> u32 {
+        let p = self.u32_at(slot, buf_of(tag) * BUF_HDR + PENDING);
         let before = p.fetch_sub(1, Ordering::AcqRel);
         if before == 0 {
             // More `done`s than readers: a misbehaving caller; keep the counter sane.
@@ -244,18 +260,25 @@ mod tests {
         assert_eq!((wa.me(), wb.me()), (0, 1));
         assert_eq!(wb.local_of(3), Some(0));
         assert!(wb.peek(0, 42).is_none());
-        assert!(wa.writable());
-        wa.own_data()[..5].copy_from_slice(b"hello");
+        assert!(wa.writable(42));
+        wa.own_data(42)[..5].copy_from_slice(b"hello");
         wa.publish(42, 9, 5, 1);
-        assert!(!wa.writable(), "a reader is pending");
+        assert!(!wa.writable(42), "a reader is pending");
+        assert!(!wa.writable(44), "the same buffer");
+        // The other buffer is free: the next call need not wait for this one's reader.
+        assert!(wa.writable(43));
+        wa.own_data(43)[..3].copy_from_slice(b"abc");
+        wa.publish(43, 8, 3, 1);
         assert!(wb.peek(0, 41).is_none(), "another tag is not seen");
         let p = wb.peek(0, 42).unwrap();
         assert_eq!((p.sig, p.data), (9, &b"hello"[..]));
-        assert_eq!(wb.done(0), 0);
-        assert!(wa.writable());
+        assert_eq!(wb.peek(0, 43).unwrap().data, b"abc");
+        assert_eq!(wa.published_tags(0), [42, 43]);
+        assert_eq!(wb.done(0, 42), 0);
+        assert!(wa.writable(42));
         // An extra `done` does not wrap the counter.
-        assert_eq!(wb.done(0), 0);
-        assert!(wa.writable());
+        assert_eq!(wb.done(0, 42), 0);
+        assert!(wa.writable(42));
     }
 
     #[test]

@@ -70,8 +70,8 @@ pub struct ShmConfig {
     /// Refuse segments larger than this (simulates a small `/dev/shm`; `None` = no limit
     /// beyond the filesystem's own).
     pub size_limit: Option<u64>,
-    /// Bytes of each rank's collective board slot ([`crate::Board`]): a multiple of 4 KiB,
-    /// at most 64 MiB; 0 disables the board. Default 256 KiB.
+    /// Bytes of each of a rank's two collective board buffers ([`crate::Board`]): a
+    /// multiple of 4 KiB, at most 64 MiB; 0 disables the board. Default 256 KiB.
     pub board_bytes: usize,
 }
 
@@ -130,7 +130,7 @@ pub(crate) struct Layout {
     pub ctrl_base: usize,
     pub data_base: usize,
     /// Collective board: per local rank [`BOARD_HDR`] bytes of header lines, then (page
-    /// aligned) per local rank `board_bytes` of data.
+    /// aligned) per local rank two buffers of `board_bytes` data each.
     pub board_hdr_base: usize,
     pub board_data_base: usize,
     pub board_bytes: usize,
@@ -138,7 +138,7 @@ pub(crate) struct Layout {
 }
 
 /// Header lines of one board slot (see [`crate::board`]).
-pub(crate) const BOARD_HDR: usize = 3 * LINE;
+pub(crate) const BOARD_HDR: usize = 5 * LINE;
 
 impl Layout {
     fn new(n: usize, ring_bytes: usize, board_bytes: usize) -> Layout {
@@ -150,7 +150,7 @@ impl Layout {
         let data_base = round(ctrl_base + rings * CTRL_BLOCK, PAGE);
         let board_hdr_base = data_base + rings * ring_bytes;
         let board_data_base = round(board_hdr_base + n * BOARD_HDR, PAGE);
-        let total = board_data_base + n * board_bytes;
+        let total = board_data_base + n * 2 * board_bytes;
         Layout {
             n,
             ring_bytes,
@@ -189,7 +189,7 @@ impl Layout {
     }
     #[cfg(test)]
     pub fn board_data(&self, local: usize) -> usize {
-        self.board_data_base + local * self.board_bytes
+        self.board_data_base + local * 2 * self.board_bytes
     }
 }
 
@@ -616,7 +616,7 @@ mod tests {
                 .all(|r| l.data(*r) + l.ring_bytes <= l.board_hdr_base));
             assert!(l.board_hdr(n - 1) + BOARD_HDR <= l.board_data_base);
             assert_eq!(l.board_data_base % PAGE, 0);
-            assert!(l.board_data(n - 1) + l.board_bytes <= l.total);
+            assert!(l.board_data(n - 1) + 2 * l.board_bytes <= l.total);
         }
     }
 }

@@ -28,6 +28,10 @@ use std::time::{Duration, Instant};
 /// combining work: each member reduces one block of every contribution.
 const SPLIT_REDUCE: usize = 8192;
 
+/// Reductions whose contributions total at most this many bytes collect them in any
+/// order first (no waiting on members in rank order), then combine in rank order.
+const STASH_REDUCE: usize = 32 << 10;
+
 /// How long a board wait goes before comparing what the other members announced.
 const STALL_CHECK: Duration = Duration::from_millis(200);
 
@@ -105,10 +109,11 @@ impl Run<'_> {
     fn stalled(&self, rank: u32) -> Option<Error> {
         let me = self.board.me();
         let mut ours = vec![(self.tag, self.sig())];
-        if self.board.pending(me) > 0 {
-            let t = self.board.published_tag(me);
-            if let Some(p) = self.board.peek(me, t) {
-                ours.push((t, p.sig));
+        for t in self.board.published_tags(me) {
+            if t != 0 && self.board.pending(me, t) > 0 {
+                if let Some(p) = self.board.peek(me, t) {
+                    ours.push((t, p.sig));
+                }
             }
         }
         for (j, &slot) in self.slots.iter().enumerate() {
@@ -327,12 +332,12 @@ impl Engine {
     /// Publishes `data` in this rank's slot for `readers` readers (after the readers of
     /// the previous publication are done) and wakes the members that may wait for it.
     fn board_publish(&mut self, run: &Run<'_>, data: &[u8], readers: usize) -> Result<()> {
-        let b = &run.board;
-        if !b.writable() {
+        let (b, tag) = (&run.board, run.tag);
+        if !b.writable(tag) {
             let me = run.bc.me;
-            self.board_wait(run, me, |_| Ok(b.writable()))?;
+            self.board_wait(run, me, |_| Ok(b.writable(tag)))?;
         }
-        b.own_data()[..data.len()].copy_from_slice(data);
+        b.own_data(tag)[..data.len()].copy_from_slice(data);
         b.publish(run.tag, run.sig(), data.len(), readers as u32);
         if readers > 0 {
             let me = self.rank;
@@ -356,7 +361,7 @@ impl Engine {
             return Err(run.mismatch(self.rank, run.tag, run.sig(), j, p.sig));
         }
         f(j, p.data);
-        if run.board.done(slot) == 0 {
+        if run.board.done(slot, run.tag) == 0 {
             self.shm_wake([run.bc.world[j]]);
         }
         Ok(true)
@@ -374,9 +379,19 @@ impl Engine {
     }
 
     /// Reads every other member's publication, in whatever order they become ready.
-    fn board_read_all(&mut self, run: &Run<'_>, mut f: impl FnMut(usize, &[u8])) -> Result<()> {
+    fn board_read_all(&mut self, run: &Run<'_>, f: impl FnMut(usize, &[u8])) -> Result<()> {
         let me = run.bc.me;
-        let mut left: Vec<usize> = (0..run.bc.world.len()).filter(|&j| j != me).collect();
+        let left: Vec<usize> = (0..run.bc.world.len()).filter(|&j| j != me).collect();
+        self.board_read_set(run, left, f)
+    }
+
+    /// Reads the publications of members `left`, in whatever order they become ready.
+    fn board_read_set(
+        &mut self,
+        run: &Run<'_>,
+        mut left: Vec<usize>,
+        mut f: impl FnMut(usize, &[u8]),
+    ) -> Result<()> {
         while let Some(&first) = left.first() {
             self.board_wait(run, first, |e| {
                 let mut i = 0;
@@ -407,6 +422,33 @@ impl Engine {
         let me = run.bc.me;
         let (op, dt) = (run.bc.call.op, &run.bc.call.dt);
         let op = op.ok_or_else(|| Error::InvalidOp("reduction without an operation".into()))?;
+        let w = range.len();
+        if n * w <= STASH_REDUCE {
+            // Small: take the contributions as they come, then combine in rank order.
+            let mut stash = vec![0u8; n * w];
+            let mut put = |j: usize, d: &[u8]| {
+                let d = &d[range.start.min(d.len())..range.end.min(d.len())];
+                stash[j * w..j * w + d.len()].copy_from_slice(d);
+            };
+            match own {
+                Some(d) => put(me, d),
+                None => {
+                    let p = run
+                        .board
+                        .peek(run.slots[me], run.tag)
+                        .ok_or_else(|| Error::InvalidArg("own board publication missing".into()))?;
+                    put(me, p.data);
+                }
+            }
+            let left = (0..n).filter(|&j| j != me).collect();
+            self.board_read_set(run, left, &mut put)?;
+            let k = w.min(acc.len());
+            acc[..k].copy_from_slice(&stash[..k]);
+            for j in 1..n {
+                ops::apply(op, dt, &mut acc[..k], &stash[j * w..j * w + k])?;
+            }
+            return Ok(());
+        }
         let mut failed: Option<Error> = None;
         let mut combine = |j: usize, d: &[u8]| {
             let d = &d[range.start.min(d.len())..range.end.min(d.len())];
