@@ -34,10 +34,11 @@ const SIG: usize = 8;
 const LEN: usize = 16;
 const PENDING: usize = LINE;
 const BUF_HDR: usize = 2 * LINE;
-const ANN_TAG: usize = 4 * LINE;
-const ANN_SIG: usize = 4 * LINE + 8;
-const PREV_TAG: usize = 4 * LINE + 16;
-const PREV_SIG: usize = 4 * LINE + 24;
+// Announcements: a line of HISTORY (tag, sig) pairs, then a line with the count.
+const ANN: usize = 4 * LINE;
+const ANN_COUNT: usize = 5 * LINE;
+/// Calls each rank's announcement history keeps.
+pub const HISTORY: usize = 8;
 
 /// The buffer a tag's publication lives in.
 #[inline]
@@ -137,26 +138,30 @@ impl Board {
     #[inline]
     pub fn announce(&self, tag: u64, sig: u64) {
         let me = self.me;
-        let (t, s) = (self.u64_at(me, ANN_TAG), self.u64_at(me, ANN_SIG));
-        self.u64_at(me, PREV_SIG)
-            .store(s.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.u64_at(me, PREV_TAG)
-            .store(t.load(Ordering::Relaxed), Ordering::Release);
-        s.store(sig, Ordering::Relaxed);
-        t.store(tag, Ordering::Release);
+        let count = self.u64_at(me, ANN_COUNT);
+        let n = count.load(Ordering::Relaxed);
+        let e = ANN + (n as usize % HISTORY) * 16;
+        // Tag last, so a reader that sees the tag (twice, see `announced`) sees its sig.
+        self.u64_at(me, e).store(0, Ordering::Relaxed);
+        self.u64_at(me, e + 8).store(sig, Ordering::Release);
+        self.u64_at(me, e).store(tag, Ordering::Release);
+        count.store(n + 1, Ordering::Release);
     }
 
-    /// What `slot`'s owner announced: its current call and the one before, `(tag, sig)`.
-    pub fn announced(&self, slot: usize) -> [(u64, u64); 2] {
-        let cur = (
-            self.u64_at(slot, ANN_TAG).load(Ordering::Acquire),
-            self.u64_at(slot, ANN_SIG).load(Ordering::Relaxed),
-        );
-        let prev = (
-            self.u64_at(slot, PREV_TAG).load(Ordering::Acquire),
-            self.u64_at(slot, PREV_SIG).load(Ordering::Relaxed),
-        );
-        [cur, prev]
+    /// What `slot`'s owner announced, most recent first: up to [`HISTORY`] calls
+    /// `(tag, sig)`. Entries being rewritten at that moment are left out.
+    pub fn announced(&self, slot: usize) -> Vec<(u64, u64)> {
+        let n = self.u64_at(slot, ANN_COUNT).load(Ordering::Acquire);
+        let k = (n as usize).min(HISTORY);
+        (0..k)
+            .filter_map(|i| {
+                let e = ANN + ((n as usize - 1 - i) % HISTORY) * 16;
+                let t1 = self.u64_at(slot, e).load(Ordering::Acquire);
+                let sig = self.u64_at(slot, e + 8).load(Ordering::Acquire);
+                let t2 = self.u64_at(slot, e).load(Ordering::Acquire);
+                (t1 == t2 && t1 != 0).then_some((t1, sig))
+            })
+            .collect()
     }
 
     /// Readers of the publication in the buffer `tag` picks of `slot` that have not
@@ -282,13 +287,20 @@ mod tests {
     }
 
     #[test]
-    fn announcements_keep_the_current_and_previous_call() {
+    fn announcements_keep_a_bounded_history() {
         let (a, b) = pair("ann");
         let (wa, wb) = (a.board().unwrap(), b.board().unwrap());
         wa.announce(1, 10);
         wa.announce(2, 20);
         assert_eq!(wb.announced(0), [(2, 20), (1, 10)]);
-        assert_eq!(wb.announced(1), [(0, 0), (0, 0)]);
+        assert!(wb.announced(1).is_empty());
+        for t in 3..=20 {
+            wa.announce(t, t * 10);
+        }
+        let h = wb.announced(0);
+        assert_eq!(h.len(), super::HISTORY);
+        assert_eq!(h[0], (20, 200));
+        assert_eq!(h[super::HISTORY - 1], (13, 130));
     }
 
     #[test]

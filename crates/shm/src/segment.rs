@@ -138,7 +138,7 @@ pub(crate) struct Layout {
 }
 
 /// Header lines of one board slot (see [`crate::board`]).
-pub(crate) const BOARD_HDR: usize = 5 * LINE;
+pub(crate) const BOARD_HDR: usize = 6 * LINE;
 
 impl Layout {
     fn new(n: usize, ring_bytes: usize, board_bytes: usize) -> Layout {

@@ -151,6 +151,9 @@ fn full_ring_blocks_producer_and_resumes() {
             wait_for("producer to sleep on the full ring", || {
                 t.peer_sleeping(0).unwrap()
             });
+            // The producer re-checks the ring once more after raising its flag (see the
+            // crate docs on sleeping): give it time to really fall asleep.
+            std::thread::sleep(std::time::Duration::from_millis(50));
             let mut next = 0u64;
             let mut end = false;
             while !end {

@@ -132,7 +132,74 @@ impl Run<'_> {
     }
 }
 
+/// The tag a rank announces when it enters Finalize (no call has it).
+const FINALIZE_TAG: u64 = u64::MAX;
+
 impl Engine {
+    /// At Finalize: waits until every reader of this rank's board publications is done.
+    /// When every local rank is in Finalize and one is still unread, the calls did not
+    /// match (a reader skipped it): that is a collective mismatch, named from the other
+    /// ranks' announcement history.
+    pub(crate) fn board_finalize(&mut self) -> Result<()> {
+        let Some(board) = self.board.clone() else {
+            return Ok(());
+        };
+        board.announce(FINALIZE_TAG, 0);
+        let me = board.me();
+        let n = board.ranks().len();
+        let unread = |b: &Board| {
+            b.published_tags(me)
+                .into_iter()
+                .find(|&t| t != 0 && b.pending(me, t) > 0)
+        };
+        if unread(&board).is_none() {
+            return Ok(());
+        }
+        let rank = self.rank;
+        let mut polls = 0u32;
+        let mut result = Ok(());
+        let everyone_final = |b: &Board| {
+            (0..n).all(|j| j == me || b.announced(j).first().map(|a| a.0) == Some(FINALIZE_TAG))
+        };
+        self.wait_until(Waiting::Finalize, |_| {
+            let Some(t) = unread(&board) else {
+                return true;
+            };
+            polls = polls.wrapping_add(1);
+            if !polls.is_multiple_of(64) || !everyone_final(&board) {
+                return false;
+            }
+            // Everyone is in Finalize: the readers will never come.
+            let Some(mine) = board.peek(me, t) else {
+                return true;
+            };
+            let (context, seq) = untag(t);
+            let other = (0..n)
+                .filter(|&j| j != me)
+                .find_map(|j| {
+                    board
+                        .announced(j)
+                        .into_iter()
+                        .find(|a| a.0 == t && a.1 != mine.sig)
+                        .map(|a| (board.ranks()[j], describe(a.1)))
+                })
+                .unwrap_or_else(|| {
+                    let j = (0..n).find(|&j| j != me).unwrap_or(me);
+                    (board.ranks()[j], "no matching call".into())
+                });
+            result = Err(Error::CollectiveMismatch {
+                context,
+                seq,
+                local: rank,
+                local_call: describe(mine.sig),
+                remote: other.0,
+                remote_call: other.1,
+            });
+            true
+        })?;
+        result
+    }
+
     /// Runs a blocking collective on the board. The caller checked [`fits`] and that every
     /// member is on this host's board.
     pub(crate) fn board_collective(&mut self, bc: &BoardCall<'_>) -> Result<()> {
