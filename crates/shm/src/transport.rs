@@ -264,6 +264,24 @@ impl ShmTransport {
         }
     }
 
+    /// Can every one of `ranks` (world ranks on this segment) `process_vm_readv` from every
+    /// other one? Read from the matrix in the segment, so every rank gets the same answer.
+    pub fn single_copy_among(&self, ranks: &[u32]) -> bool {
+        let layout = *self.seg.layout();
+        let locals: Option<Vec<usize>> = ranks
+            .iter()
+            .map(|r| self.seg.ranks().binary_search(r).ok())
+            .collect();
+        let Some(locals) = locals else {
+            return false;
+        };
+        locals.iter().all(|&a| {
+            locals.iter().all(|&b| {
+                a == b || self.seg.u8_at(layout.matrix(a, b)).load(Ordering::Relaxed) != 0
+            })
+        })
+    }
+
     /// The segment's collective board ([`crate::Board`]), if configured.
     pub fn board(&self) -> Option<crate::Board> {
         self.seg.board()

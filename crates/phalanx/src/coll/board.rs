@@ -28,6 +28,14 @@ use std::time::{Duration, Instant};
 /// combining work: each member reduces one block of every contribution.
 const SPLIT_REDUCE: usize = 8192;
 
+/// Blocks of at least this many bytes move with one copy when every member may read the
+/// others' memory (see `board_pull`).
+const PULL_MIN: usize = 16 << 10;
+
+/// Calls whose largest publication exceeds this stay on the point-to-point schedules
+/// (single-copy rendezvous), whatever the board size.
+const MAX_STREAM: usize = 64 << 20;
+
 /// Reductions whose contributions total at most this many bytes collect them in any
 /// order first (no waiting on members in rank order), then combine in rank order.
 const STASH_REDUCE: usize = 32 << 10;
@@ -62,6 +70,11 @@ fn tag_of(ctx: u32, seq: u32) -> u64 {
     ((u64::from(ctx) << 32) | u64::from(seq)).wrapping_add(1)
 }
 
+/// The tag of step `k` of a call (steps after the first flip bits of the context part).
+fn step_tag(base: u64, k: usize) -> u64 {
+    base ^ ((k as u64) << 48)
+}
+
 fn untag(tag: u64) -> (u32, u32) {
     let t = tag.wrapping_sub(1);
     ((t >> 32) as u32, t as u32)
@@ -82,9 +95,10 @@ fn kind_name(k: CollKind) -> &'static str {
     }
 }
 
-/// Can `kind` run on the board with these sizes (`need` = largest publication)?
+/// Can `kind` run on the board (`board` = bytes per buffer, 0 = no board; `need` = the
+/// call's largest publication, which larger calls stream in steps)?
 pub(crate) fn fits(kind: CollKind, board: usize, need: usize) -> bool {
-    board > 0 && need <= board && kind != CollKind::Split
+    board > 0 && kind != CollKind::Split && need <= MAX_STREAM
 }
 
 impl Run<'_> {
@@ -200,8 +214,9 @@ impl Engine {
         result
     }
 
-    /// Runs a blocking collective on the board. The caller checked [`fits`] and that every
-    /// member is on this host's board.
+    /// Runs a blocking collective on the board, in steps of at most one buffer each
+    /// (large calls stream through the two buffers). The caller checked [`fits`] and that
+    /// every member is on this host's board.
     pub(crate) fn board_collective(&mut self, bc: &BoardCall<'_>) -> Result<()> {
         let board = self
             .board
@@ -214,113 +229,146 @@ impl Engine {
             .collect::<Option<Vec<usize>>>()
             .ok_or_else(|| Error::InvalidArg("a member is not on this host's board".into()))?;
         let call = bc.call;
-        let run = Run {
+        let base = tag_of(call.ctx, call.seq);
+        board.announce(base, call.sig);
+        self.stats.board_collectives += 1;
+        let cap = board.capacity();
+        let p = bc.world.len();
+        let (slen, rlen) = (call.send.1, call.recv.1);
+        // Bytes per member block (or of the vector), and bytes of it per step.
+        let (block, chunk) = match bc.kind {
+            CollKind::Barrier | CollKind::Split => (0, 1),
+            CollKind::Bcast => (slen.max(rlen), cap),
+            CollKind::Gather | CollKind::Allgather => (slen, cap),
+            CollKind::Scatter => (rlen, (cap / p).max(1)),
+            CollKind::Alltoall => (slen / p.max(1), (cap / p).max(1)),
+            CollKind::Reduce | CollKind::Allreduce | CollKind::Scan => {
+                let esz = call.dt.size().max(1);
+                (slen, (cap / esz).max(1) * esz)
+            }
+        };
+        let steps = block.div_ceil(chunk).max(1);
+        // Pull where streaming would make one rank copy everybody's data (the root of a
+        // scatter, every rank of an all-to-all); broadcast, gather and all-gather stream
+        // (one copy in, readers copy out of shared pages without system calls, and the
+        // writers of a gather need not wait for the root).
+        let pull = block >= PULL_MIN
+            && matches!(bc.kind, CollKind::Scatter | CollKind::Alltoall)
+            && self.single_copy_among(bc.world);
+        let mut run = Run {
             board,
             slots,
-            tag: tag_of(call.ctx, call.seq),
+            tag: base,
             bc,
             name: kind_name(bc.kind),
         };
-        run.board.announce(run.tag, call.sig);
-        self.stats.board_collectives += 1;
+        if pull {
+            return self.board_pull(&run, block);
+        }
+        for k in 0..steps {
+            let off = k * chunk;
+            let n = chunk.min(block - off.min(block));
+            run.tag = step_tag(base, k);
+            self.board_step(&run, off, n, block)?;
+        }
+        Ok(())
+    }
+
+    /// One step: bytes `off..off + n` of every block (`stride` bytes apart in the
+    /// caller's buffers), or of the vector for reductions.
+    fn board_step(&mut self, run: &Run<'_>, off: usize, n: usize, stride: usize) -> Result<()> {
+        let bc = run.bc;
+        let call = bc.call;
         let p = bc.world.len();
         let (me, root) = (bc.me, bc.root);
         let (sp, slen) = call.send;
         let (rp, rlen) = call.recv;
         // SAFETY (for the slices below): the collective layer checked the buffer sizes
-        // against the call, and the caller's buffers outlive this blocking call.
-        let send = |off: usize, len: usize| -> &[u8] {
-            if len == 0 {
+        // against the call (every range below lies inside them), and the caller's buffers
+        // outlive this blocking call.
+        let send = |o: usize, len: usize| -> &[u8] {
+            if len == 0 || o + len > slen {
                 return &[];
             }
-            unsafe { std::slice::from_raw_parts(sp.add(off), len) }
+            unsafe { std::slice::from_raw_parts(sp.add(o), len) }
         };
-        let recv = |off: usize, len: usize| -> &mut [u8] {
-            if len == 0 {
+        let recv = |o: usize, len: usize| -> &mut [u8] {
+            if len == 0 || o + len > rlen {
                 return &mut [];
             }
-            unsafe { std::slice::from_raw_parts_mut(rp.add(off), len) }
+            unsafe { std::slice::from_raw_parts_mut(rp.add(o), len) }
         };
+        let put = |dst: &mut [u8], src: &[u8]| {
+            let k = dst.len().min(src.len());
+            dst[..k].copy_from_slice(&src[..k]);
+        };
+        // The pieces of every block (scatter, all-to-all), packed: member j's at j·n.
+        let pieces = |buf: &mut [u8]| {
+            for j in 0..p {
+                put(&mut buf[j * n..(j + 1) * n], send(j * stride + off, n));
+            }
+        };
+        fn piece(d: &[u8], me: usize, n: usize) -> &[u8] {
+            let lo = (me * n).min(d.len());
+            &d[lo..(lo + n).min(d.len())]
+        }
         match bc.kind {
             CollKind::Barrier => {
-                self.board_publish(&run, &[], p - 1)?;
-                self.board_read_all(&run, |_, _| {})?;
+                self.board_publish(run, 0, p - 1, |_| {})?;
+                self.board_read_all(run, |_, _| {})?;
             }
             CollKind::Bcast => {
                 if me == root {
-                    self.board_publish(&run, send(0, slen), p - 1)?;
+                    self.board_publish(run, n, p - 1, |b| put(b, send(off, n)))?;
                 } else {
-                    self.board_read(&run, root, |d| {
-                        let n = d.len().min(rlen);
-                        recv(0, n).copy_from_slice(&d[..n]);
-                    })?;
+                    self.board_read(run, root, |d| put(recv(off, n), d))?;
                 }
             }
             CollKind::Gather => {
-                let block = slen;
                 if me != root {
-                    self.board_publish(&run, send(0, block), 1)?;
+                    self.board_publish(run, n, 1, |b| put(b, send(off, n)))?;
                 } else {
-                    recv(me * block, block).copy_from_slice(send(0, block));
-                    self.board_read_all(&run, |j, d| {
-                        let n = d.len().min(block);
-                        recv(j * block, n).copy_from_slice(&d[..n]);
-                    })?;
+                    put(recv(me * stride + off, n), send(off, n));
+                    self.board_read_all(run, |j, d| put(recv(j * stride + off, n), d))?;
                 }
             }
             CollKind::Scatter => {
-                let block = rlen;
                 if me == root {
-                    self.board_publish(&run, send(0, p * block), p - 1)?;
-                    recv(0, block).copy_from_slice(send(me * block, block));
+                    self.board_publish(run, p * n, p - 1, pieces)?;
+                    put(recv(off, n), send(me * stride + off, n));
                 } else {
-                    self.board_read(&run, root, |d| {
-                        let lo = (me * block).min(d.len());
-                        let hi = (lo + block).min(d.len());
-                        recv(0, hi - lo).copy_from_slice(&d[lo..hi]);
-                    })?;
+                    self.board_read(run, root, |d| put(recv(off, n), piece(d, me, n)))?;
                 }
             }
             CollKind::Allgather => {
-                let block = slen;
-                self.board_publish(&run, send(0, block), p - 1)?;
-                recv(me * block, block).copy_from_slice(send(0, block));
-                self.board_read_all(&run, |j, d| {
-                    let n = d.len().min(block);
-                    recv(j * block, n).copy_from_slice(&d[..n]);
-                })?;
+                self.board_publish(run, n, p - 1, |b| put(b, send(off, n)))?;
+                put(recv(me * stride + off, n), send(off, n));
+                self.board_read_all(run, |j, d| put(recv(j * stride + off, n), d))?;
             }
             CollKind::Alltoall => {
-                let block = slen / p.max(1);
-                self.board_publish(&run, send(0, p * block), p - 1)?;
-                recv(me * block, block).copy_from_slice(send(me * block, block));
-                self.board_read_all(&run, |j, d| {
-                    let lo = (me * block).min(d.len());
-                    let hi = (lo + block).min(d.len());
-                    recv(j * block, hi - lo).copy_from_slice(&d[lo..hi]);
-                })?;
+                self.board_publish(run, p * n, p - 1, pieces)?;
+                put(recv(me * stride + off, n), send(me * stride + off, n));
+                self.board_read_all(run, |j, d| put(recv(j * stride + off, n), piece(d, me, n)))?;
             }
             CollKind::Reduce => {
-                let len = slen;
                 if me != root {
-                    self.board_publish(&run, send(0, len), 1)?;
+                    self.board_publish(run, n, 1, |b| put(b, send(off, n)))?;
                 } else {
                     // Our own contribution, kept apart in case the buffers overlap.
-                    let own = send(0, len).to_vec();
-                    self.board_reduce_in_order(&run, p, Some(&own), 0..len, recv(0, len))?;
+                    let own = send(off, n).to_vec();
+                    self.board_reduce_in_order(run, p, Some(&own), 0..n, recv(off, n))?;
                 }
             }
             CollKind::Allreduce => {
-                let len = slen;
-                self.board_publish(&run, send(0, len), p - 1)?;
+                self.board_publish(run, n, p - 1, |b| put(b, send(off, n)))?;
                 let esz = call.dt.size().max(1);
-                if len >= SPLIT_REDUCE && p > 2 && len / esz >= p {
+                if n >= SPLIT_REDUCE && p > 2 && n / esz >= p {
                     // Reduce-scatter, then all-gather: member i combines element block i
                     // of every contribution, publishes it, and reads the others' blocks.
-                    let elems = len / esz;
+                    let elems = n / esz;
                     let seg = |j: usize| (j * elems / p * esz, (j + 1) * elems / p * esz);
                     let (lo, hi) = seg(me);
-                    self.board_reduce_in_order(&run, p, None, lo..hi, recv(lo, hi - lo))?;
+                    self.board_reduce_in_order(run, p, None, lo..hi, recv(off + lo, hi - lo))?;
                     let run2 = Run {
                         board: run.board.clone(),
                         slots: run.slots.clone(),
@@ -328,20 +376,18 @@ impl Engine {
                         bc,
                         name: run.name,
                     };
-                    self.board_publish(&run2, recv(lo, hi - lo), p - 1)?;
+                    self.board_publish(&run2, hi - lo, p - 1, |b| put(b, recv(off + lo, hi - lo)))?;
                     self.board_read_all(&run2, |j, d| {
                         let (lo, hi) = seg(j);
-                        let n = d.len().min(hi - lo);
-                        recv(lo, n).copy_from_slice(&d[..n]);
+                        put(recv(off + lo, hi - lo), d)
                     })?;
                 } else {
-                    self.board_reduce_in_order(&run, p, None, 0..len, recv(0, len))?;
+                    self.board_reduce_in_order(run, p, None, 0..n, recv(off, n))?;
                 }
             }
             CollKind::Scan => {
-                let len = slen;
-                self.board_publish(&run, send(0, len), p - 1 - me)?;
-                self.board_reduce_in_order(&run, me + 1, None, 0..len, recv(0, len))?;
+                self.board_publish(run, n, p - 1 - me, |b| put(b, send(off, n)))?;
+                self.board_reduce_in_order(run, me + 1, None, 0..n, recv(off, n))?;
             }
             CollKind::Split => {
                 return Err(Error::InvalidArg(
@@ -350,6 +396,111 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// Large data movement with one copy: members publish the address of their buffer
+    /// and the others pull their bytes straight from it (`process_vm_readv`) before
+    /// releasing the publication; a member whose buffer is read returns only when every
+    /// reader is done with it.
+    fn board_pull(&mut self, run: &Run<'_>, block: usize) -> Result<()> {
+        let bc = run.bc;
+        let call = bc.call;
+        let p = bc.world.len();
+        let (me, root) = (bc.me, bc.root);
+        let (sp, slen) = call.send;
+        let (rp, rlen) = call.recv;
+        let pids: Vec<i32> = bc
+            .world
+            .iter()
+            .map(|&w| self.single_copy_pids.get(w as usize).copied().unwrap_or(0))
+            .collect();
+        let mut failed: Option<Error> = None;
+        // Pulls `len` bytes at address `a` of member j into the receive buffer at `dst`.
+        let mut pull = |j: usize, a: u64, dst: usize, len: usize| {
+            if len == 0 || dst + len > rlen {
+                return;
+            }
+            // SAFETY: the range lies inside the caller's receive buffer (checked above),
+            // which outlives this blocking call.
+            let buf = unsafe { std::slice::from_raw_parts_mut(rp.add(dst), len) };
+            if let Err(e) = phalanx_shm::read_remote(pids[j], a as usize, buf) {
+                failed.get_or_insert(Error::Io(e));
+            }
+        };
+        let addr_of = |d: &[u8]| -> u64 {
+            let mut a = [0u8; 8];
+            let n = d.len().min(8);
+            a[..n].copy_from_slice(&d[..n]);
+            u64::from_le_bytes(a)
+        };
+        let own = |dst: usize, src: usize| {
+            if src + block <= slen && dst + block <= rlen && !std::ptr::eq(sp, rp) {
+                // SAFETY: both ranges checked against the buffers just above; the send and
+                // receive buffers are distinct (a shared and a mutable borrow in the API).
+                unsafe { std::ptr::copy_nonoverlapping(sp.add(src), rp.add(dst), block) }
+            }
+        };
+        let my_addr = (sp as u64).to_le_bytes();
+        let publish = |e: &mut Engine, readers: usize| {
+            e.board_publish(run, 8, readers, |b| b.copy_from_slice(&my_addr))
+        };
+        match bc.kind {
+            CollKind::Bcast | CollKind::Scatter => {
+                let at = if bc.kind == CollKind::Scatter {
+                    me * block
+                } else {
+                    0
+                };
+                if me == root {
+                    publish(self, p - 1)?;
+                    if bc.kind == CollKind::Scatter {
+                        own(0, at);
+                    }
+                    self.board_drain(run)?;
+                } else {
+                    self.board_read(run, root, |d| pull(root, addr_of(d) + at as u64, 0, block))?;
+                }
+            }
+            CollKind::Gather => {
+                if me != root {
+                    publish(self, 1)?;
+                    self.board_drain(run)?;
+                } else {
+                    own(me * block, 0);
+                    self.board_read_all(run, |j, d| pull(j, addr_of(d), j * block, block))?;
+                }
+            }
+            CollKind::Allgather => {
+                publish(self, p - 1)?;
+                own(me * block, 0);
+                self.board_read_all(run, |j, d| pull(j, addr_of(d), j * block, block))?;
+                self.board_drain(run)?;
+            }
+            CollKind::Alltoall => {
+                publish(self, p - 1)?;
+                own(me * block, me * block);
+                let at = (me * block) as u64;
+                self.board_read_all(run, |j, d| pull(j, addr_of(d) + at, j * block, block))?;
+                self.board_drain(run)?;
+            }
+            _ => {
+                return Err(Error::InvalidArg(format!(
+                    "{} does not pull on the shared-memory board",
+                    run.name
+                )))
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until every reader of this call's publication is done (its buffer, which
+    /// they read from, may then be reused by the caller).
+    fn board_drain(&mut self, run: &Run<'_>) -> Result<()> {
+        let (b, tag, me) = (&run.board, run.tag, run.bc.me);
+        self.board_wait(run, me, |_| Ok(b.writable(tag)))
     }
 
     /// Waits (progressing the engine) until `ready` holds; after a stall, checks the other
@@ -396,16 +547,24 @@ impl Engine {
         })
     }
 
-    /// Publishes `data` in this rank's slot for `readers` readers (after the readers of
-    /// the previous publication are done) and wakes the members that may wait for it.
-    fn board_publish(&mut self, run: &Run<'_>, data: &[u8], readers: usize) -> Result<()> {
+    /// Publishes `len` bytes, written by `fill` into this rank's buffer, for `readers`
+    /// readers (after the readers of the buffer's previous publication are done), and
+    /// wakes the members that may wait for it.
+    fn board_publish(
+        &mut self,
+        run: &Run<'_>,
+        len: usize,
+        readers: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
         let (b, tag) = (&run.board, run.tag);
         if !b.writable(tag) {
             let me = run.bc.me;
             self.board_wait(run, me, |_| Ok(b.writable(tag)))?;
         }
-        b.own_data(tag)[..data.len()].copy_from_slice(data);
-        b.publish(run.tag, run.sig(), data.len(), readers as u32);
+        let len = len.min(b.capacity());
+        fill(&mut b.own_data(tag)[..len]);
+        b.publish(tag, run.sig(), len, readers as u32);
         if readers > 0 {
             let me = self.rank;
             self.shm_wake(run.bc.world.iter().copied().filter(|&w| w != me));

@@ -116,6 +116,13 @@ impl Engine {
         }
     }
 
+    /// Can every one of `world` (ranks of this host) pull from every other one's memory?
+    pub(crate) fn single_copy_among(&self, world: &[u32]) -> bool {
+        self.shm
+            .as_ref()
+            .is_some_and(|t| t.single_copy_among(world))
+    }
+
     /// Largest message sent eagerly to `dest`.
     #[inline]
     pub(crate) fn eager_limit_to(&self, dest: u32) -> usize {
