@@ -11,6 +11,7 @@
 
 use crate::coll::algos::{self, Shape};
 use crate::coll::board::BoardCall;
+use crate::coll::hier::HierCall;
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
@@ -99,13 +100,23 @@ fn algo(name: &str) -> Option<String> {
 
 fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
     let world: Vec<u32> = (0..c.size()).map(|r| c.world_rank(r)).collect();
-    let (packet, multicast, board) = call("collective", |e| {
+    let (packet, multicast, board, hosts) = call("collective", |e| {
         let board = if blocking {
             e.board_capacity(&world)
         } else {
             0
         };
-        Ok((e.coll_packet(), e.coll_multicast(), board))
+        let hosts = if blocking && board == 0 && e.shm_wanted {
+            let h: Vec<u32> = world.iter().map(|&w| e.host_of[w as usize]).collect();
+            if crate::coll::hier::worthwhile(&h) {
+                h
+            } else {
+                Vec::new()
+            }
+        } else {
+            Vec::new()
+        };
+        Ok((e.coll_packet(), e.coll_multicast(), board, hosts))
     });
     Shape {
         p: c.size() as usize,
@@ -114,6 +125,7 @@ fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
         packet,
         multicast,
         board,
+        hosts,
     }
 }
 
@@ -129,11 +141,18 @@ fn choose_board(
     p2p: &'static str,
 ) -> String {
     let forced = algo(name);
+    let k = || algo("ALLGATHER_K").unwrap_or_default();
     if crate::coll::board::fits(kind, s.board, need) && forced.as_deref().is_none_or(|a| a == "shm")
     {
-        let k = algo("ALLGATHER_K").unwrap_or_default();
-        CHOSEN.with(|c| c.set(alg_hash("shm", &k)));
+        CHOSEN.with(|c| c.set(alg_hash("shm", &k())));
         return "shm".into();
+    }
+    if !s.hosts.is_empty()
+        && crate::coll::hier::supported(kind)
+        && forced.as_deref().is_none_or(|a| a == "hier")
+    {
+        CHOSEN.with(|c| c.set(alg_hash("hier", &k())));
+        return "hier".into();
     }
     choose(name, s, mcast, p2p)
 }
@@ -213,6 +232,17 @@ fn start_with(
             ));
         }
         let planned = planned?;
+        if planned.hier {
+            e.hier_collective(&HierCall {
+                call: &call_,
+                kind,
+                root,
+                world: &sh.world,
+                hosts: &sh.hosts,
+                me: sh.me,
+            })?;
+            return Ok(None);
+        }
         if planned.board {
             e.board_collective(&BoardCall {
                 call: &call_,
@@ -220,6 +250,7 @@ fn start_with(
                 root,
                 world: &sh.world,
                 me: sh.me,
+                phase: 0,
             })?;
             return Ok(None);
         }
@@ -426,6 +457,7 @@ fn barrier_plan(s: &Shape) -> Result<Plan, Error> {
     Ok(
         match choose_board("BARRIER", s, CollKind::Barrier, 0, "mcast", "dissemination").as_str() {
             "shm" => Plan::on_board(),
+            "hier" => Plan::hierarchical(),
             "mcast" => algos::barrier_mcast(s),
             _ => algos::barrier_dissemination(s),
         },
@@ -591,6 +623,7 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         Ok(
             match choose_board("ALLREDUCE", s, CollKind::Allreduce, len, "rd", "rd").as_str() {
                 "shm" => Plan::on_board(),
+                "hier" => Plan::hierarchical(),
                 "reduce_bcast" => {
                     let mut plan = algos::reduce_binomial(s, 0, len);
                     let b = if s.multicast {

@@ -156,7 +156,7 @@ fn mr_netns_mixed_shared_memory_and_udp() {
             &example("collectives").display().to_string(),
             "65536",
         ],
-        &[],
+        &[("PHALANX_STATS", "1")],
         LIMIT,
     );
     assert!(r.ok(), "{}", r.dump());
@@ -166,4 +166,55 @@ fn mr_netns_mixed_shared_memory_and_udp() {
         "{}",
         r.dump()
     );
+    // Blocking broadcast/reduce/all-reduce/barrier of the world ran hierarchically on
+    // every rank (the split halves, one rank per host, did not need it).
+    let hier: Vec<u64> = r
+        .stderr
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("hier_collectives="))
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    assert_eq!(hier.len(), 4, "{}", r.dump());
+    assert!(hier.iter().all(|&h| h > 20), "{hier:?}\n{}", r.dump());
+}
+
+#[test]
+fn mr_netns_hierarchical_collectives_three_hosts() {
+    // Three hosts with three ranks each (nine ranks on the machine's cores): every
+    // collective, every root, with the hierarchical forms and with them switched off.
+    let net = TestNet::create(3).expect("test hosts (network namespaces) must be available");
+    let hf = hostfile_slots(&net, 3);
+    let hosts = hf.0.display().to_string();
+    let ex = example("collectives").display().to_string();
+    for env in [
+        vec![("PHALANX_STATS", "1")],
+        vec![
+            ("PHALANX_STATS", "1"),
+            ("PHALANX_COLL_BCAST", "binomial"),
+            ("PHALANX_COLL_ALLREDUCE", "rd"),
+            ("PHALANX_COLL_REDUCE", "binomial"),
+            ("PHALANX_COLL_BARRIER", "dissemination"),
+        ],
+    ] {
+        let r = run(&["--hostfile", &hosts, &ex, "16384"], &env, LIMIT);
+        assert!(r.ok(), "{env:?}\n{}", r.dump());
+        assert_eq!(
+            r.stdout.matches("all collectives ok").count(),
+            9,
+            "{}",
+            r.dump()
+        );
+        let hier: u64 = r
+            .stderr
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("hier_collectives="))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum();
+        assert_eq!(
+            hier > 0,
+            env.len() == 1,
+            "{env:?} hier={hier}\n{}",
+            r.dump()
+        );
+    }
 }

@@ -25,6 +25,9 @@ pub struct Shape {
     /// Bytes per slot of the shared-memory board when this (blocking) call may run on it
     /// (every member on this host's board); 0 otherwise.
     pub board: usize,
+    /// Host of each member, when this (blocking) call may run hierarchically (members on
+    /// several hosts, shared memory configured); empty otherwise.
+    pub hosts: Vec<u32>,
 }
 
 impl Shape {

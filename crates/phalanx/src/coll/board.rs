@@ -53,6 +53,9 @@ pub(crate) struct BoardCall<'a> {
     pub world: &'a [u32],
     /// This member.
     pub me: usize,
+    /// Phase of a call made of several board operations (hierarchical collectives): it
+    /// keeps their tags apart. 0 for a plain board collective.
+    pub phase: u8,
 }
 
 /// Per-call state shared by the steps.
@@ -70,9 +73,10 @@ fn tag_of(ctx: u32, seq: u32) -> u64 {
     ((u64::from(ctx) << 32) | u64::from(seq)).wrapping_add(1)
 }
 
-/// The tag of step `k` of a call (steps after the first flip bits of the context part).
+/// The tag of step `k` of a call: steps after the first flip bits of the context part,
+/// and alternate the lowest bit so consecutive steps use alternate buffers.
 fn step_tag(base: u64, k: usize) -> u64 {
-    base ^ ((k as u64) << 48)
+    base ^ ((k as u64) << 48) ^ (k as u64 & 1)
 }
 
 fn untag(tag: u64) -> (u32, u32) {
@@ -229,7 +233,7 @@ impl Engine {
             .collect::<Option<Vec<usize>>>()
             .ok_or_else(|| Error::InvalidArg("a member is not on this host's board".into()))?;
         let call = bc.call;
-        let base = tag_of(call.ctx, call.seq);
+        let base = tag_of(call.ctx, call.seq) ^ (u64::from(bc.phase) << 56);
         board.announce(base, call.sig);
         self.stats.board_collectives += 1;
         let cap = board.capacity();

@@ -13,6 +13,7 @@
 
 pub mod algos;
 pub(crate) mod board;
+pub(crate) mod hier;
 pub(crate) mod net;
 pub mod ops;
 pub mod schedule;
@@ -251,6 +252,7 @@ impl Sched {
 }
 
 /// What a collective call hands the engine.
+#[derive(Clone)]
 pub struct CollCall {
     /// Communicator context.
     pub ctx: u32,

@@ -97,9 +97,19 @@ pub struct Plan {
     pub tmps: Vec<usize>,
     /// Run on the shared-memory board instead (no rounds; blocking calls only).
     pub board: bool,
+    /// Run hierarchically instead: boards inside hosts, the network between them.
+    pub hier: bool,
 }
 
 impl Plan {
+    /// The plan of a call that runs hierarchically (boards and network).
+    pub fn hierarchical() -> Plan {
+        Plan {
+            hier: true,
+            ..Plan::default()
+        }
+    }
+
     /// The plan of a call that runs on the shared-memory board.
     pub fn on_board() -> Plan {
         Plan {

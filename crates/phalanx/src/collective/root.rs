@@ -220,6 +220,7 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
         Ok(
             match choose_board("BCAST", s, CollKind::Bcast, len, "mcast", "binomial").as_str() {
                 "shm" => Plan::on_board(),
+                "hier" => Plan::hierarchical(),
                 "mcast" => algos::bcast_mcast(s, root, Buf::Recv, len),
                 _ => algos::bcast_binomial(s, root, Buf::Recv, len),
             },
@@ -337,6 +338,7 @@ fn reduce_spec<'c, S: ?Sized + Buffer>(
             match choose_board("REDUCE", s, CollKind::Reduce, len, "binomial", "binomial").as_str()
             {
                 "shm" => Plan::on_board(),
+                "hier" => Plan::hierarchical(),
                 _ => algos::reduce_binomial(s, root, len),
             },
         )

@@ -69,6 +69,12 @@ pub struct Engine {
     shm: Option<Box<phalanx_shm::ShmTransport>>,
     /// The segment's collective board (blocking collectives among ranks of this host).
     pub(crate) board: Option<phalanx_shm::Board>,
+    /// Per world rank: index of its host (boot id + network namespace), numbered in
+    /// order of first appearance in the rank table (the same on every rank).
+    pub(crate) host_of: Vec<u32>,
+    /// The configuration asks for shared memory between ranks of one host (the same on
+    /// every rank of a job: `PHALANX_TRANSPORT` and `PHALANX_FAULTS`).
+    pub(crate) shm_wanted: bool,
     /// Per world rank: its pid when this rank may `process_vm_readv` from it, else 0.
     pub(crate) single_copy_pids: Vec<i32>,
     /// Careful protocol for UDP peers when the network is declared reliable.
@@ -170,6 +176,7 @@ impl Engine {
                 env.rank
             );
         }
+        let no_faults = faults.is_none();
         let shm = shm::setup(kind, faults.is_some(), &table, &me, env.rank)?;
         let transport: Box<dyn Transport> = match faults {
             Some(f) => Box::new(Faulty::new(udp, f, env.rank)),
@@ -186,6 +193,20 @@ impl Engine {
             local_ranks,
         );
         engine.careful = careful_net::setup(table.job_key, env.rank, env.size)?;
+        let mut hosts: Vec<(&str, u64)> = Vec::new();
+        for (r, e) in table.endpoints.iter().enumerate() {
+            let h = (e.host.boot_id.as_str(), e.host.netns_ino);
+            let i = hosts.iter().position(|x| *x == h).unwrap_or_else(|| {
+                hosts.push(h);
+                hosts.len() - 1
+            });
+            engine.host_of[r] = i as u32;
+        }
+        engine.shm_wanted = match kind {
+            phalanx_transport::TransportKind::Udp => false,
+            phalanx_transport::TransportKind::Shm => true,
+            phalanx_transport::TransportKind::Auto => no_faults,
+        };
         if let Some(t) = shm {
             for &p in t.peers() {
                 engine.shm_peers[p as usize] = true;
@@ -239,6 +260,8 @@ impl Engine {
             shm: None,
             board: None,
             single_copy_pids: vec![0; size as usize],
+            host_of: vec![0; size as usize],
+            shm_wanted: false,
             shm_eager_limit: cfg.eager_limit.unwrap_or(SHM_EAGER_LIMIT),
             readable_by: vec![false; size as usize],
             careful: None,

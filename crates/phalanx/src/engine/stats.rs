@@ -52,6 +52,8 @@ pub struct Stats {
     pub single_copies: u64,
     /// Blocking collectives run on the shared-memory board.
     pub board_collectives: u64,
+    /// Blocking collectives run hierarchically (boards inside hosts, network between).
+    pub hier_collectives: u64,
     /// Injected faults: dropped datagrams.
     pub faults_dropped: u64,
     /// Injected faults: duplicated datagrams.
@@ -69,7 +71,7 @@ impl fmt::Display for Stats {
              drop_invalid={} drop_no_buffer={} kernel_drops={} send_errors={} sleeps={} \
              faults_dropped={} faults_duplicated={} faults_reordered={} drop_not_target={} \
              urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
-             shm_received={} single_copies={} board_collectives={}",
+             shm_received={} single_copies={} board_collectives={} hier_collectives={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -95,7 +97,8 @@ impl fmt::Display for Stats {
             self.shm_sent,
             self.shm_received,
             self.single_copies,
-            self.board_collectives
+            self.board_collectives,
+            self.hier_collectives
         )
     }
 }

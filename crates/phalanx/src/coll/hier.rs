@@ -1,0 +1,247 @@
+//! Hierarchical collectives for jobs that span hosts: shared memory inside a host, the
+//! network between hosts.
+//!
+//! Contract: the algorithm `hier` runs a *blocking* broadcast, reduce, all-reduce or
+//! barrier of a communicator whose members live on several hosts, at least one of them
+//! holding two or more members, when shared memory is configured (`PHALANX_TRANSPORT`
+//! `auto` without `PHALANX_FAULTS`, or `shm`). It is the default there;
+//! `PHALANX_COLL_<NAME>=hier` names it, any other algorithm name avoids it. Every rank
+//! derives the same plan from the same facts (the member list and each member's host):
+//! * the hosts, in order of their first member; on each host a *leader*: the root when it
+//!   lives there (rooted calls), else the host's first member;
+//! * the members of a host meet on its shared-memory board
+//!   ([`crate::coll::board`]), each phase under its own tag;
+//! * the leaders run the network algorithm among themselves (multicast where available,
+//!   else the point-to-point one) under the call's own context and sequence number, which
+//!   no other member uses for anything.
+//!
+//! Broadcast: leaders broadcast from the root, then every leader broadcasts on its board.
+//! Reduce: every board reduces to its leader, then the leaders reduce to the root.
+//! All-reduce: board reduce to the leader, leaders all-reduce, board broadcast. Barrier:
+//! the board gathers to the leader, the leaders barrier, the board releases. Reductions
+//! therefore combine in (host, rank) order; with floating point the result can differ in
+//! rounding from a flat reduction, as MPI allows.
+
+use super::algos::{self, Shape};
+use super::board::BoardCall;
+use super::schedule::{Buf, Plan};
+use super::{CollCall, CollKind};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+
+/// Kinds that have a hierarchical form.
+pub(crate) fn supported(kind: CollKind) -> bool {
+    matches!(
+        kind,
+        CollKind::Bcast | CollKind::Reduce | CollKind::Allreduce | CollKind::Barrier
+    )
+}
+
+/// Do these hosts (one per member) call for the hierarchical form: several hosts, and a
+/// host with more than one member?
+pub(crate) fn worthwhile(hosts: &[u32]) -> bool {
+    let first = hosts.first().copied();
+    let several = hosts.iter().any(|&h| Some(h) != first);
+    let shared = hosts
+        .iter()
+        .enumerate()
+        .any(|(i, h)| hosts[i + 1..].contains(h));
+    several && shared
+}
+
+/// One blocking hierarchical collective.
+pub(crate) struct HierCall<'a> {
+    pub call: &'a CollCall,
+    pub kind: CollKind,
+    /// Root (communicator rank); 0 for unrooted kinds.
+    pub root: usize,
+    /// World rank of each member.
+    pub world: &'a [u32],
+    /// Host of each member.
+    pub hosts: &'a [u32],
+    /// This member.
+    pub me: usize,
+}
+
+impl Engine {
+    /// Runs a hierarchical collective (see the module docs).
+    pub(crate) fn hier_collective(&mut self, hc: &HierCall<'_>) -> Result<()> {
+        let (p, me) = (hc.world.len(), hc.me);
+        self.stats.hier_collectives += 1;
+        let rooted = matches!(hc.kind, CollKind::Bcast | CollKind::Reduce);
+        let mut order: Vec<u32> = Vec::new();
+        for &h in hc.hosts {
+            if !order.contains(&h) {
+                order.push(h);
+            }
+        }
+        let leader_of = |h: u32| -> usize {
+            if rooted && hc.hosts[hc.root] == h {
+                hc.root
+            } else {
+                (0..p).find(|&i| hc.hosts[i] == h).unwrap_or(0)
+            }
+        };
+        let leaders: Vec<usize> = order.iter().map(|&h| leader_of(h)).collect();
+        let my_host = hc.hosts[me];
+        let local: Vec<usize> = (0..p).filter(|&i| hc.hosts[i] == my_host).collect();
+        let my_leader = leader_of(my_host);
+        let local_world: Vec<u32> = local.iter().map(|&i| hc.world[i]).collect();
+        let lme = local.iter().position(|&i| i == me).unwrap_or(0);
+        let lleader = local.iter().position(|&i| i == my_leader).unwrap_or(0);
+        let leader_world: Vec<u32> = leaders.iter().map(|&i| hc.world[i]).collect();
+        let li = leaders.iter().position(|&i| i == me);
+        let root_li = leaders.iter().position(|&i| i == hc.root).unwrap_or(0);
+        let call = hc.call;
+        let len = call.send.1.max(call.recv.1);
+        let on_board = |e: &mut Engine, kind, send, recv, phase| -> Result<()> {
+            if local.len() < 2 {
+                return Ok(());
+            }
+            let sub = CollCall {
+                send,
+                recv,
+                ..call.clone()
+            };
+            e.board_collective(&BoardCall {
+                call: &sub,
+                kind,
+                root: lleader,
+                world: &local_world,
+                me: lme,
+                phase,
+            })
+        };
+        let shape = |e: &Engine, li: usize| Shape {
+            p: leaders.len(),
+            me: li,
+            world: leader_world.clone(),
+            packet: e.coll_packet(),
+            multicast: e.coll_multicast(),
+            board: 0,
+            hosts: Vec::new(),
+        };
+        let network = |e: &mut Engine, send, recv, plan: Plan| -> Result<()> {
+            let sub = CollCall {
+                send,
+                recv,
+                ..call.clone()
+            };
+            let id = e.start_collective(sub, plan)?;
+            e.wait(id).map(|_| ())
+        };
+        let (sp, rp) = (call.send.0, call.recv.0);
+        match hc.kind {
+            CollKind::Bcast => {
+                let buf = (rp, len);
+                if let (Some(li), true) = (li, leaders.len() > 1) {
+                    let s = shape(self, li);
+                    let plan = if s.multicast && s.p > 2 {
+                        algos::bcast_mcast(&s, root_li, Buf::Recv, len)
+                    } else {
+                        algos::bcast_binomial(&s, root_li, Buf::Recv, len)
+                    };
+                    network(self, (rp as *const u8, len), buf, plan)?;
+                }
+                on_board(self, CollKind::Bcast, (rp as *const u8, len), buf, 1)?;
+            }
+            CollKind::Reduce => {
+                // The leader's partial result: the root's receive buffer, or a temporary.
+                let mut tmp = Vec::new();
+                let partial: *mut u8 = if me == hc.root {
+                    rp
+                } else if me == my_leader {
+                    tmp.resize(call.send.1, 0u8);
+                    tmp.as_mut_ptr()
+                } else {
+                    std::ptr::null_mut()
+                };
+                let n = call.send.1;
+                if local.len() > 1 {
+                    on_board(self, CollKind::Reduce, (sp, n), (partial, n), 1)?;
+                } else if me != hc.root {
+                    // Alone on its host: the leader's partial is its own contribution.
+                    tmp.copy_from_slice(send_slice(sp, n));
+                } else {
+                    copy(sp, rp, n);
+                }
+                if let (Some(li), true) = (li, leaders.len() > 1) {
+                    let s = shape(self, li);
+                    let plan = algos::reduce_binomial(&s, root_li, n);
+                    let own = if me == hc.root {
+                        // The root's partial must not be the buffer it receives into.
+                        tmp = send_slice(rp, n).to_vec();
+                        tmp.as_ptr()
+                    } else {
+                        tmp.as_ptr()
+                    };
+                    let into = if me == hc.root {
+                        (rp, n)
+                    } else {
+                        (std::ptr::null_mut(), 0)
+                    };
+                    network(self, (own, n), into, plan)?;
+                }
+            }
+            CollKind::Allreduce => {
+                let n = call.send.1;
+                if local.len() > 1 {
+                    let into = if me == my_leader {
+                        (rp, n)
+                    } else {
+                        (std::ptr::null_mut(), 0)
+                    };
+                    on_board(self, CollKind::Reduce, (sp, n), into, 1)?;
+                } else {
+                    copy(sp, rp, n);
+                }
+                if let (Some(li), true) = (li, leaders.len() > 1) {
+                    let s = shape(self, li);
+                    let plan = algos::allreduce(&s, n);
+                    let partial = send_slice(rp, n).to_vec();
+                    network(self, (partial.as_ptr(), n), (rp, n), plan)?;
+                }
+                on_board(self, CollKind::Bcast, (rp as *const u8, n), (rp, n), 2)?;
+            }
+            CollKind::Barrier => {
+                let none = (std::ptr::null::<u8>(), 0);
+                let nowhere = (std::ptr::null_mut::<u8>(), 0);
+                on_board(self, CollKind::Gather, none, nowhere, 1)?;
+                if let (Some(li), true) = (li, leaders.len() > 1) {
+                    let s = shape(self, li);
+                    let plan = if s.multicast && s.p > 2 {
+                        algos::barrier_mcast(&s)
+                    } else {
+                        algos::barrier_dissemination(&s)
+                    };
+                    network(self, none, nowhere, plan)?;
+                }
+                on_board(self, CollKind::Bcast, none, nowhere, 2)?;
+            }
+            _ => {
+                return Err(Error::InvalidArg(format!(
+                    "{:?} has no hierarchical form",
+                    hc.kind
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `n` bytes at `p` (the collective layer checked the caller's buffer sizes).
+fn send_slice<'a>(p: *const u8, n: usize) -> &'a [u8] {
+    if n == 0 || p.is_null() {
+        return &[];
+    }
+    // SAFETY: a caller's buffer of at least `n` bytes that outlives the blocking call.
+    unsafe { std::slice::from_raw_parts(p, n) }
+}
+
+/// Copies `n` bytes from `src` to `dst` unless they are the same buffer.
+fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    if n > 0 && !src.is_null() && !dst.is_null() && !std::ptr::eq(src, dst) {
+        // SAFETY: the caller's distinct send and receive buffers, both at least `n` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
+    }
+}
