@@ -6,6 +6,12 @@ Creates N namespaces with veth pairs on a private bridge (MTU 1500, like a LAN),
 and =binomial for PAIRS pairs, and prints the median latency of each and their ratio
 per size. Everything it creates is removed at exit (also on Ctrl-C or failure).
 
+Environment (defaults give the comparison above):
+  TEST=bcast            phalanx-bench test (bcast, allreduce, reduce, barrier, ...)
+  ALGOS="mcast binomial" the two PHALANX_COLL_<TEST> values compared (first = new)
+  SLOTS=1               ranks per namespace (e.g. SLOTS=3 ALGOS="hier mcast" compares
+                        hierarchical collectives with flat multicast ones)
+
 Usage: bench/netns_bcast.py [N=8] [PAIRS=5] [-- extra phalanx-bench args]
 Needs root and iproute2. Builds nothing: run
 `cargo build --release --workspace --bins` first (or set PHALANX_TARGET).
@@ -54,10 +60,15 @@ class Net:
         sh("ip", "link", "del", self.bridge, check=False)
 
 
+TEST = os.environ.get("TEST", "bcast")
+ALGOS = os.environ.get("ALGOS", "mcast binomial").split()
+SLOTS = int(os.environ.get("SLOTS", "1"))
+
+
 def run(hostfile, algo, extra):
-    env = dict(os.environ, PHALANX_COLL_BCAST=algo)
+    env = dict(os.environ, **{f"PHALANX_COLL_{TEST.upper()}": algo})
     cmd = [os.path.join(TARGET, "phalanx"), "run", "--hostfile", hostfile, "--timeout", "300",
-           os.path.join(TARGET, "phalanx-bench"), "bcast"] + extra
+           os.path.join(TARGET, "phalanx-bench"), TEST] + extra
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     if out.returncode != 0:
         sys.exit(f"{algo} run failed:\n{out.stdout}\n{out.stderr}")
@@ -82,23 +93,25 @@ def main():
     net = Net(n)
     try:
         with tempfile.NamedTemporaryFile("w", suffix=".hosts", delete=False) as f:
-            f.write("".join(f"netns:{ns}\n" for ns in net.names))
+            f.write("".join(f"netns:{ns} slots={SLOTS}\n" for ns in net.names))
             hostfile = f.name
-        runs = {"mcast": [], "binomial": []}
+        runs = {a: [] for a in ALGOS}
         for p in range(pairs):
-            for algo in ("mcast", "binomial"):
+            for algo in ALGOS:
                 print(f"== pair {p + 1}/{pairs}: {algo}", file=sys.stderr)
                 runs[algo].append(run(hostfile, algo, extra))
         os.unlink(hostfile)
     finally:
         net.close()
-    sizes = sorted(set().union(*[r.keys() for r in runs["mcast"]]))
-    print(f"# Bcast across {n} namespaces (veth MTU 1500), medians of {pairs} alternating runs")
-    print(f"# {'Size':<10}{'mcast (us)':>14}{'binomial (us)':>16}{'speed-up':>10}")
+    a, b = ALGOS
+    sizes = sorted(set().union(*[r.keys() for r in runs[a]]))
+    print(f"# {TEST} across {n} namespaces x {SLOTS} ranks (veth MTU 1500), "
+          f"medians of {pairs} alternating runs")
+    print(f"# {'Size':<10}{a + ' (us)':>14}{b + ' (us)':>16}{'speed-up':>10}")
     for s in sizes:
-        m = statistics.median(r[s] for r in runs["mcast"] if s in r)
-        b = statistics.median(r[s] for r in runs["binomial"] if s in r)
-        print(f"{s:<12}{m:>14.2f}{b:>16.2f}{b / m:>10.2f}")
+        m = statistics.median(r[s] for r in runs[a] if s in r)
+        o = statistics.median(r[s] for r in runs[b] if s in r)
+        print(f"{s:<12}{m:>14.2f}{o:>16.2f}{o / m:>10.2f}")
 
 
 if __name__ == "__main__":
