@@ -9,6 +9,9 @@
 //! * [`ShmTransport`] — built from a segment ([`ShmTransport::new`]): per ordered pair of
 //!   local ranks a single-producer/single-consumer ring, an eventfd per rank for sleeping,
 //!   and the single-copy capability matrix (`process_vm_readv`).
+//! * [`Board`] — the collective board in the same segment ([`ShmTransport::board`]): per
+//!   local rank a slot of two buffers written by their owner and read by many (see the
+//!   `board` module for its contract); the engine runs blocking collectives on it.
 //!
 //! # Rings (contract)
 //! * One ring per ordered pair (A→B), `ShmConfig::ring_bytes` bytes of 64-byte cells
