@@ -2,7 +2,7 @@
 //!
 //! Contract: [`initialize`] starts the engine once per process on the calling thread;
 //! dropping the [`Universe`] runs Finalize (drain, report to the launcher, wait for
-//! release). Every facade call reaches the engine through [`with_engine`]; a call from
+//! release). Every facade call reaches the engine through `with_engine`; a call from
 //! another thread, before initialize or after finalize is an error, never undefined
 //! behaviour.
 

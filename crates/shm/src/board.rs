@@ -148,7 +148,7 @@ impl Board {
         count.store(n + 1, Ordering::Release);
     }
 
-    /// What `slot`'s owner announced, most recent first: up to [`HISTORY`] calls
+    /// What `slot`'s owner announced, most recent first: up to `HISTORY` (8) calls
     /// `(tag, sig)`. Entries being rewritten at that moment are left out.
     pub fn announced(&self, slot: usize) -> Vec<(u64, u64)> {
         let n = self.u64_at(slot, ANN_COUNT).load(Ordering::Acquire);
