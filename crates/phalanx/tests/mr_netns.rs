@@ -218,3 +218,34 @@ fn mr_netns_hierarchical_collectives_three_hosts() {
         );
     }
 }
+
+#[test]
+fn mr_netns_applications_over_a_mix() {
+    // Two hosts with two ranks each (shared memory inside, UDP between, hierarchical
+    // collectives): the seed-000 applications and Jacobi reproduce their sequential runs.
+    let net = TestNet::create(2).expect("test hosts (network namespaces) must be available");
+    let hf = hostfile_slots(&net, 2);
+    let hosts = hf.0.display().to_string();
+    for (name, args) in [
+        ("matmul", vec!["37", "1"]),
+        ("spmv", vec!["101", "3", "25"]),
+        ("jacobi", vec!["13", "150"]),
+    ] {
+        let ex = example(name).display().to_string();
+        let mut argv = vec!["--hostfile", &hosts, &ex];
+        argv.extend(args.iter().copied());
+        let r = run(&argv, &[], LIMIT);
+        assert!(r.ok(), "{name}\n{}", r.dump());
+        let report: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter(|l| l.contains(&format!("{name}: ")))
+            .collect();
+        assert_eq!(report.len(), 1, "{name}: one report line\n{}", r.dump());
+        assert!(
+            report[0].contains("p=4,") && !report[0].contains("MISMATCH"),
+            "{}",
+            r.dump()
+        );
+    }
+}
