@@ -202,11 +202,13 @@ impl Engine {
             });
             engine.host_of[r] = i as u32;
         }
+        // Hierarchical collectives need every multi-rank host's board: the same answer
+        // on every rank (configuration only).
         engine.shm_wanted = match kind {
             phalanx_transport::TransportKind::Udp => false,
             phalanx_transport::TransportKind::Shm => true,
             phalanx_transport::TransportKind::Auto => no_faults,
-        };
+        } && phalanx_shm::ShmConfig::from_env().board_bytes > 0;
         if let Some(t) = shm {
             for &p in t.peers() {
                 engine.shm_peers[p as usize] = true;
