@@ -39,7 +39,7 @@ fn len(cnt: c_int, datatype: Handle) -> CResult<usize> {
     Ok(count(cnt)? * datatype_of(datatype)?.size)
 }
 
-fn same_block(send: usize, recv: usize) -> CResult {
+pub(crate) fn same_block(send: usize, recv: usize) -> CResult {
     if send != recv {
         return Err(err(
             MPI_ERR_TRUNCATE,

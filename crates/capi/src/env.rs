@@ -56,12 +56,23 @@ export!(MPI_Query_thread, PMPI_Query_thread, (provided: *mut c_int) -> c_int {
     guard("MPI_Query_thread", WORLD, || unsafe { out(provided, MPI_THREAD_FUNNELED) })
 });
 
+export!(MPI_Is_thread_main, PMPI_Is_thread_main, (flag: *mut c_int) -> c_int {
+    guard("MPI_Is_thread_main", WORLD, || {
+        // The state is thread-local: only the thread that called MPI_Init has a universe.
+        let main = state::with(|s| s.universe.is_some());
+        // SAFETY: the caller passes a writable int.
+        unsafe { out(flag, main as c_int) }
+    })
+});
+
 export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
     guard("MPI_Finalize", WORLD, || {
         // MPI: the attributes of MPI_COMM_SELF are deleted first.
         if state::comm(COMM_SELF as Handle).is_ok() {
             crate::attrs::delete_all(COMM_SELF as Handle)?;
         }
+        // Buffered sends still in flight complete first.
+        crate::bsend::drain();
         let (reqs, freed, comms, u) = state::with(|s| {
             (std::mem::take(&mut s.reqs), std::mem::take(&mut s.freed),
              std::mem::take(&mut s.comms), s.universe.take())

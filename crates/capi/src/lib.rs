@@ -28,6 +28,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 pub mod attrs;
+pub mod bsend;
 pub mod coll;
 pub mod coll_dt;
 pub mod coll_more;
@@ -38,9 +39,11 @@ pub mod groups;
 pub mod localop;
 pub mod misc;
 pub mod nbc;
+pub mod nbc_v;
 pub mod ops;
 pub mod p2p;
 pub mod p2p_more;
+pub mod persist;
 pub mod state;
 pub mod stubs;
 pub mod stubs_gen;
@@ -73,7 +76,17 @@ pub fn err(class: c_int, msg: impl Into<String>) -> CErr {
 
 /// Runs an exported body: catches panics and sends errors to `comm`'s error handler.
 pub fn guard(name: &str, comm: Handle, f: impl FnOnce() -> CResult) -> c_int {
-    let e = match catch_unwind(AssertUnwindSafe(f)) {
+    guard_on(name, |c| {
+        *c = comm;
+        f()
+    })
+}
+
+/// As [`guard`], for calls whose communicator the body finds (e.g. a request's): the body
+/// sets `*comm` (world's until it does); errors and panics go to that handler.
+pub fn guard_on(name: &str, f: impl FnOnce(&mut Handle) -> CResult) -> c_int {
+    let mut comm = consts::COMM_WORLD as Handle;
+    let e = match catch_unwind(AssertUnwindSafe(|| f(&mut comm))) {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(e)) => e,
         Err(p) => {

@@ -14,7 +14,7 @@
 use crate::consts::*;
 use crate::env::write_str;
 use crate::p2p::{complete, put_status};
-use crate::state::{self, ReqEntry};
+use crate::state;
 use crate::{err, export, guard, out, CResult};
 use phalanx::topology::Color;
 use std::cell::RefCell;
@@ -28,12 +28,12 @@ const INFO_ENV: usize = 0x131;
 export!(MPI_Request_get_status, PMPI_Request_get_status,
         (request: Handle, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     guard("MPI_Request_get_status", WORLD, || {
-        let st = if request as usize == REQUEST_NULL {
+        let st = if request as usize == REQUEST_NULL || crate::p2p::is_inactive(request) {
             Some(MPI_Status::empty(MPI_ANY_SOURCE))
         } else {
             let st = complete(request, false)?;
             if let Some(st) = st {
-                state::with(|s| s.reqs.insert(request as usize, ReqEntry::Done(st)));
+                crate::p2p::park(request, st);
             }
             st
         };

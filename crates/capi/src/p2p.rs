@@ -11,6 +11,10 @@
 //! touching the buffer) only when `MPI_Wait*`/`MPI_Test` completes it or `MPI_Finalize`
 //! drops it (which waits for it). So the slice is never used after the C program may
 //! legitimately reuse or free the memory, and nothing else aliases it meanwhile.
+//!
+//! Completion (`complete`) serves every request kind: a completed request leaves the
+//! table and its handle becomes `MPI_REQUEST_NULL`, except a persistent one
+//! ([`crate::persist`]), which stays, inactive, under the same handle (`release`).
 
 use crate::consts::*;
 use crate::env::datatype_of;
@@ -257,6 +261,46 @@ export!(MPI_Recv, PMPI_Recv,
     })
 });
 
+/// The request of a nonblocking send (synchronous when `sync`: completes once the
+/// receive matched), started now.
+///
+/// # Safety
+/// `buf` holds `cnt` elements of `datatype`, valid and unmodified until completion.
+pub(crate) unsafe fn isend_entry(
+    buf: *const c_void,
+    cnt: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> CResult<ReqEntry> {
+    let s = dside(comm, cnt, datatype, dest, tag, false)?;
+    let Some(d) = s.peer else {
+        return Ok(ReqEntry::Done(MPI_Status::empty(MPI_PROC_NULL)));
+    };
+    let (staged, b): (_, &'static [u8]) = match &s.derived {
+        // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
+        None => (None, unsafe { bytes(buf, s.len)? }),
+        Some((l, n)) => {
+            // SAFETY: the caller passes count readable elements.
+            let (st, v) = Staged::new(unsafe { pack(l, buf, *n)? }, None);
+            (Some(st), v)
+        }
+    };
+    let p = s.comm.process_at_rank(d);
+    let req = if sync {
+        p.immediate_synchronous_send_with_tag(StaticScope, b, s.tag)
+    } else {
+        p.immediate_send_with_tag(StaticScope, b, s.tag)
+    };
+    Ok(ReqEntry::Live {
+        req: LiveReq::Bytes(req),
+        comm: comm as usize,
+        staged,
+    })
+}
+
 /// `MPI_Isend` (or `MPI_Issend` when `sync`: completes once the receive matched).
 pub(crate) fn isend_impl(
     name: &str,
@@ -270,35 +314,12 @@ pub(crate) fn isend_impl(
     sync: bool,
 ) -> c_int {
     guard(name, comm, || {
-        let s = dside(comm, cnt, datatype, dest, tag, false)?;
         if request.is_null() {
+            dside(comm, cnt, datatype, dest, tag, false)?;
             return Err(err(MPI_ERR_ARG, "null request pointer"));
         }
-        let e = match s.peer {
-            None => ReqEntry::Done(MPI_Status::empty(MPI_PROC_NULL)),
-            Some(d) => {
-                let (staged, b): (_, &'static [u8]) = match &s.derived {
-                    // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
-                    None => (None, unsafe { bytes(buf, s.len)? }),
-                    Some((l, n)) => {
-                        // SAFETY: the caller passes count readable elements.
-                        let (st, v) = Staged::new(unsafe { pack(l, buf, *n)? }, None);
-                        (Some(st), v)
-                    }
-                };
-                let p = s.comm.process_at_rank(d);
-                let req = if sync {
-                    p.immediate_synchronous_send_with_tag(StaticScope, b, s.tag)
-                } else {
-                    p.immediate_send_with_tag(StaticScope, b, s.tag)
-                };
-                ReqEntry::Live {
-                    req: LiveReq::Bytes(req),
-                    comm: comm as usize,
-                    staged,
-                }
-            }
-        };
+        // SAFETY: the caller's buffer (MPI nonblocking contract).
+        let e = unsafe { isend_entry(buf, cnt, datatype, dest, tag, comm, sync)? };
         // SAFETY: non-null, writable (MPI contract).
         unsafe { out(request, state::add_req(e)) }
     })
@@ -310,64 +331,148 @@ export!(MPI_Isend, PMPI_Isend,
     isend_impl("MPI_Isend", buf, cnt, datatype, dest, tag, comm, request, false)
 });
 
+/// The request of a nonblocking receive, started now.
+///
+/// # Safety
+/// `buf` has room for `cnt` elements of `datatype`, valid and untouched until completion.
+pub(crate) unsafe fn irecv_entry(
+    buf: *mut c_void,
+    cnt: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> CResult<ReqEntry> {
+    let s = dside(comm, cnt, datatype, source, tag, true)?;
+    let Some(src) = s.peer else {
+        return Ok(ReqEntry::Done(MPI_Status::empty(MPI_PROC_NULL)));
+    };
+    let (staged, b): (_, &'static mut [u8]) = match &s.derived {
+        // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
+        None => (None, unsafe { bytes_mut(buf, s.len)? }),
+        Some((l, n)) => {
+            if buf.is_null() && s.len > 0 {
+                return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+            }
+            let (st, v) = Staged::new(vec![0; s.len], Some((buf, l.clone(), *n)));
+            (Some(st), v)
+        }
+    };
+    let req = start_recv(&s.comm, StaticScope, b, src, s.tag);
+    Ok(ReqEntry::Live {
+        req: LiveReq::Bytes(req),
+        comm: comm as usize,
+        staged,
+    })
+}
+
 export!(MPI_Irecv, PMPI_Irecv,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Irecv", comm, || {
-        let s = dside(comm, cnt, datatype, source, tag, true)?;
         if request.is_null() {
+            dside(comm, cnt, datatype, source, tag, true)?;
             return Err(err(MPI_ERR_ARG, "null request pointer"));
         }
-        let e = match s.peer {
-            None => ReqEntry::Done(MPI_Status::empty(MPI_PROC_NULL)),
-            Some(src) => {
-                let (staged, b): (_, &'static mut [u8]) = match &s.derived {
-                    // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
-                    None => (None, unsafe { bytes_mut(buf, s.len)? }),
-                    Some((l, n)) => {
-                        if buf.is_null() && s.len > 0 {
-                            return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-                        }
-                        let (st, v) = Staged::new(vec![0; s.len], Some((buf, l.clone(), *n)));
-                        (Some(st), v)
-                    }
-                };
-                let req = start_recv(&s.comm, StaticScope, b, src, s.tag);
-                ReqEntry::Live { req: LiveReq::Bytes(req), comm: comm as usize, staged }
-            }
-        };
+        // SAFETY: the caller's buffer (MPI nonblocking contract).
+        let e = unsafe { irecv_entry(buf, cnt, datatype, source, tag, comm)? };
         // SAFETY: non-null, writable (MPI contract).
         unsafe { out(request, state::add_req(e)) }
     })
 });
 
+/// Completes entry `e` (blocking if `wait`): its status, or the entry back (still
+/// running). Persistent entries are handled by [`complete`].
+fn complete_entry(e: ReqEntry, wait: bool) -> CResult<Result<MPI_Status, ReqEntry>> {
+    match e {
+        ReqEntry::Done(st) => Ok(Ok(st)),
+        ReqEntry::Live { req, comm, staged } => {
+            let r = if wait { Ok(req.wait()) } else { req.test() };
+            match r {
+                Ok(st) => {
+                    if let Some(sg) = staged {
+                        sg.finish(&st)?;
+                    }
+                    Ok(Ok(st))
+                }
+                Err(req) => Ok(Err(ReqEntry::Live { req, comm, staged })),
+            }
+        }
+        ReqEntry::Persistent(_) => Err(err(MPI_ERR_INTERN, "nested persistent request")),
+    }
+}
+
 /// Completes request `h` (blocking if `wait`); `None` if still running (test only).
+///
+/// A completed request leaves the table, except a persistent one, which stays (inactive;
+/// an inactive persistent request completes at once with an empty status). Callers
+/// write `MPI_REQUEST_NULL` back through [`release`].
 pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
     if h as usize == REQUEST_NULL {
         return Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE)));
     }
     let e = state::with(|s| s.reqs.remove(&(h as usize)))
         .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:p}")))?;
-    let done = |st: MPI_Status, staged: Option<Staged>| -> CResult<Option<MPI_Status>> {
-        if let Some(sg) = staged {
-            sg.finish(&st)?;
-        }
-        Ok(Some(st))
-    };
-    match e {
-        ReqEntry::Done(st) => Ok(Some(st)),
-        ReqEntry::Live { req, staged, .. } if wait => done(req.wait(), staged),
-        ReqEntry::Live { req, comm, staged } => match req.test() {
-            Ok(st) => done(st, staged),
-            Err(req) => {
-                state::with(|s| {
-                    s.reqs
-                        .insert(h as usize, ReqEntry::Live { req, comm, staged })
-                });
-                Ok(None)
-            }
-        },
+    if let ReqEntry::Persistent(mut p) = e {
+        let r = match p.active.take() {
+            None => Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE))),
+            Some(inner) => match complete_entry(*inner, wait) {
+                Ok(Ok(st)) => Ok(Some(st)),
+                Ok(Err(inner)) => {
+                    p.active = Some(Box::new(inner));
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            },
+        };
+        state::with(|s| s.reqs.insert(h as usize, ReqEntry::Persistent(p)));
+        return r;
     }
+    match complete_entry(e, wait)? {
+        Ok(st) => Ok(Some(st)),
+        Err(e) => {
+            state::with(|s| s.reqs.insert(h as usize, e));
+            Ok(None)
+        }
+    }
+}
+
+/// Whether `h` is a persistent request (it survives completion).
+pub(crate) fn is_persistent(h: Handle) -> bool {
+    state::with(|s| matches!(s.reqs.get(&(h as usize)), Some(ReqEntry::Persistent(_))))
+}
+
+/// Whether `h` is an inactive persistent request (treated like `MPI_REQUEST_NULL` by
+/// `Waitany`/`Waitsome`/`Testany`/`Testsome`).
+pub(crate) fn is_inactive(h: Handle) -> bool {
+    state::with(|s| match s.reqs.get(&(h as usize)) {
+        Some(ReqEntry::Persistent(p)) => p.active.is_none(),
+        _ => false,
+    })
+}
+
+/// Puts the status of request `h`, completed by a non-consuming test, back so the next
+/// [`complete`] returns it.
+pub(crate) fn park(h: Handle, st: MPI_Status) {
+    state::with(|s| match s.reqs.get_mut(&(h as usize)) {
+        Some(ReqEntry::Persistent(p)) => p.active = Some(Box::new(ReqEntry::Done(st))),
+        _ => {
+            s.reqs.insert(h as usize, ReqEntry::Done(st));
+        }
+    })
+}
+
+/// After completing the request whose handle is at `p`: writes `MPI_REQUEST_NULL` there,
+/// unless it is persistent (MPI keeps the handle of an inactive persistent request).
+///
+/// # Safety
+/// `p` is a writable handle.
+pub(crate) unsafe fn release(p: *mut Handle, h: Handle) -> CResult {
+    if is_persistent(h) {
+        return Ok(());
+    }
+    // SAFETY: writable (caller).
+    unsafe { out(p, REQUEST_NULL as Handle) }
 }
 
 /// Reads the request handle at `p`.
@@ -390,7 +495,7 @@ export!(MPI_Wait, PMPI_Wait, (request: *mut Handle, status: *mut MPI_Status) -> 
             let h = read_req(request)?;
             let st = complete(h, true)?.unwrap_or_default();
             put_status(status, st);
-            out(request, REQUEST_NULL as Handle)
+            release(request, h)
         }
     })
 });
@@ -404,7 +509,7 @@ export!(MPI_Test, PMPI_Test,
             match complete(h, false)? {
                 Some(st) => {
                     put_status(status, st);
-                    out(request, REQUEST_NULL as Handle)?;
+                    release(request, h)?;
                     out(flag, 1)
                 }
                 None => out(flag, 0),
@@ -422,11 +527,12 @@ export!(MPI_Waitall, PMPI_Waitall,
             // MPI_STATUSES_IGNORE); i < cnt.
             unsafe {
                 let p = requests.add(i);
-                let st = complete(read_req(p)?, true)?.unwrap_or_default();
+                let h = read_req(p)?;
+                let st = complete(h, true)?.unwrap_or_default();
                 if !statuses.is_null() {
                     put_status(statuses.add(i), st);
                 }
-                out(p, REQUEST_NULL as Handle)?;
+                release(p, h)?;
             }
         }
         Ok(())

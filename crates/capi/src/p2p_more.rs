@@ -121,12 +121,12 @@ unsafe fn handles(p: *const Handle, n: usize) -> CResult<Vec<Handle>> {
 /// Tests request `h` once without consuming it: a completed request stays in the table
 /// as `Done`. `None` for `MPI_REQUEST_NULL`, `Some(false)` while running.
 fn peek(h: Handle) -> CResult<Option<bool>> {
-    if h as usize == REQUEST_NULL {
+    if h as usize == REQUEST_NULL || crate::p2p::is_inactive(h) {
         return Ok(None);
     }
     match complete(h, false)? {
         Some(st) => {
-            state::with(|s| s.reqs.insert(h as usize, ReqEntry::Done(st)));
+            crate::p2p::park(h, st);
             Ok(Some(true))
         }
         None => Ok(Some(false)),
@@ -140,7 +140,7 @@ fn peek(h: Handle) -> CResult<Option<bool>> {
 unsafe fn finish(requests: *mut Handle, reqs: &[Handle], i: usize) -> CResult<MPI_Status> {
     let st = complete(reqs[i], true)?.unwrap_or_default();
     // SAFETY: i < n writable handles (caller).
-    unsafe { requests.add(i).write(REQUEST_NULL as Handle) };
+    unsafe { crate::p2p::release(requests.add(i), reqs[i])? };
     Ok(st)
 }
 
@@ -324,7 +324,11 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
             let h = read_req(request)? as usize;
             let e = state::with(|s| s.reqs.remove(&h))
                 .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:#x}")))?;
-            if let e @ ReqEntry::Live { .. } = e {
+            let e = match e {
+                ReqEntry::Persistent(p) => p.active.map(|b| *b),
+                e => Some(e),
+            };
+            if let Some(e @ ReqEntry::Live { .. }) = e {
                 // Completes on its own; MPI_Finalize waits for it.
                 state::with(|s| s.freed.push(e));
             }

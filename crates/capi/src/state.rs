@@ -38,6 +38,49 @@ pub enum LiveReq {
     Bytes(Request<'static, [u8]>),
     /// A barrier (`MPI_Ibarrier`).
     Barrier(Request<'static, ()>),
+    /// A nonblocking collective (or several requests completing together); its status
+    /// is empty.
+    Coll(Box<dyn AnyRequest>),
+}
+
+/// A request of any buffer type whose status does not matter (collectives).
+pub trait AnyRequest {
+    /// Waits for completion.
+    fn wait_box(self: Box<Self>);
+    /// Tests once: `Ok` when complete, else the request back.
+    fn test_box(self: Box<Self>) -> Result<(), Box<dyn AnyRequest>>;
+}
+
+impl<B: ?Sized + 'static> AnyRequest for Request<'static, B> {
+    fn wait_box(self: Box<Self>) {
+        (*self).wait();
+    }
+    fn test_box(self: Box<Self>) -> Result<(), Box<dyn AnyRequest>> {
+        match (*self).test() {
+            Ok(_) => Ok(()),
+            Err(r) => Err(Box::new(r)),
+        }
+    }
+}
+
+/// Several requests completing together (the v-collectives' point-to-point pieces).
+impl AnyRequest for Vec<Box<dyn AnyRequest>> {
+    fn wait_box(self: Box<Self>) {
+        for r in *self {
+            r.wait_box();
+        }
+    }
+    fn test_box(self: Box<Self>) -> Result<(), Box<dyn AnyRequest>> {
+        let left: Vec<Box<dyn AnyRequest>> = self
+            .into_iter()
+            .filter_map(|r| r.test_box().err())
+            .collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(Box::new(left))
+        }
+    }
 }
 
 impl LiveReq {
@@ -47,6 +90,10 @@ impl LiveReq {
             LiveReq::Bytes(r) => crate::p2p::c_status(r.wait()),
             LiveReq::Barrier(r) => {
                 r.wait();
+                MPI_Status::empty(MPI_ANY_SOURCE)
+            }
+            LiveReq::Coll(r) => {
+                r.wait_box();
                 MPI_Status::empty(MPI_ANY_SOURCE)
             }
         }
@@ -59,17 +106,28 @@ impl LiveReq {
                 .test()
                 .map(|_| MPI_Status::empty(MPI_ANY_SOURCE))
                 .map_err(LiveReq::Barrier),
+            LiveReq::Coll(r) => r
+                .test_box()
+                .map(|_| MPI_Status::empty(MPI_ANY_SOURCE))
+                .map_err(LiveReq::Coll),
         }
     }
 }
 
-/// A heap temporary a nonblocking derived-datatype transfer runs on (packed send data,
-/// or the receive landing area unpacked to the user buffer at completion). Freed when
-/// dropped; it is declared after the request in [`ReqEntry::Live`], so the request
-/// (which waits when dropped) is gone before the memory is.
+/// Work done at completion with the staged temporaries (in the order they were held).
+pub type Finish = Box<dyn FnOnce(&[&[u8]], &MPI_Status) -> CResult>;
+
+/// Heap temporaries a nonblocking transfer runs on (packed send data, receive landing
+/// areas, copies for `MPI_IN_PLACE`) and the work to do with them at completion
+/// (unpacking, folding). Freed when dropped; it is declared after the request in
+/// [`ReqEntry::Live`], so the request (which waits when dropped) is gone before the
+/// memory is.
+#[derive(Default)]
 pub struct Staged {
-    buf: *mut [u8],
-    unpack: Option<(*mut std::ffi::c_void, Rc<Layout>, usize)>,
+    bufs: Vec<*mut [u8]>,
+    then: Vec<Finish>,
+    /// Frees typed temporaries ([`Staged::keep`]).
+    frees: Vec<Box<dyn FnOnce()>>,
 }
 
 impl Staged {
@@ -77,27 +135,68 @@ impl Staged {
     ///
     /// The view must not be used after the `Staged` is dropped (the request holding it
     /// is dropped first, see above). `unpack`: user buffer, layout and element count to
-    /// unpack to at completion (receives).
+    /// unpack the received bytes to at completion (receives).
     pub fn new(
         data: Vec<u8>,
         unpack: Option<(*mut std::ffi::c_void, Rc<Layout>, usize)>,
     ) -> (Staged, &'static mut [u8]) {
-        let buf = Box::into_raw(data.into_boxed_slice());
-        // SAFETY: freshly leaked box: valid and unaliased until `Drop` frees it; the
-        // caller gives the view only to the request dropped before this `Staged`.
-        let view = unsafe { &mut *buf };
-        (Staged { buf, unpack }, view)
+        let mut s = Staged::default();
+        let view = s.hold(data);
+        if let Some((dst, l, n)) = unpack {
+            s.then(Box::new(move |b, st| {
+                let k = (st.bytes() as usize).min(b[0].len());
+                // SAFETY: the user buffer stays valid until completion (MPI nonblocking
+                // contract), which is now; it holds n elements of l.
+                unsafe { crate::types::unpack(&l, &b[0][..k], dst, n) }
+            }));
+        }
+        (s, view)
     }
 
-    /// After the request completed with `st`: unpacks the received bytes (receives).
-    pub fn finish(self, st: &MPI_Status) -> CResult {
-        if let Some((dst, l, n)) = &self.unpack {
-            // SAFETY: the request is complete and dropped, so the box is not borrowed.
-            let data = unsafe { &*self.buf };
-            let k = (st.bytes() as usize).min(data.len());
-            // SAFETY: the user buffer stays valid until completion (MPI nonblocking
-            // contract), which is now; it holds n elements of l.
-            unsafe { crate::types::unpack(l, &data[..k], *dst, *n)? };
+    /// Moves `data` to the heap as temporary number `self.len()`; returns a `'static`
+    /// view for the request (same rule as [`Staged::new`]).
+    pub fn hold(&mut self, data: Vec<u8>) -> &'static mut [u8] {
+        let buf = Box::into_raw(data.into_boxed_slice());
+        self.bufs.push(buf);
+        // SAFETY: freshly leaked box: valid and unaliased until `Drop` frees it; the
+        // caller gives the view only to the request dropped before this `Staged`.
+        unsafe { &mut *buf }
+    }
+
+    /// Moves typed `data` to the heap (not counted by [`Staged::len`], not seen by the
+    /// completion work); returns a `'static` view for the request (same rule as
+    /// [`Staged::new`]).
+    pub fn keep<T: 'static>(&mut self, data: Vec<T>) -> &'static mut [T] {
+        let buf = Box::into_raw(data.into_boxed_slice());
+        // SAFETY: `buf` came from Box::into_raw just above and is freed once, here, when
+        // the `Staged` drops (after the request using the view).
+        self.frees
+            .push(Box::new(move || drop(unsafe { Box::from_raw(buf) })));
+        // SAFETY: freshly leaked box, valid and unaliased until freed.
+        unsafe { &mut *buf }
+    }
+
+    /// Temporaries held so far.
+    pub fn len(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// Whether nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.bufs.is_empty() && self.then.is_empty() && self.frees.is_empty()
+    }
+
+    /// Adds work to run at completion (in order of addition).
+    pub fn then(&mut self, f: Finish) {
+        self.then.push(f);
+    }
+
+    /// After the request completed with `st` (and was dropped): runs the completion work.
+    pub fn finish(mut self, st: &MPI_Status) -> CResult {
+        // SAFETY: the request is complete and dropped, so no box is borrowed mutably.
+        let views: Vec<&[u8]> = self.bufs.iter().map(|&b| unsafe { &*b }).collect();
+        for f in std::mem::take(&mut self.then) {
+            f(&views, st)?;
         }
         Ok(())
     }
@@ -105,13 +204,18 @@ impl Staged {
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        // SAFETY: `buf` came from Box::into_raw in `new` and is freed only here; the
-        // request using the view has been dropped (field order / completion).
-        drop(unsafe { Box::from_raw(self.buf) });
+        for &b in &self.bufs {
+            // SAFETY: `b` came from Box::into_raw in `hold` and is freed only here; the
+            // request using the view has been dropped (field order / completion).
+            drop(unsafe { Box::from_raw(b) });
+        }
+        for f in std::mem::take(&mut self.frees) {
+            f();
+        }
     }
 }
 
-/// A request: running, or already complete (e.g. to `MPI_PROC_NULL`).
+/// A request: running, already complete (e.g. to `MPI_PROC_NULL`), or persistent.
 pub enum ReqEntry {
     /// In flight; the buffer is `'static` by the MPI contract (see [`crate::p2p`]).
     Live {
@@ -124,6 +228,8 @@ pub enum ReqEntry {
     },
     /// Completed at start.
     Done(MPI_Status),
+    /// A persistent request (`MPI_Send_init`, `MPI_Recv_init`, ...), active or not.
+    Persistent(Box<crate::persist::Persist>),
 }
 
 /// A user reduction function (`MPI_User_function`).
@@ -145,6 +251,8 @@ pub struct State {
     pub types: HashMap<usize, crate::types::TypeEntry>,
     /// User operations (function, commutative).
     pub ops: HashMap<usize, (UserFn, bool)>,
+    /// Buffered-mode sends.
+    pub bsend: crate::bsend::Bsend,
     next_comm: usize,
     next_req: usize,
     next_type: usize,
@@ -184,6 +292,7 @@ impl Drop for State {
         std::mem::forget(self.universe.take());
         std::mem::forget(std::mem::take(&mut self.reqs));
         std::mem::forget(std::mem::take(&mut self.freed));
+        std::mem::forget(self.bsend.take_pending());
     }
 }
 

@@ -163,19 +163,9 @@ export!(MPI_Bcast_init_c, PMPI_Bcast_init_c, (buffer: *mut c_void, count: i64, d
     not_implemented("MPI_Bcast_init_c", comm)
 });
 
-export!(MPI_Bsend, PMPI_Bsend, (buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Bsend", comm)
-});
-
 export!(MPI_Bsend_c, PMPI_Bsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
     let _ = (buf, count, datatype, dest, tag, comm);
     not_implemented("MPI_Bsend_c", comm)
-});
-
-export!(MPI_Bsend_init, PMPI_Bsend_init, (buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Bsend_init", comm)
 });
 
 export!(MPI_Bsend_init_c, PMPI_Bsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
@@ -183,19 +173,9 @@ export!(MPI_Bsend_init_c, PMPI_Bsend_init_c, (buf: *const c_void, count: i64, da
     not_implemented("MPI_Bsend_init_c", comm)
 });
 
-export!(MPI_Buffer_attach, PMPI_Buffer_attach, (buffer: *mut c_void, size: c_int) -> c_int {
-    let _ = (buffer, size);
-    not_implemented("MPI_Buffer_attach", WORLD)
-});
-
 export!(MPI_Buffer_attach_c, PMPI_Buffer_attach_c, (buffer: *mut c_void, size: i64) -> c_int {
     let _ = (buffer, size);
     not_implemented("MPI_Buffer_attach_c", WORLD)
-});
-
-export!(MPI_Buffer_detach, PMPI_Buffer_detach, (buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
-    let _ = (buffer_addr, size);
-    not_implemented("MPI_Buffer_detach", WORLD)
 });
 
 export!(MPI_Buffer_detach_c, PMPI_Buffer_detach_c, (buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
@@ -982,11 +962,6 @@ export!(MPI_Iallgather_c, PMPI_Iallgather_c, (sendbuf: *const c_void, sendcount:
     not_implemented("MPI_Iallgather_c", comm)
 });
 
-export!(MPI_Iallgatherv, PMPI_Iallgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    not_implemented("MPI_Iallgatherv", comm)
-});
-
 export!(MPI_Iallgatherv_c, PMPI_Iallgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     not_implemented("MPI_Iallgatherv_c", comm)
@@ -1000,11 +975,6 @@ export!(MPI_Iallreduce_c, PMPI_Iallreduce_c, (sendbuf: *const c_void, recvbuf: *
 export!(MPI_Ialltoall_c, PMPI_Ialltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     not_implemented("MPI_Ialltoall_c", comm)
-});
-
-export!(MPI_Ialltoallv, PMPI_Ialltoallv, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    not_implemented("MPI_Ialltoallv", comm)
 });
 
 export!(MPI_Ialltoallv_c, PMPI_Ialltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
@@ -1027,19 +997,9 @@ export!(MPI_Ibcast_c, PMPI_Ibcast_c, (buffer: *mut c_void, count: i64, datatype:
     not_implemented("MPI_Ibcast_c", comm)
 });
 
-export!(MPI_Ibsend, PMPI_Ibsend, (buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Ibsend", comm)
-});
-
 export!(MPI_Ibsend_c, PMPI_Ibsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Ibsend_c", comm)
-});
-
-export!(MPI_Iexscan, PMPI_Iexscan, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
-    not_implemented("MPI_Iexscan", comm)
 });
 
 export!(MPI_Iexscan_c, PMPI_Iexscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
@@ -1050,11 +1010,6 @@ export!(MPI_Iexscan_c, PMPI_Iexscan_c, (sendbuf: *const c_void, recvbuf: *mut c_
 export!(MPI_Igather_c, PMPI_Igather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     not_implemented("MPI_Igather_c", comm)
-});
-
-export!(MPI_Igatherv, PMPI_Igatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
-    not_implemented("MPI_Igatherv", comm)
 });
 
 export!(MPI_Igatherv_c, PMPI_Igatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
@@ -1162,19 +1117,9 @@ export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_
     not_implemented("MPI_Ireduce_c", comm)
 });
 
-export!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
-    not_implemented("MPI_Ireduce_scatter", comm)
-});
-
 export!(MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     not_implemented("MPI_Ireduce_scatter_c", comm)
-});
-
-export!(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-    not_implemented("MPI_Ireduce_scatter_block", comm)
 });
 
 export!(MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
@@ -1182,24 +1127,9 @@ export!(MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, (sendbuf: *co
     not_implemented("MPI_Ireduce_scatter_block_c", comm)
 });
 
-export!(MPI_Irsend, PMPI_Irsend, (buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Irsend", comm)
-});
-
 export!(MPI_Irsend_c, PMPI_Irsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Irsend_c", comm)
-});
-
-export!(MPI_Is_thread_main, PMPI_Is_thread_main, (flag: *mut c_void) -> c_int {
-    let _ = (flag,);
-    not_implemented("MPI_Is_thread_main", WORLD)
-});
-
-export!(MPI_Iscan, PMPI_Iscan, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
-    not_implemented("MPI_Iscan", comm)
 });
 
 export!(MPI_Iscan_c, PMPI_Iscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
@@ -1210,11 +1140,6 @@ export!(MPI_Iscan_c, PMPI_Iscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void
 export!(MPI_Iscatter_c, PMPI_Iscatter_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     not_implemented("MPI_Iscatter_c", comm)
-});
-
-export!(MPI_Iscatterv, PMPI_Iscatterv, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    not_implemented("MPI_Iscatterv", comm)
 });
 
 export!(MPI_Iscatterv_c, PMPI_Iscatterv_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
@@ -1487,11 +1412,6 @@ export!(MPI_Recv_c, PMPI_Recv_c, (buf: *mut c_void, count: i64, datatype: Handle
     not_implemented("MPI_Recv_c", comm)
 });
 
-export!(MPI_Recv_init, PMPI_Recv_init, (buf: *mut c_void, count: c_int, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, source, tag, comm, request);
-    not_implemented("MPI_Recv_init", comm)
-});
-
 export!(MPI_Recv_init_c, PMPI_Recv_init_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (buf, count, datatype, source, tag, comm, request);
     not_implemented("MPI_Recv_init_c", comm)
@@ -1617,19 +1537,9 @@ export!(MPI_Rput_c, PMPI_Rput_c, (origin_addr: *const c_void, origin_count: i64,
     not_implemented("MPI_Rput_c", WORLD)
 });
 
-export!(MPI_Rsend, PMPI_Rsend, (buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Rsend", comm)
-});
-
 export!(MPI_Rsend_c, PMPI_Rsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
     let _ = (buf, count, datatype, dest, tag, comm);
     not_implemented("MPI_Rsend_c", comm)
-});
-
-export!(MPI_Rsend_init, PMPI_Rsend_init, (buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Rsend_init", comm)
 });
 
 export!(MPI_Rsend_init_c, PMPI_Rsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
@@ -1685,11 +1595,6 @@ export!(MPI_Scatterv_init_c, PMPI_Scatterv_init_c, (sendbuf: *const c_void, send
 export!(MPI_Send_c, PMPI_Send_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
     let _ = (buf, count, datatype, dest, tag, comm);
     not_implemented("MPI_Send_c", comm)
-});
-
-export!(MPI_Send_init, PMPI_Send_init, (buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Send_init", comm)
 });
 
 export!(MPI_Send_init_c, PMPI_Send_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
@@ -1792,24 +1697,9 @@ export!(MPI_Ssend_c, PMPI_Ssend_c, (buf: *const c_void, count: i64, datatype: Ha
     not_implemented("MPI_Ssend_c", comm)
 });
 
-export!(MPI_Ssend_init, PMPI_Ssend_init, (buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Ssend_init", comm)
-});
-
 export!(MPI_Ssend_init_c, PMPI_Ssend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Ssend_init_c", comm)
-});
-
-export!(MPI_Start, PMPI_Start, (request: *mut c_void) -> c_int {
-    let _ = (request,);
-    not_implemented("MPI_Start", WORLD)
-});
-
-export!(MPI_Startall, PMPI_Startall, (count: c_int, array_of_requests: *mut c_void) -> c_int {
-    let _ = (count, array_of_requests);
-    not_implemented("MPI_Startall", WORLD)
 });
 
 export!(MPI_Status_set_elements_c, PMPI_Status_set_elements_c, (status: *mut c_void, datatype: Handle, count: i64) -> c_int {

@@ -273,6 +273,24 @@ fn ibarrier_derived_datatypes_and_user_ops() {
 }
 
 #[test]
+fn nonblocking_collectives_progress_while_the_program_waits_elsewhere() {
+    // Each collective's early rank blocks in MPI_Recv for a synchronous send the late
+    // rank makes before starting the collective: a blocking implementation hangs, and the
+    // launcher's --timeout fails the run.
+    let exe = c_test("nbc");
+    for n in [2, 3, 4] {
+        run_ok(n, &exe, &[], "nbc ok");
+    }
+}
+
+#[test]
+fn persistent_buffered_and_ready_mode() {
+    let exe = c_test("persist");
+    run_ok(2, &exe, &[], "persist ok");
+    run_ok(3, &exe, &[], "persist ok");
+}
+
+#[test]
 fn synchronous_send_completes_only_after_the_match() {
     let exe = c_test("ssend");
     run_ok(2, &exe, &[], "ssend ok");

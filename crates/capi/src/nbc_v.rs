@@ -1,0 +1,347 @@
+//! Nonblocking varying-count collectives and reduce-scatters: `MPI_Igatherv`,
+//! `MPI_Iscatterv`, `MPI_Iallgatherv`, `MPI_Ialltoallv`, `MPI_Ireduce_scatter_block`,
+//! `MPI_Ireduce_scatter`.
+//!
+//! Contract: the core has no immediate varying-count collectives, so each call starts
+//! immediate point-to-point sends and receives of every block on a fresh private
+//! duplicate of the communicator (every member derives the same duplicate, without
+//! messages, in the same collective call, so this traffic never matches the program's
+//! own messages nor another collective's) and returns one request completing when all
+//! of them have. The block to self is copied at the start. Buffers, derived datatypes
+//! and `MPI_IN_PLACE` follow [`crate::nbc`]: contiguous blocks are sent from / received
+//! into the user memory, derived ones are packed at the start / unpacked at completion,
+//! in-place data is copied at the start. Receive blocks must not overlap (MPI rule).
+//! The reduce-scatters send block r of every member's packed input to member r, which
+//! folds the contributions in rank order at completion (any operation, as
+//! [`crate::ops`]); they use `members × block` bytes of temporary space.
+
+use crate::coll::{in_place, root_ok};
+use crate::consts::*;
+use crate::localop::{reducer, validate};
+use crate::nbc::{at, copy, dst, register, req_ok, src};
+use crate::state::{self, AnyRequest, Staged};
+use crate::types::{layout_of, unpack, Layout};
+use crate::{count, disjoint, err, export, guard, typed, CResult};
+use phalanx::request::StaticScope;
+use phalanx::topology::SimpleCommunicator;
+use phalanx::traits::{Communicator, Destination, Source};
+use std::ffi::{c_int, c_void};
+
+/// Counts (`n` ints at `p`), checked non-negative.
+///
+/// # Safety
+/// `p` points to `n` readable ints.
+unsafe fn counts(p: *const c_int, n: usize) -> CResult<Vec<usize>> {
+    // SAFETY: caller.
+    let cs: &[c_int] = unsafe { typed(p.cast(), n)? };
+    cs.iter().map(|&k| count(k)).collect()
+}
+
+/// Displacements (`n` ints at `p`).
+///
+/// # Safety
+/// `p` points to `n` readable ints.
+unsafe fn displs(p: *const c_int, n: usize) -> CResult<Vec<isize>> {
+    // SAFETY: caller.
+    Ok(unsafe { typed::<c_int>(p.cast(), n)? }
+        .iter()
+        .map(|&d| d as isize)
+        .collect())
+}
+
+/// The bytes `(address, length)` that the blocks `(cs, ds)` of `l` at `base` span.
+fn span(base: *const c_void, cs: &[usize], ds: &[isize], l: &Layout) -> (*const c_void, usize) {
+    let blocks = cs.iter().zip(ds).filter(|(&c, _)| c > 0);
+    let lo = blocks
+        .clone()
+        .map(|(_, &d)| d * l.extent)
+        .min()
+        .unwrap_or(0);
+    let hi = blocks
+        .map(|(&c, &d)| (d + c as isize) * l.extent)
+        .max()
+        .unwrap_or(0);
+    let at = (base as *const u8).wrapping_offset(lo).cast();
+    (at, (hi - lo).max(0) as usize)
+}
+
+/// MPI forbids overlapping send and receive buffers (except through `MPI_IN_PLACE`):
+/// `MPI_ERR_BUFFER` when both sides are used in place (contiguous) and overlap, which
+/// would also alias the slices handed to the core.
+fn no_alias(send: (*const c_void, usize), recv: (*const c_void, usize), direct: bool) -> CResult {
+    if direct {
+        disjoint(send.0, send.1, recv.0, recv.1)?;
+    }
+    Ok(())
+}
+
+/// Starts the point-to-point exchange of `sends` and `recvs` (peer, bytes) on a fresh
+/// duplicate of `c`; the block to self is copied now.
+fn exchange(
+    c: &SimpleCommunicator,
+    sends: Vec<(c_int, &'static [u8])>,
+    recvs: Vec<(c_int, &'static mut [u8])>,
+) -> CResult<Box<dyn AnyRequest>> {
+    let d = c.duplicate();
+    let me = d.rank();
+    let own = sends.iter().find(|b| b.0 == me).map(|b| b.1);
+    let mut reqs: Vec<Box<dyn AnyRequest>> = Vec::new();
+    for (peer, buf) in recvs {
+        if peer == me {
+            let s = own.ok_or_else(|| err(MPI_ERR_INTERN, "no block to self"))?;
+            if s.len() != buf.len() {
+                return Err(err(
+                    MPI_ERR_TRUNCATE,
+                    "block to self does not match its receive block",
+                ));
+            }
+            buf.copy_from_slice(s);
+            continue;
+        }
+        reqs.push(Box::new(
+            d.process_at_rank(peer)
+                .immediate_receive_into(StaticScope, buf),
+        ));
+    }
+    for (peer, buf) in sends {
+        if peer != me {
+            reqs.push(Box::new(
+                d.process_at_rank(peer).immediate_send(StaticScope, buf),
+            ));
+        }
+    }
+    Ok(Box::new(reqs))
+}
+
+export!(MPI_Igatherv, PMPI_Igatherv,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcounts: *const c_int, displs_: *const c_int, recvtype: Handle, root: c_int,
+         comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Igatherv", comm, || {
+        let c = state::comm(comm)?;
+        let root = root_ok(&c, root)?;
+        req_ok(request)?;
+        let (me, p) = (c.rank(), c.size() as usize);
+        let skip_self = me == root && in_place(sendbuf);
+        let mut sg = Staged::default();
+        let mut sends = Vec::new();
+        let mut recvs = Vec::new();
+        // SAFETY: the caller's buffers, counts and displacements (nonblocking contract).
+        unsafe {
+            let sl = (!skip_self).then(|| layout_of(sendtype)).transpose()?;
+            if me == root {
+                let rl = layout_of(recvtype)?;
+                let (cs, ds) = (counts(recvcounts, p)?, displs(displs_, p)?);
+                if let Some(sl) = &sl {
+                    let direct = sl.is_contiguous() && rl.is_contiguous();
+                    let sc = count(sendcount)?;
+                    no_alias((sendbuf, sc * sl.size), span(recvbuf, &cs, &ds, &rl), direct)?;
+                }
+                for r in (0..p).filter(|&r| !(skip_self && r as c_int == me)) {
+                    let b = dst(&mut sg, at(recvbuf, ds[r], &rl).cast_mut(), cs[r], rl.clone())?;
+                    recvs.push((r as c_int, b));
+                }
+            }
+            if let Some(sl) = &sl {
+                sends.push((root, src(&mut sg, sendbuf, count(sendcount)?, sl)?));
+            }
+        }
+        register(comm, exchange(&c, sends, recvs)?, sg, request)
+    })
+});
+
+export!(MPI_Iscatterv, PMPI_Iscatterv,
+        (sendbuf: *const c_void, sendcounts: *const c_int, displs_: *const c_int,
+         sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
+         root: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Iscatterv", comm, || {
+        let c = state::comm(comm)?;
+        let root = root_ok(&c, root)?;
+        req_ok(request)?;
+        let (me, p) = (c.rank(), c.size() as usize);
+        let skip_self = me == root && in_place(recvbuf);
+        let mut sg = Staged::default();
+        let mut sends = Vec::new();
+        let mut recvs = Vec::new();
+        // SAFETY: the caller's buffers, counts and displacements (nonblocking contract).
+        unsafe {
+            if me == root {
+                let sl = layout_of(sendtype)?;
+                let (cs, ds) = (counts(sendcounts, p)?, displs(displs_, p)?);
+                if !skip_self {
+                    let rl = layout_of(recvtype)?;
+                    let direct = sl.is_contiguous() && rl.is_contiguous();
+                    let rc = count(recvcount)?;
+                    no_alias(span(sendbuf, &cs, &ds, &sl), (recvbuf, rc * rl.size), direct)?;
+                }
+                for r in (0..p).filter(|&r| !(skip_self && r as c_int == me)) {
+                    sends.push((r as c_int, src(&mut sg, at(sendbuf, ds[r], &sl), cs[r], &sl)?));
+                }
+            }
+            if !skip_self {
+                let rl = layout_of(recvtype)?;
+                recvs.push((root, dst(&mut sg, recvbuf, count(recvcount)?, rl)?));
+            }
+        }
+        register(comm, exchange(&c, sends, recvs)?, sg, request)
+    })
+});
+
+export!(MPI_Iallgatherv, PMPI_Iallgatherv,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcounts: *const c_int, displs_: *const c_int, recvtype: Handle, comm: Handle,
+         request: *mut Handle) -> c_int {
+    guard("MPI_Iallgatherv", comm, || {
+        let c = state::comm(comm)?;
+        req_ok(request)?;
+        let (me, p) = (c.rank(), c.size() as usize);
+        let ip = in_place(sendbuf);
+        let rl = layout_of(recvtype)?;
+        let mut sg = Staged::default();
+        // SAFETY: the caller's buffers, counts and displacements (nonblocking contract).
+        let (sends, recvs) = unsafe {
+            let (cs, ds) = (counts(recvcounts, p)?, displs(displs_, p)?);
+            let mine = if ip {
+                copy(&mut sg, at(recvbuf, ds[me as usize], &rl), cs[me as usize], &rl)?
+            } else {
+                let sl = layout_of(sendtype)?;
+                let sc = count(sendcount)?;
+                let direct = sl.is_contiguous() && rl.is_contiguous();
+                no_alias((sendbuf, sc * sl.size), span(recvbuf, &cs, &ds, &rl), direct)?;
+                src(&mut sg, sendbuf, sc, &sl)?
+            };
+            let sends = (0..p).map(|r| (r as c_int, mine)).collect();
+            let mut recvs = Vec::new();
+            for r in (0..p).filter(|&r| !(ip && r as c_int == me)) {
+                let b = dst(&mut sg, at(recvbuf, ds[r], &rl).cast_mut(), cs[r], rl.clone())?;
+                recvs.push((r as c_int, b));
+            }
+            (sends, recvs)
+        };
+        register(comm, exchange(&c, sends, recvs)?, sg, request)
+    })
+});
+
+export!(MPI_Ialltoallv, PMPI_Ialltoallv,
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+         sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int,
+         rdispls: *const c_int, recvtype: Handle, comm: Handle,
+         request: *mut Handle) -> c_int {
+    guard("MPI_Ialltoallv", comm, || {
+        let c = state::comm(comm)?;
+        req_ok(request)?;
+        let p = c.size() as usize;
+        let rl = layout_of(recvtype)?;
+        let mut sg = Staged::default();
+        // SAFETY: the caller's buffers, counts and displacements (nonblocking contract).
+        let (sends, recvs) = unsafe {
+            let (rc, rd) = (counts(recvcounts, p)?, displs(rdispls, p)?);
+            let mut sends = Vec::new();
+            if in_place(sendbuf) {
+                for r in 0..p {
+                    sends.push((r as c_int, copy(&mut sg, at(recvbuf, rd[r], &rl), rc[r], &rl)?));
+                }
+            } else {
+                let sl = layout_of(sendtype)?;
+                let (sc, sd) = (counts(sendcounts, p)?, displs(sdispls, p)?);
+                let direct = sl.is_contiguous() && rl.is_contiguous();
+                no_alias(span(sendbuf, &sc, &sd, &sl), span(recvbuf, &rc, &rd, &rl), direct)?;
+                for r in 0..p {
+                    sends.push((r as c_int, src(&mut sg, at(sendbuf, sd[r], &sl), sc[r], &sl)?));
+                }
+            }
+            let mut recvs = Vec::new();
+            for r in 0..p {
+                let b = dst(&mut sg, at(recvbuf, rd[r], &rl).cast_mut(), rc[r], rl.clone())?;
+                recvs.push((r as c_int, b));
+            }
+            (sends, recvs)
+        };
+        register(comm, exchange(&c, sends, recvs)?, sg, request)
+    })
+});
+
+/// Starts a reduce-scatter with `cs[r]` elements for member r.
+///
+/// # Safety
+/// The buffers hold the elements MPI requires, valid until completion.
+unsafe fn ireduce_scatter(
+    c: &SimpleCommunicator,
+    (sendbuf, recvbuf): (*const c_void, *mut c_void),
+    cs: Vec<usize>,
+    dt: Handle,
+    op: Handle,
+    sg: &mut Staged,
+) -> CResult<Box<dyn AnyRequest>> {
+    let l = layout_of(dt)?;
+    let red = reducer(op)?;
+    validate(&red, &l)?;
+    let (me, p) = (c.rank() as usize, c.size() as usize);
+    let input = if in_place(sendbuf) {
+        recvbuf.cast_const()
+    } else {
+        sendbuf
+    };
+    if !in_place(sendbuf) {
+        let ext = l.extent.max(0) as usize;
+        let total: usize = cs.iter().sum();
+        disjoint(sendbuf, total * ext, recvbuf, cs[me] * ext)?;
+    }
+    let mut sends = Vec::new();
+    let mut off = 0isize;
+    for (r, &k) in cs.iter().enumerate() {
+        // SAFETY: the input holds sum(cs) elements (caller).
+        sends.push((r as c_int, unsafe { copy(sg, at(input, off, &l), k, &l)? }));
+        off += k as isize;
+    }
+    let n = cs[me];
+    let len = n * l.size;
+    if recvbuf.is_null() && len > 0 {
+        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+    }
+    let first = sg.len();
+    let recvs = (0..p)
+        .map(|r| (r as c_int, sg.hold(vec![0; len])))
+        .collect();
+    sg.then(Box::new(move |b, _| {
+        let mut acc = b[first].to_vec();
+        for part in &b[first + 1..first + p] {
+            let mut next = part.to_vec();
+            red.fold(dt, &l, n, &acc, &mut next)?;
+            acc = next;
+        }
+        // SAFETY: the receive buffer holds n elements, valid at completion.
+        unsafe { unpack(&l, &acc, recvbuf, n) }
+    }));
+    exchange(c, sends, recvs)
+}
+
+export!(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle,
+         op: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Ireduce_scatter_block", comm, || {
+        let c = state::comm(comm)?;
+        let n = count(recvcount)?;
+        req_ok(request)?;
+        let mut sg = Staged::default();
+        let cs = vec![n; c.size() as usize];
+        // SAFETY: the caller's buffers (nonblocking contract).
+        let q = unsafe { ireduce_scatter(&c, (sendbuf, recvbuf), cs, datatype, op, &mut sg)? };
+        register(comm, q, sg, request)
+    })
+});
+
+export!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int,
+         datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Ireduce_scatter", comm, || {
+        let c = state::comm(comm)?;
+        req_ok(request)?;
+        // SAFETY: the caller passes size counts.
+        let cs = unsafe { counts(recvcounts, c.size() as usize)? };
+        let mut sg = Staged::default();
+        // SAFETY: the caller's buffers (nonblocking contract).
+        let q = unsafe { ireduce_scatter(&c, (sendbuf, recvbuf), cs, datatype, op, &mut sg)? };
+        register(comm, q, sg, request)
+    })
+});

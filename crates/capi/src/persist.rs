@@ -1,0 +1,202 @@
+//! Persistent point-to-point requests: `MPI_Send_init`, `MPI_Ssend_init`,
+//! `MPI_Rsend_init`, `MPI_Bsend_init`, `MPI_Recv_init`, `MPI_Start`, `MPI_Startall`.
+//!
+//! Contract: an `_init` call checks its arguments (as the matching nonblocking call
+//! would) and returns an inactive persistent request ([`Persist`]) that remembers them.
+//! `MPI_Start` on an inactive request starts the matching nonblocking operation
+//! (`Isend`, `Issend`, `Irsend` = standard mode, `Ibsend`, `Irecv`) and makes it active;
+//! starting an active request is `MPI_ERR_REQUEST`. `MPI_Wait*`/`MPI_Test*` complete
+//! an active persistent request and leave it inactive, keeping its handle (the
+//! completion functions never write `MPI_REQUEST_NULL` over it); on an inactive one
+//! `MPI_Wait`/`MPI_Test`/`MPI_Waitall`/`MPI_Testall` return at once with an empty status
+//! and `MPI_Waitany`/`MPI_Waitsome`/`MPI_Testany`/`MPI_Testsome` ignore it, as they
+//! ignore `MPI_REQUEST_NULL`. `MPI_Request_free` releases it (an active operation then
+//! completes on its own; `MPI_Finalize` waits for it). The datatype and communicator
+//! handles are looked up again at every start, so they must stay valid while the
+//! request exists.
+
+use crate::consts::*;
+use crate::p2p::{dside, irecv_entry, isend_entry, read_req};
+use crate::state::{self, ReqEntry};
+use crate::{count, err, export, guard, out, CResult};
+use std::ffi::{c_int, c_void};
+
+const WORLD: Handle = COMM_WORLD as Handle;
+
+/// Send modes of a persistent send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `MPI_Send_init` (and `MPI_Rsend_init`: ready mode is run as standard mode).
+    Standard,
+    /// `MPI_Ssend_init`.
+    Synchronous,
+    /// `MPI_Bsend_init`.
+    Buffered,
+}
+
+/// The operation a persistent request starts.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    /// A send of `buf` in `mode`.
+    Send {
+        /// User buffer.
+        buf: *const c_void,
+        /// Send mode.
+        mode: Mode,
+    },
+    /// A receive into `buf`.
+    Recv {
+        /// User buffer.
+        buf: *mut c_void,
+    },
+}
+
+/// A persistent request: its arguments and, while active, the running operation.
+pub struct Persist {
+    /// What `MPI_Start` starts.
+    pub op: Op,
+    /// Element count.
+    pub cnt: c_int,
+    /// Datatype handle.
+    pub datatype: Handle,
+    /// Destination or source rank.
+    pub peer: c_int,
+    /// Tag.
+    pub tag: c_int,
+    /// Communicator handle.
+    pub comm: Handle,
+    /// The running operation (`None`: inactive).
+    pub active: Option<Box<ReqEntry>>,
+}
+
+/// Creates an inactive persistent request after checking the arguments.
+fn init(
+    op: Op,
+    cnt: c_int,
+    datatype: Handle,
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> CResult {
+    dside(
+        comm,
+        cnt,
+        datatype,
+        peer,
+        tag,
+        matches!(op, Op::Recv { .. }),
+    )?;
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "null request pointer"));
+    }
+    let p = Persist {
+        op,
+        cnt,
+        datatype,
+        peer,
+        tag,
+        comm,
+        active: None,
+    };
+    let h = state::add_req(ReqEntry::Persistent(Box::new(p)));
+    // SAFETY: non-null, writable (MPI contract).
+    unsafe { out(request, h) }
+}
+
+macro_rules! send_init {
+    ($name:ident, $pname:ident, $mode:expr) => {
+        export!($name, $pname,
+                (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
+                 comm: Handle, request: *mut Handle) -> c_int {
+            guard(stringify!($name), comm, || {
+                init(Op::Send { buf, mode: $mode }, cnt, datatype, dest, tag, comm, request)
+            })
+        });
+    };
+}
+
+send_init!(MPI_Send_init, PMPI_Send_init, Mode::Standard);
+send_init!(MPI_Ssend_init, PMPI_Ssend_init, Mode::Synchronous);
+send_init!(MPI_Rsend_init, PMPI_Rsend_init, Mode::Standard);
+send_init!(MPI_Bsend_init, PMPI_Bsend_init, Mode::Buffered);
+
+export!(MPI_Recv_init, PMPI_Recv_init,
+        (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
+         comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Recv_init", comm, || {
+        init(Op::Recv { buf }, cnt, datatype, source, tag, comm, request)
+    })
+});
+
+/// The communicator of request `h` (world's when it has none).
+pub(crate) fn comm_of(h: Handle) -> Handle {
+    state::with(|s| match s.reqs.get(&(h as usize)) {
+        Some(ReqEntry::Persistent(p)) => p.comm,
+        Some(ReqEntry::Live { comm, .. }) => *comm as Handle,
+        _ => WORLD,
+    })
+}
+
+/// Starts persistent request `h`.
+fn start(h: Handle) -> CResult {
+    let args = state::with(|s| match s.reqs.get(&(h as usize)) {
+        Some(ReqEntry::Persistent(p)) if p.active.is_some() => Err(err(
+            MPI_ERR_REQUEST,
+            "the persistent request is already active",
+        )),
+        Some(ReqEntry::Persistent(p)) => Ok((p.op, p.cnt, p.datatype, p.peer, p.tag, p.comm)),
+        Some(_) => Err(err(
+            MPI_ERR_REQUEST,
+            format!("request {h:p} is not persistent"),
+        )),
+        None => Err(err(MPI_ERR_REQUEST, format!("invalid request {h:p}"))),
+    })?;
+    let (op, cnt, dt, peer, tag, comm) = args;
+    // SAFETY: the buffers given to the _init call stay valid while the request is
+    // active (MPI contract on persistent requests).
+    let e = unsafe {
+        match op {
+            Op::Send {
+                buf,
+                mode: Mode::Standard,
+            } => isend_entry(buf, cnt, dt, peer, tag, comm, false)?,
+            Op::Send {
+                buf,
+                mode: Mode::Synchronous,
+            } => isend_entry(buf, cnt, dt, peer, tag, comm, true)?,
+            Op::Send {
+                buf,
+                mode: Mode::Buffered,
+            } => crate::bsend::ibsend_entry(buf, cnt, dt, peer, tag, comm)?,
+            Op::Recv { buf } => irecv_entry(buf, cnt, dt, peer, tag, comm)?,
+        }
+    };
+    state::with(|s| {
+        if let Some(ReqEntry::Persistent(p)) = s.reqs.get_mut(&(h as usize)) {
+            p.active = Some(Box::new(e));
+        }
+    });
+    Ok(())
+}
+
+export!(MPI_Start, PMPI_Start, (request: *mut Handle) -> c_int {
+    crate::guard_on("MPI_Start", |c| {
+        // SAFETY: readable handle (null checked).
+        let h = unsafe { read_req(request)? };
+        *c = comm_of(h);
+        start(h)
+    })
+});
+
+export!(MPI_Startall, PMPI_Startall, (cnt: c_int, requests: *mut Handle) -> c_int {
+    crate::guard_on("MPI_Startall", |c| {
+        // SAFETY: the caller passes cnt readable handles.
+        let hs = unsafe { crate::typed::<Handle>(requests.cast_const().cast(), count(cnt)?)? }.to_vec();
+        for h in hs {
+            *c = comm_of(h);
+            start(h)?;
+        }
+        Ok(())
+    })
+});
