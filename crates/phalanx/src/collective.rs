@@ -142,7 +142,8 @@ fn choose_board(
 ) -> String {
     let forced = algo(name);
     let k = || algo("ALLGATHER_K").unwrap_or_default();
-    if crate::coll::board::fits(kind, s.board, need) && forced.as_deref().is_none_or(|a| a == "shm")
+    if crate::coll::board::fits(kind, s.board, need, s.p)
+        && forced.as_deref().is_none_or(|a| a == "shm")
     {
         CHOSEN.with(|c| c.set(alg_hash("shm", &k())));
         return "shm".into();
@@ -151,7 +152,9 @@ fn choose_board(
         && crate::coll::hier::supported(kind)
         && forced.as_deref().is_none_or(|a| a == "hier")
     {
-        CHOSEN.with(|c| c.set(alg_hash("hier", &k())));
+        // The leaders' network algorithm (multicast or not) is part of the choice.
+        let a = if s.multicast { "hier+mcast" } else { "hier" };
+        CHOSEN.with(|c| c.set(alg_hash(a, &k())));
         return "hier".into();
     }
     choose(name, s, mcast, p2p)
@@ -162,8 +165,12 @@ fn choose_board(
 fn choose(name: &str, s: &Shape, mcast: &'static str, p2p: &'static str) -> String {
     // With two members a multicast is a unicast: the one-round point-to-point
     // algorithms (exchange, dissemination) are at least as fast.
-    let a =
-        algo(name).unwrap_or_else(|| if s.multicast && s.p > 2 { mcast } else { p2p }.to_string());
+    // `shm` and `hier` are only possible where `choose_board` picked them; asked for
+    // elsewhere (a nonblocking call, members on several hosts, one rank per host) they
+    // mean the default.
+    let a = algo(name)
+        .filter(|a| a != "shm" && a != "hier")
+        .unwrap_or_else(|| if s.multicast && s.p > 2 { mcast } else { p2p }.to_string());
     // The choice joins the call's signature: ranks that chose differently (different
     // environment, multicast on some ranks only) get a mismatch error, not a hang.
     let k = algo("ALLGATHER_K").unwrap_or_default();

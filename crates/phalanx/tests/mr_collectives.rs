@@ -106,6 +106,28 @@ fn mr_collectives_on_the_shared_memory_board() {
 }
 
 #[test]
+fn mr_collectives_on_the_board_when_every_wait_sleeps() {
+    // No spinning or yielding: every wait goes to sleep at once, so data often arrives
+    // during the last check before sleeping (it must be taken exactly once). Forced
+    // `shm`/`hier` choices also reach calls that cannot use them (nonblocking ones, one
+    // host): they must mean the default there.
+    for n in [4, 8] {
+        let ex = example("collectives").display().to_string();
+        let np = n.to_string();
+        let env = [
+            ("PHALANX_SPIN_US", "0"),
+            ("PHALANX_YIELD_US", "0"),
+            ("PHALANX_COLL_BARRIER", "shm"),
+            ("PHALANX_COLL_ALLREDUCE", "shm"),
+            ("PHALANX_COLL_BCAST", "hier"),
+        ];
+        let r = run(&["-n", &np, &ex, "65536"], &env, LIMIT);
+        assert!(r.ok(), "p={n}\n{}", r.dump());
+        assert_eq!(r.stdout.matches("all collectives ok").count(), n);
+    }
+}
+
+#[test]
 fn mr_collectives_schedules_over_shared_memory() {
     let ex = example("collectives").display().to_string();
     let r = run(&["-n", "4", &ex, "262144"], SCHEDULES, LIMIT);

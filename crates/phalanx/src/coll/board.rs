@@ -63,7 +63,10 @@ struct Run<'a> {
     board: Board,
     /// Board slot of each member.
     slots: Vec<usize>,
+    /// Tag of the publication at hand (a step or phase of the call).
     tag: u64,
+    /// Tag of the call itself, as announced.
+    base: u64,
     bc: &'a BoardCall<'a>,
     name: &'static str,
 }
@@ -100,9 +103,11 @@ fn kind_name(k: CollKind) -> &'static str {
 }
 
 /// Can `kind` run on the board (`board` = bytes per buffer, 0 = no board; `need` = the
-/// call's largest publication, which larger calls stream in steps)?
-pub(crate) fn fits(kind: CollKind, board: usize, need: usize) -> bool {
-    board > 0 && kind != CollKind::Split && need <= MAX_STREAM
+/// call's largest publication, which larger calls stream in steps; `p` members, whose
+/// pieces of a scatter or all-to-all step must fit one buffer)?
+pub(crate) fn fits(kind: CollKind, board: usize, need: usize, p: usize) -> bool {
+    let pieces = matches!(kind, CollKind::Scatter | CollKind::Alltoall);
+    board > 0 && kind != CollKind::Split && need <= MAX_STREAM && (!pieces || p <= board)
 }
 
 impl Run<'_> {
@@ -126,7 +131,7 @@ impl Run<'_> {
     /// in (this call, or our previous publication that is still unread)?
     fn stalled(&self, rank: u32) -> Option<Error> {
         let me = self.board.me();
-        let mut ours = vec![(self.tag, self.sig())];
+        let mut ours = vec![(self.base, self.sig())];
         for t in self.board.published_tags(me) {
             if t != 0 && self.board.pending(me, t) > 0 {
                 if let Some(p) = self.board.peek(me, t) {
@@ -248,7 +253,15 @@ impl Engine {
             CollKind::Alltoall => (slen / p.max(1), (cap / p).max(1)),
             CollKind::Reduce | CollKind::Allreduce | CollKind::Scan => {
                 let esz = call.dt.size().max(1);
-                (slen, (cap / esz).max(1) * esz)
+                if esz > cap {
+                    // The same on every rank: an error, not a hang.
+                    return Err(Error::InvalidArg(format!(
+                        "{}: elements of {esz} bytes exceed the shared-memory board's \
+                         {cap}-byte buffers (raise PHALANX_SHM_BOARD)",
+                        kind_name(bc.kind)
+                    )));
+                }
+                (slen, cap / esz * esz)
             }
         };
         let steps = block.div_ceil(chunk).max(1);
@@ -263,6 +276,7 @@ impl Engine {
             board,
             slots,
             tag: base,
+            base,
             bc,
             name: kind_name(bc.kind),
         };
@@ -377,6 +391,7 @@ impl Engine {
                         board: run.board.clone(),
                         slots: run.slots.clone(),
                         tag: !run.tag,
+                        base: run.base,
                         bc,
                         name: run.name,
                     };
@@ -597,6 +612,23 @@ impl Engine {
         Ok(true)
     }
 
+    /// Waits for member `j`'s publication and takes it exactly once (a wait may evaluate
+    /// its condition again after it held).
+    fn board_take_once(
+        &mut self,
+        run: &Run<'_>,
+        j: usize,
+        f: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<()> {
+        let mut taken = false;
+        self.board_wait(run, j, |e| {
+            if !taken {
+                taken = e.board_take(run, j, f)?;
+            }
+            Ok(taken)
+        })
+    }
+
     /// Reads member `j`'s publication of this call.
     fn board_read(&mut self, run: &Run<'_>, j: usize, f: impl FnOnce(&[u8])) -> Result<()> {
         let mut f = Some(f);
@@ -605,7 +637,7 @@ impl Engine {
                 f(d)
             }
         };
-        self.board_wait(run, j, |e| e.board_take(run, j, &mut g))
+        self.board_take_once(run, j, &mut g)
     }
 
     /// Reads every other member's publication, in whatever order they become ready.
@@ -702,7 +734,7 @@ impl Engine {
                 }
             } else {
                 let mut once = |j: usize, d: &[u8]| combine(j, d);
-                self.board_wait(run, j, |e| e.board_take(run, j, &mut once))?;
+                self.board_take_once(run, j, &mut once)?;
             }
         }
         match failed {

@@ -320,6 +320,10 @@ impl Engine {
             && self.urtp.poll_timeout().is_none()
         {
             self.iterations = self.iterations.wrapping_add(1);
+            if self.iterations.is_multiple_of(8192) {
+                // Launcher queries and aborts reach a rank that never sleeps, too.
+                self.service_boot()?;
+            }
             let mut did = self.shm_recv()? > 0;
             did |= self.pump_all(self.last_now);
             return Ok(did);
@@ -504,6 +508,15 @@ impl Engine {
                 seq,
                 kind,
                 peer,
+            } if *peer == self.rank => format!(
+                "in {kind} on shared memory (communicator {ctx:#x}, call #{seq}), waiting for \
+                 its readers to finish with its buffer"
+            ),
+            Waiting::Board {
+                ctx,
+                seq,
+                kind,
+                peer,
             } => format!(
                 "in {kind} on shared memory (communicator {ctx:#x}, call #{seq}), waiting for rank {peer}"
             ),
@@ -524,7 +537,10 @@ impl Engine {
     /// `recheck` is evaluated once more after announcing the sleep to shared-memory
     /// producers, so a condition set by a peer on shared memory (which wakes sleepers
     /// after setting it) is never missed.
-    fn block(&mut self, recheck: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
+    ///
+    /// Returns true when `recheck` held: the wait is over (a caller must not evaluate its
+    /// condition again — board reads, for one, take their data when it holds).
+    fn block(&mut self, recheck: &mut dyn FnMut(&mut Engine) -> bool) -> Result<bool> {
         let now = self.now();
         let mut deadline = now + 100_000_000;
         if let Some(t) = self.gbn.poll_timeout() {
@@ -544,13 +560,13 @@ impl Engine {
             fds.extend(t.fds());
         }
         if !self.local.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         if let Some(b) = self.boot.as_ref() {
             fds.push(b.fd());
         }
         if deadline <= now {
-            return Ok(());
+            return Ok(false);
         }
         if let Some(mut t) = self.shm.take() {
             // Shared-memory producers do not fence before checking our sleep flag: a
@@ -559,7 +575,7 @@ impl Engine {
             if !t.prepare_sleep() {
                 // A frame (or ring space) arrived meanwhile: no sleep.
                 self.shm = Some(t);
-                return Ok(());
+                return Ok(false);
             }
             fds.push(t.fd());
             self.shm = Some(t);
@@ -567,14 +583,15 @@ impl Engine {
                 if let Some(t) = self.shm.as_mut() {
                     t.finish_sleep();
                 }
-                return Ok(());
+                return Ok(true);
             }
         }
         self.stats.sleeps += 1;
         wait_readable(&fds, Some(Duration::from_nanos(deadline - now)))?;
         // Whatever woke us (possibly the multicast socket) is drained next round.
         self.drain_all_next = true;
-        self.service_boot()
+        self.service_boot()?;
+        Ok(false)
     }
 
     /// Waits, making progress, until `done(self)` holds.
@@ -635,7 +652,9 @@ impl Engine {
             } else if idle < self.spin + self.cfg.yield_time {
                 std::thread::yield_now();
             } else {
-                self.block(done)?;
+                if self.block(done)? {
+                    return Ok(());
+                }
                 idle_since = None;
             }
         }
