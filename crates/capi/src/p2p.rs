@@ -387,7 +387,11 @@ fn complete_entry(e: ReqEntry, wait: bool) -> CResult<Result<MPI_Status, ReqEntr
     match e {
         ReqEntry::Done(st) => Ok(Ok(st)),
         ReqEntry::Live { req, comm, staged } => {
-            let r = if wait { Ok(req.wait()) } else { req.test() };
+            let r = if wait {
+                Ok(req.try_wait()?)
+            } else {
+                req.try_test()?
+            };
             match r {
                 Ok(st) => {
                     if let Some(sg) = staged {

@@ -98,6 +98,32 @@ impl LiveReq {
             }
         }
     }
+
+    /// Waits for completion; a point-to-point error the core finds in the transfer (a
+    /// truncated receive) is returned as its MPI class instead of ending the job, so
+    /// `MPI_ERRORS_RETURN` applies to it.
+    pub fn try_wait(self) -> CResult<MPI_Status> {
+        match self {
+            LiveReq::Bytes(r) => r
+                .try_wait()
+                .map(crate::p2p::c_status)
+                .map_err(|e| err(e.class() as c_int, e.to_string())),
+            other => Ok(other.wait()),
+        }
+    }
+
+    /// Tests once, like [`try_wait`](Self::try_wait) for errors.
+    pub fn try_test(self) -> CResult<Result<MPI_Status, Self>> {
+        match self {
+            LiveReq::Bytes(r) => match r.try_test() {
+                Ok(Ok(st)) => Ok(Ok(crate::p2p::c_status(st))),
+                Ok(Err(r)) => Ok(Err(LiveReq::Bytes(r))),
+                Err(e) => Err(err(e.class() as c_int, e.to_string())),
+            },
+            other => Ok(other.test()),
+        }
+    }
+
     /// Tests once: the status, or the request back.
     pub fn test(self) -> Result<MPI_Status, Self> {
         match self {

@@ -138,6 +138,34 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
         self.status(raw)
     }
 
+    /// Waits for completion, returning the operation's error (a truncated receive, a
+    /// failed peer, a collective mismatch) instead of ending the rank. The request is
+    /// finished either way.
+    pub fn try_wait(mut self) -> Result<Status, crate::error::Error> {
+        let r = crate::environment::with_engine(|e| e.wait(self.id));
+        self.done = true;
+        self.scope.unregister(self.id);
+        r.map(|raw| self.status(raw))
+    }
+
+    /// Tests for completion once, returning the operation's error instead of ending the
+    /// rank; gives the request back if it is still running.
+    pub fn try_test(mut self) -> Result<Result<Status, Self>, crate::error::Error> {
+        match crate::environment::with_engine(|e| e.test(self.id)) {
+            Ok(Some(raw)) => {
+                self.done = true;
+                self.scope.unregister(self.id);
+                Ok(Ok(self.status(raw)))
+            }
+            Ok(None) => Ok(Err(self)),
+            Err(e) => {
+                self.done = true;
+                self.scope.unregister(self.id);
+                Err(e)
+            }
+        }
+    }
+
     /// Tests for completion once; gives the request back if it is still running.
     pub fn test(mut self) -> Result<Status, Self> {
         match call("test", |e| e.test(self.id)) {

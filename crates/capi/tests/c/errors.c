@@ -79,6 +79,23 @@ int main(int argc, char **argv) {
         CHECK(got[3] == 4 && ts.MPI_TAG == 77 && ts.MPI_SOURCE == 0);
     }
 
+    /* A nonblocking receive too small for its message: MPI_Wait (and MPI_Test) return
+       MPI_ERR_TRUNCATE under MPI_ERRORS_RETURN, and the job goes on. */
+    if (rank == 0) {
+        OK(MPI_Send(big, 4, MPI_INT, 1, 78, MPI_COMM_WORLD));
+        OK(MPI_Send(big, 4, MPI_INT, 1, 79, MPI_COMM_WORLD));
+    }
+    if (rank == 1) {
+        MPI_Request rq;
+        MPI_Status ts;
+        OK(MPI_Irecv(got, 2, MPI_INT, 0, 78, MPI_COMM_WORLD, &rq));
+        CHECK(MPI_Wait(&rq, &ts) == MPI_ERR_TRUNCATE);
+        int flag = 0, rc = MPI_SUCCESS;
+        OK(MPI_Irecv(got, 1, MPI_INT, 0, 79, MPI_COMM_WORLD, &rq));
+        while (!flag && rc == MPI_SUCCESS) rc = MPI_Test(&rq, &flag, &ts);
+        CHECK(rc == MPI_ERR_TRUNCATE);
+    }
+
     /* A duplicate inherits the handler; MPI_COMM_SELF keeps the fatal default. */
     MPI_Comm dup;
     OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));

@@ -64,14 +64,14 @@ pub(super) fn setup(
     }
 }
 
-/// First two bytes of a compact frame: a whole eager message of at most [`COMPACT_MAX`]
-/// bytes behind a [`COMPACT_HEADER`]-byte header (magic, 2 reserved bytes, source rank,
-/// context, tag, length; little endian), so that it fits one cache line of the ring.
-/// Only on shared memory, where the ring is private to the job and reliable. The wire
-/// magic of full datagrams differs, so the two never mix up.
+/// First two bytes of a compact frame: a whole eager message (one frame) behind a
+/// [`COMPACT_HEADER`]-byte header (magic, 2 reserved bytes, source rank, context, tag,
+/// length; little endian) instead of the 56-byte datagram header, so that messages of up
+/// to 32 bytes fit one cache line of the ring (the fast slot). Only on shared memory,
+/// where the ring is private to the job and reliable. The wire magic of full datagrams
+/// differs, so the two never mix up.
 const COMPACT_MAGIC: u16 = 0xc0fa;
 const COMPACT_HEADER: usize = 24;
-const COMPACT_MAX: usize = phalanx_shm::FAST_FRAME - COMPACT_HEADER;
 
 impl Engine {
     /// A compact frame from `from` (see [`COMPACT_MAGIC`]). False: no buffer yet.
@@ -215,8 +215,9 @@ impl Engine {
         let Some(t) = self.shm.as_mut() else {
             return false;
         };
-        if n <= COMPACT_MAX {
-            // One cache line: the ring's frame header, the compact header, the bytes.
+        if COMPACT_HEADER + n <= t.max_frame() {
+            // The ring's frame header, the compact header, the bytes: one cache line up to
+            // FAST_FRAME - COMPACT_HEADER = 32 bytes.
             let total = COMPACT_HEADER + n;
             let Ok(Some(frame)) = t.reserve(peer, total) else {
                 return false;
