@@ -569,25 +569,35 @@ fn all_to_all_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     (spec, Box::new(plan))
 }
 
+/// The spec of an element-wise reduction over whole buffers (all-reduce, scan).
+fn reduction_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+    c: &'c SimpleCommunicator,
+    (name, kind): (&'static str, CollKind),
+    sendbuf: &S,
+    recvbuf: &mut R,
+    op: OpKind,
+) -> Spec<'c> {
+    Spec {
+        name,
+        kind,
+        root: None,
+        op: Some(op),
+        dt: sendbuf.datatype(),
+        count: sendbuf.count(),
+        send: (sendbuf.buffer_ptr(), bytes(sendbuf)),
+        recv: (recvbuf.buffer_mut_ptr(), bytes(recvbuf)),
+        comm: c,
+    }
+}
+
 fn scan_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     c: &'c SimpleCommunicator,
     sendbuf: &S,
     recvbuf: &mut R,
     op: OpKind,
 ) -> (Spec<'c>, PlanFn) {
-    let len = bytes(sendbuf);
-    let recv_len = bytes(recvbuf);
-    let spec = Spec {
-        name: "scan_into",
-        kind: CollKind::Scan,
-        root: None,
-        op: Some(op),
-        dt: sendbuf.datatype(),
-        count: sendbuf.count(),
-        send: (sendbuf.buffer_ptr(), len),
-        recv: (recvbuf.buffer_mut_ptr(), recv_len),
-        comm: c,
-    };
+    let spec = reduction_spec(c, ("scan_into", CollKind::Scan), sendbuf, recvbuf, op);
+    let (len, recv_len) = (spec.send.1, spec.recv.1);
     let plan = move |s: &Shape| {
         check(
             recv_len >= len,
@@ -609,19 +619,14 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     recvbuf: &mut R,
     op: OpKind,
 ) -> (Spec<'c>, PlanFn) {
-    let len = bytes(sendbuf);
-    let recv_len = bytes(recvbuf);
-    let spec = Spec {
-        name: "all_reduce_into",
-        kind: CollKind::Allreduce,
-        root: None,
-        op: Some(op),
-        dt: sendbuf.datatype(),
-        count: sendbuf.count(),
-        send: (sendbuf.buffer_ptr(), len),
-        recv: (recvbuf.buffer_mut_ptr(), recv_len),
-        comm: c,
-    };
+    let spec = reduction_spec(
+        c,
+        ("all_reduce_into", CollKind::Allreduce),
+        sendbuf,
+        recvbuf,
+        op,
+    );
+    let (len, recv_len) = (spec.send.1, spec.recv.1);
     let plan = move |s: &Shape| {
         check(
             recv_len >= len,

@@ -29,10 +29,15 @@ use memmap2::MmapRaw;
 use crate::segment::LINE;
 
 // Per buffer b (0, 1): a metadata line at `b * 2 * LINE` and a pending line after it.
+// The tag, metadata, reader count and small data share one cache line: a small
+// publication crosses cores as one line, and a reader's `done` takes the line it read.
 const TAG: usize = 0;
 const SIG: usize = 8;
 const LEN: usize = 16;
-const PENDING: usize = LINE;
+const PENDING: usize = 24;
+const INLINE: usize = 32;
+/// Publications of at most this many bytes live in the buffer's metadata line.
+pub const INLINE_MAX: usize = 32;
 const BUF_HDR: usize = 2 * LINE;
 // Announcements: a line of HISTORY (tag, sig) pairs, then a line with the count.
 const ANN: usize = 4 * LINE;
@@ -195,8 +200,25 @@ impl Board {
         unsafe { std::slice::from_raw_parts_mut(self.data_ptr(self.me, buf_of(tag)), self.bytes) }
     }
 
-    /// Publishes `len` bytes of [`own_data`](Self::own_data) under `(tag, sig)` for
-    /// `readers` readers.
+    /// This rank's buffer for a `len`-byte publication tagged `tag` (inside the metadata
+    /// line when `len` ≤ [`INLINE_MAX`]), to fill before [`publish`](Self::publish) with the
+    /// same `len`. Same rules as [`own_data`](Self::own_data); `len` is clamped to the
+    /// buffer.
+    #[allow(clippy::mut_from_ref)]
+    #[inline]
+    pub fn own_data_len(&self, tag: u64, len: usize) -> &mut [u8] {
+        if len <= INLINE_MAX {
+            let o = self.hdr_base + self.me * self.hdr_stride + buf_of(tag) * BUF_HDR + INLINE;
+            // SAFETY: INLINE..INLINE + INLINE_MAX of the owner's metadata line, inside the
+            // mapping; written only by the owner while no reader looks (contract).
+            return unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(o), len) };
+        }
+        &mut self.own_data(tag)[..len.min(self.bytes)]
+    }
+
+    /// Publishes `len` bytes of [`own_data_len`](Self::own_data_len) (or, above
+    /// [`INLINE_MAX`], of [`own_data`](Self::own_data)) under `(tag, sig)` for `readers`
+    /// readers.
     #[inline]
     pub fn publish(&self, tag: u64, sig: u64, len: usize, readers: u32) {
         let (me, h) = (self.me, buf_of(tag) * BUF_HDR);
@@ -219,8 +241,15 @@ impl Board {
         }
         let sig = self.u64_at(slot, h + SIG).load(Ordering::Relaxed);
         let len = (self.u64_at(slot, h + LEN).load(Ordering::Relaxed) as usize).min(self.bytes);
+        let at = if len <= INLINE_MAX {
+            let o = self.hdr_base + slot * self.hdr_stride + h + INLINE;
+            // SAFETY: inside `slot`'s metadata line, in the mapping.
+            unsafe { self.map.as_mut_ptr().add(o) as *const u8 }
+        } else {
+            self.data_ptr(slot, b) as *const u8
+        };
         // SAFETY: published data of `slot`, unchanged until our `done` (contract).
-        let data = unsafe { std::slice::from_raw_parts(self.data_ptr(slot, b), len) };
+        let data = unsafe { std::slice::from_raw_parts(at, len) };
         Some(Published { sig, data })
     }
 
@@ -266,13 +295,13 @@ mod tests {
         assert_eq!(wb.local_of(3), Some(0));
         assert!(wb.peek(0, 42).is_none());
         assert!(wa.writable(42));
-        wa.own_data(42)[..5].copy_from_slice(b"hello");
+        wa.own_data_len(42, 5).copy_from_slice(b"hello");
         wa.publish(42, 9, 5, 1);
         assert!(!wa.writable(42), "a reader is pending");
         assert!(!wa.writable(44), "the same buffer");
         // The other buffer is free: the next call need not wait for this one's reader.
         assert!(wa.writable(43));
-        wa.own_data(43)[..3].copy_from_slice(b"abc");
+        wa.own_data_len(43, 3).copy_from_slice(b"abc");
         wa.publish(43, 8, 3, 1);
         assert!(wb.peek(0, 41).is_none(), "another tag is not seen");
         let p = wb.peek(0, 42).unwrap();
@@ -301,6 +330,25 @@ mod tests {
         assert_eq!(h.len(), super::HISTORY);
         assert_eq!(h[0], (20, 200));
         assert_eq!(h[super::HISTORY - 1], (13, 130));
+    }
+
+    #[test]
+    fn large_publications_use_the_data_area() {
+        let (a, b) = pair("large");
+        let (wa, wb) = (a.board().unwrap(), b.board().unwrap());
+        let big: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        wa.own_data_len(7, big.len()).copy_from_slice(&big);
+        wa.publish(7, 1, big.len(), 1);
+        assert_eq!(wb.peek(0, 7).unwrap().data, &big[..]);
+        let small = [9u8; super::INLINE_MAX];
+        wa.own_data_len(8, small.len()).copy_from_slice(&small);
+        wa.publish(8, 1, small.len(), 1);
+        assert_eq!(wb.peek(0, 8).unwrap().data, &small[..]);
+        assert_eq!(
+            wb.peek(0, 7).unwrap().data,
+            &big[..],
+            "the other buffer is untouched"
+        );
     }
 
     #[test]

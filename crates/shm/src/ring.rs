@@ -25,6 +25,10 @@ pub(crate) fn cells_for(len: usize) -> u64 {
     (len + FRAME_HEADER).div_ceil(CELL) as u64
 }
 
+/// Cells of the next frame `readable` prefetches (more start to compete with the producer
+/// for lines it is still writing).
+const PREFETCH_CELLS: u64 = 2;
+
 /// Hint to bring the line at `p` into the cache (no effect on memory, never faults).
 #[inline(always)]
 fn prefetch(p: *const u8) {
@@ -191,8 +195,9 @@ impl RxRing {
         if self.tail != self.cached_head {
             return true;
         }
-        prefetch(self.r.cell(self.tail));
-        prefetch(self.r.cell(self.tail + 1));
+        for k in 0..PREFETCH_CELLS {
+            prefetch(self.r.cell(self.tail + k));
+        }
         self.r.head().load(Ordering::Acquire) != self.tail
     }
 

@@ -288,10 +288,11 @@ impl ShmTransport {
     }
 
     /// Wakes those of `peers` (world ranks) that announced they are about to sleep: call
-    /// after publishing something they may wait for outside the rings (the board). One
-    /// fence for all; unknown ranks are ignored.
+    /// after publishing something they may wait for outside the rings (the board).
+    /// Unknown ranks are ignored. No fence, as for ring frames (see the crate docs on
+    /// sleeping): a sleeper checks its condition again after `prepare_sleep`'s second
+    /// look at the rings, and its sleep is bounded.
     pub fn wake(&self, peers: impl IntoIterator<Item = u32>) {
-        fence(Ordering::SeqCst);
         for p in peers {
             let Ok(s) = self.peers.binary_search(&p) else {
                 continue;

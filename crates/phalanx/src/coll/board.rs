@@ -582,7 +582,7 @@ impl Engine {
             self.board_wait(run, me, |_| Ok(b.writable(tag)))?;
         }
         let len = len.min(b.capacity());
-        fill(&mut b.own_data(tag)[..len]);
+        fill(b.own_data_len(tag, len));
         b.publish(tag, run.sig(), len, readers as u32);
         if readers > 0 {
             let me = self.rank;
