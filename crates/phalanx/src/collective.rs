@@ -149,7 +149,7 @@ fn choose_board(
         return "shm".into();
     }
     if !s.hosts.is_empty()
-        && crate::coll::hier::supported(kind)
+        && crate::coll::hier::supported(kind, need, s.multicast)
         && forced.as_deref().is_none_or(|a| a == "hier")
     {
         // The leaders' network algorithm (multicast or not) is part of the choice.

@@ -1,10 +1,11 @@
 //! Hierarchical collectives for jobs that span hosts: shared memory inside a host, the
 //! network between hosts.
 //!
-//! Contract: the algorithm `hier` runs a *blocking* broadcast, reduce, all-reduce or
-//! barrier of a communicator whose members live on several hosts, at least one of them
-//! holding two or more members, when shared memory is configured (`PHALANX_TRANSPORT`
-//! `auto` without `PHALANX_FAULTS`, or `shm`). It is the default there;
+//! Contract: the algorithm `hier` runs a *blocking* broadcast (with real multicast: of
+//! 4 KiB or more), reduce, all-reduce or barrier of a communicator whose members live on
+//! several hosts, at least one of them holding two or more members, when shared memory is
+//! configured (`PHALANX_TRANSPORT` `auto` without `PHALANX_FAULTS`, or `shm`, and a
+//! board). It is the default there;
 //! `PHALANX_COLL_<NAME>=hier` names it, any other algorithm name avoids it. Every rank
 //! derives the same plan from the same facts (the member list and each member's host):
 //! * the hosts, in order of their first member; on each host a *leader*: the root when it
@@ -29,12 +30,18 @@ use super::{CollCall, CollKind};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 
-/// Kinds that have a hierarchical form.
-pub(crate) fn supported(kind: CollKind) -> bool {
-    matches!(
-        kind,
-        CollKind::Bcast | CollKind::Reduce | CollKind::Allreduce | CollKind::Barrier
-    )
+/// Broadcasts shorter than this stay flat when real multicast is available: one
+/// multicast already reaches every rank in one hop, and the board step after the leaders'
+/// hop costs more than it saves (measured with `bench/netns_bcast.py`, 3 hosts × 3 ranks).
+const MCAST_BCAST_MIN: usize = 4096;
+
+/// Does this call (`need` bytes) have a hierarchical form worth using?
+pub(crate) fn supported(kind: CollKind, need: usize, multicast: bool) -> bool {
+    match kind {
+        CollKind::Bcast => !multicast || need >= MCAST_BCAST_MIN,
+        CollKind::Reduce | CollKind::Allreduce | CollKind::Barrier => true,
+        _ => false,
+    }
 }
 
 /// Do these hosts (one per member) call for the hierarchical form: several hosts, and a
