@@ -249,3 +249,50 @@ fn mr_netns_applications_over_a_mix() {
         );
     }
 }
+
+#[test]
+fn mr_netns_hierarchical_when_one_host_has_no_shared_memory() {
+    // Three hosts with two ranks each; on the first, the segment cannot be made (its
+    // directory does not exist), so `auto` falls back to UDP there and the host has no
+    // board: its phases of the hierarchical collectives run as schedules instead.
+    let net = TestNet::create(3).expect("test hosts (network namespaces) must be available");
+    let hf = hostfile_slots(&net, 2);
+    let hosts = hf.0.display().to_string();
+    let first = &net.names()[0];
+    let wrapper = std::env::temp_dir().join(format!("phalanx-noshm-{}.sh", std::process::id()));
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ \"$(ip netns identify $$)\" = \"{first}\" ]; then\n  \
+             export PHALANX_SHM_DIR=/nonexistent-phalanx-dir\nfi\nexec \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    let w = wrapper.display().to_string();
+    let ex = example("collectives").display().to_string();
+    let r = run(
+        &["--hostfile", &hosts, "sh", &w, &ex, "16384"],
+        &[("PHALANX_STATS", "1")],
+        LIMIT,
+    );
+    let _ = std::fs::remove_file(&wrapper);
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all collectives ok").count(),
+        6,
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains("shared memory unavailable"),
+        "the first host fell back to UDP\n{}",
+        r.dump()
+    );
+    let hier: u64 = r
+        .stderr
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("hier_collectives="))
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum();
+    assert!(hier > 0, "{}", r.dump());
+}

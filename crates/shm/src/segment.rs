@@ -417,6 +417,17 @@ impl ShmSegment {
                         ));
                     }
                 }
+                // The directory itself missing: the creator cannot have made it either.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && !cfg.dir.is_dir() => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "open {}: the directory {} does not exist",
+                            path.display(),
+                            cfg.dir.display()
+                        ),
+                    ))
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => {
                     return Err(io::Error::new(

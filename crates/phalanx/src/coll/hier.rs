@@ -30,6 +30,10 @@ use super::{CollCall, CollKind};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 
+/// Step numbers of a host phase run as a schedule (no board) start at phase × this, apart
+/// from the leaders' network steps (which start at 0).
+const LOCAL_STEPS: i32 = 1 << 16;
+
 /// Broadcasts shorter than this stay flat when real multicast is available: one
 /// multicast already reaches every rank in one hop, and the board step after the leaders'
 /// hop costs more than it saves (measured with `bench/netns_bcast.py`, 3 hosts × 3 ranks).
@@ -101,7 +105,7 @@ impl Engine {
         let root_li = leaders.iter().position(|&i| i == hc.root).unwrap_or(0);
         let call = hc.call;
         let len = call.send.1.max(call.recv.1);
-        let on_board = |e: &mut Engine, kind, send, recv, phase| -> Result<()> {
+        let on_board = |e: &mut Engine, kind, send, recv, phase: u8| -> Result<()> {
             if local.len() < 2 {
                 return Ok(());
             }
@@ -110,6 +114,30 @@ impl Engine {
                 recv,
                 ..call.clone()
             };
+            if e.board.is_none() {
+                // This host has no board (its segment could not be made and `auto` fell
+                // back to UDP): the same phase as a schedule among the host's members,
+                // its steps numbered apart from the leaders' and the other phase's.
+                let s = Shape {
+                    p: local.len(),
+                    me: lme,
+                    world: local_world.clone(),
+                    packet: e.coll_packet(),
+                    multicast: false,
+                    board: 0,
+                    hosts: Vec::new(),
+                };
+                let n = sub.send.1.max(sub.recv.1);
+                let base = match kind {
+                    CollKind::Bcast if n > 0 => algos::bcast_binomial(&s, lleader, Buf::Recv, n),
+                    CollKind::Reduce => algos::reduce_binomial(&s, lleader, n),
+                    _ => algos::barrier_dissemination(&s),
+                };
+                let mut plan = Plan::default();
+                plan.append(base, LOCAL_STEPS * i32::from(phase));
+                let id = e.start_collective(sub, plan)?;
+                return e.wait(id).map(|_| ());
+            }
             e.board_collective(&BoardCall {
                 call: &sub,
                 kind,
