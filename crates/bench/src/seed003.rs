@@ -1,6 +1,6 @@
 //! The seed-003 experiments (§6): ring latency, chain throughput and flooding.
 //!
-//! Payloads are 8-byte words, 1 … 2000 of them ([`SEED003_WORDS`]; `-m [min:]max` in
+//! Payloads are 8-byte words, 1 … 2000 of them ([`crate::options::SEED003_WORDS`]; `-m [min:]max` in
 //! bytes picks a subset).
 //!
 //! * `ring [--touch]`: a token travels around all p ranks (`-x` warm-up laps, then `-i`

@@ -201,7 +201,7 @@ impl Board {
     }
 
     /// This rank's buffer for a `len`-byte publication tagged `tag` (inside the metadata
-    /// line when `len` ≤ [`INLINE_MAX`]), to fill before [`publish`](Self::publish) with the
+    /// line when `len` ≤ `INLINE_MAX` (32)), to fill before [`publish`](Self::publish) with the
     /// same `len`. Same rules as [`own_data`](Self::own_data); `len` is clamped to the
     /// buffer.
     #[allow(clippy::mut_from_ref)]
@@ -217,7 +217,7 @@ impl Board {
     }
 
     /// Publishes `len` bytes of [`own_data_len`](Self::own_data_len) (or, above
-    /// [`INLINE_MAX`], of [`own_data`](Self::own_data)) under `(tag, sig)` for `readers`
+    /// `INLINE_MAX` (32), of [`own_data`](Self::own_data)) under `(tag, sig)` for `readers`
     /// readers.
     #[inline]
     pub fn publish(&self, tag: u64, sig: u64, len: usize, readers: u32) {
