@@ -184,7 +184,7 @@ export!(MPI_Errhandler_free, PMPI_Errhandler_free, (errhandler: *mut Handle) -> 
         // SAFETY: readable and writable handle (null is checked).
         unsafe {
             let h = crate::p2p::read_req(errhandler)? as usize;
-            if !(ERRORS_ARE_FATAL..=ERRORS_ABORT).contains(&h) {
+            if !crate::errh::valid(h) {
                 return Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}")));
             }
             out(errhandler, 0x140 as Handle)
@@ -201,5 +201,7 @@ export!(MPI_Comm_call_errhandler, PMPI_Comm_call_errhandler,
     if state::errhandler(comm) == ERRORS_RETURN {
         return MPI_SUCCESS;
     }
-    raise("MPI_Comm_call_errhandler", comm, err(errorcode, "error raised by the program"))
+    // A user handler returns here; the predefined fatal ones end the job.
+    raise("MPI_Comm_call_errhandler", comm, err(errorcode, "error raised by the program"));
+    MPI_SUCCESS
 });

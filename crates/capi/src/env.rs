@@ -171,7 +171,7 @@ export!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler,
     guard("MPI_Comm_set_errhandler", comm, || {
         state::comm(comm)?;
         let e = errhandler as usize;
-        if ![ERRORS_ARE_FATAL, ERRORS_RETURN, ERRORS_ABORT].contains(&e) {
+        if !crate::errh::valid(e) {
             return Err(err(MPI_ERR_ARG, format!("invalid error handler {errhandler:p}")));
         }
         state::with(|s| {

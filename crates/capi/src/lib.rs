@@ -27,6 +27,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
+pub mod alltoallw;
 pub mod attrs;
 pub mod bsend;
 pub mod coll;
@@ -35,6 +36,7 @@ pub mod coll_more;
 pub mod comm;
 pub mod consts;
 pub mod env;
+pub mod errh;
 pub mod groups;
 pub mod localop;
 pub mod misc;
@@ -103,7 +105,17 @@ pub fn guard_on(name: &str, f: impl FnOnce(&mut Handle) -> CResult) -> c_int {
 
 /// Hands `e` to the error handler of `comm` (world's if `comm` is not a live communicator).
 pub fn raise(name: &str, comm: Handle, e: CErr) -> c_int {
-    if state::errhandler(comm) == ERRORS_RETURN {
+    let eh = state::errhandler(comm);
+    if eh == ERRORS_RETURN {
+        return e.class;
+    }
+    if let Some(f) = errh::user(eh) {
+        let c = if state::is_live_comm(comm) {
+            comm
+        } else {
+            consts::COMM_WORLD as Handle
+        };
+        errh::call(f, c, e.class);
         return e.class;
     }
     let rank = state::world_rank().map_or("?".to_string(), |r| r.to_string());

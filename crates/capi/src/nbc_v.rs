@@ -31,7 +31,7 @@ use std::ffi::{c_int, c_void};
 ///
 /// # Safety
 /// `p` points to `n` readable ints.
-unsafe fn counts(p: *const c_int, n: usize) -> CResult<Vec<usize>> {
+pub(crate) unsafe fn counts(p: *const c_int, n: usize) -> CResult<Vec<usize>> {
     // SAFETY: caller.
     let cs: &[c_int] = unsafe { typed(p.cast(), n)? };
     cs.iter().map(|&k| count(k)).collect()
@@ -41,7 +41,7 @@ unsafe fn counts(p: *const c_int, n: usize) -> CResult<Vec<usize>> {
 ///
 /// # Safety
 /// `p` points to `n` readable ints.
-unsafe fn displs(p: *const c_int, n: usize) -> CResult<Vec<isize>> {
+pub(crate) unsafe fn displs(p: *const c_int, n: usize) -> CResult<Vec<isize>> {
     // SAFETY: caller.
     Ok(unsafe { typed::<c_int>(p.cast(), n)? }
         .iter()
@@ -77,7 +77,7 @@ fn no_alias(send: (*const c_void, usize), recv: (*const c_void, usize), direct: 
 
 /// Starts the point-to-point exchange of `sends` and `recvs` (peer, bytes) on a fresh
 /// duplicate of `c`; the block to self is copied now.
-fn exchange(
+pub(crate) fn exchange(
     c: &SimpleCommunicator,
     sends: Vec<(c_int, &'static [u8])>,
     recvs: Vec<(c_int, &'static mut [u8])>,

@@ -385,6 +385,14 @@ pub fn errhandler(h: Handle) -> usize {
     })
 }
 
+/// Whether `h` is a live communicator (false while the state is in use).
+pub fn is_live_comm(h: Handle) -> bool {
+    STATE.with(|s| {
+        s.try_borrow()
+            .is_ok_and(|s| s.comms.contains_key(&(h as usize)))
+    })
+}
+
 /// This process's rank in the world, if initialized.
 pub fn world_rank() -> Option<c_int> {
     STATE.with(|s| {

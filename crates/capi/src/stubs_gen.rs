@@ -123,11 +123,6 @@ export!(MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c, (sendbuf: *const c_void, se
     not_implemented("MPI_Alltoallv_init_c", comm)
 });
 
-export!(MPI_Alltoallw, PMPI_Alltoallw, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    not_implemented("MPI_Alltoallw", comm)
-});
-
 export!(MPI_Alltoallw_c, PMPI_Alltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     not_implemented("MPI_Alltoallw_c", comm)
@@ -255,11 +250,6 @@ export!(MPI_Comm_attach_buffer_c, PMPI_Comm_attach_buffer_c, (comm: Handle, buff
 export!(MPI_Comm_connect, PMPI_Comm_connect, (port_name: *const c_void, info: Handle, root: c_int, comm: Handle, newcomm: *mut c_void) -> c_int {
     let _ = (port_name, info, root, comm, newcomm);
     not_implemented("MPI_Comm_connect", comm)
-});
-
-export!(MPI_Comm_create_errhandler, PMPI_Comm_create_errhandler, (comm_errhandler_fn: *mut c_void, errhandler: *mut c_void) -> c_int {
-    let _ = (comm_errhandler_fn, errhandler);
-    not_implemented("MPI_Comm_create_errhandler", WORLD)
 });
 
 export!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group, (group: Handle, stringtag: *const c_void, info: Handle, errhandler: Handle, newcomm: *mut c_void) -> c_int {
@@ -980,11 +970,6 @@ export!(MPI_Ialltoall_c, PMPI_Ialltoall_c, (sendbuf: *const c_void, sendcount: i
 export!(MPI_Ialltoallv_c, PMPI_Ialltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     not_implemented("MPI_Ialltoallv_c", comm)
-});
-
-export!(MPI_Ialltoallw, PMPI_Ialltoallw, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    not_implemented("MPI_Ialltoallw", comm)
 });
 
 export!(MPI_Ialltoallw_c, PMPI_Ialltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut c_void) -> c_int {

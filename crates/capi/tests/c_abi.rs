@@ -291,6 +291,14 @@ fn persistent_buffered_and_ready_mode() {
 }
 
 #[test]
+fn alltoallw_and_user_error_handlers() {
+    let exe = c_test("alltoallw");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "alltoallw ok");
+    }
+}
+
+#[test]
 fn synchronous_send_completes_only_after_the_match() {
     let exe = c_test("ssend");
     run_ok(2, &exe, &[], "ssend ok");
