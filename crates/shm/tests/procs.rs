@@ -190,6 +190,9 @@ fn sleeping_consumer_is_woken() {
             if my_turn {
                 // Send only once the peer has announced sleep, so the wake path is exercised.
                 wait_for("peer to sleep", || t.peer_sleeping(other).unwrap());
+                // The consumer re-checks the rings once more after raising its flag (see the
+                // crate docs on sleeping): let it fall asleep for real.
+                std::thread::sleep(std::time::Duration::from_millis(2));
                 assert!(t.send(other, &round.to_le_bytes()).unwrap());
             } else {
                 let mut got = None;

@@ -182,28 +182,25 @@ impl Engine {
             return Err(Error::InvalidTag(tag));
         }
         let len = buf.len() as u64;
+        let eager = !synchronous && len as usize <= self.eager_limit_to(dest);
+        // Shared-memory fast path: a message that fits one frame, with nothing queued
+        // before it, is written straight into the ring and the send is complete.
+        if eager
+            && self.via_shm(dest)
+            && self.p2p.jobs[dest as usize].is_empty()
+            && self.shm_send_compact(dest, ctx, tag, buf.slice(0, len as usize))
+        {
+            return self.reqs.insert(Req::Done(Ok(RawStatus {
+                source: self.rank,
+                tag,
+                bytes: len,
+            })));
+        }
         let id = self.reqs.insert(Req::Send(SendReq {
             peer: dest,
             tag,
             buf,
         }))?;
-        let eager = !synchronous && len as usize <= self.eager_limit_to(dest);
-        // Shared-memory fast path: a message that fits one frame, with nothing queued
-        // before it, is written straight into the ring and the send is complete.
-        if eager && self.p2p.jobs[dest as usize].is_empty() && self.via_shm(dest) {
-            let h = data_header(self.job_key, self.rank, MsgKind::Eager, ctx, tag, len);
-            if self.shm_send_eager(dest, &h, id) {
-                self.reqs.complete(
-                    id,
-                    Ok(RawStatus {
-                        source: self.rank,
-                        tag,
-                        bytes: len,
-                    }),
-                );
-                return Ok(id);
-            }
-        }
         let job = if eager {
             Job::Frags {
                 req: id,

@@ -199,54 +199,31 @@ impl Engine {
         }
     }
 
-    /// Writes eager send `id` as one frame (header `h`, then the whole message) straight
+    /// Writes a whole eager message as one compact frame (see [`COMPACT_MAGIC`]) straight
     /// into `peer`'s ring. False if it does not fit one frame or the ring is full (the
     /// caller queues it the usual way).
-    pub(crate) fn shm_send_eager(
-        &mut self,
-        peer: u32,
-        h: &phalanx_wire::Header,
-        id: crate::engine::requests::ReqId,
-    ) -> bool {
-        let Some(crate::engine::requests::Req::Send(s)) = self.reqs.get(id) else {
-            return false;
-        };
-        let n = s.buf.len();
+    pub(crate) fn shm_send_compact(&mut self, peer: u32, ctx: u32, tag: i32, data: &[u8]) -> bool {
+        let src = self.rank;
         let Some(t) = self.shm.as_mut() else {
             return false;
         };
-        if COMPACT_HEADER + n <= t.max_frame() {
-            // The ring's frame header, the compact header, the bytes: one cache line up to
-            // FAST_FRAME - COMPACT_HEADER = 32 bytes.
-            let total = COMPACT_HEADER + n;
-            let Ok(Some(frame)) = t.reserve(peer, total) else {
-                return false;
-            };
-            frame[0..2].copy_from_slice(&COMPACT_MAGIC.to_le_bytes());
-            frame[2..4].copy_from_slice(&[0, 0]);
-            frame[4..8].copy_from_slice(&h.src.to_le_bytes());
-            frame[8..12].copy_from_slice(&h.context.to_le_bytes());
-            frame[12..16].copy_from_slice(&h.tag.to_le_bytes());
-            frame[16..24].copy_from_slice(&(n as u64).to_le_bytes());
-            frame[COMPACT_HEADER..].copy_from_slice(s.buf.slice(0, n));
-            if t.commit(peer, total).is_err() {
-                return false;
-            }
-            self.stats.shm_sent += 1;
-            return true;
-        }
-        let total = phalanx_wire::HEADER_LEN + n;
-        if total > t.max_frame() || total > self.max_payload + phalanx_wire::HEADER_LEN {
+        let n = data.len();
+        // The ring's frame header, the compact header, the bytes: one cache line up to
+        // FAST_FRAME - COMPACT_HEADER = 32 bytes.
+        let total = COMPACT_HEADER + n;
+        if total > t.max_frame() {
             return false;
         }
         let Ok(Some(frame)) = t.reserve(peer, total) else {
             return false;
         };
-        let (hdr, body) = frame.split_at_mut(phalanx_wire::HEADER_LEN);
-        if h.emit(hdr).is_none() {
-            return false;
-        }
-        body.copy_from_slice(s.buf.slice(0, n));
+        frame[0..2].copy_from_slice(&COMPACT_MAGIC.to_le_bytes());
+        frame[2..4].copy_from_slice(&[0, 0]);
+        frame[4..8].copy_from_slice(&src.to_le_bytes());
+        frame[8..12].copy_from_slice(&ctx.to_le_bytes());
+        frame[12..16].copy_from_slice(&tag.to_le_bytes());
+        frame[16..24].copy_from_slice(&(n as u64).to_le_bytes());
+        frame[COMPACT_HEADER..].copy_from_slice(data);
         if t.commit(peer, total).is_err() {
             return false;
         }
