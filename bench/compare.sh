@@ -16,7 +16,9 @@
 #   PEER_PML=ob1            Open MPI PML
 #   PEER_TCP_IF=lo          Open MPI TCP interfaces (btl_tcp_if_include; interfaces that come
 #                           and go, e.g. other jobs' test veths, otherwise break its runs)
-#   NP=2                    ranks (oversubscribed on both sides if above the cores)
+#   NP=2                    ranks (oversubscribed on both sides if above the cores; both
+#                           bind rank r to core r mod cores: phalanx's default
+#                           --bind-to core, Open MPI's --bind-to core:overload-allowed)
 #   PHALANX_COLL_<NAME>     passed through untouched to phalanx's ranks (algorithm choice)
 #   RUN_TIMEOUT=600         seconds before a single run is killed
 #   SKIP_BUILD=1            reuse existing binaries
@@ -90,7 +92,8 @@ run_phalanx() {  # test pair
 run_ompi() {  # test pair
     # shellcheck disable=SC2046
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        timeout "$RUN_TIMEOUT" mpirun --oversubscribe --mca pml "$PEER_PML" \
+        timeout "$RUN_TIMEOUT" mpirun --oversubscribe --bind-to core:overload-allowed \
+        --mca pml "$PEER_PML" \
         --mca btl "$PEER_BTL" --mca btl_tcp_if_include "$PEER_TCP_IF" -n "$NP" \
         "$TARGET/release/c/osu_like" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
 }

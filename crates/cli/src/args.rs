@@ -85,6 +85,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_secs, default_value = "3")]
     pub kill_grace: Duration,
 
+    /// Rank placement: `core` binds rank r to the r-th CPU (round robin over the CPUs the
+    /// launcher may use), so ranks spread evenly and do not migrate — also when there are
+    /// more ranks than CPUs; `none` leaves placement to the kernel.
+    #[arg(long = "bind-to", value_name = "core|none", default_value = "core",
+          value_parser = ["core", "none"])]
+    pub bind_to: String,
+
     /// Set an environment variable for every rank (repeatable).
     #[arg(long = "env", value_name = "K=V", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
@@ -129,6 +136,11 @@ impl RunArgs {
                     .into_iter()
                     .map(|(k, v)| (k.into(), v.into()))
                     .collect(),
+                cpus: if self.bind_to == "core" {
+                    crate::spawn::allowed_cpus()
+                } else {
+                    Vec::new()
+                },
             },
             tag_output: self.tag_output,
             timeout: self.timeout,
@@ -187,6 +199,19 @@ mod tests {
         assert_eq!(cfg.hosts, [Host::Local, Host::Local]);
         assert_eq!(cfg.program.prog, "./x");
         assert_eq!(cfg.program.args.len(), 4);
+    }
+
+    #[test]
+    fn binding() {
+        let bound = parse(&["-n", "2", "prog"]).unwrap().into_config().unwrap();
+        assert_eq!(bound.program.cpus, crate::spawn::allowed_cpus());
+        assert!(
+            !bound.program.cpus.is_empty(),
+            "this process may run somewhere"
+        );
+        let free = parse(&["-n", "2", "--bind-to", "none", "prog"]).unwrap();
+        assert!(free.into_config().unwrap().program.cpus.is_empty());
+        assert!(parse(&["-n", "2", "--bind-to", "socket", "prog"]).is_err());
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! /dev/null (a background process group reading the terminal would be stopped) and write
 //! stdout/stderr to pipes.
 //!
+//! With `--bind-to core` (the default) rank r is bound to the (r mod n)-th of the n CPUs
+//! the launcher may use, before exec (inherited through `ip netns exec`).
+//!
 //! A rank on a [`Host::Netns`] is started as `ip netns exec NAME prog args…`: `ip` enters
 //! the namespace and execs the program, so the pid, the process group and PDEATHSIG (kept
 //! across exec, as no credentials change) are the rank's own. It gets `PHALANX_IP=auto`
@@ -29,6 +32,22 @@ pub struct Program {
     pub args: Vec<OsString>,
     /// Extra environment (`--env K=V`), applied before the PHALANX_* variables.
     pub env: Vec<(OsString, OsString)>,
+    /// CPUs to bind ranks to, round robin by rank (`--bind-to core`); empty: no binding.
+    pub cpus: Vec<usize>,
+}
+
+/// The CPUs this process may run on (its affinity mask), ascending; empty if unknown.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: sched_getaffinity writes only into the zeroed set we pass, of the size given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
 }
 
 /// Environment variable with the rank's bind address (read by the phalanx library).
@@ -44,6 +63,17 @@ pub fn spawn_rank(
 ) -> io::Result<Child> {
     let launcher = std::process::id() as libc::pid_t;
     let nofile = original_nofile();
+    // Built before the fork: the child only passes it to the system call.
+    let bind = (!p.cpus.is_empty()).then(|| {
+        let cpu = p.cpus[rank as usize % p.cpus.len()];
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays within it
+        // (cpu < CPU_SETSIZE, from sched_getaffinity).
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            set
+        }
+    });
     let mut cmd = match host {
         Host::Local => Command::new(&p.prog),
         Host::Netns(name) => {
@@ -65,8 +95,8 @@ pub fn spawn_rank(
         .stderr(Stdio::piped())
         .process_group(0);
     // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe system calls (prctl, getppid, setrlimit, _exit); it allocates
-    // nothing and touches no locks.
+    // async-signal-safe system calls (prctl, getppid, setrlimit, sched_setaffinity, _exit);
+    // it allocates nothing and touches no locks.
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(
@@ -85,6 +115,10 @@ pub fn spawn_rank(
             }
             if let Some(lim) = nofile {
                 libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            }
+            if let Some(set) = &bind {
+                // Best effort: a CPU that went away leaves the rank unbound.
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
             }
             Ok(())
         });
