@@ -50,6 +50,10 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// Environment variable with the number of CPUs bound ranks are spread over (the
+/// library's spin-or-yield choice compares it with the ranks of its host).
+pub const ENV_CPUS: &str = "PHALANX_CPUS";
+
 /// Environment variable with the rank's bind address (read by the phalanx library).
 pub const ENV_IP: &str = "PHALANX_IP";
 
@@ -90,6 +94,7 @@ pub fn spawn_rank(
         .env(phalanx_boot::ENV_RANK, rank.to_string())
         .env(phalanx_boot::ENV_SIZE, size.to_string())
         .env(phalanx_boot::ENV_BOOT, boot.to_string())
+        .envs((!p.cpus.is_empty()).then(|| (ENV_CPUS, p.cpus.len().to_string())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -241,7 +241,14 @@ impl Engine {
         let max_dgram = transport.as_ref().map_or(65507, |t| t.max_datagram());
         let max_payload = max_dgram.saturating_sub(HEADER_LEN + 16).max(256);
         let eager_limit = cfg.eager_limit.unwrap_or(max_payload.max(32 << 10));
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // The CPUs the job's ranks share on this host: a launcher that binds each rank to
+        // one CPU says how many it spreads them over (PHALANX_CPUS); otherwise what this
+        // process may use.
+        let cores = std::env::var("PHALANX_CPUS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let spin = cfg.spin.unwrap_or(if local_ranks > cores {
             Duration::ZERO
         } else {
