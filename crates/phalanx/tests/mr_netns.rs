@@ -39,6 +39,15 @@ mod tempfile_path {
     }
 }
 
+/// Every rank's value of counter `key` (e.g. "hier_collectives=") in PHALANX_STATS output.
+fn stat_values(stderr: &str, key: &str) -> Vec<u64> {
+    stderr
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix(key))
+        .filter_map(|v| v.parse().ok())
+        .collect()
+}
+
 fn field(line: &str, key: &str) -> u64 {
     line.split_whitespace()
         .find_map(|w| w.strip_prefix(key))
@@ -136,13 +145,7 @@ fn mr_netns_mixed_shared_memory_and_udp() {
         "{}",
         r.dump()
     );
-    let sum = |key: &str| -> u64 {
-        r.stderr
-            .split_whitespace()
-            .filter_map(|w| w.strip_prefix(key))
-            .filter_map(|v| v.parse::<u64>().ok())
-            .sum()
-    };
+    let sum = |key: &str| -> u64 { stat_values(&r.stderr, key).iter().sum() };
     assert!(
         sum("shm_sent=") > 0,
         "no shared-memory traffic\n{}",
@@ -168,12 +171,7 @@ fn mr_netns_mixed_shared_memory_and_udp() {
     );
     // Blocking broadcast/reduce/all-reduce/barrier of the world ran hierarchically on
     // every rank (the split halves, one rank per host, did not need it).
-    let hier: Vec<u64> = r
-        .stderr
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("hier_collectives="))
-        .filter_map(|v| v.parse().ok())
-        .collect();
+    let hier = stat_values(&r.stderr, "hier_collectives=");
     assert_eq!(hier.len(), 4, "{}", r.dump());
     assert!(hier.iter().all(|&h| h > 20), "{hier:?}\n{}", r.dump());
 }
@@ -204,12 +202,7 @@ fn mr_netns_hierarchical_collectives_three_hosts() {
             "{}",
             r.dump()
         );
-        let hier: u64 = r
-            .stderr
-            .split_whitespace()
-            .filter_map(|w| w.strip_prefix("hier_collectives="))
-            .filter_map(|v| v.parse::<u64>().ok())
-            .sum();
+        let hier: u64 = stat_values(&r.stderr, "hier_collectives=").iter().sum();
         assert_eq!(
             hier > 0,
             env.len() == 1,
@@ -288,11 +281,6 @@ fn mr_netns_hierarchical_when_one_host_has_no_shared_memory() {
         "the first host fell back to UDP\n{}",
         r.dump()
     );
-    let hier: u64 = r
-        .stderr
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("hier_collectives="))
-        .filter_map(|v| v.parse::<u64>().ok())
-        .sum();
+    let hier: u64 = stat_values(&r.stderr, "hier_collectives=").iter().sum();
     assert!(hier > 0, "{}", r.dump());
 }

@@ -51,13 +51,16 @@ pub(crate) fn supported(kind: CollKind, need: usize, multicast: bool) -> bool {
 /// Do these hosts (one per member) call for the hierarchical form: several hosts, and a
 /// host with more than one member?
 pub(crate) fn worthwhile(hosts: &[u32]) -> bool {
-    let first = hosts.first().copied();
-    let several = hosts.iter().any(|&h| Some(h) != first);
-    let shared = hosts
-        .iter()
-        .enumerate()
-        .any(|(i, h)| hosts[i + 1..].contains(h));
-    several && shared
+    // Host ids are small dense indices (first appearance in the rank table): one pass,
+    // on every blocking collective of a multi-host communicator.
+    let mut seen = vec![false; hosts.iter().max().map_or(0, |&m| m as usize + 1)];
+    let mut distinct = 0;
+    for &h in hosts {
+        if !std::mem::replace(&mut seen[h as usize], true) {
+            distinct += 1;
+        }
+    }
+    distinct > 1 && distinct < hosts.len()
 }
 
 /// One blocking hierarchical collective.
@@ -105,15 +108,15 @@ impl Engine {
         let root_li = leaders.iter().position(|&i| i == hc.root).unwrap_or(0);
         let call = hc.call;
         let len = call.send.1.max(call.recv.1);
-        let on_board = |e: &mut Engine, kind, send, recv, phase: u8| -> Result<()> {
+        let on_board = |e: &mut Engine,
+                        kind,
+                        send: (*const u8, usize),
+                        recv: (*mut u8, usize),
+                        phase: u8|
+         -> Result<()> {
             if local.len() < 2 {
                 return Ok(());
             }
-            let sub = CollCall {
-                send,
-                recv,
-                ..call.clone()
-            };
             if e.board.is_none() {
                 // This host has no board (its segment could not be made and `auto` fell
                 // back to UDP): the same phase as a schedule among the host's members,
@@ -127,7 +130,7 @@ impl Engine {
                     board: 0,
                     hosts: Vec::new(),
                 };
-                let n = sub.send.1.max(sub.recv.1);
+                let n = send.1.max(recv.1);
                 let base = match kind {
                     CollKind::Bcast if n > 0 => algos::bcast_binomial(&s, lleader, Buf::Recv, n),
                     CollKind::Reduce => algos::reduce_binomial(&s, lleader, n),
@@ -135,11 +138,10 @@ impl Engine {
                 };
                 let mut plan = Plan::default();
                 plan.append(base, LOCAL_STEPS * i32::from(phase));
-                let id = e.start_collective(sub, plan)?;
-                return e.wait(id).map(|_| ());
+                return run_plan(e, call, send, recv, plan);
             }
             e.board_collective(&BoardCall {
-                call: &sub,
+                call: &with_buffers(call, send, recv),
                 kind,
                 root: lleader,
                 world: &local_world,
@@ -156,15 +158,7 @@ impl Engine {
             board: 0,
             hosts: Vec::new(),
         };
-        let network = |e: &mut Engine, send, recv, plan: Plan| -> Result<()> {
-            let sub = CollCall {
-                send,
-                recv,
-                ..call.clone()
-            };
-            let id = e.start_collective(sub, plan)?;
-            e.wait(id).map(|_| ())
-        };
+        let network = |e: &mut Engine, send, recv, plan| run_plan(e, call, send, recv, plan);
         let (sp, rp) = (call.send.0, call.recv.0);
         match hc.kind {
             CollKind::Bcast => {
@@ -264,6 +258,27 @@ impl Engine {
     }
 }
 
+/// `call` with other buffers (one phase of it).
+fn with_buffers(call: &CollCall, send: (*const u8, usize), recv: (*mut u8, usize)) -> CollCall {
+    CollCall {
+        send,
+        recv,
+        ..call.clone()
+    }
+}
+
+/// Runs `plan` for a phase of `call` on the given buffers and waits for it.
+fn run_plan(
+    e: &mut Engine,
+    call: &CollCall,
+    send: (*const u8, usize),
+    recv: (*mut u8, usize),
+    plan: Plan,
+) -> Result<()> {
+    let id = e.start_collective(with_buffers(call, send, recv), plan)?;
+    e.wait(id).map(|_| ())
+}
+
 /// `n` bytes at `p` (the collective layer checked the caller's buffer sizes).
 fn send_slice<'a>(p: *const u8, n: usize) -> &'a [u8] {
     if n == 0 || p.is_null() {
@@ -278,5 +293,18 @@ fn copy(src: *const u8, dst: *mut u8, n: usize) {
     if n > 0 && !src.is_null() && !dst.is_null() && !std::ptr::eq(src, dst) {
         // SAFETY: the caller's distinct send and receive buffers, both at least `n` bytes.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn worthwhile_needs_several_hosts_and_a_shared_one() {
+        use super::worthwhile;
+        assert!(worthwhile(&[0, 0, 1]));
+        assert!(worthwhile(&[1, 0, 1, 2]));
+        assert!(!worthwhile(&[0, 1, 2]), "one rank per host");
+        assert!(!worthwhile(&[3, 3, 3]), "one host");
+        assert!(!worthwhile(&[]));
     }
 }
