@@ -7,7 +7,7 @@
 //! [`BootError::LauncherGone`].
 
 use crate::frame::{send_blocking, table_line_limit, LineReader, Next};
-use crate::msg::{Control, Endpoint, Hello, LauncherMsg, RankMsg, Table};
+use crate::msg::{Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, Table};
 use crate::{BootEnv, BootError, MAX_LINE};
 use std::io;
 use std::net::TcpStream;
@@ -63,6 +63,11 @@ impl BootClient {
                 Next::Msg(LauncherMsg::Release) => {
                     return Err(BootError::Protocol("release before the table".into()))
                 }
+                Next::Msg(LauncherMsg::Shm { .. }) => {
+                    return Err(BootError::Protocol(
+                        "shared-memory decision before the table".into(),
+                    ))
+                }
                 Next::Eof => return Err(BootError::LauncherGone),
                 Next::Pending => return Err(BootError::Timeout),
             }
@@ -86,6 +91,7 @@ impl BootClient {
             Next::Msg(LauncherMsg::Query) => Ok(Some(Control::Query)),
             Next::Msg(LauncherMsg::Release) => Ok(Some(Control::Release)),
             Next::Msg(LauncherMsg::Abort { reason }) => Ok(Some(Control::Abort(reason))),
+            Next::Msg(LauncherMsg::Shm { use_shm }) => Ok(Some(Control::Shm(use_shm))),
             Next::Msg(LauncherMsg::Table(_)) => {
                 Err(BootError::Protocol("second table from the launcher".into()))
             }
@@ -103,6 +109,41 @@ impl BootClient {
     /// The rank must then keep serving its peers until [`Control::Release`].
     pub fn send_drained(&mut self, warning: Option<String>) -> Result<(), BootError> {
         self.send(&RankMsg::Drained { warning })
+    }
+
+    /// Reports how joining the host's shared memory went (once, right after the table).
+    pub fn send_shm(&mut self, outcome: ShmOutcome) -> Result<(), BootError> {
+        self.send(&RankMsg::Shm(outcome))
+    }
+
+    /// Waits, bounded by `timeout`, for the launcher's shared-memory decision for this
+    /// host, answering `Query` with `status` meanwhile. `Abort` gives
+    /// [`BootError::Aborted`]; no decision in time gives [`BootError::Timeout`].
+    pub fn wait_shm_decision(&mut self, timeout: Duration, status: &str) -> Result<bool, BootError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.poll()? {
+                Some(Control::Shm(b)) => return Ok(b),
+                Some(Control::Query) => self.reply_status(status)?,
+                Some(Control::Abort(reason)) => return Err(BootError::Aborted(reason)),
+                Some(Control::Release) => {
+                    return Err(BootError::Protocol(
+                        "release before the shared-memory decision".into(),
+                    ))
+                }
+                None => {
+                    let left = remaining(deadline)?;
+                    let mut pfd = libc::pollfd {
+                        fd: self.stream.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let ms = left.as_millis().clamp(1, 100) as i32;
+                    // SAFETY: one valid pollfd on a socket we own.
+                    unsafe { libc::poll(&mut pfd, 1, ms) };
+                }
+            }
+        }
     }
 
     /// Sends a statistics line for the launcher to print at the end of the job.

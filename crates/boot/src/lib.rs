@@ -8,6 +8,9 @@
 //!   ([`check_hosts`]), the launcher sends every rank the same [`Table`] (job key plus one
 //!   endpoint per rank, in rank order). Receiving the table therefore is the start-up
 //!   barrier: every peer can already receive.
+//! - Right after the table each rank reports whether it joined its host's shared memory
+//!   ([`RankMsg::Shm`]); the launcher answers each host's ranks with one decision
+//!   ([`LauncherMsg::Shm`]), so all pairs of a host use the same medium.
 //! - While the job runs the launcher may send [`Control`] messages (`Query`, `Release`,
 //!   `Abort`); the rank answers `Query` with a status line, reports `Drained` once during
 //!   Finalize and exits only after `Release`.
@@ -26,7 +29,9 @@ pub mod msg;
 pub use client::BootClient;
 pub use env::{check_hosts, BootEnv, HostInfo, ENV_BOOT, ENV_RANK, ENV_SIZE};
 pub use error::BootError;
-pub use msg::{Control, Endpoint, Hello, LauncherMsg, RankMsg, Table, PROTOCOL_VERSION};
+pub use msg::{
+    Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, Table, PROTOCOL_VERSION,
+};
 
 /// Longest line (in bytes, without the newline) either side accepts for an ordinary
 /// message. A [`Table`] may be longer: its bound grows with the job size

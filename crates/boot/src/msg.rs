@@ -5,13 +5,20 @@
 //! A rank sends exactly one `Hello`, first; the launcher sends exactly one `Table` (or an
 //! `Abort`) in reply, after all ranks said hello; `Status` only answers `Query`; `Drained`
 //! is sent at most once; after `Release` the launcher sends nothing more.
+//!
+//! Shared memory is chosen per host by the launcher, so that a pair of ranks never
+//! disagrees about its medium: right after the table every rank reports how joining its
+//! host's segment went ([`RankMsg::Shm`], exactly once), and the launcher answers every
+//! rank of a host with the same [`LauncherMsg::Shm`] (exactly once) — `use_shm: true`
+//! only when every rank of that host joined, `false` as soon as one of them failed (ranks
+//! still connecting then give up at once) or did not try.
 
 use crate::env::HostInfo;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddrV4;
 
 /// Version of this protocol and of the data-plane ABI; ranks of one job must agree.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// How peers reach a rank: its data socket address and the host it runs on.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -43,6 +50,24 @@ pub struct Hello {
     pub endpoint: Endpoint,
 }
 
+/// How a rank's attempt to join its host's shared-memory segment went.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ShmOutcome {
+    /// Connected to every other rank of the host.
+    Joined,
+    /// Not attempted: shared memory is off for this rank (`PHALANX_TRANSPORT=udp`, fault
+    /// injection) or it is alone on its host.
+    NotUsed,
+    /// The attempt failed.
+    Failed {
+        /// Why, for the launcher to print once.
+        reason: String,
+        /// `PHALANX_TRANSPORT=shm`: shared memory was required, so the job must end.
+        required: bool,
+    },
+}
+
 /// rank → launcher.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -64,6 +89,8 @@ pub enum RankMsg {
         /// Human-readable one-liner.
         text: String,
     },
+    /// Sent once, right after the table: how joining the host's shared memory went.
+    Shm(ShmOutcome),
 }
 
 /// launcher → rank.
@@ -81,6 +108,12 @@ pub enum LauncherMsg {
         /// Why, for the rank to print.
         reason: String,
     },
+    /// The launcher's decision for the rank's host: use the shared-memory segment between
+    /// its ranks (every one joined), or UDP for all of them.
+    Shm {
+        /// Every rank of the host joined: keep the segment.
+        use_shm: bool,
+    },
 }
 
 /// A launcher message a rank can receive while the job runs.
@@ -92,6 +125,8 @@ pub enum Control {
     Release,
     /// The job is being torn down, with the launcher's reason.
     Abort(String),
+    /// The shared-memory decision for this rank's host (see [`LauncherMsg::Shm`]).
+    Shm(bool),
 }
 
 #[cfg(test)]
@@ -113,6 +148,11 @@ mod tests {
             RankMsg::Status { text: "x".into() },
             RankMsg::Drained { warning: None },
             RankMsg::Stats { text: "s".into() },
+            RankMsg::Shm(ShmOutcome::Joined),
+            RankMsg::Shm(ShmOutcome::Failed {
+                reason: "r".into(),
+                required: true,
+            }),
         ];
         for m in msgs {
             let s = serde_json::to_string(&m).unwrap();
@@ -125,6 +165,8 @@ mod tests {
         });
         let s = serde_json::to_string(&t).unwrap();
         assert_eq!(serde_json::from_str::<LauncherMsg>(&s).unwrap(), t);
+        let s = serde_json::to_string(&LauncherMsg::Shm { use_shm: false }).unwrap();
+        assert_eq!(s, r#"{"type":"shm","use_shm":false}"#);
         let s = serde_json::to_string(&LauncherMsg::Release).unwrap();
         assert_eq!(s, r#"{"type":"release"}"#);
     }

@@ -16,6 +16,10 @@
 //!   the grace period (at once on a second Ctrl-C). Exit code: the rank's code, 128+signal,
 //!   else 1; 128+signal for a signal to the launcher; 124 for `--timeout`; 2 if the program
 //!   cannot be spawned.
+//! - Shared memory: after the table, each host's ranks get one decision
+//!   (`LauncherMsg::Shm`) from their reports: against it as soon as one failed (said once),
+//!   for it when all joined; a rank that had to join (`PHALANX_TRANSPORT=shm`) and could
+//!   not fails the job.
 //! - Finalize: once every rank has sent `Drained`, every rank gets `Release`; the job
 //!   succeeds when all ranks then exit 0. Finalize warnings and stats lines are printed at
 //!   the end.
@@ -29,7 +33,8 @@ use crate::spawn::{self, signal_group, spawn_rank, Program};
 use crate::status::{describe, signal_text};
 use phalanx_boot::frame::{encode, send_line_blocking, LineReader, Next};
 use phalanx_boot::{
-    check_hosts, BootError, Endpoint, HostInfo, LauncherMsg, RankMsg, Table, MAX_LINE,
+    check_hosts, BootError, Endpoint, HostInfo, LauncherMsg, RankMsg, ShmOutcome, Table,
+    MAX_LINE,
 };
 use rand::RngCore;
 use std::collections::HashMap;
@@ -118,6 +123,8 @@ struct Rank {
     warning: Option<String>,
     stats: Vec<String>,
     status: Option<String>,
+    /// What the rank reported about joining its host's shared memory.
+    shm: Option<ShmOutcome>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -139,6 +146,9 @@ struct Job {
     query_until: Option<Instant>,
     outputs: usize,
     outputs_done: Receiver<()>,
+    /// The ranks of each host (known once the table is sent), and whether that host's
+    /// shared-memory decision has been sent.
+    host_groups: Vec<(Vec<usize>, bool)>,
 }
 
 /// Runs the job described by `cfg`; returns the launcher's exit code.
@@ -180,6 +190,7 @@ pub fn run(cfg: Config) -> i32 {
         query_until: None,
         outputs: 0,
         outputs_done,
+        host_groups: Vec::new(),
         cfg,
     };
     for rank in 0..job.cfg.size {
@@ -214,6 +225,7 @@ pub fn run(cfg: Config) -> i32 {
             warning: None,
             stats: Vec::new(),
             status: None,
+            shm: None,
         });
         for (src, dest) in pipes.into_iter().flatten() {
             if let Err(e) = output::forward(rank, src, dest, job.cfg.tag_output, done_tx.clone()) {
@@ -275,6 +287,7 @@ impl Job {
                 self.read_rank(r)?;
             }
             self.reap()?;
+            self.decide_shm()?;
             self.check_lost()?;
             if self.phase == Phase::Rendezvous && self.ranks.iter().all(|r| r.endpoint.is_some()) {
                 self.send_table()?;
@@ -421,6 +434,15 @@ impl Job {
                         rank.stats.push(text);
                     }
                 }
+                Ok(Next::Msg(RankMsg::Shm(outcome))) => {
+                    if rank.shm.is_some() {
+                        return Err(Failure::new(
+                            format!("rank {r} reported its shared-memory join twice"),
+                            1,
+                        ));
+                    }
+                    rank.shm = Some(outcome);
+                }
                 Ok(Next::Msg(RankMsg::Hello(_))) => {
                     return Err(Failure::new(format!("rank {r} sent a second hello"), 1));
                 }
@@ -520,6 +542,15 @@ impl Job {
             .map(|(r, e)| (r as u32, &e.host))
             .collect();
         check_hosts(&hosts).map_err(|m| Failure::new(m, 1))?;
+        let mut groups: Vec<((&str, u64), Vec<usize>)> = Vec::new();
+        for (r, e) in endpoints.iter().enumerate() {
+            let key = (e.host.boot_id.as_str(), e.host.netns_ino);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(r),
+                None => groups.push((key, vec![r])),
+            }
+        }
+        self.host_groups = groups.into_iter().map(|(_, v)| (v, false)).collect();
         let table = encode(&LauncherMsg::Table(Table {
             job_key: self.job_key,
             endpoints,
@@ -528,6 +559,68 @@ impl Job {
         self.phase = Phase::Running;
         self.listener = None;
         self.pending.clear();
+        Ok(())
+    }
+
+    /// Decides shared memory for each host whose ranks have reported enough (see
+    /// `phalanx_boot::msg`): against it as soon as one rank failed, for it once all joined.
+    /// A failure where shared memory was required fails the job, naming the rank; a
+    /// fallback is said once per host.
+    fn decide_shm(&mut self) -> Result<(), Failure> {
+        for g in 0..self.host_groups.len() {
+            if self.host_groups[g].1 {
+                continue;
+            }
+            let members = self.host_groups[g].0.clone();
+            let failed = members.iter().find_map(|&r| match &self.ranks[r].shm {
+                Some(ShmOutcome::Failed { reason, required }) => {
+                    // The rank's own "rank R: " prefix: once is enough.
+                    let own = format!("rank {r}: ");
+                    let reason = reason.strip_prefix(&own).unwrap_or(reason).to_string();
+                    Some((r, reason, *required))
+                }
+                _ => None,
+            });
+            let reported = members.iter().all(|&r| self.ranks[r].shm.is_some());
+            let use_shm = match failed {
+                Some((r, reason, true)) => {
+                    return Err(Failure::new(
+                        format!("rank {r}: PHALANX_TRANSPORT=shm, but it could not join shared memory: {reason}"),
+                        1,
+                    ));
+                }
+                Some((r, reason, false)) => {
+                    eprintln!(
+                        "phalanx: shared memory unavailable on the host of ranks {} (rank {r}: \
+                         {reason}); all of them use UDP",
+                        ranges(&members)
+                    );
+                    false
+                }
+                None if !reported => continue,
+                None => {
+                    let joined = members
+                        .iter()
+                        .filter(|&&r| self.ranks[r].shm == Some(ShmOutcome::Joined))
+                        .count();
+                    if joined > 0 && joined < members.len() {
+                        eprintln!(
+                            "phalanx: ranks {} of one host disagree whether to use shared memory \
+                             (PHALANX_TRANSPORT or PHALANX_FAULTS differ?); all of them use UDP",
+                            ranges(&members)
+                        );
+                    }
+                    joined == members.len()
+                }
+            };
+            self.host_groups[g].1 = true;
+            let line = encode(&LauncherMsg::Shm { use_shm });
+            for &r in &members {
+                if let Some(conn) = self.ranks[r].conn.as_mut() {
+                    let _ = send_line_blocking(&mut conn.stream, &line, SEND_TIMEOUT, true);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -673,6 +766,25 @@ impl Rank {
             (None, None, Some(_)) => "lost its connection to the launcher".into(),
         }
     }
+}
+
+/// `[0, 1, 2, 5]` as `0-2, 5`.
+fn ranges(v: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    out.join(", ")
 }
 
 fn secs(d: Duration) -> String {

@@ -36,7 +36,8 @@ pub(crate) fn with_engine<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result
 pub(crate) fn fatal(call: &str, err: Error) -> ! {
     let rank = ENGINE
         .with(|c| c.try_borrow().ok().and_then(|g| g.as_ref().map(|e| e.rank)))
-        .map_or("?".to_string(), |r| r.to_string());
+        .map(|r| r.to_string())
+        .unwrap_or_else(launched_rank);
     // One write, so the launcher never forwards half a line.
     let line = format!(
         "phalanx: rank {rank}: {call}: {err} (error class {:?})\n",
@@ -44,6 +45,11 @@ pub(crate) fn fatal(call: &str, err: Error) -> ! {
     );
     let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     std::process::exit(1)
+}
+
+/// The rank the launcher gave this process (before the engine exists), or `?`.
+pub fn launched_rank() -> String {
+    std::env::var(phalanx_boot::ENV_RANK).unwrap_or_else(|_| "?".into())
 }
 
 /// Runs a core call, sending an error to the fatal handler.

@@ -101,7 +101,7 @@ mod sys;
 mod transport;
 
 pub use board::{Board, Published};
-pub use segment::{ShmConfig, ShmSegment};
+pub use segment::{ShmConfig, ShmSegment, MIN_AUTO_RING};
 pub use sys::read_remote;
 pub use transport::{ShmTransport, SingleCopy};
 

@@ -11,7 +11,8 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memmap2::{MmapOptions, MmapRaw};
@@ -25,6 +26,9 @@ pub(crate) const LINE: usize = 128;
 const PAGE: usize = 4096;
 /// Upper bound on local ranks (the capability matrix and rank table live in the header).
 pub const MAX_LOCAL_RANKS: usize = 1024;
+
+/// Smallest ring size [`ShmConfig::ring_bytes_for`] shrinks to under `rings_budget`.
+pub const MIN_AUTO_RING: usize = 16 << 10;
 
 // Global header words (byte offsets).
 const H_MAGIC: usize = 0;
@@ -59,8 +63,14 @@ pub(crate) const C_PWAIT: usize = 2 * LINE;
 #[derive(Clone, Debug)]
 pub struct ShmConfig {
     /// Bytes per ring (one ring per ordered pair of local ranks): a power of two, at least
-    /// 1 KiB. Default 256 KiB. The segment holds `n·(n-1)` rings.
+    /// 1 KiB. Default 256 KiB. The segment holds `n·(n-1)` rings; see `rings_budget`.
     pub ring_bytes: usize,
+    /// Most bytes all `n·(n-1)` rings of a segment may take together: while they would
+    /// take more, the ring size is halved, down to [`MIN_AUTO_RING`] (so 64 local ranks
+    /// map 256 MiB of rings, not 1 GiB). Default 256 MiB; `usize::MAX` (what an explicit
+    /// `PHALANX_SHM_RING` sets) keeps `ring_bytes` as given. Every rank computes the same
+    /// size from the same `n`.
+    pub rings_budget: usize,
     /// Directory of the segment file. Default `/dev/shm`.
     pub dir: PathBuf,
     /// Bound on every wait during create/open/connect. Default 30 s.
@@ -73,22 +83,55 @@ pub struct ShmConfig {
     /// Bytes of each of a rank's two collective board buffers ([`crate::Board`]): a
     /// multiple of 4 KiB, at most 64 MiB; 0 disables the board. Default 256 KiB.
     pub board_bytes: usize,
+    /// Set by another thread to end every wait of create/open/connect at once with
+    /// [`io::ErrorKind::Interrupted`] (the launcher decided this host does without shared
+    /// memory, so waiting for the other local ranks is pointless). Default: none.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for ShmConfig {
     fn default() -> Self {
         ShmConfig {
             ring_bytes: 256 << 10,
+            rings_budget: 256 << 20,
             dir: PathBuf::from("/dev/shm"),
             connect_timeout: Duration::from_secs(30),
             single_copy: true,
             size_limit: None,
             board_bytes: 256 << 10,
+            cancel: None,
         }
     }
 }
 
 impl ShmConfig {
+    /// Whether [`ShmConfig::cancel`] has been set.
+    pub fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Acquire))
+    }
+
+    /// The error every wait ends with once [`ShmConfig::cancel`] is set.
+    pub(crate) fn cancelled_error(&self, me: u32) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::Interrupted,
+            format!("rank {me}: shared-memory connect abandoned (the launcher chose UDP for this host)"),
+        )
+    }
+
+    /// The ring size a segment of `n` local ranks uses: `ring_bytes`, halved while the
+    /// `n·(n-1)` rings exceed `rings_budget`, but never below [`MIN_AUTO_RING`] (nor
+    /// raised above `ring_bytes`).
+    pub fn ring_bytes_for(&self, n: usize) -> usize {
+        let rings = n.saturating_mul(n.saturating_sub(1)).max(1);
+        let mut b = self.ring_bytes;
+        while b > MIN_AUTO_RING && b.saturating_mul(rings) > self.rings_budget {
+            b /= 2;
+        }
+        b
+    }
+
     /// Defaults overridden by `PHALANX_SHM_RING` and `PHALANX_SHM_BOARD` (bytes, accept a
     /// `k`/`m` suffix), `PHALANX_SHM_DIR` and `PHALANX_SHM_SINGLE_COPY=0`.
     pub fn from_env() -> ShmConfig {
@@ -106,6 +149,7 @@ impl ShmConfig {
         };
         if let Some(n) = bytes("PHALANX_SHM_RING") {
             cfg.ring_bytes = n;
+            cfg.rings_budget = usize::MAX;
         }
         if let Some(n) = bytes("PHALANX_SHM_BOARD") {
             cfg.board_bytes = n;
@@ -302,7 +346,7 @@ impl ShmSegment {
     pub fn create(name: &str, ranks: &[u32], cfg: ShmConfig) -> io::Result<ShmSegment> {
         let me = ranks.iter().copied().min().unwrap_or(0);
         let (ranks, idx) = check_args(name, ranks, me, &cfg)?;
-        let layout = Layout::new(ranks.len(), cfg.ring_bytes, cfg.board_bytes);
+        let layout = Layout::new(ranks.len(), cfg.ring_bytes_for(ranks.len()), cfg.board_bytes);
         let path = cfg.dir.join(name);
         if let Some(limit) = cfg.size_limit {
             if layout.total as u64 > limit {
@@ -385,7 +429,7 @@ impl ShmSegment {
     /// (bounded by `cfg.connect_timeout`). The last rank to attach unlinks the file.
     pub fn open(name: &str, ranks: &[u32], me: u32, cfg: ShmConfig) -> io::Result<ShmSegment> {
         let (ranks, idx) = check_args(name, ranks, me, &cfg)?;
-        let layout = Layout::new(ranks.len(), cfg.ring_bytes, cfg.board_bytes);
+        let layout = Layout::new(ranks.len(), cfg.ring_bytes_for(ranks.len()), cfg.board_bytes);
         let path = cfg.dir.join(name);
         let deadline = Instant::now() + cfg.connect_timeout;
         let (waited, shown, lowest) = (cfg.connect_timeout, path.display().to_string(), ranks[0]);
@@ -436,6 +480,9 @@ impl ShmSegment {
                     ))
                 }
             }
+            if cfg.cancelled() {
+                return Err(cfg.cancelled_error(me));
+            }
             if Instant::now() > deadline {
                 return Err(timeout("to appear"));
             }
@@ -456,6 +503,9 @@ impl ShmSegment {
             _file: file,
         };
         while seg.u64_at(H_MAGIC).load(Ordering::Acquire) != MAGIC {
+            if seg.cfg.cancelled() {
+                return Err(seg.cfg.cancelled_error(me));
+            }
             if Instant::now() > deadline {
                 return Err(timeout("to be initialised"));
             }

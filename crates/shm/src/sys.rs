@@ -111,8 +111,11 @@ impl FdSocket {
         Ok(FdSocket { fd })
     }
 
-    /// Send `msg` with `pass` attached (SCM_RIGHTS) to the socket bound at `\0tag`.
-    pub fn send_fd(&self, tag: &str, msg: &[u8; FD_MSG], pass: RawFd) -> io::Result<()> {
+    /// Send `msg` with `pass` attached (SCM_RIGHTS) to the socket bound at `\0tag`, without
+    /// blocking: `Ok(false)` when the receiver's queue is full (the kernel bounds a Unix
+    /// datagram queue at `net.unix.max_dgram_qlen`, 10 by default, so a rank that sends to
+    /// many peers before receiving would otherwise block forever; retry later).
+    pub fn try_send_fd(&self, tag: &str, msg: &[u8; FD_MSG], pass: RawFd) -> io::Result<bool> {
         let (mut a, alen) = abstract_addr(tag);
         let mut iov = libc::iovec {
             iov_base: msg.as_ptr() as *mut libc::c_void,
@@ -139,11 +142,20 @@ impl FdSocket {
         }
         loop {
             // SAFETY: `mh` describes live buffers.
-            let rc = unsafe { libc::sendmsg(self.fd.as_raw_fd(), &mh, libc::MSG_NOSIGNAL) };
+            let rc = unsafe {
+                libc::sendmsg(
+                    self.fd.as_raw_fd(),
+                    &mh,
+                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                )
+            };
             if rc >= 0 {
-                return Ok(());
+                return Ok(true);
             }
             let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(false);
+            }
             if e.kind() != io::ErrorKind::Interrupted {
                 return Err(io::Error::new(
                     e.kind(),
@@ -153,15 +165,13 @@ impl FdSocket {
         }
     }
 
-    /// Receive one message with one fd, waiting at most until `deadline`.
-    pub fn recv_fd(&self, deadline: Instant) -> io::Result<([u8; FD_MSG], OwnedFd)> {
+    /// Receive one message with one fd, waiting at most until `until`: `Ok(None)` if none
+    /// came by then.
+    pub fn recv_fd(&self, until: Instant) -> io::Result<Option<([u8; FD_MSG], OwnedFd)>> {
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "timed out waiting for a peer's eventfd",
-                ));
+                return Ok(None);
             }
             let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
             let mut pfd = libc::pollfd {
@@ -219,7 +229,7 @@ impl FdSocket {
             match fd {
                 // SAFETY: the kernel installed this fd for us (SCM_RIGHTS); we own it.
                 Some(fd) if n as usize == FD_MSG => {
-                    return Ok((msg, unsafe { OwnedFd::from_raw_fd(fd) }))
+                    return Ok(Some((msg, unsafe { OwnedFd::from_raw_fd(fd) })))
                 }
                 Some(fd) => {
                     // SAFETY: as above; dropped at once (malformed message).

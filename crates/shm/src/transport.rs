@@ -86,7 +86,13 @@ impl ShmTransport {
         let barrier = |i: usize, what: &str| -> io::Result<()> {
             let w = seg.barrier_word(i);
             w.fetch_add(1, Ordering::AcqRel);
-            if sys::wait_until(deadline, || w.load(Ordering::Acquire) as usize >= n) {
+            let cfg = seg.config();
+            if sys::wait_until(deadline, || {
+                cfg.cancelled() || w.load(Ordering::Acquire) as usize >= n
+            }) {
+                if cfg.cancelled() {
+                    return Err(cfg.cancelled_error(rank));
+                }
                 return Ok(());
             }
             Err(io::Error::new(
@@ -113,28 +119,60 @@ impl ShmTransport {
             .store(*probe, Ordering::Relaxed);
         barrier(0, "binding eventfd sockets")?;
 
-        // Eventfd exchange: everyone's socket is bound now.
+        // Eventfd exchange: everyone's socket is bound now. Sends never block (a peer's
+        // queue holds only `net.unix.max_dgram_qlen` messages): what does not fit is
+        // retried while this rank drains its own queue, so every rank count works.
         let mut msg = [0u8; FD_MSG];
         msg[..8].copy_from_slice(&nonce.to_le_bytes());
         msg[8..12].copy_from_slice(&(me as u32).to_le_bytes());
-        for peer in (0..n).filter(|p| *p != me) {
-            sock.send_fd(&tag(peer), &msg, efd.as_raw_fd())?;
-        }
+        let mut unsent: Vec<usize> = (0..n).filter(|p| *p != me).collect();
         let mut got: Vec<Option<OwnedFd>> = (0..n).map(|_| None).collect();
         let mut left = n - 1;
-        while left > 0 {
-            let (m, fd) = sock.recv_fd(deadline).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("rank {rank}: shared-memory connect: {e} ({left} missing)"),
-                )
-            })?;
-            let from = u32::from_le_bytes([m[8], m[9], m[10], m[11]]) as usize;
-            if m[..8] != nonce.to_le_bytes() || from >= n || from == me || got[from].is_some() {
-                continue; // stale or foreign message: drop it (fd closes)
+        while left > 0 || !unsent.is_empty() {
+            let mut still = Vec::with_capacity(unsent.len());
+            for peer in unsent {
+                if !sock.try_send_fd(&tag(peer), &msg, efd.as_raw_fd())? {
+                    still.push(peer);
+                }
             }
-            got[from] = Some(fd);
-            left -= 1;
+            unsent = still;
+            if seg.config().cancelled() {
+                return Err(seg.config().cancelled_error(rank));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "rank {rank}: shared-memory connect: timed out after {:?} exchanging \
+                         eventfds ({left} not received, {} not delivered)",
+                        seg.config().connect_timeout,
+                        unsent.len()
+                    ),
+                ));
+            }
+            // Wait briefly (the cancel flag is re-checked every 10 ms, and sends pending
+            // on a full queue are retried every millisecond).
+            let slice = if unsent.is_empty() { 10 } else { 1 };
+            let until = (now + std::time::Duration::from_millis(slice)).min(deadline);
+            if left == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            while left > 0 {
+                let Some((m, fd)) = sock.recv_fd(until)? else {
+                    break;
+                };
+                let from = u32::from_le_bytes([m[8], m[9], m[10], m[11]]) as usize;
+                if m[..8] != nonce.to_le_bytes() || from >= n || from == me || got[from].is_some()
+                {
+                    continue; // stale or foreign message: drop it (fd closes)
+                }
+                got[from] = Some(fd);
+                left -= 1;
+                if !unsent.is_empty() {
+                    break; // room may have opened at the peers: retry the sends
+                }
+            }
         }
         drop(sock);
 

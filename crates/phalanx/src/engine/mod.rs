@@ -150,7 +150,7 @@ impl Engine {
             addr: udp.local_addr(),
             host: HostInfo::current(),
         };
-        let (boot, table) = BootClient::connect(&env, me.clone(), Duration::from_secs(120))
+        let (mut boot, table) = BootClient::connect(&env, me.clone(), Duration::from_secs(120))
             .map_err(|e| Error::Init(format!("start-up rendezvous failed: {e}")))?;
         if table.endpoints.len() != env.size as usize {
             return Err(Error::Init("endpoint table has the wrong size".into()));
@@ -177,7 +177,7 @@ impl Engine {
             );
         }
         let no_faults = faults.is_none();
-        let shm = shm::setup(kind, faults.is_some(), &table, &me, env.rank)?;
+        let shm = shm::setup(kind, faults.is_some(), &table, &me, env.rank, &mut boot)?;
         let transport: Box<dyn Transport> = match faults {
             Some(f) => Box::new(Faulty::new(udp, f, env.rank)),
             None => Box::new(udp),
@@ -490,6 +490,11 @@ impl Engine {
                 }
                 Ok(Some(Control::Abort(reason))) => {
                     return Err(Error::Launcher(format!("job aborted: {reason}")))
+                }
+                Ok(Some(Control::Shm(_))) => {
+                    return Err(Error::Launcher(
+                        "protocol error: a second shared-memory decision".into(),
+                    ))
                 }
                 Err(e) => return Err(Error::Launcher(e.to_string())),
             }

@@ -6,33 +6,45 @@
 //! a segment of per-pair rings ([`phalanx_shm`]). A peer reached that way gets the same
 //! message-layer datagrams as over UDP, but no reliability protocol: the ring is reliable
 //! and ordered, and its consumer index is the flow control (a frame the engine cannot
-//! take yet stays in the ring). `shm` fails at start-up if the segment cannot be made;
-//! `auto` then falls back to UDP with a warning. Collective fragments to ranks of this
+//! take yet stays in the ring). The medium is decided per host by the launcher: every
+//! rank reports whether it joined the segment, and the host's ranks keep it only if all
+//! did, so no pair ever disagrees. `shm` fails the job at start-up (naming the rank) if a
+//! rank cannot join; `auto` then falls back to UDP for the whole host, which the launcher
+//! says once. Collective fragments to ranks of this
 //! host take the rings too (URTP carries them between hosts).
 
 use super::Engine;
 use crate::error::{Error, Result};
-use phalanx_boot::{Endpoint, Table};
+use phalanx_boot::{BootClient, Control, Endpoint, ShmOutcome, Table};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use phalanx_shm::{ShmConfig, ShmTransport};
 use phalanx_transport::TransportKind;
 use phalanx_wire::Packet;
 
-/// Connects the ranks of this host, if the configuration asks for shared memory.
+/// Status a rank reports to `--timeout` queries while it joins shared memory.
+const JOIN_STATUS: &str = "in start-up: joining this host's shared memory";
+
+/// Connects the ranks of this host, if the configuration asks for shared memory, and
+/// abides by the launcher's decision for the host (see `phalanx_boot::msg`): the outcome
+/// is reported, the decision awaited, and a segment joined is dropped again unless every
+/// rank of the host joined it. While connecting, a watcher thread listens to the launcher
+/// so that a decision against shared memory (another local rank failed) ends the wait at
+/// once instead of after the connect timeout.
 pub(super) fn setup(
     kind: TransportKind,
     faults: bool,
     table: &Table,
     me: &Endpoint,
     rank: u32,
+    boot: &mut BootClient,
 ) -> Result<Option<ShmTransport>> {
     let wanted = match kind {
         TransportKind::Udp => false,
         TransportKind::Shm => true,
         TransportKind::Auto => !faults,
     };
-    if !wanted {
-        return Ok(None);
-    }
     let local: Vec<u32> = table
         .endpoints
         .iter()
@@ -40,7 +52,14 @@ pub(super) fn setup(
         .filter(|(_, e)| e.host.boot_id == me.host.boot_id && e.host.netns_ino == me.host.netns_ino)
         .map(|(r, _)| r as u32)
         .collect();
-    if local.len() < 2 {
+    let launcher = |e: phalanx_boot::BootError| {
+        Error::Init(format!("rank {rank}: shared-memory decision: {e}"))
+    };
+    if !wanted || local.len() < 2 {
+        boot.send_shm(ShmOutcome::NotUsed).map_err(launcher)?;
+        // Consume the decision so that it is not taken for a control message later.
+        boot.wait_shm_decision(DECISION_WAIT, JOIN_STATUS)
+            .map_err(launcher)?;
         return Ok(None);
     }
     let host = me
@@ -52,16 +71,105 @@ pub(super) fn setup(
             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
         });
     let name = format!("phalanx-{:016x}-{:08x}", table.job_key, host as u32);
-    match ShmTransport::connect(&name, &local, rank, ShmConfig::from_env()) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if kind == TransportKind::Shm => Err(Error::Init(format!(
+    let mut cfg = ShmConfig::from_env();
+    let cancel = Arc::new(AtomicBool::new(false));
+    cfg.cancel = Some(cancel.clone());
+    let wait = cfg.connect_timeout + DECISION_WAIT;
+    let done = AtomicBool::new(false);
+    // The watcher owns the launcher connection while the main thread connects.
+    let (joined, early) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| watch(boot, &cancel, &done));
+        let joined = test_fail_join(rank).map_or_else(
+            || ShmTransport::connect(&name, &local, rank, cfg),
+            |e| Err(std::io::Error::other(e)),
+        );
+        done.store(true, Ordering::Release);
+        let early = watcher.join().unwrap_or_else(|_| {
+            Err(phalanx_boot::BootError::Protocol(
+                "shared-memory watcher panicked".into(),
+            ))
+        });
+        (joined, early)
+    });
+    let early = early.map_err(launcher)?;
+    let outcome = match &joined {
+        Ok(_) => ShmOutcome::Joined,
+        Err(e) => ShmOutcome::Failed {
+            reason: e.to_string(),
+            required: kind == TransportKind::Shm,
+        },
+    };
+    boot.send_shm(outcome).map_err(launcher)?;
+    if let (Err(e), TransportKind::Shm) = (&joined, kind) {
+        return Err(Error::Init(format!(
             "PHALANX_TRANSPORT=shm: shared memory between ranks {local:?} failed: {e}"
+        )));
+    }
+    let use_shm = match early {
+        Some(d) => d,
+        None => boot.wait_shm_decision(wait, JOIN_STATUS).map_err(launcher)?,
+    };
+    match joined {
+        Ok(t) if use_shm => Ok(Some(t)),
+        Ok(_) if kind == TransportKind::Shm => Err(Error::Init(format!(
+            "PHALANX_TRANSPORT=shm: rank {rank} joined shared memory but another rank of its \
+             host did not"
         ))),
-        Err(e) => {
-            eprintln!("phalanx: rank {rank}: shared memory unavailable ({e}); using UDP");
-            Ok(None)
+        Err(_) if use_shm => Err(Error::Init(format!(
+            "rank {rank}: the launcher chose shared memory for a host this rank could not join"
+        ))),
+        // Fallback for the whole host: the launcher said so once.
+        _ => Ok(None),
+    }
+}
+
+/// Bound on waiting for the launcher's decision once this rank has reported.
+const DECISION_WAIT: Duration = Duration::from_secs(30);
+
+/// The watcher: polls the launcher until `done`; a decision against shared memory sets
+/// `cancel` and is returned (`Some(false)`), as is one for it (`Some(true)`, rare: the
+/// others finished first). Queries are answered; an abort is an error.
+fn watch(
+    boot: &mut BootClient,
+    cancel: &AtomicBool,
+    done: &AtomicBool,
+) -> std::result::Result<Option<bool>, phalanx_boot::BootError> {
+    while !done.load(Ordering::Acquire) {
+        match boot.poll()? {
+            Some(Control::Shm(d)) => {
+                if !d {
+                    cancel.store(true, Ordering::Release);
+                }
+                return Ok(Some(d));
+            }
+            Some(Control::Query) => boot.reply_status(JOIN_STATUS)?,
+            Some(Control::Abort(reason)) => {
+                cancel.store(true, Ordering::Release);
+                return Err(phalanx_boot::BootError::Aborted(reason));
+            }
+            Some(Control::Release) => {
+                return Err(phalanx_boot::BootError::Protocol(
+                    "release during start-up".into(),
+                ))
+            }
+            None => std::thread::sleep(Duration::from_millis(2)),
         }
     }
+    Ok(None)
+}
+
+/// Test hook: `PHALANX_TEST_SHM_FAIL=R` makes rank R's join fail at once (only the
+/// start-up tests set it), `R@MS` after sleeping MS milliseconds.
+fn test_fail_join(rank: u32) -> Option<String> {
+    let v = std::env::var("PHALANX_TEST_SHM_FAIL").ok()?;
+    let (r, ms) = v.split_once('@').unwrap_or((v.as_str(), "0"));
+    if r.trim().parse::<u32>().ok()? != rank {
+        return None;
+    }
+    std::thread::sleep(Duration::from_millis(ms.trim().parse().unwrap_or(0)));
+    Some(format!(
+        "rank {rank}: shared-memory join failed on purpose (PHALANX_TEST_SHM_FAIL)"
+    ))
 }
 
 /// First two bytes of a compact frame: a whole eager message (one frame) behind a
