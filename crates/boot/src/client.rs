@@ -119,7 +119,11 @@ impl BootClient {
     /// Waits, bounded by `timeout`, for the launcher's shared-memory decision for this
     /// host, answering `Query` with `status` meanwhile. `Abort` gives
     /// [`BootError::Aborted`]; no decision in time gives [`BootError::Timeout`].
-    pub fn wait_shm_decision(&mut self, timeout: Duration, status: &str) -> Result<bool, BootError> {
+    pub fn wait_shm_decision(
+        &mut self,
+        timeout: Duration,
+        status: &str,
+    ) -> Result<bool, BootError> {
         let deadline = Instant::now() + timeout;
         loop {
             match self.poll()? {

@@ -118,7 +118,8 @@ pub fn raise(name: &str, comm: Handle, e: CErr) -> c_int {
         errh::call(f, c, e.class);
         return e.class;
     }
-    let rank = state::world_rank().map_or_else(phalanx::environment::launched_rank, |r| r.to_string());
+    let rank =
+        state::world_rank().map_or_else(phalanx::environment::launched_rank, |r| r.to_string());
     let line = format!(
         "phalanx: rank {rank}: {name}: {} (error class {} {})\n",
         e.msg,

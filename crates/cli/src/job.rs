@@ -33,8 +33,7 @@ use crate::spawn::{self, signal_group, spawn_rank, Program};
 use crate::status::{describe, signal_text};
 use phalanx_boot::frame::{encode, send_line_blocking, LineReader, Next};
 use phalanx_boot::{
-    check_hosts, BootError, Endpoint, HostInfo, LauncherMsg, RankMsg, ShmOutcome, Table,
-    MAX_LINE,
+    check_hosts, BootError, Endpoint, HostInfo, LauncherMsg, RankMsg, ShmOutcome, Table, MAX_LINE,
 };
 use rand::RngCore;
 use std::collections::HashMap;
@@ -476,6 +475,8 @@ impl Job {
             self.ranks[r].exit = Some(status);
             // Whatever it sent before exiting (typically `Drained`) is already buffered.
             self.read_rank(r)?;
+            // A required shared-memory join that failed is the cause, not the exit.
+            self.decide_shm()?;
             self.judge_exit(r, status)?;
         }
         Ok(())

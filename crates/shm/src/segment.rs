@@ -116,7 +116,9 @@ impl ShmConfig {
     pub(crate) fn cancelled_error(&self, me: u32) -> io::Error {
         io::Error::new(
             io::ErrorKind::Interrupted,
-            format!("rank {me}: shared-memory connect abandoned (the launcher chose UDP for this host)"),
+            format!(
+                "rank {me}: shared-memory connect abandoned (the launcher chose UDP for this host)"
+            ),
         )
     }
 
@@ -133,7 +135,8 @@ impl ShmConfig {
     }
 
     /// Defaults overridden by `PHALANX_SHM_RING` and `PHALANX_SHM_BOARD` (bytes, accept a
-    /// `k`/`m` suffix), `PHALANX_SHM_DIR` and `PHALANX_SHM_SINGLE_COPY=0`.
+    /// `k`/`m` suffix), `PHALANX_SHM_DIR`, `PHALANX_SHM_TIMEOUT` (seconds) and
+    /// `PHALANX_SHM_SINGLE_COPY=0`.
     pub fn from_env() -> ShmConfig {
         let mut cfg = ShmConfig::default();
         let bytes = |name: &str| -> Option<usize> {
@@ -156,6 +159,13 @@ impl ShmConfig {
         }
         if let Ok(d) = std::env::var("PHALANX_SHM_DIR") {
             cfg.dir = PathBuf::from(d);
+        }
+        if let Some(secs) = std::env::var("PHALANX_SHM_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+        {
+            cfg.connect_timeout = Duration::from_secs_f64(secs.min(86_400.0));
         }
         if std::env::var("PHALANX_SHM_SINGLE_COPY").as_deref() == Ok("0") {
             cfg.single_copy = false;
@@ -346,7 +356,11 @@ impl ShmSegment {
     pub fn create(name: &str, ranks: &[u32], cfg: ShmConfig) -> io::Result<ShmSegment> {
         let me = ranks.iter().copied().min().unwrap_or(0);
         let (ranks, idx) = check_args(name, ranks, me, &cfg)?;
-        let layout = Layout::new(ranks.len(), cfg.ring_bytes_for(ranks.len()), cfg.board_bytes);
+        let layout = Layout::new(
+            ranks.len(),
+            cfg.ring_bytes_for(ranks.len()),
+            cfg.board_bytes,
+        );
         let path = cfg.dir.join(name);
         if let Some(limit) = cfg.size_limit {
             if layout.total as u64 > limit {
@@ -429,7 +443,11 @@ impl ShmSegment {
     /// (bounded by `cfg.connect_timeout`). The last rank to attach unlinks the file.
     pub fn open(name: &str, ranks: &[u32], me: u32, cfg: ShmConfig) -> io::Result<ShmSegment> {
         let (ranks, idx) = check_args(name, ranks, me, &cfg)?;
-        let layout = Layout::new(ranks.len(), cfg.ring_bytes_for(ranks.len()), cfg.board_bytes);
+        let layout = Layout::new(
+            ranks.len(),
+            cfg.ring_bytes_for(ranks.len()),
+            cfg.board_bytes,
+        );
         let path = cfg.dir.join(name);
         let deadline = Instant::now() + cfg.connect_timeout;
         let (waited, shown, lowest) = (cfg.connect_timeout, path.display().to_string(), ranks[0]);

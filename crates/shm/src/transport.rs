@@ -163,8 +163,7 @@ impl ShmTransport {
                     break;
                 };
                 let from = u32::from_le_bytes([m[8], m[9], m[10], m[11]]) as usize;
-                if m[..8] != nonce.to_le_bytes() || from >= n || from == me || got[from].is_some()
-                {
+                if m[..8] != nonce.to_le_bytes() || from >= n || from == me || got[from].is_some() {
                     continue; // stale or foreign message: drop it (fd closes)
                 }
                 got[from] = Some(fd);

@@ -16,12 +16,12 @@
 use super::Engine;
 use crate::error::{Error, Result};
 use phalanx_boot::{BootClient, Control, Endpoint, ShmOutcome, Table};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 use phalanx_shm::{ShmConfig, ShmTransport};
 use phalanx_transport::TransportKind;
 use phalanx_wire::Packet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Status a rank reports to `--timeout` queries while it joins shared memory.
 const JOIN_STATUS: &str = "in start-up: joining this host's shared memory";
@@ -58,7 +58,9 @@ pub(super) fn setup(
     if !wanted || local.len() < 2 {
         boot.send_shm(ShmOutcome::NotUsed).map_err(launcher)?;
         // Consume the decision so that it is not taken for a control message later.
-        boot.wait_shm_decision(DECISION_WAIT, JOIN_STATUS)
+        // Another rank of the host may still be connecting: wait as long as it may.
+        let wait = ShmConfig::from_env().connect_timeout + DECISION_WAIT;
+        boot.wait_shm_decision(wait, JOIN_STATUS)
             .map_err(launcher)?;
         return Ok(None);
     }
@@ -107,7 +109,9 @@ pub(super) fn setup(
     }
     let use_shm = match early {
         Some(d) => d,
-        None => boot.wait_shm_decision(wait, JOIN_STATUS).map_err(launcher)?,
+        None => boot
+            .wait_shm_decision(wait, JOIN_STATUS)
+            .map_err(launcher)?,
     };
     match joined {
         Ok(t) if use_shm => Ok(Some(t)),
