@@ -16,6 +16,7 @@ const SIZES: &[usize] = &[
 fn small_ring() -> ShmConfig {
     ShmConfig {
         ring_bytes: 64 << 10,
+        rings_budget: usize::MAX,
         ..ShmConfig::default()
     }
 }
@@ -110,6 +111,7 @@ fn full_ring_blocks_producer_and_resumes() {
     if let Some(ctx) = child("full_ring_blocks_producer_and_resumes") {
         let mut t = ctx.connect(ShmConfig {
             ring_bytes: 4096,
+            rings_budget: usize::MAX,
             ..ShmConfig::default()
         });
         let mut frame = [0u8; 100];
@@ -391,6 +393,7 @@ fn too_small_segment_fails_at_create() {
     let name = format!("phalanx-test-{}-limit", std::process::id());
     let cfg = ShmConfig {
         ring_bytes: 1 << 20,
+        rings_budget: usize::MAX,
         size_limit: Some(1 << 20),
         ..ShmConfig::default()
     };
@@ -417,6 +420,7 @@ fn too_small_segment_fails_at_create() {
     let ranks: Vec<u32> = (0..n).collect();
     let cfg = ShmConfig {
         ring_bytes: 1 << 30,
+        rings_budget: usize::MAX,
         ..ShmConfig::default()
     };
     let e = ShmSegment::create(&name, &ranks, cfg)
@@ -462,6 +466,7 @@ fn single_rank_and_misuse() {
     assert_eq!(FAST_FRAME, 56);
     let bad = ShmConfig {
         ring_bytes: 3000,
+        rings_budget: usize::MAX,
         ..ShmConfig::default()
     };
     assert!(ShmSegment::create(&name, &[0, 1], bad).is_err());
