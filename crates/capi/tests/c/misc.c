@@ -49,7 +49,7 @@ static void types(int rank) {
     CHECK(MPI_Aint_add(100, 20) == 120 && MPI_Aint_diff(100, 20) == 80);
     /* Get_elements counts basic elements. */
     MPI_Status st;
-    int sendv[3] = {7, 8, 9}, recvv[3];
+    int sendv[4] = {7, 8, 9, 10}, recvv[3]; /* the type reaches int 3 */
     OK(MPI_Sendrecv(sendv, 1, h, rank, 1, recvv, 3, MPI_INT, rank, 1, MPI_COMM_WORLD, &st));
     OK(MPI_Get_elements(&st, h, &n));
     CHECK(n == 3);
