@@ -397,7 +397,6 @@ impl ShmSegment {
         }
         let map = MmapOptions::new()
             .len(layout.total)
-            .populate()
             .map_raw(&file)
             .map_err(|e| {
                 fail(io::Error::new(
@@ -506,10 +505,7 @@ impl ShmSegment {
             }
             std::thread::sleep(Duration::from_micros(500));
         };
-        let map = MmapOptions::new()
-            .len(layout.total)
-            .populate()
-            .map_raw(&file)?;
+        let map = MmapOptions::new().len(layout.total).map_raw(&file)?;
         let seg = ShmSegment {
             map: std::sync::Arc::new(map),
             path,
