@@ -4,17 +4,21 @@
 //! (rank 1 SIGKILLs itself), `nofinalize` (rank 1 exits 0 without finalizing), `deadlock`
 //! (rank 1 waits for a message nobody sends; ends only at `--timeout`), `mismatch` (rank 1
 //! broadcasts from root 1 while the others use root 0), `mismatch_reduce` (rank 2 reduces
-//! other types with another operation, same byte count), `mismatch_alg` (rank 1 tunes
-//! its algorithms differently), `panic_pending` (rank 1 panics with a receive in
+//! other types with another operation, same byte count), `mismatch_alg` (an all-gather
+//! by k-concurrency multicast, rank 1 with another k), `panic_pending` (rank 1 panics with a receive in
 //! flight), `mismatch_swap` (2 ranks, each names the other as broadcast root). Every rank first
 //! prints `pid RANK PID` so a caller can check that no process survives.
 use phalanx::traits::*;
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
-    if mode == "mismatch_alg" && std::env::var("PHALANX_RANK").as_deref() == Ok("1") {
-        // Rank 1 alone tunes its collective algorithms differently.
-        std::env::set_var("PHALANX_COLL_ALLGATHER_K", "3");
+    if mode == "mismatch_alg" {
+        // Every rank runs the k-concurrency multicast all-gather; rank 1 alone with
+        // another k.
+        std::env::set_var("PHALANX_COLL_ALLGATHER", "mcast2");
+        if std::env::var("PHALANX_RANK").as_deref() == Ok("1") {
+            std::env::set_var("PHALANX_COLL_ALLGATHER_K", "3");
+        }
     }
     let universe = phalanx::initialize().expect("phalanx initialized twice");
     let world = universe.world();
@@ -63,8 +67,9 @@ fn main() {
         return;
     }
     if mode == "mismatch_alg" {
-        let mut x = [rank as u64; 4];
-        world.process_at_rank(0).broadcast_into(&mut x[..]);
+        let x = [rank as u64; 4];
+        let mut all = vec![0u64; 4 * world.size() as usize];
+        world.all_gather_into(&x[..], &mut all[..]);
         world.barrier();
         return;
     }

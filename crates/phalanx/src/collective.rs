@@ -9,6 +9,7 @@
 //! member. The algorithm is chosen per call and can be forced with
 //! `PHALANX_COLL_<NAME>=<algorithm>` (see [`crate::coll::algos`]).
 
+use crate::coll::algorithm::Algorithm;
 use crate::coll::algos::{self, Shape};
 use crate::coll::board::BoardCall;
 use crate::coll::hier::HierCall;
@@ -84,20 +85,6 @@ impl Operation for SystemOperation {
     }
 }
 
-fn algo(name: &str) -> Option<String> {
-    // Read once: this is on every collective call's path.
-    static CHOICES: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
-    CHOICES
-        .get_or_init(|| {
-            std::env::vars()
-                .filter_map(|(k, v)| Some((k.strip_prefix("PHALANX_COLL_")?.to_string(), v)))
-                .collect()
-        })
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.clone())
-}
-
 fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
     let world: Vec<u32> = (0..c.size()).map(|r| c.world_rank(r)).collect();
     let (packet, multicast, board, hosts) = call("collective", |e| {
@@ -129,65 +116,80 @@ fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
     }
 }
 
+/// What a call runs: the algorithm, and k for the k-concurrency all-gather. It joins the
+/// call's signature exactly, so ranks that chose differently (different environment,
+/// multicast on some ranks only) get a mismatch error, not a hang.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Chosen {
+    alg: Algorithm,
+    k: u16,
+}
+
+impl Chosen {
+    fn plain(alg: Algorithm) -> Chosen {
+        Chosen { alg, k: 0 }
+    }
+
+    /// The bits this choice adds to a call's signature: the algorithm's code in bits
+    /// 52..56, and k (only for `mcast2`, an all-gather, which has no root) in the root
+    /// field, bits 32..48.
+    fn sig_bits(self) -> u64 {
+        let k = if self.alg == Algorithm::Mcast2 {
+            (u64::from(self.k) << 32) ^ (0xffff << 32)
+        } else {
+            0
+        };
+        (u64::from(self.alg.code()) << 52) | k
+    }
+}
+
 /// Like [`choose`], but picks the shared-memory board (`shm`) when the call may run on it
 /// and its largest publication (`need` bytes) fits a slot — unless the environment names
-/// another algorithm.
+/// another algorithm — and the hierarchical form where it is possible.
 fn choose_board(
-    name: &str,
-    s: &Shape,
     kind: CollKind,
+    s: &Shape,
     need: usize,
-    mcast: &'static str,
-    p2p: &'static str,
-) -> String {
-    let forced = algo(name);
-    let k = || algo("ALLGATHER_K").unwrap_or_default();
+    mcast: Algorithm,
+    p2p: Algorithm,
+) -> Chosen {
+    let forced = crate::coll::algorithm::choices().forced(kind);
     if crate::coll::board::fits(kind, s.board, need, s.p)
-        && forced.as_deref().is_none_or(|a| a == "shm")
+        && forced.is_none_or(|a| a == Algorithm::Shm)
     {
-        CHOSEN.with(|c| c.set(alg_hash("shm", &k())));
-        return "shm".into();
+        return Chosen::plain(Algorithm::Shm);
     }
     if !s.hosts.is_empty()
         && crate::coll::hier::supported(kind, need, s.multicast)
-        && forced.as_deref().is_none_or(|a| a == "hier")
+        && forced.is_none_or(|a| a == Algorithm::Hier)
     {
         // The leaders' network algorithm (multicast or not) is part of the choice.
-        let a = if s.multicast { "hier+mcast" } else { "hier" };
-        CHOSEN.with(|c| c.set(alg_hash(a, &k())));
-        return "hier".into();
+        return Chosen::plain(if s.multicast {
+            Algorithm::HierMcast
+        } else {
+            Algorithm::Hier
+        });
     }
-    choose(name, s, mcast, p2p)
+    choose(kind, s, mcast, p2p)
 }
 
-/// The algorithm for `name`: the environment's choice, else multicast-based when real
+/// The algorithm for `kind`: the environment's choice, else multicast-based when real
 /// multicast is available, else the point-to-point default.
-fn choose(name: &str, s: &Shape, mcast: &'static str, p2p: &'static str) -> String {
+fn choose(kind: CollKind, s: &Shape, mcast: Algorithm, p2p: Algorithm) -> Chosen {
     // With two members a multicast is a unicast: the one-round point-to-point
     // algorithms (exchange, dissemination) are at least as fast.
     // `shm` and `hier` are only possible where `choose_board` picked them; asked for
     // elsewhere (a nonblocking call, members on several hosts, one rank per host) they
     // mean the default.
-    let a = algo(name)
-        .filter(|a| a != "shm" && a != "hier")
-        .unwrap_or_else(|| if s.multicast && s.p > 2 { mcast } else { p2p }.to_string());
-    // The choice joins the call's signature: ranks that chose differently (different
-    // environment, multicast on some ranks only) get a mismatch error, not a hang.
-    let k = algo("ALLGATHER_K").unwrap_or_default();
-    CHOSEN.with(|c| c.set(alg_hash(&a, &k)));
-    a
-}
-
-thread_local! {
-    static CHOSEN: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
-}
-
-fn alg_hash(a: &str, k: &str) -> u8 {
-    let h = a
-        .bytes()
-        .chain(k.bytes())
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
-    (h % 15 + 1) as u8
+    let choices = crate::coll::algorithm::choices();
+    let alg = choices
+        .forced(kind)
+        .filter(|a| *a != Algorithm::Shm && *a != Algorithm::Hier)
+        .unwrap_or(if s.multicast && s.p > 2 { mcast } else { p2p });
+    Chosen {
+        alg,
+        k: choices.allgather_k,
+    }
 }
 
 struct Spec<'a> {
@@ -206,22 +208,22 @@ struct Spec<'a> {
 /// (blocking calls only).
 fn start_with(
     spec: Spec<'_>,
-    plan: impl FnOnce(&Shape) -> Result<Plan, Error>,
+    plan: impl FnOnce(&Shape) -> Result<(Chosen, Plan), Error>,
     blocking: bool,
 ) -> Option<ReqId> {
     let c = spec.comm;
     let seq = c.next_coll_seq();
     let sh = shape(c, blocking);
-    CHOSEN.with(|x| x.set(0));
     let planned = plan(&sh);
-    let alg = CHOSEN.with(|x| x.get()) as u64;
+    let chosen = planned.as_ref().map_or(0, |(c, _)| c.sig_bits());
+    let planned = planned.map(|(_, p)| p);
     let sig = signature(
         spec.kind,
         spec.root.map(|r| r as u32),
         spec.op,
         &spec.dt,
         spec.count,
-    ) | (alg << 52);
+    ) ^ chosen;
     let call_ = CollCall {
         ctx: c.context(),
         seq,
@@ -265,14 +267,14 @@ fn start_with(
     })
 }
 
-fn start(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) -> ReqId {
+fn start(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<(Chosen, Plan), Error>) -> ReqId {
     match start_with(spec, plan, false) {
         Some(id) => id,
         None => unreachable!("nonblocking collectives never run on the board"),
     }
 }
 
-fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<Plan, Error>) {
+fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<(Chosen, Plan), Error>) {
     let name = spec.name;
     if let Some(id) = start_with(spec, plan, true) {
         call(name, |e| e.wait(id));
@@ -444,7 +446,7 @@ pub trait CommunicatorCollectives: Communicator {
     }
 }
 
-type PlanFn = Box<dyn FnOnce(&Shape) -> Result<Plan, Error>>;
+type PlanFn = Box<dyn FnOnce(&Shape) -> Result<(Chosen, Plan), Error>>;
 
 fn barrier_spec(c: &SimpleCommunicator) -> Spec<'_> {
     Spec {
@@ -460,15 +462,23 @@ fn barrier_spec(c: &SimpleCommunicator) -> Spec<'_> {
     }
 }
 
-fn barrier_plan(s: &Shape) -> Result<Plan, Error> {
-    Ok(
-        match choose_board("BARRIER", s, CollKind::Barrier, 0, "mcast", "dissemination").as_str() {
-            "shm" => Plan::on_board(),
-            "hier" => Plan::hierarchical(),
-            "mcast" => algos::barrier_mcast(s),
+fn barrier_plan(s: &Shape) -> Result<(Chosen, Plan), Error> {
+    let c = choose_board(
+        CollKind::Barrier,
+        s,
+        0,
+        Algorithm::Mcast,
+        Algorithm::Dissemination,
+    );
+    Ok((
+        c,
+        match c.alg {
+            Algorithm::Shm => Plan::on_board(),
+            Algorithm::Hier | Algorithm::HierMcast => Plan::hierarchical(),
+            Algorithm::Mcast => algos::barrier_mcast(s),
             _ => algos::barrier_dissemination(s),
         },
-    )
+    ))
 }
 
 fn all_gather_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
@@ -495,28 +505,32 @@ fn all_gather_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             recv_len >= p * block,
             "all_gather_into: receive buffer smaller than size × send buffer",
         )?;
-        let k = algo("ALLGATHER_K")
-            .and_then(|k| k.parse().ok())
-            .unwrap_or(4);
-        let default_p2p = if p.is_power_of_two() { "rd" } else { "ring" };
-        Ok(
-            match choose_board(
-                "ALLGATHER",
-                s,
-                CollKind::Allgather,
-                block,
-                "mcast2",
-                default_p2p,
-            )
-            .as_str()
-            {
-                "shm" => Plan::on_board(),
-                "mcast1" => algos::allgather_mcast_rr(s, block),
-                "mcast2" => algos::allgather_mcast_k(s, block, s.packet, k),
-                "rd" if p.is_power_of_two() => algos::allgather_rd(s, block),
+        let default_p2p = if p.is_power_of_two() {
+            Algorithm::Rd
+        } else {
+            Algorithm::Ring
+        };
+        let mut c = choose_board(
+            CollKind::Allgather,
+            s,
+            block,
+            Algorithm::Mcast2,
+            default_p2p,
+        );
+        if c.alg == Algorithm::Rd && !p.is_power_of_two() {
+            c.alg = Algorithm::Ring; // what runs: recursive doubling needs 2^n members
+        }
+        let k = usize::from(c.k);
+        Ok((
+            c,
+            match c.alg {
+                Algorithm::Shm => Plan::on_board(),
+                Algorithm::Mcast1 => algos::allgather_mcast_rr(s, block),
+                Algorithm::Mcast2 => algos::allgather_mcast_k(s, block, s.packet, k),
+                Algorithm::Rd => algos::allgather_rd(s, block),
                 _ => algos::allgather_ring(s, block),
             },
-        )
+        ))
     };
     (spec, Box::new(plan))
 }
@@ -550,21 +564,20 @@ fn all_to_all_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             "all_to_all_into: receive buffer smaller than send buffer",
         )?;
         let need = total / p * p;
-        Ok(
-            match choose_board(
-                "ALLTOALL",
-                s,
-                CollKind::Alltoall,
-                need,
-                "pairwise",
-                "pairwise",
-            )
-            .as_str()
-            {
-                "shm" => Plan::on_board(),
+        let c = choose_board(
+            CollKind::Alltoall,
+            s,
+            need,
+            Algorithm::Pairwise,
+            Algorithm::Pairwise,
+        );
+        Ok((
+            c,
+            match c.alg {
+                Algorithm::Shm => Plan::on_board(),
                 _ => algos::alltoall_pairwise(s, total / p),
             },
-        )
+        ))
     };
     (spec, Box::new(plan))
 }
@@ -604,9 +617,9 @@ fn scan_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             "scan_into: receive buffer smaller than send buffer",
         )?;
         Ok(
-            match choose_board("SCAN", s, CollKind::Scan, len, "linear", "linear").as_str() {
-                "shm" => Plan::on_board(),
-                _ => algos::scan(s, len),
+            match choose_board(CollKind::Scan, s, len, Algorithm::Linear, Algorithm::Linear) {
+                c if c.alg == Algorithm::Shm => (c, Plan::on_board()),
+                c => (c, algos::scan(s, len)),
             },
         )
     };
@@ -633,10 +646,12 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             "all_reduce_into: receive buffer smaller than send buffer",
         )?;
         Ok(
-            match choose_board("ALLREDUCE", s, CollKind::Allreduce, len, "rd", "rd").as_str() {
-                "shm" => Plan::on_board(),
-                "hier" => Plan::hierarchical(),
-                "reduce_bcast" => {
+            match choose_board(CollKind::Allreduce, s, len, Algorithm::Rd, Algorithm::Rd) {
+                c if c.alg == Algorithm::Shm => (c, Plan::on_board()),
+                c if matches!(c.alg, Algorithm::Hier | Algorithm::HierMcast) => {
+                    (c, Plan::hierarchical())
+                }
+                c if c.alg == Algorithm::ReduceBcast => {
                     let mut plan = algos::reduce_binomial(s, 0, len);
                     let b = if s.multicast {
                         algos::bcast_mcast(s, 0, Buf::Recv, len)
@@ -644,9 +659,9 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
                         algos::bcast_binomial(s, 0, Buf::Recv, len)
                     };
                     plan.append(b, 64);
-                    plan
+                    (c, plan)
                 }
-                _ => algos::allreduce(s, len),
+                c => (c, algos::allreduce(s, len)),
             },
         )
     };

@@ -36,6 +36,8 @@ pub struct Config {
     /// Address the rank's UDP socket binds to. `PHALANX_IP` (default 127.0.0.1; `auto` =
     /// the first non-loopback interface that is up, as inside a test-host namespace).
     pub ip: std::net::Ipv4Addr,
+    /// Collective algorithms forced by `PHALANX_COLL_<NAME>` (and the all-gather's k).
+    pub coll: crate::coll::algorithm::Choices,
 }
 
 fn var<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
@@ -78,6 +80,7 @@ impl Config {
             peer_timeout: secs("PHALANX_PEER_TIMEOUT", 300.0)?,
             ip: phalanx_transport::resolve_bind_ip(std::env::var("PHALANX_IP").ok().as_deref())
                 .map_err(|e| Error::Init(format!("PHALANX_IP: {e}")))?,
+            coll: crate::coll::algorithm::Choices::from_env().map_err(Error::Init)?,
         })
     }
 }

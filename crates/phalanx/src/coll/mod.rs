@@ -11,6 +11,7 @@
 //! that differs, or collective data nobody consumed by Finalize ends in
 //! [`Error::CollectiveMismatch`] naming both ranks.
 
+pub mod algorithm;
 pub mod algos;
 pub(crate) mod board;
 pub(crate) mod hier;
@@ -144,14 +145,18 @@ pub fn describe(sig: u64) -> String {
     let alg = ((sig >> 52) & 0xf) as u8;
     let root = ((sig >> 32) & 0xffff) as u32;
     let mut s = format!("{kind}(");
-    if root != 0xffff {
+    let mcast2 = alg == algorithm::Algorithm::Mcast2.code();
+    if root != 0xffff && !mcast2 {
         s += &format!("root {root}, ");
     }
     if op != 0 {
         s += &format!("op #{op}, ");
     }
-    if alg != 0 {
-        s += &format!("algorithm #{alg}, ");
+    if let Some(a) = algorithm::Algorithm::from_code(alg) {
+        s += &format!("algorithm #{alg} {}, ", a.name());
+        if a == algorithm::Algorithm::Mcast2 {
+            s += &format!("k {root}, ");
+        }
     }
     s += &format!("types #{:08x})", sig as u32);
     s

@@ -8,6 +8,7 @@
 //! immediate form belong to the request until it completes (the scope enforces it).
 
 use super::{bytes, check, choose_board, root_buffer, run, start, Operation, PlanFn, Spec};
+use crate::coll::algorithm::Algorithm::*;
 use crate::coll::algos;
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
@@ -217,14 +218,16 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
         comm: p.comm,
     };
     let plan = move |s: &algos::Shape| {
-        Ok(
-            match choose_board("BCAST", s, CollKind::Bcast, len, "mcast", "binomial").as_str() {
-                "shm" => Plan::on_board(),
-                "hier" => Plan::hierarchical(),
-                "mcast" => algos::bcast_mcast(s, root, Buf::Recv, len),
+        let c = choose_board(CollKind::Bcast, s, len, Mcast, Binomial);
+        Ok((
+            c,
+            match c.alg {
+                Shm => Plan::on_board(),
+                Hier | HierMcast => Plan::hierarchical(),
+                Mcast => algos::bcast_mcast(s, root, Buf::Recv, len),
                 _ => algos::bcast_binomial(s, root, Buf::Recv, len),
             },
-        )
+        ))
     };
     (spec, Box::new(plan))
 }
@@ -252,14 +255,15 @@ fn gather_spec<'c, S: ?Sized + Buffer>(
     let recv_null = recv.0.is_null();
     let plan = move |s: &algos::Shape| {
         root_buffer(is_root, recv_null, recv.1, size * block, "gather_into_root")?;
-        Ok(
-            match choose_board("GATHER", s, CollKind::Gather, block, "linear", "binomial").as_str()
-            {
-                "shm" => Plan::on_board(),
-                "linear" => algos::gather_linear(s, root, block),
+        let c = choose_board(CollKind::Gather, s, block, Linear, Binomial);
+        Ok((
+            c,
+            match c.alg {
+                Shm => Plan::on_board(),
+                Linear => algos::gather_linear(s, root, block),
                 _ => algos::gather_binomial(s, root, block),
             },
-        )
+        ))
     };
     (spec, Box::new(plan))
 }
@@ -295,14 +299,15 @@ fn scatter_spec<'c, R: ?Sized + BufferMut>(
             "scatter_into_root",
         )?;
         let need = size * block;
-        Ok(
-            match choose_board("SCATTER", s, CollKind::Scatter, need, "mcast", "binomial").as_str()
-            {
-                "shm" => Plan::on_board(),
-                "mcast" => algos::scatter_mcast(s, root, block, s.packet),
+        let c = choose_board(CollKind::Scatter, s, need, Mcast, Binomial);
+        Ok((
+            c,
+            match c.alg {
+                Shm => Plan::on_board(),
+                Mcast => algos::scatter_mcast(s, root, block, s.packet),
                 _ => algos::scatter_binomial(s, root, block),
             },
-        )
+        ))
     };
     (spec, Box::new(plan))
 }
@@ -334,14 +339,15 @@ fn reduce_spec<'c, S: ?Sized + Buffer>(
                 "reduce_into_root: receive buffer smaller than send buffer",
             )?;
         }
-        Ok(
-            match choose_board("REDUCE", s, CollKind::Reduce, len, "binomial", "binomial").as_str()
-            {
-                "shm" => Plan::on_board(),
-                "hier" => Plan::hierarchical(),
+        let c = choose_board(CollKind::Reduce, s, len, Binomial, Binomial);
+        Ok((
+            c,
+            match c.alg {
+                Shm => Plan::on_board(),
+                Hier | HierMcast => Plan::hierarchical(),
                 _ => algos::reduce_binomial(s, root, len),
             },
-        )
+        ))
     };
     (spec, Box::new(plan))
 }

@@ -138,6 +138,7 @@ impl Engine {
     /// rendezvous with the launcher (or becomes a singleton without one).
     pub fn init() -> Result<Engine> {
         let cfg = Config::from_env()?;
+        crate::coll::algorithm::install(cfg.coll.clone());
         let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
         let kind = phalanx_transport::transport_kind_from_env().map_err(Error::Init)?;
         let faults = FaultConfig::from_env().map_err(|e| Error::Init(e.to_string()))?;

@@ -1,0 +1,278 @@
+//! Collective algorithms by name, and the choices the environment forces.
+//!
+//! Contract: every algorithm has one exact 4-bit code ([`Algorithm::code`]); a call's
+//! signature carries the code of the algorithm it runs (and, for the k-concurrency
+//! all-gather, its k), so ranks that chose differently are told apart exactly, never by
+//! a hash. [`Choices`] is parsed once, at initialization, from the `PHALANX_COLL_*`
+//! variables: an unknown collective, an algorithm that collective does not have, or a
+//! malformed `PHALANX_COLL_ALLGATHER_K` is an error naming the variable.
+
+use super::CollKind;
+
+/// A collective algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Algorithm {
+    /// On the shared-memory board.
+    Shm = 1,
+    /// Hierarchical: boards inside hosts, the network among leaders (point-to-point).
+    Hier = 2,
+    /// Hierarchical, with multicast among the leaders.
+    HierMcast = 3,
+    /// Multicast-based.
+    Mcast = 4,
+    /// Binomial tree.
+    Binomial = 5,
+    /// Linear (root talks to everyone, or a chain for scans).
+    Linear = 6,
+    /// Dissemination barrier.
+    Dissemination = 7,
+    /// All-gather: every rank multicasts in turn.
+    Mcast1 = 8,
+    /// All-gather: k concurrent multicasters (seed 000).
+    Mcast2 = 9,
+    /// Ring.
+    Ring = 10,
+    /// Recursive doubling.
+    Rd = 11,
+    /// All-reduce as a reduce followed by a broadcast.
+    ReduceBcast = 12,
+    /// Pairwise exchange.
+    Pairwise = 13,
+}
+
+const ALL: [Algorithm; 13] = [
+    Algorithm::Shm,
+    Algorithm::Hier,
+    Algorithm::HierMcast,
+    Algorithm::Mcast,
+    Algorithm::Binomial,
+    Algorithm::Linear,
+    Algorithm::Dissemination,
+    Algorithm::Mcast1,
+    Algorithm::Mcast2,
+    Algorithm::Ring,
+    Algorithm::Rd,
+    Algorithm::ReduceBcast,
+    Algorithm::Pairwise,
+];
+
+impl Algorithm {
+    /// The exact code carried in signatures (1..=15; 0 means "none").
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The algorithm of a code, if any.
+    pub fn from_code(c: u8) -> Option<Algorithm> {
+        ALL.iter().copied().find(|a| a.code() == c)
+    }
+
+    /// The name used in `PHALANX_COLL_*` and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Shm => "shm",
+            Algorithm::Hier => "hier",
+            Algorithm::HierMcast => "hier+mcast",
+            Algorithm::Mcast => "mcast",
+            Algorithm::Binomial => "binomial",
+            Algorithm::Linear => "linear",
+            Algorithm::Dissemination => "dissemination",
+            Algorithm::Mcast1 => "mcast1",
+            Algorithm::Mcast2 => "mcast2",
+            Algorithm::Ring => "ring",
+            Algorithm::Rd => "rd",
+            Algorithm::ReduceBcast => "reduce_bcast",
+            Algorithm::Pairwise => "pairwise",
+        }
+    }
+}
+
+/// The collectives that can be forced, their variable suffix and what they accept
+/// besides `shm` (every collective) and `hier` (those with a hierarchical form).
+const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 9] = [
+    (
+        CollKind::Bcast,
+        "BCAST",
+        &[Algorithm::Mcast, Algorithm::Binomial],
+        true,
+    ),
+    (
+        CollKind::Allgather,
+        "ALLGATHER",
+        &[
+            Algorithm::Mcast1,
+            Algorithm::Mcast2,
+            Algorithm::Ring,
+            Algorithm::Rd,
+        ],
+        false,
+    ),
+    (
+        CollKind::Gather,
+        "GATHER",
+        &[Algorithm::Linear, Algorithm::Binomial],
+        false,
+    ),
+    (
+        CollKind::Scatter,
+        "SCATTER",
+        &[Algorithm::Mcast, Algorithm::Binomial],
+        false,
+    ),
+    (
+        CollKind::Barrier,
+        "BARRIER",
+        &[Algorithm::Mcast, Algorithm::Dissemination],
+        true,
+    ),
+    (
+        CollKind::Allreduce,
+        "ALLREDUCE",
+        &[Algorithm::Rd, Algorithm::ReduceBcast],
+        true,
+    ),
+    (CollKind::Reduce, "REDUCE", &[Algorithm::Binomial], true),
+    (
+        CollKind::Alltoall,
+        "ALLTOALL",
+        &[Algorithm::Pairwise],
+        false,
+    ),
+    (CollKind::Scan, "SCAN", &[Algorithm::Linear], false),
+];
+
+/// Default k of the k-concurrency multicast all-gather.
+pub const DEFAULT_ALLGATHER_K: u16 = 4;
+
+/// The algorithms forced by the environment (`PHALANX_COLL_<NAME>=<algorithm>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choices {
+    forced: Vec<(CollKind, Algorithm)>,
+    /// k of the `mcast2` all-gather (`PHALANX_COLL_ALLGATHER_K`, default 4).
+    pub allgather_k: u16,
+}
+
+impl Default for Choices {
+    fn default() -> Self {
+        Choices {
+            forced: Vec::new(),
+            allgather_k: DEFAULT_ALLGATHER_K,
+        }
+    }
+}
+
+impl Choices {
+    /// Parses the `PHALANX_COLL_*` variables among `vars`; an error names the variable.
+    pub fn parse<'a>(vars: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, String> {
+        let mut c = Choices::default();
+        for (key, value) in vars {
+            let Some(suffix) = key.strip_prefix("PHALANX_COLL_") else {
+                continue;
+            };
+            let value = value.trim();
+            if suffix == "ALLGATHER_K" {
+                c.allgather_k = value
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|k| (1..0xffff).contains(k))
+                    .ok_or_else(|| {
+                        format!("{key}={value:?}: must be a whole number from 1 to 65534")
+                    })?;
+                continue;
+            }
+            let Some((kind, _, own, hier)) = FORCEABLE.iter().find(|f| f.1 == suffix) else {
+                let names: Vec<&str> = FORCEABLE.iter().map(|f| f.1).collect();
+                return Err(format!(
+                    "{key}: no collective {suffix} (one of {}, or ALLGATHER_K)",
+                    names.join(", ")
+                ));
+            };
+            let mut allowed: Vec<Algorithm> = vec![Algorithm::Shm];
+            if *hier {
+                allowed.push(Algorithm::Hier);
+            }
+            allowed.extend_from_slice(own);
+            let Some(a) = allowed.iter().copied().find(|a| a.name() == value) else {
+                let names: Vec<&str> = allowed.iter().map(|a| a.name()).collect();
+                return Err(format!(
+                    "{key}={value:?}: not an algorithm of {suffix} (one of {})",
+                    names.join(", ")
+                ));
+            };
+            c.forced.retain(|(k, _)| k != kind);
+            c.forced.push((*kind, a));
+        }
+        Ok(c)
+    }
+
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, String> {
+        let vars: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("PHALANX_COLL_"))
+            .collect();
+        Choices::parse(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// The algorithm forced for `kind`, if any.
+    pub fn forced(&self, kind: CollKind) -> Option<Algorithm> {
+        self.forced
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, a)| *a)
+    }
+}
+
+static CHOICES: std::sync::OnceLock<Choices> = std::sync::OnceLock::new();
+
+/// Installs the choices parsed at initialization (the first installation wins: the
+/// environment of a process does not change between initializations).
+pub(crate) fn install(c: Choices) {
+    let _ = CHOICES.set(c);
+}
+
+/// The choices installed at initialization (defaults if none were).
+pub(crate) fn choices() -> &'static Choices {
+    CHOICES.get_or_init(Choices::default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_exact_and_round_trip() {
+        for a in ALL {
+            assert!((1..=15).contains(&a.code()));
+            assert_eq!(Algorithm::from_code(a.code()), Some(a));
+            assert_eq!(ALL.iter().filter(|b| b.name() == a.name()).count(), 1);
+        }
+        assert_eq!(Algorithm::from_code(0), None);
+    }
+
+    #[test]
+    fn parse_accepts_known_and_names_bad_variables() {
+        let c = Choices::parse([
+            ("PHALANX_COLL_BCAST", "binomial"),
+            ("PHALANX_COLL_ALLGATHER_K", "3"),
+            ("PHALANX_COLL_REDUCE", "hier"),
+            ("PATH", "/bin"),
+        ])
+        .unwrap();
+        assert_eq!(c.forced(CollKind::Bcast), Some(Algorithm::Binomial));
+        assert_eq!(c.forced(CollKind::Reduce), Some(Algorithm::Hier));
+        assert_eq!(c.forced(CollKind::Gather), None);
+        assert_eq!(c.allgather_k, 3);
+        let e = Choices::parse([("PHALANX_COLL_BCAST", "ring")]).unwrap_err();
+        assert!(
+            e.contains("PHALANX_COLL_BCAST") && e.contains("binomial"),
+            "{e}"
+        );
+        let e = Choices::parse([("PHALANX_COLL_SCAN", "hier")]).unwrap_err();
+        assert!(e.contains("not an algorithm of SCAN"), "{e}");
+        let e = Choices::parse([("PHALANX_COLL_BCASTT", "mcast")]).unwrap_err();
+        assert!(e.contains("no collective BCASTT"), "{e}");
+        let e = Choices::parse([("PHALANX_COLL_ALLGATHER_K", "0")]).unwrap_err();
+        assert!(e.contains("PHALANX_COLL_ALLGATHER_K"), "{e}");
+    }
+}
