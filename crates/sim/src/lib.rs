@@ -14,20 +14,23 @@
 //!
 //! # Replaying a failure
 //!
-//! The property tests (`crates/sim/tests/`) run many seeds per configuration; a failure
-//! panics with a message containing the seed and the configuration. To replay exactly
-//! that seed (for every configuration of the tests you select):
+//! The property tests (`crates/sim/tests/`) draw their scenarios with proptest through
+//! [`prop::check`]: the runner is seeded from `PHALANX_SIM_SEED` (default 0), so every run
+//! of the suite sees the same cases, and a failure is shrunk to a minimal scenario and
+//! reported with the seed and the command that replays it:
 //!
 //! ```text
-//! PHALANX_SIM_SEED=1234 cargo test -p phalanx-sim
-//! PHALANX_SIM_SEED=1234 cargo test -p phalanx-sim --test gbn_props loss_10pct -- --nocapture
+//! PHALANX_SIM_SEED=0 cargo test -p phalanx-sim --test gbn_props loss_10pct -- --nocapture
 //! ```
 //!
-//! `PHALANX_SIM_SEEDS=N` changes how many seeds each configuration runs (default: per
-//! test); [`seeds`] implements both variables.
+//! Another `PHALANX_SIM_SEED` explores other cases; `PHALANX_SIM_SEEDS=N` sets how many
+//! cases each property runs (default: per test). The directed tests that loop over seeds
+//! ([`seeds`]) read the same two variables: one seed, or how many.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod prop;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

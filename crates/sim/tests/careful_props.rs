@@ -16,15 +16,20 @@
 //! Loss on a link declared reliable is detected, never a hang: a gap is a `LinkError`
 //! naming the link, a lost last frame a `SuspectedLoss` after the stall time.
 //!
-//! Replay one seed: `PHALANX_SIM_SEED=1234 cargo test -p phalanx-sim --test careful_props`.
+//! The properties draw their scenarios (ranks, buffers, update fraction, copy-out
+//! threshold, traffic pattern, consumer policies, delays) with proptest and shrink a
+//! failure to a minimal scenario; the report names the run's seed and the command that
+//! replays it (see `phalanx_sim::prop`). The directed tests below them loop over seeds:
+//! `PHALANX_SIM_SEED=1234 cargo test -p phalanx-sim --test careful_props` replays one.
 
 use std::collections::{HashMap, VecDeque};
 
 use phalanx_proto::careful::{
     Careful, CarefulConfig, CarefulEvent, LinkFault, SendError, Verdict, DEFAULT_STALL_NS,
 };
-use phalanx_sim::{seeds, Dest, Limits, NetModel, Node, Sim, SimError, SmallRng};
+use phalanx_sim::{prop::check, seeds, Dest, Limits, NetModel, Node, Sim, SimError, SmallRng};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
+use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 const KEY: u64 = 0xca2e_f011_0000_0003;
@@ -464,12 +469,10 @@ fn verdict(sim: &Sim<App, FifoNet>) -> Vec<String> {
     problems
 }
 
-fn run_one(name: &str, seed: u64, sc: &Scenario, limits: Limits) -> Result<u64, String> {
+/// Runs one scenario with simulator seed `seed`: its steps, or what went wrong.
+fn run_one(seed: u64, sc: &Scenario, limits: Limits) -> Result<u64, String> {
     let mut sim = build(seed, sc, FifoNet::new(sc.max_base_ns, sc.jitter_ns));
-    let replay = format!(
-        "[{name}] seed {seed} scenario {sc:?}\n  replay: PHALANX_SIM_SEED={seed} \
-         cargo test -p phalanx-sim --test careful_props {name} -- --nocapture"
-    );
+    let replay = format!("seed {seed}, scenario {sc:?}");
     let res: Result<_, SimError> = sim.run(limits);
     let stats = res.map_err(|e| format!("{e}\n{replay}"))?;
     let problems = verdict(&sim);
@@ -517,49 +520,11 @@ fn scenario(seed: u64) -> Scenario {
         stall_ns: 1_000_000_000,
         test_ignore_close_rule: false,
     };
-    let pattern = match (seed / 5) % 5 {
-        0 => Pattern::AllToAll {
-            msgs: r.gen_range(5..30),
-            frags: r.gen_range(1..5),
-        },
-        1 => Pattern::Broadcast {
-            roots: if r.gen_bool(0.5) { 0 } else { 1 },
-            msgs: r.gen_range(2..10),
-            frags: r.gen_range(1..8),
-        },
-        2 => Pattern::Chain {
-            frames: r.gen_range(10..120),
-        },
-        3 => Pattern::Subsets {
-            frames: r.gen_range(10..80),
-        },
-        // The flooding test of §6: n messages of k fragments broadcast before consuming.
-        _ => Pattern::Broadcast {
-            roots: 0,
-            msgs: r.gen_range(5..11),
-            frags: r.gen_range(4..17),
-        },
-    };
-    let flood = (seed / 5) % 5 == 4;
-    let all_after = seed % 7 == 3;
-    let policies = (0..n)
-        .map(|_| {
-            if flood || all_after {
-                Policy::AfterSends
-            } else {
-                match r.gen_range(0..4) {
-                    0 => Policy::Slow(r.gen_range(1_000..60_000)),
-                    1 => Policy::AfterSends,
-                    _ => Policy::Eager,
-                }
-            }
-        })
-        .collect();
     Scenario {
         n,
         cfg,
-        pattern,
-        policies,
+        pattern: Pattern::AllToAll { msgs: 20, frags: 2 },
+        policies: vec![Policy::Eager; n as usize],
         max_base_ns: [2_000, 20_000, 100_000][r.gen_range(0..3)],
         jitter_ns: if r.gen_bool(0.5) {
             0
@@ -569,36 +534,133 @@ fn scenario(seed: u64) -> Scenario {
     }
 }
 
-/// Theorem 1 (deadlock freedom) with copy-out, as a property over seeds × patterns.
+/// A traffic pattern and whether it is the flood of §6 (n messages of k fragments
+/// broadcast before consuming).
+fn arb_pattern() -> impl Strategy<Value = (Pattern, bool)> {
+    prop_oneof![
+        (5u32..30, 1u32..5).prop_map(|(msgs, frags)| (Pattern::AllToAll { msgs, frags }, false)),
+        (any::<bool>(), 2u32..10, 1u32..8).prop_map(|(one, msgs, frags)| (
+            Pattern::Broadcast {
+                roots: u32::from(one),
+                msgs,
+                frags
+            },
+            false
+        )),
+        (10u32..120).prop_map(|frames| (Pattern::Chain { frames }, false)),
+        (10u32..80).prop_map(|frames| (Pattern::Subsets { frames }, false)),
+        (5u32..11, 4u32..17).prop_map(|(msgs, frags)| (
+            Pattern::Broadcast {
+                roots: 0,
+                msgs,
+                frags
+            },
+            true
+        )),
+    ]
+}
+
+fn arb_policy() -> impl Strategy<Value = Policy> {
+    prop_oneof![
+        2 => Just(Policy::Eager),
+        1 => Just(Policy::AfterSends),
+        1 => (1_000u64..60_000).prop_map(Policy::Slow),
+    ]
+}
+
+/// (seed, scenario): ranks, buffers (window 3..=6 per peer plus a few), update
+/// fraction, copy-out threshold, pattern, consumer policies (all `AfterSends` for the
+/// flood and one run in seven), link delays and jitter.
+fn arb_scenario() -> impl Strategy<Value = (u64, Scenario)> {
+    (
+        any::<u64>(),
+        2u32..=6,
+        3u32..=6,
+        0u32..5,
+        prop::sample::select(&[0.5, 0.25, 1.0][..]),
+        prop::option::of(1u32..12),
+        arb_pattern(),
+        prop::bool::weighted(1.0 / 7.0),
+        prop::collection::vec(arb_policy(), 6),
+        prop::sample::select(&[2_000u64, 20_000, 100_000][..]),
+        prop::option::of(1u64..30_000),
+    )
+        .prop_map(
+            |(
+                seed,
+                n,
+                w,
+                extra,
+                fraction,
+                copy_out,
+                (pattern, flood),
+                all_after,
+                pol,
+                base,
+                jit,
+            )| {
+                let p = n - 1;
+                let cfg = CarefulConfig {
+                    buffers: w * p + extra % p,
+                    peers: 0,
+                    update_fraction: fraction,
+                    copy_out_threshold: copy_out.map_or(0, |t| 1 + t % (2 * w - 1)),
+                    stall_ns: 1_000_000_000,
+                    test_ignore_close_rule: false,
+                };
+                let policies = if flood || all_after {
+                    vec![Policy::AfterSends; n as usize]
+                } else {
+                    pol[..n as usize].to_vec()
+                };
+                let sc = Scenario {
+                    n,
+                    cfg,
+                    pattern,
+                    policies,
+                    max_base_ns: base,
+                    jitter_ns: jit.unwrap_or(0),
+                };
+                (seed, sc)
+            },
+        )
+}
+
+/// Theorem 1 (deadlock freedom) with copy-out, as a property over scenarios.
 #[test]
 fn deadlock_freedom() {
-    let mut steps = 0u64;
-    let mut runs = 0;
-    for seed in seeds(250) {
-        let sc = scenario(seed);
-        match run_one("deadlock_freedom", seed, &sc, limits()) {
-            Ok(s) => steps += s,
-            Err(e) => panic!("{e}"),
-        }
-        runs += 1;
-    }
-    eprintln!("[deadlock_freedom] {runs} runs, {steps} steps");
+    let steps = std::cell::Cell::new(0u64);
+    check(
+        "careful_props",
+        "deadlock_freedom",
+        250,
+        arb_scenario(),
+        |(seed, sc)| {
+            steps.set(steps.get() + run_one(*seed, sc, limits())?);
+            Ok(())
+        },
+    );
+    eprintln!("[deadlock_freedom] {} steps", steps.get());
 }
 
 /// The same pattern family with every receiver consuming nothing until its own sends
 /// are queued, and windows at the minimum (W = 3): only copy-out keeps it going.
 #[test]
 fn flood_before_consuming_needs_copy_out() {
-    for seed in seeds(40) {
-        let mut sc = scenario(seed);
+    let strategy = arb_scenario().prop_map(|(seed, mut sc)| {
         let p = sc.n - 1;
         sc.cfg.buffers = 3 * p;
         sc.policies = vec![Policy::AfterSends; sc.n as usize];
         sc.pattern = Pattern::AllToAll { msgs: 10, frags: 8 };
-        if let Err(e) = run_one("flood_before_consuming_needs_copy_out", seed, &sc, limits()) {
-            panic!("{e}");
-        }
-    }
+        (seed, sc)
+    });
+    check(
+        "careful_props",
+        "flood_before_consuming_needs_copy_out",
+        40,
+        strategy,
+        |(seed, sc)| run_one(*seed, sc, limits()).map(drop),
+    );
 }
 
 /// Without the rule of Theorem 1 (data frames may close a window without an update),
@@ -618,14 +680,14 @@ fn ignoring_the_rule_deadlocks() {
             max_steps: 200_000,
             max_time_ns: 50_000_000,
         };
-        match run_one("ignoring_the_rule_deadlocks", seed, &sc, lim) {
+        match run_one(seed, &sc, lim) {
             Ok(_) => ok += 1,
             Err(_) => deadlocked.push(seed),
         }
         // The same scenario with the rule always completes.
         sc.cfg.test_ignore_close_rule = false;
-        if let Err(e) = run_one("ignoring_the_rule_deadlocks(rule on)", seed, &sc, limits()) {
-            panic!("{e}");
+        if let Err(e) = run_one(seed, &sc, limits()) {
+            panic!("[ignoring_the_rule_deadlocks (rule on)] {e}");
         }
     }
     eprintln!("[ignoring_the_rule_deadlocks] deadlocked seeds {deadlocked:?}, {ok} completed");

@@ -5,11 +5,15 @@
 //! the first payload bytes) and checks at the receiver: exactly once, in order, right
 //! bytes; at the end every endpoint is `all_acked()` and every message arrived.
 //!
-//! Replay one seed: `PHALANX_SIM_SEED=1234 cargo test -p phalanx-sim --test gbn_props`.
+//! Scenarios (rank count, message count, window, ACK policy, sequence wrap, delays,
+//! duplication, reordering, partitions, refusals) are drawn by proptest and a failure is
+//! shrunk to a minimal scenario; its report names the run's seed and the command that
+//! replays it (see `phalanx_sim::prop`).
 
 use phalanx_proto::gbn::{Gbn, GbnConfig, GbnEvent, GbnStats, Verdict};
-use phalanx_sim::{seeds, Dest, Faults, Limits, Node, Partition, Sim, SmallRng};
+use phalanx_sim::{prop::check, Dest, Faults, Limits, Node, Partition, Sim, SmallRng};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
+use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 const JOB_KEY: u64 = 0xfeed_beef_0123_4567;
@@ -190,22 +194,15 @@ impl Node for App {
     }
 }
 
-/// Runs one scenario for one seed; panics with seed and scenario on any failure.
-fn run_one(name: &str, seed: u64, sc: &Scenario) -> GbnStats {
+/// Runs one scenario with simulator seed `seed`: the statistics, or every problem found.
+fn run_one(seed: u64, sc: &Scenario) -> Result<GbnStats, String> {
     let nodes = (0..sc.n).map(|r| App::new(r, sc, seed)).collect();
     let mut sim = Sim::new(seed, nodes, sc.faults.clone());
     let limits = Limits {
         max_steps: 2_000_000,
         max_time_ns: 600_000_000_000,
     };
-    let replay = format!(
-        "[{name}] seed {seed} scenario {sc:?}\n  replay: PHALANX_SIM_SEED={seed} \
-         cargo test -p phalanx-sim --test gbn_props {name} -- --nocapture"
-    );
-    let stats = match sim.run(limits) {
-        Ok(s) => s,
-        Err(e) => panic!("{e}\n{replay}"),
-    };
+    let stats = sim.run(limits).map_err(|e| e.to_string())?;
     let mut problems = Vec::new();
     for a in &sim.nodes {
         problems.extend(a.failures.iter().cloned());
@@ -231,16 +228,16 @@ fn run_one(name: &str, seed: u64, sc: &Scenario) -> GbnStats {
     }
     if !problems.is_empty() {
         let st: Vec<_> = sim.nodes.iter().map(|a| a.gbn.stats().clone()).collect();
-        panic!(
-            "{}\n{replay}\n  sim {stats:?}\n  gbn {st:?}",
+        return Err(format!(
+            "{}\n  sim {stats:?}\n  gbn {st:?}",
             problems.join("\n")
-        );
+        ));
     }
     let mut total = GbnStats::default();
     for a in &sim.nodes {
         add(&mut total, a.gbn.stats());
     }
-    total
+    Ok(total)
 }
 
 fn add(t: &mut GbnStats, s: &GbnStats) {
@@ -257,108 +254,142 @@ fn add(t: &mut GbnStats, s: &GbnStats) {
     t.invalid += s.invalid;
 }
 
-/// A scenario derived from the seed: eager ACK, wrap-around start and small windows
-/// vary with the seed so every combination is covered by a seed range.
-fn scenario(seed: u64, n: u32, loss: f64) -> Scenario {
-    let mut r = SmallRng::seed_from_u64(seed ^ 0xabcd_ef01);
-    let mut gbn = GbnConfig {
-        eager_ack: seed % 2 == 1,
-        ..GbnConfig::default()
-    };
-    if seed % 3 == 0 {
-        gbn.initial_seq = u32::MAX - r.gen_range(0..4);
-    }
-    if seed % 5 == 2 {
-        gbn.window = r.gen_range(1..10);
-        gbn.retx_burst = r.gen_range(1..5);
-        gbn.ack_threshold = r.gen_range(1..6);
-    }
-    let faults = Faults {
-        base_delay_ns: 5_000 + r.gen_range(0..50_000),
-        jitter_ns: if seed % 4 == 2 {
-            r.gen_range(0..5_000)
-        } else {
-            0
-        },
-        loss,
-        dup: if seed % 4 == 0 { 0.0 } else { 0.05 },
-        reorder: if seed % 4 == 1 { 0.0 } else { 0.1 },
-        reorder_delay_ns: 200_000,
-        partitions: Vec::new(),
-    };
-    Scenario {
-        n,
-        msgs_per_node: r.gen_range(1..40),
-        faults,
-        gbn,
-        refuse: if seed % 7 == 3 { 0.1 } else { 0.0 },
-        send_gap_ns: if seed % 2 == 0 { 500_000 } else { 0 },
-    }
+/// (simulator seed, scenario) with `loss` and one of `ns` ranks: eager ACK, a start just
+/// below the sequence wrap, small windows and bursts, jitter, duplication, reordering,
+/// refusals and bursty sends each on or off. Shrinking turns features off and counts down.
+fn arb_scenario(ns: &'static [u32], loss: f64) -> impl Strategy<Value = (u64, Scenario)> {
+    (
+        any::<u64>(),
+        prop::sample::select(ns),
+        1u32..40,
+        any::<bool>(),
+        prop::option::weighted(0.33, 0u32..4),
+        prop::option::weighted(0.2, (1u32..10, 1u32..5, 1u32..6)),
+        5_000u64..55_000,
+        prop::option::weighted(0.25, 0u64..5_000),
+        prop::bool::weighted(0.75),
+        prop::bool::weighted(0.75),
+        prop::bool::weighted(1.0 / 7.0),
+        any::<bool>(),
+    )
+        .prop_map(
+            move |(seed, n, msgs, eager, wrap, small, delay, jitter, dup, reorder, refuse, gap)| {
+                let mut gbn = GbnConfig {
+                    eager_ack: eager,
+                    ..GbnConfig::default()
+                };
+                if let Some(below) = wrap {
+                    gbn.initial_seq = u32::MAX - below;
+                }
+                if let Some((window, burst, threshold)) = small {
+                    gbn.window = window;
+                    gbn.retx_burst = burst;
+                    gbn.ack_threshold = threshold;
+                }
+                let faults = Faults {
+                    base_delay_ns: delay,
+                    jitter_ns: jitter.unwrap_or(0),
+                    loss,
+                    dup: if dup { 0.05 } else { 0.0 },
+                    reorder: if reorder { 0.1 } else { 0.0 },
+                    reorder_delay_ns: 200_000,
+                    partitions: Vec::new(),
+                };
+                let sc = Scenario {
+                    n,
+                    msgs_per_node: msgs,
+                    faults,
+                    gbn,
+                    refuse: if refuse { 0.1 } else { 0.0 },
+                    send_gap_ns: if gap { 500_000 } else { 0 },
+                };
+                (seed, sc)
+            },
+        )
 }
 
-fn run_loss(name: &str, loss: f64, default_seeds: u64) {
-    let mut total = GbnStats::default();
-    for seed in seeds(default_seeds) {
-        for n in [2, 3, 5, 8] {
-            add(&mut total, &run_one(name, seed, &scenario(seed, n, loss)));
-        }
-    }
+fn run_loss(name: &str, loss: f64, cases: u32) {
+    let total = std::cell::RefCell::new(GbnStats::default());
+    check(
+        "gbn_props",
+        name,
+        cases,
+        arb_scenario(&[2, 3, 5, 8], loss),
+        |(seed, sc)| {
+            add(&mut total.borrow_mut(), &run_one(*seed, sc)?);
+            Ok(())
+        },
+    );
     // Visible with --nocapture: shows the fault paths were exercised.
-    eprintln!("[{name}] totals {total:?}");
+    eprintln!("[{name}] totals {:?}", total.borrow());
 }
 
 #[test]
 fn loss_0() {
-    run_loss("loss_0", 0.0, 300);
+    run_loss("loss_0", 0.0, 1200);
 }
 
 #[test]
 fn loss_1pct() {
-    run_loss("loss_1pct", 0.01, 300);
+    run_loss("loss_1pct", 0.01, 1200);
 }
 
 #[test]
 fn loss_10pct() {
-    run_loss("loss_10pct", 0.10, 300);
+    run_loss("loss_10pct", 0.10, 1200);
 }
 
 #[test]
 fn loss_30pct() {
-    run_loss("loss_30pct", 0.30, 300);
+    run_loss("loss_30pct", 0.30, 1200);
 }
 
 /// Long streams between two ranks crossing the u32 wrap, with bulk windows.
 #[test]
 fn wrap_long_stream() {
-    for seed in seeds(30) {
-        let mut sc = scenario(seed, 2, [0.0, 0.05, 0.2][seed as usize % 3]);
-        sc.msgs_per_node = 400;
-        sc.gbn.initial_seq = u32::MAX - 150;
-        sc.gbn.window = 128;
-        sc.gbn.retx_burst = 64;
-        sc.send_gap_ns = 0;
-        run_one("wrap_long_stream", seed, &sc);
-    }
+    let strategy = (
+        arb_scenario(&[2], 0.0),
+        prop::sample::select(&[0.0, 0.05, 0.2][..]),
+        0u32..300,
+    )
+        .prop_map(|((seed, mut sc), loss, below)| {
+            sc.faults.loss = loss;
+            sc.msgs_per_node = 400;
+            sc.gbn.initial_seq = u32::MAX - below;
+            sc.gbn.window = 128;
+            sc.gbn.retx_burst = 64;
+            sc.send_gap_ns = 0;
+            (seed, sc)
+        });
+    check(
+        "gbn_props",
+        "wrap_long_stream",
+        30,
+        strategy,
+        |(seed, sc)| run_one(*seed, sc).map(drop),
+    );
 }
 
 /// A link (or a whole rank) down for a while; the protocol must recover afterwards.
 #[test]
 fn partitions() {
-    for seed in seeds(100) {
-        let n = [2, 3, 5][seed as usize % 3];
-        let mut sc = scenario(seed, n, 0.02);
-        let mut r = SmallRng::seed_from_u64(seed);
-        let from = r.gen_range(0..5_000_000);
-        sc.faults.partitions.push(Partition {
-            a: Some(r.gen_range(0..n)),
-            b: if seed % 2 == 0 {
-                None
-            } else {
-                Some(r.gen_range(0..n))
-            },
-            from_ns: from,
-            until_ns: from + r.gen_range(1_000_000..300_000_000),
+    let strategy = (
+        arb_scenario(&[2, 3, 5], 0.02),
+        0u32..5,
+        prop::option::of(0u32..5),
+        0u64..5_000_000,
+        1_000_000u64..300_000_000,
+    )
+        .prop_map(|((seed, mut sc), a, b, from, len)| {
+            sc.faults.partitions.push(Partition {
+                a: Some(a % sc.n),
+                b: b.map(|b| b % sc.n),
+                from_ns: from,
+                until_ns: from + len,
+            });
+            (seed, sc)
         });
-        run_one("partitions", seed, &sc);
-    }
+    check("gbn_props", "partitions", 100, strategy, |(seed, sc)| {
+        run_one(*seed, sc).map(drop)
+    });
 }

@@ -15,15 +15,21 @@
 //! runs they also reach non-targets (as IP multicast to the whole job would), which must
 //! drop them.
 //!
-//! Replay one seed: `PHALANX_SIM_SEED=1234 cargo test -p phalanx-sim --test urtp_props`.
+//! Scenarios (rank count, program length, packets per message, window, ACK threshold,
+//! sequence wrap, delays, duplication, reordering, partitions) are drawn by proptest and
+//! a failure is shrunk to a minimal scenario; its report names the run's seed and the
+//! command that replays it (see `phalanx_sim::prop`).
 
 use std::collections::VecDeque;
 
 use phalanx_proto::urtp::{
     Targets, Urtp, UrtpConfig, UrtpDest, UrtpEvent, UrtpSendError, UrtpStats, UrtpVerdict,
 };
-use phalanx_sim::{seeds, Dest, Faults, Limits, Node, Partition, Sim, SmallRng};
+use phalanx_sim::{
+    prop::check as prop_check, Dest, Faults, Limits, Node, Partition, Sim, SmallRng,
+};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
+use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 const JOB_KEY: u64 = 0x0123_4567_feed_beef;
@@ -509,8 +515,9 @@ fn add(t: &mut UrtpStats, s: &UrtpStats) {
     t.invalid += s.invalid;
 }
 
-/// Runs one scenario for one seed; panics with seed and scenario on any failure.
-fn run_one(name: &str, seed: u64, sc: &Scenario) -> UrtpStats {
+/// Runs one scenario with simulator (and program) seed `seed`: the statistics, or every
+/// problem found.
+fn run_one(seed: u64, sc: &Scenario) -> Result<UrtpStats, String> {
     let mut probe = Urtp::new(sc.urtp.clone(), JOB_KEY, 0, sc.n);
     probe.set_max_datagram(MAX_DATAGRAM);
     let max_payload = probe.max_payload(sc.n.saturating_sub(1) as usize).min(1200);
@@ -547,11 +554,6 @@ fn run_one(name: &str, seed: u64, sc: &Scenario) -> UrtpStats {
         max_steps: 3_000_000,
         max_time_ns: 300_000_000_000,
     };
-    let replay = format!(
-        "[{name}] seed {seed} n {} scenario {sc:?}\n  program {names:?}\n  replay: \
-         PHALANX_SIM_SEED={seed} cargo test -p phalanx-sim --test urtp_props {name} -- --nocapture",
-        sc.n
-    );
     let result = sim.run(limits);
     let mut problems = Vec::new();
     if let Err(e) = &result {
@@ -598,122 +600,200 @@ fn run_one(name: &str, seed: u64, sc: &Scenario) -> UrtpStats {
     }
     if !problems.is_empty() {
         let st: Vec<_> = sim.nodes.iter().map(|a| a.urtp.stats().clone()).collect();
-        panic!(
-            "{}\n{replay}\n  sim {:?}\n  urtp {st:?}",
+        return Err(format!(
+            "{}\n  program {names:?}\n  sim {:?}\n  urtp {st:?}",
             problems.join("\n"),
             sim.stats()
-        );
+        ));
     }
     let mut total = UrtpStats::default();
     for a in &sim.nodes {
         add(&mut total, a.urtp.stats());
     }
-    total
+    Ok(total)
 }
 
-/// A scenario derived from the seed: windows, wrap-around start, thresholds, network
-/// delays, duplication and reordering vary with the seed.
-fn scenario(seed: u64, n: u32, loss: f64) -> Scenario {
-    let mut r = SmallRng::seed_from_u64(seed ^ 0x0075_7274_7000 ^ (n as u64) << 48);
-    let mut urtp = UrtpConfig::default();
-    if seed % 3 == 0 {
-        urtp.initial_seq = u32::MAX - r.gen_range(0..8);
-    }
-    if seed % 4 == 1 {
-        urtp.window = [1, 2, 3, 4, 8][r.gen_range(0..5)];
-        urtp.block_ack_threshold = r.gen_range(1..=urtp.window);
-    } else if seed % 4 == 2 {
-        urtp.block_ack_threshold = r.gen_range(1..64);
-    }
-    let faults = Faults {
-        base_delay_ns: 5_000 + r.gen_range(0..50_000),
-        jitter_ns: if seed % 2 == 0 {
-            r.gen_range(0..5_000)
-        } else {
-            0
+/// Window and block-ACK settings a scenario varies.
+#[derive(Clone, Debug)]
+enum Acks {
+    Default,
+    /// A window of `[1, 2, 3, 4, 8][.0]` packets, threshold `1 + .1 % window`.
+    SmallWindow(usize, u32),
+    /// The default window with another block-ACK threshold.
+    Threshold(u32),
+}
+
+/// (seed, scenario) with `loss` and `n` ranks drawn by `ns`: a start just below the
+/// counter wrap, small windows or other block-ACK thresholds, jitter, duplication,
+/// reordering and multicast to non-targets each on or off. Shrinking turns features off
+/// and shortens the program.
+fn arb_scenario(
+    ns: impl Strategy<Value = u32>,
+    loss: f64,
+) -> impl Strategy<Value = (u64, Scenario)> {
+    (
+        any::<u64>(),
+        ns,
+        prop::option::weighted(0.33, 0u32..8),
+        prop_oneof![
+            2 => Just(Acks::Default),
+            1 => (0usize..5, any::<u32>()).prop_map(|(i, t)| Acks::SmallWindow(i, t)),
+            1 => (1u32..64).prop_map(Acks::Threshold),
+        ],
+        5_000u64..55_000,
+        prop::option::weighted(0.5, 0u64..5_000),
+        prop::bool::weighted(0.8),
+        prop::bool::weighted(0.8),
+        any::<bool>(),
+        0u32..=10,
+        any::<bool>(),
+    )
+        .prop_map(
+            move |(
+                seed,
+                n,
+                wrap,
+                win,
+                delay,
+                jitter,
+                dup,
+                reorder,
+                long_reorder,
+                colls,
+                to_all,
+            )| {
+                let mut urtp = UrtpConfig::default();
+                if let Some(below) = wrap {
+                    urtp.initial_seq = u32::MAX - below;
+                }
+                match win {
+                    Acks::Threshold(t) => urtp.block_ack_threshold = t,
+                    Acks::SmallWindow(i, t) => {
+                        urtp.window = [1, 2, 3, 4, 8][i];
+                        urtp.block_ack_threshold = 1 + t % urtp.window;
+                    }
+                    Acks::Default => {}
+                }
+                let faults = Faults {
+                    base_delay_ns: delay,
+                    jitter_ns: jitter.unwrap_or(0),
+                    loss,
+                    dup: if dup { 0.05 } else { 0.0 },
+                    reorder: if reorder { 0.1 } else { 0.0 },
+                    reorder_delay_ns: if long_reorder { 2_000_000 } else { 200_000 },
+                    partitions: Vec::new(),
+                };
+                let sc = Scenario {
+                    n,
+                    faults,
+                    urtp,
+                    collectives: 4 + colls.min(if n > 8 { 4 } else { 10 }),
+                    max_packets: 6,
+                    mcast_to_all: to_all,
+                };
+                (seed, sc)
+            },
+        )
+}
+
+/// Rank counts as the tests weigh them: mostly small, sometimes 16 or 32.
+fn ranks() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        80 => Just(2u32),
+        80 => Just(3),
+        60 => Just(5),
+        40 => Just(8),
+        16 => Just(16),
+        8 => Just(32),
+    ]
+}
+
+fn run_loss(name: &str, loss: f64) {
+    let total = std::cell::RefCell::new(UrtpStats::default());
+    prop_check(
+        "urtp_props",
+        name,
+        284,
+        arb_scenario(ranks(), loss),
+        |(seed, sc)| {
+            add(&mut total.borrow_mut(), &run_one(*seed, sc)?);
+            Ok(())
         },
-        loss,
-        dup: if seed % 5 == 0 { 0.0 } else { 0.05 },
-        reorder: if seed % 5 == 1 { 0.0 } else { 0.1 },
-        reorder_delay_ns: [200_000, 2_000_000][seed as usize % 2],
-        partitions: Vec::new(),
-    };
-    Scenario {
-        n,
-        faults,
-        urtp,
-        collectives: r.gen_range(4..=if n > 8 { 8 } else { 14 }),
-        max_packets: 6,
-        mcast_to_all: seed % 2 == 1,
-    }
-}
-
-fn run_loss(name: &str, loss: f64, scale: u64) {
-    let mut total = UrtpStats::default();
-    for (n, count) in [(2, 40), (3, 40), (5, 30), (8, 20), (16, 8), (32, 4)] {
-        for seed in seeds(count * scale) {
-            add(&mut total, &run_one(name, seed, &scenario(seed, n, loss)));
-        }
-    }
+    );
     // Visible with --nocapture: shows the fault paths were exercised.
-    eprintln!("[{name}] totals {total:?}");
+    eprintln!("[{name}] totals {:?}", total.borrow());
 }
 
 #[test]
 fn urtp_loss_0() {
-    run_loss("urtp_loss_0", 0.0, 2);
+    run_loss("urtp_loss_0", 0.0);
 }
 
 #[test]
 fn urtp_loss_5pct() {
-    run_loss("urtp_loss_5pct", 0.05, 2);
+    run_loss("urtp_loss_5pct", 0.05);
 }
 
 #[test]
 fn urtp_loss_10pct() {
-    run_loss("urtp_loss_10pct", 0.10, 2);
+    run_loss("urtp_loss_10pct", 0.10);
 }
 
 #[test]
 fn urtp_loss_30pct() {
-    run_loss("urtp_loss_30pct", 0.30, 2);
+    run_loss("urtp_loss_30pct", 0.30);
 }
 
 /// Long messages (up to 40 packets) through small windows, crossing the counter wrap.
 #[test]
 fn urtp_long_streams_wrap() {
-    let mut total = UrtpStats::default();
-    for seed in seeds(24) {
-        let n = [2, 3, 5, 8][seed as usize % 4];
-        let mut sc = scenario(seed, n, [0.0, 0.05, 0.2][seed as usize % 3]);
-        sc.max_packets = 40;
-        sc.collectives = 6;
-        sc.urtp.initial_seq = u32::MAX - 20;
-        sc.urtp.window = [2, 4, 16][seed as usize % 3];
-        sc.urtp.block_ack_threshold = sc.urtp.window.div_ceil(2);
-        add(&mut total, &run_one("urtp_long_streams_wrap", seed, &sc));
-    }
-    eprintln!("[urtp_long_streams_wrap] totals {total:?}");
+    let strategy = (
+        arb_scenario(prop::sample::select(&[2u32, 3, 5, 8][..]), 0.0),
+        prop::sample::select(&[0.0, 0.05, 0.2][..]),
+        prop::sample::select(&[2u32, 4, 16][..]),
+    )
+        .prop_map(|((seed, mut sc), loss, window)| {
+            sc.faults.loss = loss;
+            sc.max_packets = 40;
+            sc.collectives = 6;
+            sc.urtp.initial_seq = u32::MAX - 20;
+            sc.urtp.window = window;
+            sc.urtp.block_ack_threshold = window.div_ceil(2);
+            (seed, sc)
+        });
+    prop_check(
+        "urtp_props",
+        "urtp_long_streams_wrap",
+        24,
+        strategy,
+        |(seed, sc)| run_one(*seed, sc).map(drop),
+    );
 }
 
 /// A link (or a whole rank) down for a while; REQs and the safety net recover afterwards.
 #[test]
 fn urtp_partitions() {
-    for seed in seeds(40) {
-        let n = [2, 3, 5, 8][seed as usize % 4];
-        let mut sc = scenario(seed, n, 0.02);
-        let mut r = SmallRng::seed_from_u64(seed ^ 0x9a97);
-        let from = r.gen_range(0..3_000_000);
-        sc.faults.partitions.push(Partition {
-            a: Some(r.gen_range(0..n)),
-            b: if seed % 2 == 0 {
-                None
-            } else {
-                Some(r.gen_range(0..n))
-            },
-            from_ns: from,
-            until_ns: from + r.gen_range(1_000_000..500_000_000),
+    let strategy = (
+        arb_scenario(prop::sample::select(&[2u32, 3, 5, 8][..]), 0.02),
+        0u32..8,
+        prop::option::of(0u32..8),
+        0u64..3_000_000,
+        1_000_000u64..500_000_000,
+    )
+        .prop_map(|((seed, mut sc), a, b, from, len)| {
+            sc.faults.partitions.push(Partition {
+                a: Some(a % sc.n),
+                b: b.map(|b| b % sc.n),
+                from_ns: from,
+                until_ns: from + len,
+            });
+            (seed, sc)
         });
-        run_one("urtp_partitions", seed, &sc);
-    }
+    prop_check(
+        "urtp_props",
+        "urtp_partitions",
+        40,
+        strategy,
+        |(seed, sc)| run_one(*seed, sc).map(drop),
+    );
 }
