@@ -5,7 +5,9 @@ Reads gen/prototypes.txt (the standard ABI's C prototypes, one per line) and wri
   include/mpi_stubs.h  -- declarations (MPI_ and PMPI_) of every function that
                           include/mpi.h does not declare, plus the typedefs they need;
   src/stubs_gen.rs     -- `MPI_X`/`PMPI_X` exports raising MPI_ERR_OTHER through the
-                          error handler (via `guard`, i.e. under catch_unwind).
+                          error handler (via `guard`, i.e. under catch_unwind), after
+                          storing the null handle through every output handle
+                          argument (`MPI_Datatype *newtype` -> MPI_DATATYPE_NULL, ...).
 
 Functions already declared in include/mpi.h or exported by hand in src/*.rs are skipped.
 Run from anywhere:  python3 crates/capi/gen/gen_stubs.py
@@ -84,6 +86,23 @@ SCALARS = {
 # Function types passed by value decay to function pointers.
 FN_TYPES = {"MPI_T_event_cb_function", "MPI_T_event_free_cb_function",
             "MPI_T_event_dropped_cb_function"}
+# The null handle a stub stores through an output handle argument (`MPI_X *name`), so a
+# caller that goes on under MPI_ERRORS_RETURN never sees an uninitialised handle.
+# (name of the generated constant, its value: the standard ABI's MPI_X_NULL).
+NULL_HANDLES = {
+    "MPI_Comm": ("NULL_COMM", 0x100), "MPI_Group": ("NULL_GROUP", 0x108),
+    "MPI_Win": ("NULL_WIN", 0x110), "MPI_File": ("NULL_FILE", 0x118),
+    "MPI_Session": ("NULL_SESSION", 0x120), "MPI_Message": ("NULL_MESSAGE", 0x128),
+    "MPI_Info": ("NULL_INFO", 0x130), "MPI_Errhandler": ("NULL_ERRHANDLER", 0x140),
+    "MPI_Request": ("NULL_REQUEST", 0x180), "MPI_Datatype": ("NULL_DATATYPE", 0x200),
+    "MPI_Op": ("NULL_OP", 0x20),
+}
+# Handle pointers that are input (or input and output) arguments: a stub leaves them.
+INOUT_HANDLES = {
+    ("MPI_Comm_disconnect", "comm"), ("MPI_File_close", "fh"), ("MPI_Win_free", "win"),
+    ("MPI_Session_finalize", "session"), ("MPI_Mrecv", "message"),
+    ("MPI_Mrecv_c", "message"), ("MPI_Imrecv", "message"), ("MPI_Imrecv_c", "message"),
+}
 RUST_KEYWORDS = {"as", "box", "break", "const", "continue", "crate", "dyn", "else", "enum",
                  "extern", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod",
                  "move", "mut", "pub", "ref", "return", "self", "static", "struct", "super",
@@ -122,6 +141,14 @@ def exported_by_hand():
         for m in re.finditer(r"(?:export|stub)!\(\s*(MPI_\w+)", f.read_text()):
             names.add(m.group(1))
     return names
+
+
+def out_handle(arg, fname):
+    """The null constant to store through `arg` if it is an output handle, else None."""
+    m = re.match(r"^(?P<ty>\w+)\s*\*\s*(?P<name>\w+)$", arg.strip())
+    if not m or m["ty"] not in NULL_HANDLES or (fname, m["name"]) in INOUT_HANDLES:
+        return None
+    return m["ty"]
 
 
 def rust_param(arg, fname):
@@ -206,6 +233,9 @@ def main():
         "//! function raises `MPI_ERR_OTHER` (\"not implemented\") through the error handler of",
         "//! its communicator argument (`MPI_COMM_WORLD` when it has none), under `catch_unwind`",
         "//! ([`guard`]). Functions not returning `int` return 0 / a null handle after that.",
+        "//! Every output handle argument gets the null handle of its kind first (`*newtype =",
+        "//! MPI_DATATYPE_NULL`, `*newcomm = MPI_COMM_NULL`, `*request = MPI_REQUEST_NULL`…),",
+        "//! so a caller going on under `MPI_ERRORS_RETURN` never uses a garbage handle.",
         "",
         "use crate::consts::*;",
         "use crate::{err, export, guard};",
@@ -220,13 +250,38 @@ def main():
         "    })",
         "}",
         "",
+        "/// Stores null handle `null` through output argument `p` (unless `p` is null).",
+        "///",
+        "/// # Safety",
+        "/// `p` is null or points to a writable handle (the MPI contract on outputs).",
+        "unsafe fn null_out(p: *mut Handle, null: usize) {",
+        "    if !p.is_null() {",
+        "        // SAFETY: non-null and writable (caller).",
+        "        unsafe { p.write(null as Handle) }",
+        "    }",
+        "}",
+        "",
     ]
+    used = set()
     for ret, name, args in todo:
-        params = [rust_param(a, name) for a in split_args(args)]
+        cargs = split_args(args)
+        params = [rust_param(a, name) for a in cargs]
+        nulls = [(p[0], out_handle(a, name)) for a, p in zip(cargs, params)]
+        nulls = [(n, c) for n, c in nulls if c]
+        # Output handles are typed (`*mut Handle`): the stub stores a null handle there.
+        params = [(n, "*mut Handle" if any(n == o for o, _ in nulls) else t, c)
+                  for n, t, c in params]
         comm = next((p[0] for p in params if p[2]), "WORLD")
         rty, default = rust_ret(ret, name)
         plist = ", ".join(f"{n}: {t}" for n, t, _ in params)
         rs.append(f"export!({name}, P{name}, ({plist}) -> {rty} {{")
+        if nulls:
+            rs.append("    // SAFETY: output handles are null or writable (MPI contract).")
+            rs.append("    unsafe {")
+            for n, c in nulls:
+                used.add(c)
+                rs.append(f"        null_out({n}, {NULL_HANDLES[c][0]});")
+            rs.append("    }")
         if params:
             names = ", ".join(n for n, _, _ in params)
             rs.append(f"    let _ = ({names},);" if len(params) == 1 else f"    let _ = ({names});")
@@ -237,6 +292,10 @@ def main():
             rs.append(f"    {default}")
         rs.append("});")
         rs.append("")
+    at = rs.index("/// Raises `MPI_ERR_OTHER` for the unimplemented `name` on `comm`'s error handler.")
+    consts = [f"/// `{ty.upper()}_NULL`.\nconst {NULL_HANDLES[ty][0]}: usize = {NULL_HANDLES[ty][1]:#x};"
+              for ty in NULL_HANDLES if ty in used]
+    rs[at:at] = consts + [""]
     OUT_RS.write_text("\n".join(rs))
     if shutil.which("rustfmt"):
         subprocess.run(["rustfmt", "--edition", "2021", str(OUT_RS)], check=True)

@@ -200,8 +200,10 @@ pub fn datatype(h: usize) -> Option<Dt> {
         0x2d2 => (4, F32),
         0x2d8 | 0x2d9 => (8, I64),
         0x2da => (8, F64),
-        0x2d3 => (8, Opaque),
-        0x2db => (16, Opaque),
+        // MPI_COMPLEX4 and MPI_COMPLEX8: Fortran COMPLEX*4 and COMPLEX*8, two 2-byte and
+        // two 4-byte reals (the handle's size class says 4 and 8 bytes).
+        0x2d3 => (4, Opaque),
+        0x2db => (8, Opaque),
         0x240 | 0x243 | 0x244 => (1, I8),
         0x241 | 0x245 | 0x247 => (1, U8),
         0x248 => (2, I16),

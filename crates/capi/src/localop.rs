@@ -219,8 +219,8 @@ pub fn apply_builtin(o: Op, prim: usize, inb: &[u8], io: &mut [u8]) -> CResult {
         0x230 => return pairs::<f32, f32>(o, 4, 8, inb, io),
         0x231 => return pairs::<f64, f64>(o, 8, 16, inb, io),
         0x22d if cfg!(target_arch = "x86_64") => return pairs::<F80, i32>(o, 16, 32, inb, io),
-        0x212 | 0x213 | 0x21b | 0x2d3 => return complex::<f32>(o, inb, io),
-        0x216 | 0x217 | 0x21d | 0x2db => return complex::<f64>(o, inb, io),
+        0x212 | 0x213 | 0x21b | 0x2db => return complex::<f32>(o, inb, io),
+        0x216 | 0x217 | 0x21d => return complex::<f64>(o, inb, io),
         _ => {}
     }
     let d = datatype(prim).ok_or_else(|| err(MPI_ERR_TYPE, "invalid datatype"))?;
@@ -264,23 +264,31 @@ pub fn validate(red: &Reducer, l: &Layout) -> CResult {
     apply_builtin(*o, prim, &a, &mut b)
 }
 
-/// A 16-byte-aligned image of `n` elements of `l`.
+/// An image of `n` elements of `l` as a user function sees them: a 16-byte-aligned
+/// buffer address (element `i` at `base + i × extent`) with room for every byte of the
+/// elements' data, wherever the type map puts it relative to the bounds
+/// ([`Layout::data_span`]: a resized type's data may lie below its lower bound or past
+/// its upper bound, and its extent may be negative).
 struct Image {
     mem: Vec<u128>,
-    lb: isize,
+    /// Bytes of `mem` before the buffer address (data at negative offsets).
+    pre: usize,
 }
 
 impl Image {
     fn new(l: &Layout, n: usize) -> Image {
-        let bytes = n * l.extent.max(0) as usize;
+        let (lo, hi) = l.data_span(n);
+        let pre = lo.min(0).unsigned_abs().next_multiple_of(16);
+        let bytes = pre + hi.max(0) as usize;
         Image {
             mem: vec![0; bytes.div_ceil(16)],
-            lb: l.lb,
+            pre,
         }
     }
-    /// The address of element 0 (may lie outside `mem` when the lower bound is not 0).
+    /// The buffer address: element 0 (inside `mem`, or one past its end when all the
+    /// data lies below it).
     fn base(&mut self) -> *mut c_void {
-        (self.mem.as_mut_ptr() as *mut u8).wrapping_offset(-self.lb) as *mut c_void
+        (self.mem.as_mut_ptr() as *mut u8).wrapping_add(self.pre) as *mut c_void
     }
 }
 
@@ -300,7 +308,7 @@ impl Reducer {
             Reducer::User(f) => {
                 let mut a = Image::new(l, n);
                 let mut b = Image::new(l, n);
-                // SAFETY: each image holds n elements of l (blocks lie within extents).
+                // SAFETY: each image holds every data byte of n elements of l.
                 unsafe {
                     unpack(l, inb, a.base(), n)?;
                     unpack(l, io, b.base(), n)?;

@@ -372,8 +372,7 @@ fn generic_red(
             copy(sg, recv, n, &l)?
         } else {
             if receives {
-                let span = n * l.extent.max(0) as usize;
-                disjoint(send, span, recv, span)?;
+                crate::types::disjoint_data(&l, send, n, recv, n)?;
             }
             copy(sg, send, n, &l)?
         }

@@ -283,9 +283,8 @@ unsafe fn ireduce_scatter(
         sendbuf
     };
     if !in_place(sendbuf) {
-        let ext = l.extent.max(0) as usize;
         let total: usize = cs.iter().sum();
-        disjoint(sendbuf, total * ext, recvbuf, cs[me] * ext)?;
+        crate::types::disjoint_data(&l, sendbuf, total, recvbuf, cs[me])?;
     }
     let mut sends = Vec::new();
     let mut off = 0isize;

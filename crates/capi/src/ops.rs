@@ -17,7 +17,7 @@ use crate::consts::*;
 use crate::localop::Reducer;
 use crate::state::{self, UserFn};
 use crate::types::{layout_of, pack, unpack, Layout};
-use crate::{count, disjoint, err, export, guard, out, CResult};
+use crate::{count, err, export, guard, out, CResult};
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, Destination, Root, Source};
 use std::ffi::{c_int, c_void};
@@ -115,8 +115,7 @@ pub(crate) unsafe fn generic_reduce(
         send
     };
     if receives && !in_place(send) {
-        let span = n * l.extent.max(0) as usize;
-        disjoint(send, span, recv, span)?;
+        crate::types::disjoint_data(&l, send, n, recv, n)?;
     }
     // SAFETY: the contribution holds n elements (caller).
     let mine = unsafe { pack(&l, src, n)? };
@@ -161,8 +160,7 @@ pub(crate) unsafe fn generic_scan(
         send
     };
     if !in_place(send) {
-        let span = n * l.extent.max(0) as usize;
-        disjoint(send, span, recv, span)?;
+        crate::types::disjoint_data(&l, send, n, recv, n)?;
     }
     // SAFETY: the contribution holds n elements (caller).
     let mut mine = unsafe { pack(&l, src, n)? };

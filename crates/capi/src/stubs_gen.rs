@@ -4,12 +4,38 @@
 //! function raises `MPI_ERR_OTHER` ("not implemented") through the error handler of
 //! its communicator argument (`MPI_COMM_WORLD` when it has none), under `catch_unwind`
 //! ([`guard`]). Functions not returning `int` return 0 / a null handle after that.
+//! Every output handle argument gets the null handle of its kind first (`*newtype =
+//! MPI_DATATYPE_NULL`, `*newcomm = MPI_COMM_NULL`, `*request = MPI_REQUEST_NULL`…),
+//! so a caller going on under `MPI_ERRORS_RETURN` never uses a garbage handle.
 
 use crate::consts::*;
 use crate::{err, export, guard};
 use std::ffi::{c_int, c_void};
 
 const WORLD: Handle = COMM_WORLD as Handle;
+
+/// `MPI_COMM_NULL`.
+const NULL_COMM: usize = 0x100;
+/// `MPI_GROUP_NULL`.
+const NULL_GROUP: usize = 0x108;
+/// `MPI_WIN_NULL`.
+const NULL_WIN: usize = 0x110;
+/// `MPI_FILE_NULL`.
+const NULL_FILE: usize = 0x118;
+/// `MPI_SESSION_NULL`.
+const NULL_SESSION: usize = 0x120;
+/// `MPI_MESSAGE_NULL`.
+const NULL_MESSAGE: usize = 0x128;
+/// `MPI_INFO_NULL`.
+const NULL_INFO: usize = 0x130;
+/// `MPI_ERRHANDLER_NULL`.
+const NULL_ERRHANDLER: usize = 0x140;
+/// `MPI_REQUEST_NULL`.
+const NULL_REQUEST: usize = 0x180;
+/// `MPI_DATATYPE_NULL`.
+const NULL_DATATYPE: usize = 0x200;
+/// `MPI_OP_NULL`.
+const NULL_OP: usize = 0x20;
 
 /// Raises `MPI_ERR_OTHER` for the unimplemented `name` on `comm`'s error handler.
 fn not_implemented(name: &str, comm: Handle) -> c_int {
@@ -18,7 +44,22 @@ fn not_implemented(name: &str, comm: Handle) -> c_int {
     })
 }
 
-export!(MPI_Abi_get_info, PMPI_Abi_get_info, (info: *mut c_void) -> c_int {
+/// Stores null handle `null` through output argument `p` (unless `p` is null).
+///
+/// # Safety
+/// `p` is null or points to a writable handle (the MPI contract on outputs).
+unsafe fn null_out(p: *mut Handle, null: usize) {
+    if !p.is_null() {
+        // SAFETY: non-null and writable (caller).
+        unsafe { p.write(null as Handle) }
+    }
+}
+
+export!(MPI_Abi_get_info, PMPI_Abi_get_info, (info: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info, NULL_INFO);
+    }
     let _ = (info,);
     not_implemented("MPI_Abi_get_info", WORLD)
 });
@@ -53,12 +94,20 @@ export!(MPI_Allgather_c, PMPI_Allgather_c, (sendbuf: *const c_void, sendcount: i
     not_implemented("MPI_Allgather_c", comm)
 });
 
-export!(MPI_Allgather_init, PMPI_Allgather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Allgather_init, PMPI_Allgather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Allgather_init", comm)
 });
 
-export!(MPI_Allgather_init_c, PMPI_Allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Allgather_init_c, PMPI_Allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Allgather_init_c", comm)
 });
@@ -68,12 +117,20 @@ export!(MPI_Allgatherv_c, PMPI_Allgatherv_c, (sendbuf: *const c_void, sendcount:
     not_implemented("MPI_Allgatherv_c", comm)
 });
 
-export!(MPI_Allgatherv_init, PMPI_Allgatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Allgatherv_init, PMPI_Allgatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     not_implemented("MPI_Allgatherv_init", comm)
 });
 
-export!(MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     not_implemented("MPI_Allgatherv_init_c", comm)
 });
@@ -83,12 +140,20 @@ export!(MPI_Allreduce_c, PMPI_Allreduce_c, (sendbuf: *const c_void, recvbuf: *mu
     not_implemented("MPI_Allreduce_c", comm)
 });
 
-export!(MPI_Allreduce_init, PMPI_Allreduce_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Allreduce_init, PMPI_Allreduce_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Allreduce_init", comm)
 });
 
-export!(MPI_Allreduce_init_c, PMPI_Allreduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Allreduce_init_c, PMPI_Allreduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Allreduce_init_c", comm)
 });
@@ -98,12 +163,20 @@ export!(MPI_Alltoall_c, PMPI_Alltoall_c, (sendbuf: *const c_void, sendcount: i64
     not_implemented("MPI_Alltoall_c", comm)
 });
 
-export!(MPI_Alltoall_init, PMPI_Alltoall_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Alltoall_init, PMPI_Alltoall_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Alltoall_init", comm)
 });
 
-export!(MPI_Alltoall_init_c, PMPI_Alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Alltoall_init_c, PMPI_Alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Alltoall_init_c", comm)
 });
@@ -113,12 +186,20 @@ export!(MPI_Alltoallv_c, PMPI_Alltoallv_c, (sendbuf: *const c_void, sendcounts: 
     not_implemented("MPI_Alltoallv_c", comm)
 });
 
-export!(MPI_Alltoallv_init, PMPI_Alltoallv_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Alltoallv_init, PMPI_Alltoallv_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     not_implemented("MPI_Alltoallv_init", comm)
 });
 
-export!(MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     not_implemented("MPI_Alltoallv_init_c", comm)
 });
@@ -128,17 +209,29 @@ export!(MPI_Alltoallw_c, PMPI_Alltoallw_c, (sendbuf: *const c_void, sendcounts: 
     not_implemented("MPI_Alltoallw_c", comm)
 });
 
-export!(MPI_Alltoallw_init, PMPI_Alltoallw_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Alltoallw_init, PMPI_Alltoallw_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     not_implemented("MPI_Alltoallw_init", comm)
 });
 
-export!(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     not_implemented("MPI_Alltoallw_init_c", comm)
 });
 
-export!(MPI_Barrier_init, PMPI_Barrier_init, (comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Barrier_init, PMPI_Barrier_init, (comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (comm, info, request);
     not_implemented("MPI_Barrier_init", comm)
 });
@@ -148,12 +241,20 @@ export!(MPI_Bcast_c, PMPI_Bcast_c, (buffer: *mut c_void, count: i64, datatype: H
     not_implemented("MPI_Bcast_c", comm)
 });
 
-export!(MPI_Bcast_init, PMPI_Bcast_init, (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Bcast_init, PMPI_Bcast_init, (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buffer, count, datatype, root, comm, info, request);
     not_implemented("MPI_Bcast_init", comm)
 });
 
-export!(MPI_Bcast_init_c, PMPI_Bcast_init_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Bcast_init_c, PMPI_Bcast_init_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buffer, count, datatype, root, comm, info, request);
     not_implemented("MPI_Bcast_init_c", comm)
 });
@@ -163,7 +264,11 @@ export!(MPI_Bsend_c, PMPI_Bsend_c, (buf: *const c_void, count: i64, datatype: Ha
     not_implemented("MPI_Bsend_c", comm)
 });
 
-export!(MPI_Bsend_init_c, PMPI_Bsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Bsend_init_c, PMPI_Bsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Bsend_init_c", comm)
 });
@@ -182,7 +287,11 @@ export!(MPI_Buffer_flush, PMPI_Buffer_flush, () -> c_int {
     not_implemented("MPI_Buffer_flush", WORLD)
 });
 
-export!(MPI_Buffer_iflush, PMPI_Buffer_iflush, (request: *mut c_void) -> c_int {
+export!(MPI_Buffer_iflush, PMPI_Buffer_iflush, (request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (request,);
     not_implemented("MPI_Buffer_iflush", WORLD)
 });
@@ -192,7 +301,11 @@ export!(MPI_Cart_coords, PMPI_Cart_coords, (comm: Handle, rank: c_int, maxdims: 
     not_implemented("MPI_Cart_coords", comm)
 });
 
-export!(MPI_Cart_create, PMPI_Cart_create, (comm_old: Handle, ndims: c_int, dims: *const c_void, periods: *const c_void, reorder: c_int, comm_cart: *mut c_void) -> c_int {
+export!(MPI_Cart_create, PMPI_Cart_create, (comm_old: Handle, ndims: c_int, dims: *const c_void, periods: *const c_void, reorder: c_int, comm_cart: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(comm_cart, NULL_COMM);
+    }
     let _ = (comm_old, ndims, dims, periods, reorder, comm_cart);
     not_implemented("MPI_Cart_create", comm_old)
 });
@@ -217,7 +330,11 @@ export!(MPI_Cart_shift, PMPI_Cart_shift, (comm: Handle, direction: c_int, disp: 
     not_implemented("MPI_Cart_shift", comm)
 });
 
-export!(MPI_Cart_sub, PMPI_Cart_sub, (comm: Handle, remain_dims: *const c_void, newcomm: *mut c_void) -> c_int {
+export!(MPI_Cart_sub, PMPI_Cart_sub, (comm: Handle, remain_dims: *const c_void, newcomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newcomm, NULL_COMM);
+    }
     let _ = (comm, remain_dims, newcomm);
     not_implemented("MPI_Cart_sub", comm)
 });
@@ -232,7 +349,11 @@ export!(MPI_Close_port, PMPI_Close_port, (port_name: *const c_void) -> c_int {
     not_implemented("MPI_Close_port", WORLD)
 });
 
-export!(MPI_Comm_accept, PMPI_Comm_accept, (port_name: *const c_void, info: Handle, root: c_int, comm: Handle, newcomm: *mut c_void) -> c_int {
+export!(MPI_Comm_accept, PMPI_Comm_accept, (port_name: *const c_void, info: Handle, root: c_int, comm: Handle, newcomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newcomm, NULL_COMM);
+    }
     let _ = (port_name, info, root, comm, newcomm);
     not_implemented("MPI_Comm_accept", comm)
 });
@@ -247,17 +368,29 @@ export!(MPI_Comm_attach_buffer_c, PMPI_Comm_attach_buffer_c, (comm: Handle, buff
     not_implemented("MPI_Comm_attach_buffer_c", comm)
 });
 
-export!(MPI_Comm_connect, PMPI_Comm_connect, (port_name: *const c_void, info: Handle, root: c_int, comm: Handle, newcomm: *mut c_void) -> c_int {
+export!(MPI_Comm_connect, PMPI_Comm_connect, (port_name: *const c_void, info: Handle, root: c_int, comm: Handle, newcomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newcomm, NULL_COMM);
+    }
     let _ = (port_name, info, root, comm, newcomm);
     not_implemented("MPI_Comm_connect", comm)
 });
 
-export!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group, (group: Handle, stringtag: *const c_void, info: Handle, errhandler: Handle, newcomm: *mut c_void) -> c_int {
+export!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group, (group: Handle, stringtag: *const c_void, info: Handle, errhandler: Handle, newcomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newcomm, NULL_COMM);
+    }
     let _ = (group, stringtag, info, errhandler, newcomm);
     not_implemented("MPI_Comm_create_from_group", WORLD)
 });
 
-export!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm: Handle, group: Handle, tag: c_int, newcomm: *mut c_void) -> c_int {
+export!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm: Handle, group: Handle, tag: c_int, newcomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newcomm, NULL_COMM);
+    }
     let _ = (comm, group, tag, newcomm);
     not_implemented("MPI_Comm_create_group", comm)
 });
@@ -277,7 +410,11 @@ export!(MPI_Comm_disconnect, PMPI_Comm_disconnect, (comm: *mut c_void) -> c_int 
     not_implemented("MPI_Comm_disconnect", WORLD)
 });
 
-export!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: Handle, info: Handle, newcomm: *mut c_void) -> c_int {
+export!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: Handle, info: Handle, newcomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newcomm, NULL_COMM);
+    }
     let _ = (comm, info, newcomm);
     not_implemented("MPI_Comm_dup_with_info", comm)
 });
@@ -287,32 +424,57 @@ export!(MPI_Comm_flush_buffer, PMPI_Comm_flush_buffer, (comm: Handle) -> c_int {
     not_implemented("MPI_Comm_flush_buffer", comm)
 });
 
-export!(MPI_Comm_get_info, PMPI_Comm_get_info, (comm: Handle, info_used: *mut c_void) -> c_int {
+export!(MPI_Comm_get_info, PMPI_Comm_get_info, (comm: Handle, info_used: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info_used, NULL_INFO);
+    }
     let _ = (comm, info_used);
     not_implemented("MPI_Comm_get_info", comm)
 });
 
-export!(MPI_Comm_get_parent, PMPI_Comm_get_parent, (parent: *mut c_void) -> c_int {
+export!(MPI_Comm_get_parent, PMPI_Comm_get_parent, (parent: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(parent, NULL_COMM);
+    }
     let _ = (parent,);
     not_implemented("MPI_Comm_get_parent", WORLD)
 });
 
-export!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm: Handle, info: Handle, newcomm: *mut c_void, request: *mut c_void) -> c_int {
+export!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm: Handle, info: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newcomm, NULL_COMM);
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (comm, info, newcomm, request);
     not_implemented("MPI_Comm_idup_with_info", comm)
 });
 
-export!(MPI_Comm_iflush_buffer, PMPI_Comm_iflush_buffer, (comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Comm_iflush_buffer, PMPI_Comm_iflush_buffer, (comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (comm, request);
     not_implemented("MPI_Comm_iflush_buffer", comm)
 });
 
-export!(MPI_Comm_join, PMPI_Comm_join, (fd: c_int, intercomm: *mut c_void) -> c_int {
+export!(MPI_Comm_join, PMPI_Comm_join, (fd: c_int, intercomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(intercomm, NULL_COMM);
+    }
     let _ = (fd, intercomm);
     not_implemented("MPI_Comm_join", WORLD)
 });
 
-export!(MPI_Comm_remote_group, PMPI_Comm_remote_group, (comm: Handle, group: *mut c_void) -> c_int {
+export!(MPI_Comm_remote_group, PMPI_Comm_remote_group, (comm: Handle, group: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(group, NULL_GROUP);
+    }
     let _ = (comm, group);
     not_implemented("MPI_Comm_remote_group", comm)
 });
@@ -327,12 +489,20 @@ export!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: Handle, info: Handle) -> c
     not_implemented("MPI_Comm_set_info", comm)
 });
 
-export!(MPI_Comm_spawn, PMPI_Comm_spawn, (command: *const c_void, argv: *mut c_void, maxprocs: c_int, info: Handle, root: c_int, comm: Handle, intercomm: *mut c_void, array_of_errcodes: *mut c_void) -> c_int {
+export!(MPI_Comm_spawn, PMPI_Comm_spawn, (command: *const c_void, argv: *mut c_void, maxprocs: c_int, info: Handle, root: c_int, comm: Handle, intercomm: *mut Handle, array_of_errcodes: *mut c_void) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(intercomm, NULL_COMM);
+    }
     let _ = (command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes);
     not_implemented("MPI_Comm_spawn", comm)
 });
 
-export!(MPI_Comm_spawn_multiple, PMPI_Comm_spawn_multiple, (count: c_int, array_of_commands: *mut c_void, array_of_argv: *mut c_void, array_of_maxprocs: *const c_void, array_of_info: *const c_void, root: c_int, comm: Handle, intercomm: *mut c_void, array_of_errcodes: *mut c_void) -> c_int {
+export!(MPI_Comm_spawn_multiple, PMPI_Comm_spawn_multiple, (count: c_int, array_of_commands: *mut c_void, array_of_argv: *mut c_void, array_of_maxprocs: *const c_void, array_of_info: *const c_void, root: c_int, comm: Handle, intercomm: *mut Handle, array_of_errcodes: *mut c_void) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(intercomm, NULL_COMM);
+    }
     let _ = (count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes);
     not_implemented("MPI_Comm_spawn_multiple", comm)
 });
@@ -352,12 +522,20 @@ export!(MPI_Dims_create, PMPI_Dims_create, (nnodes: c_int, ndims: c_int, dims: *
     not_implemented("MPI_Dims_create", WORLD)
 });
 
-export!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_old: Handle, n: c_int, sources: *const c_void, degrees: *const c_void, destinations: *const c_void, weights: *const c_void, info: Handle, reorder: c_int, comm_dist_graph: *mut c_void) -> c_int {
+export!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_old: Handle, n: c_int, sources: *const c_void, degrees: *const c_void, destinations: *const c_void, weights: *const c_void, info: Handle, reorder: c_int, comm_dist_graph: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(comm_dist_graph, NULL_COMM);
+    }
     let _ = (comm_old, n, sources, degrees, destinations, weights, info, reorder, comm_dist_graph);
     not_implemented("MPI_Dist_graph_create", comm_old)
 });
 
-export!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (comm_old: Handle, indegree: c_int, sources: *const c_void, sourceweights: *const c_void, outdegree: c_int, destinations: *const c_void, destweights: *const c_void, info: Handle, reorder: c_int, comm_dist_graph: *mut c_void) -> c_int {
+export!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (comm_old: Handle, indegree: c_int, sources: *const c_void, sourceweights: *const c_void, outdegree: c_int, destinations: *const c_void, destweights: *const c_void, info: Handle, reorder: c_int, comm_dist_graph: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(comm_dist_graph, NULL_COMM);
+    }
     let _ = (comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, comm_dist_graph);
     not_implemented("MPI_Dist_graph_create_adjacent", comm_old)
 });
@@ -377,12 +555,20 @@ export!(MPI_Exscan_c, PMPI_Exscan_c, (sendbuf: *const c_void, recvbuf: *mut c_vo
     not_implemented("MPI_Exscan_c", comm)
 });
 
-export!(MPI_Exscan_init, PMPI_Exscan_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Exscan_init, PMPI_Exscan_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Exscan_init", comm)
 });
 
-export!(MPI_Exscan_init_c, PMPI_Exscan_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Exscan_init_c, PMPI_Exscan_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Exscan_init_c", comm)
 });
@@ -402,7 +588,11 @@ export!(MPI_File_close, PMPI_File_close, (fh: *mut c_void) -> c_int {
     not_implemented("MPI_File_close", WORLD)
 });
 
-export!(MPI_File_create_errhandler, PMPI_File_create_errhandler, (file_errhandler_fn: *mut c_void, errhandler: *mut c_void) -> c_int {
+export!(MPI_File_create_errhandler, PMPI_File_create_errhandler, (file_errhandler_fn: *mut c_void, errhandler: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(errhandler, NULL_ERRHANDLER);
+    }
     let _ = (file_errhandler_fn, errhandler);
     not_implemented("MPI_File_create_errhandler", WORLD)
 });
@@ -427,17 +617,29 @@ export!(MPI_File_get_byte_offset, PMPI_File_get_byte_offset, (fh: Handle, offset
     not_implemented("MPI_File_get_byte_offset", WORLD)
 });
 
-export!(MPI_File_get_errhandler, PMPI_File_get_errhandler, (file: Handle, errhandler: *mut c_void) -> c_int {
+export!(MPI_File_get_errhandler, PMPI_File_get_errhandler, (file: Handle, errhandler: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(errhandler, NULL_ERRHANDLER);
+    }
     let _ = (file, errhandler);
     not_implemented("MPI_File_get_errhandler", WORLD)
 });
 
-export!(MPI_File_get_group, PMPI_File_get_group, (fh: Handle, group: *mut c_void) -> c_int {
+export!(MPI_File_get_group, PMPI_File_get_group, (fh: Handle, group: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(group, NULL_GROUP);
+    }
     let _ = (fh, group);
     not_implemented("MPI_File_get_group", WORLD)
 });
 
-export!(MPI_File_get_info, PMPI_File_get_info, (fh: Handle, info_used: *mut c_void) -> c_int {
+export!(MPI_File_get_info, PMPI_File_get_info, (fh: Handle, info_used: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info_used, NULL_INFO);
+    }
     let _ = (fh, info_used);
     not_implemented("MPI_File_get_info", WORLD)
 });
@@ -467,112 +669,201 @@ export!(MPI_File_get_type_extent_c, PMPI_File_get_type_extent_c, (fh: Handle, da
     not_implemented("MPI_File_get_type_extent_c", WORLD)
 });
 
-export!(MPI_File_get_view, PMPI_File_get_view, (fh: Handle, disp: *mut c_void, etype: *mut c_void, filetype: *mut c_void, datarep: *mut c_void) -> c_int {
+export!(MPI_File_get_view, PMPI_File_get_view, (fh: Handle, disp: *mut c_void, etype: *mut Handle, filetype: *mut Handle, datarep: *mut c_void) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(etype, NULL_DATATYPE);
+        null_out(filetype, NULL_DATATYPE);
+    }
     let _ = (fh, disp, etype, filetype, datarep);
     not_implemented("MPI_File_get_view", WORLD)
 });
 
-export!(MPI_File_iread, PMPI_File_iread, (fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread, PMPI_File_iread, (fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iread", WORLD)
 });
 
-export!(MPI_File_iread_c, PMPI_File_iread_c, (fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_c, PMPI_File_iread_c, (fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iread_c", WORLD)
 });
 
-export!(MPI_File_iread_all, PMPI_File_iread_all, (fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_all, PMPI_File_iread_all, (fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iread_all", WORLD)
 });
 
-export!(MPI_File_iread_all_c, PMPI_File_iread_all_c, (fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_all_c, PMPI_File_iread_all_c, (fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iread_all_c", WORLD)
 });
 
-export!(MPI_File_iread_at, PMPI_File_iread_at, (fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_at, PMPI_File_iread_at, (fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, offset, buf, count, datatype, request);
     not_implemented("MPI_File_iread_at", WORLD)
 });
 
-export!(MPI_File_iread_at_c, PMPI_File_iread_at_c, (fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_at_c, PMPI_File_iread_at_c, (fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, offset, buf, count, datatype, request);
     not_implemented("MPI_File_iread_at_c", WORLD)
 });
 
-export!(MPI_File_iread_at_all, PMPI_File_iread_at_all, (fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_at_all, PMPI_File_iread_at_all, (fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, offset, buf, count, datatype, request);
     not_implemented("MPI_File_iread_at_all", WORLD)
 });
 
-export!(MPI_File_iread_at_all_c, PMPI_File_iread_at_all_c, (fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_at_all_c, PMPI_File_iread_at_all_c, (fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, offset, buf, count, datatype, request);
     not_implemented("MPI_File_iread_at_all_c", WORLD)
 });
 
-export!(MPI_File_iread_shared, PMPI_File_iread_shared, (fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_shared, PMPI_File_iread_shared, (fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iread_shared", WORLD)
 });
 
-export!(MPI_File_iread_shared_c, PMPI_File_iread_shared_c, (fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iread_shared_c, PMPI_File_iread_shared_c, (fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iread_shared_c", WORLD)
 });
 
-export!(MPI_File_iwrite, PMPI_File_iwrite, (fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite, PMPI_File_iwrite, (fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite", WORLD)
 });
 
-export!(MPI_File_iwrite_c, PMPI_File_iwrite_c, (fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_c, PMPI_File_iwrite_c, (fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_c", WORLD)
 });
 
-export!(MPI_File_iwrite_all, PMPI_File_iwrite_all, (fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_all, PMPI_File_iwrite_all, (fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_all", WORLD)
 });
 
-export!(MPI_File_iwrite_all_c, PMPI_File_iwrite_all_c, (fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_all_c, PMPI_File_iwrite_all_c, (fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_all_c", WORLD)
 });
 
-export!(MPI_File_iwrite_at, PMPI_File_iwrite_at, (fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_at, PMPI_File_iwrite_at, (fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, offset, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_at", WORLD)
 });
 
-export!(MPI_File_iwrite_at_c, PMPI_File_iwrite_at_c, (fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_at_c, PMPI_File_iwrite_at_c, (fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, offset, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_at_c", WORLD)
 });
 
-export!(MPI_File_iwrite_at_all, PMPI_File_iwrite_at_all, (fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_at_all, PMPI_File_iwrite_at_all, (fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, offset, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_at_all", WORLD)
 });
 
-export!(MPI_File_iwrite_at_all_c, PMPI_File_iwrite_at_all_c, (fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_at_all_c, PMPI_File_iwrite_at_all_c, (fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, offset, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_at_all_c", WORLD)
 });
 
-export!(MPI_File_iwrite_shared, PMPI_File_iwrite_shared, (fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_shared, PMPI_File_iwrite_shared, (fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_shared", WORLD)
 });
 
-export!(MPI_File_iwrite_shared_c, PMPI_File_iwrite_shared_c, (fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut c_void) -> c_int {
+export!(MPI_File_iwrite_shared_c, PMPI_File_iwrite_shared_c, (fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (fh, buf, count, datatype, request);
     not_implemented("MPI_File_iwrite_shared_c", WORLD)
 });
 
-export!(MPI_File_open, PMPI_File_open, (comm: Handle, filename: *const c_void, amode: c_int, info: Handle, fh: *mut c_void) -> c_int {
+export!(MPI_File_open, PMPI_File_open, (comm: Handle, filename: *const c_void, amode: c_int, info: Handle, fh: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(fh, NULL_FILE);
+    }
     let _ = (comm, filename, amode, info, fh);
     not_implemented("MPI_File_open", comm)
 });
@@ -837,12 +1128,20 @@ export!(MPI_Gather_c, PMPI_Gather_c, (sendbuf: *const c_void, sendcount: i64, se
     not_implemented("MPI_Gather_c", comm)
 });
 
-export!(MPI_Gather_init, PMPI_Gather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Gather_init, PMPI_Gather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     not_implemented("MPI_Gather_init", comm)
 });
 
-export!(MPI_Gather_init_c, PMPI_Gather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Gather_init_c, PMPI_Gather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     not_implemented("MPI_Gather_init_c", comm)
 });
@@ -852,12 +1151,20 @@ export!(MPI_Gatherv_c, PMPI_Gatherv_c, (sendbuf: *const c_void, sendcount: i64, 
     not_implemented("MPI_Gatherv_c", comm)
 });
 
-export!(MPI_Gatherv_init, PMPI_Gatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Gatherv_init, PMPI_Gatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     not_implemented("MPI_Gatherv_init", comm)
 });
 
-export!(MPI_Gatherv_init_c, PMPI_Gatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Gatherv_init_c, PMPI_Gatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     not_implemented("MPI_Gatherv_init_c", comm)
 });
@@ -897,12 +1204,20 @@ export!(MPI_Get_elements_x, PMPI_Get_elements_x, (status: *const c_void, datatyp
     not_implemented("MPI_Get_elements_x", WORLD)
 });
 
-export!(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info, (hw_info: *mut c_void) -> c_int {
+export!(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info, (hw_info: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(hw_info, NULL_INFO);
+    }
     let _ = (hw_info,);
     not_implemented("MPI_Get_hw_resource_info", WORLD)
 });
 
-export!(MPI_Graph_create, PMPI_Graph_create, (comm_old: Handle, nnodes: c_int, indx: *const c_void, edges: *const c_void, reorder: c_int, comm_graph: *mut c_void) -> c_int {
+export!(MPI_Graph_create, PMPI_Graph_create, (comm_old: Handle, nnodes: c_int, indx: *const c_void, edges: *const c_void, reorder: c_int, comm_graph: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(comm_graph, NULL_COMM);
+    }
     let _ = (comm_old, nnodes, indx, edges, reorder, comm_graph);
     not_implemented("MPI_Graph_create", comm_old)
 });
@@ -937,137 +1252,245 @@ export!(MPI_Grequest_complete, PMPI_Grequest_complete, (request: Handle) -> c_in
     not_implemented("MPI_Grequest_complete", WORLD)
 });
 
-export!(MPI_Grequest_start, PMPI_Grequest_start, (query_fn: *mut c_void, free_fn: *mut c_void, cancel_fn: *mut c_void, extra_state: *mut c_void, request: *mut c_void) -> c_int {
+export!(MPI_Grequest_start, PMPI_Grequest_start, (query_fn: *mut c_void, free_fn: *mut c_void, cancel_fn: *mut c_void, extra_state: *mut c_void, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (query_fn, free_fn, cancel_fn, extra_state, request);
     not_implemented("MPI_Grequest_start", WORLD)
 });
 
-export!(MPI_Group_from_session_pset, PMPI_Group_from_session_pset, (session: Handle, pset_name: *const c_void, newgroup: *mut c_void) -> c_int {
+export!(MPI_Group_from_session_pset, PMPI_Group_from_session_pset, (session: Handle, pset_name: *const c_void, newgroup: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newgroup, NULL_GROUP);
+    }
     let _ = (session, pset_name, newgroup);
     not_implemented("MPI_Group_from_session_pset", WORLD)
 });
 
-export!(MPI_Iallgather_c, PMPI_Iallgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Iallgather_c, PMPI_Iallgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     not_implemented("MPI_Iallgather_c", comm)
 });
 
-export!(MPI_Iallgatherv_c, PMPI_Iallgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Iallgatherv_c, PMPI_Iallgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     not_implemented("MPI_Iallgatherv_c", comm)
 });
 
-export!(MPI_Iallreduce_c, PMPI_Iallreduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Iallreduce_c, PMPI_Iallreduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
     not_implemented("MPI_Iallreduce_c", comm)
 });
 
-export!(MPI_Ialltoall_c, PMPI_Ialltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ialltoall_c, PMPI_Ialltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     not_implemented("MPI_Ialltoall_c", comm)
 });
 
-export!(MPI_Ialltoallv_c, PMPI_Ialltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ialltoallv_c, PMPI_Ialltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     not_implemented("MPI_Ialltoallv_c", comm)
 });
 
-export!(MPI_Ialltoallw_c, PMPI_Ialltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ialltoallw_c, PMPI_Ialltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     not_implemented("MPI_Ialltoallw_c", comm)
 });
 
-export!(MPI_Ibcast_c, PMPI_Ibcast_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ibcast_c, PMPI_Ibcast_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buffer, count, datatype, root, comm, request);
     not_implemented("MPI_Ibcast_c", comm)
 });
 
-export!(MPI_Ibsend_c, PMPI_Ibsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ibsend_c, PMPI_Ibsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Ibsend_c", comm)
 });
 
-export!(MPI_Iexscan_c, PMPI_Iexscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Iexscan_c, PMPI_Iexscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
     not_implemented("MPI_Iexscan_c", comm)
 });
 
-export!(MPI_Igather_c, PMPI_Igather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Igather_c, PMPI_Igather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     not_implemented("MPI_Igather_c", comm)
 });
 
-export!(MPI_Igatherv_c, PMPI_Igatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Igatherv_c, PMPI_Igatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     not_implemented("MPI_Igatherv_c", comm)
 });
 
-export!(MPI_Improbe, PMPI_Improbe, (source: c_int, tag: c_int, comm: Handle, flag: *mut c_void, message: *mut c_void, status: *mut c_void) -> c_int {
+export!(MPI_Improbe, PMPI_Improbe, (source: c_int, tag: c_int, comm: Handle, flag: *mut c_void, message: *mut Handle, status: *mut c_void) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(message, NULL_MESSAGE);
+    }
     let _ = (source, tag, comm, flag, message, status);
     not_implemented("MPI_Improbe", comm)
 });
 
-export!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: Handle, message: *mut c_void, request: *mut c_void) -> c_int {
+export!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: Handle, message: *mut c_void, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, message, request);
     not_implemented("MPI_Imrecv", WORLD)
 });
 
-export!(MPI_Imrecv_c, PMPI_Imrecv_c, (buf: *mut c_void, count: i64, datatype: Handle, message: *mut c_void, request: *mut c_void) -> c_int {
+export!(MPI_Imrecv_c, PMPI_Imrecv_c, (buf: *mut c_void, count: i64, datatype: Handle, message: *mut c_void, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, message, request);
     not_implemented("MPI_Imrecv_c", WORLD)
 });
 
-export!(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_allgather", comm)
 });
 
-export!(MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_allgather_c", comm)
 });
 
-export!(MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_allgatherv", comm)
 });
 
-export!(MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_allgatherv_c", comm)
 });
 
-export!(MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_alltoall", comm)
 });
 
-export!(MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_alltoall_c", comm)
 });
 
-export!(MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_alltoallv", comm)
 });
 
-export!(MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_alltoallv_c", comm)
 });
 
-export!(MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     not_implemented("MPI_Ineighbor_alltoallw", comm)
 });
 
-export!(MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     not_implemented("MPI_Ineighbor_alltoallw_c", comm)
 });
 
-export!(MPI_Info_create_env, PMPI_Info_create_env, (argc: c_int, argv: *mut c_void, info: *mut c_void) -> c_int {
+export!(MPI_Info_create_env, PMPI_Info_create_env, (argc: c_int, argv: *mut c_void, info: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info, NULL_INFO);
+    }
     let _ = (argc, argv, info);
     not_implemented("MPI_Info_create_env", WORLD)
 });
@@ -1077,87 +1500,155 @@ export!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (info: Handle, key: *cons
     not_implemented("MPI_Info_get_valuelen", WORLD)
 });
 
-export!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: Handle, local_leader: c_int, peer_comm: Handle, remote_leader: c_int, tag: c_int, newintercomm: *mut c_void) -> c_int {
+export!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: Handle, local_leader: c_int, peer_comm: Handle, remote_leader: c_int, tag: c_int, newintercomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newintercomm, NULL_COMM);
+    }
     let _ = (local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm);
     not_implemented("MPI_Intercomm_create", local_comm)
 });
 
-export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (local_group: Handle, local_leader: c_int, remote_group: Handle, remote_leader: c_int, stringtag: *const c_void, info: Handle, errhandler: Handle, newintercomm: *mut c_void) -> c_int {
+export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (local_group: Handle, local_leader: c_int, remote_group: Handle, remote_leader: c_int, stringtag: *const c_void, info: Handle, errhandler: Handle, newintercomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newintercomm, NULL_COMM);
+    }
     let _ = (local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm);
     not_implemented("MPI_Intercomm_create_from_groups", WORLD)
 });
 
-export!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: Handle, high: c_int, newintracomm: *mut c_void) -> c_int {
+export!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: Handle, high: c_int, newintracomm: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newintracomm, NULL_COMM);
+    }
     let _ = (intercomm, high, newintracomm);
     not_implemented("MPI_Intercomm_merge", intercomm)
 });
 
-export!(MPI_Irecv_c, PMPI_Irecv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Irecv_c, PMPI_Irecv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, source, tag, comm, request);
     not_implemented("MPI_Irecv_c", comm)
 });
 
-export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, root, comm, request);
     not_implemented("MPI_Ireduce_c", comm)
 });
 
-export!(MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     not_implemented("MPI_Ireduce_scatter_c", comm)
 });
 
-export!(MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     not_implemented("MPI_Ireduce_scatter_block_c", comm)
 });
 
-export!(MPI_Irsend_c, PMPI_Irsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Irsend_c, PMPI_Irsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Irsend_c", comm)
 });
 
-export!(MPI_Iscan_c, PMPI_Iscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Iscan_c, PMPI_Iscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
     not_implemented("MPI_Iscan_c", comm)
 });
 
-export!(MPI_Iscatter_c, PMPI_Iscatter_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Iscatter_c, PMPI_Iscatter_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     not_implemented("MPI_Iscatter_c", comm)
 });
 
-export!(MPI_Iscatterv_c, PMPI_Iscatterv_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Iscatterv_c, PMPI_Iscatterv_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     not_implemented("MPI_Iscatterv_c", comm)
 });
 
-export!(MPI_Isend_c, PMPI_Isend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Isend_c, PMPI_Isend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Isend_c", comm)
 });
 
-export!(MPI_Isendrecv, PMPI_Isendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Isendrecv, PMPI_Isendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request);
     not_implemented("MPI_Isendrecv", comm)
 });
 
-export!(MPI_Isendrecv_c, PMPI_Isendrecv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Isendrecv_c, PMPI_Isendrecv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request);
     not_implemented("MPI_Isendrecv_c", comm)
 });
 
-export!(MPI_Isendrecv_replace, PMPI_Isendrecv_replace, (buf: *mut c_void, count: c_int, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Isendrecv_replace, PMPI_Isendrecv_replace, (buf: *mut c_void, count: c_int, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, sendtag, source, recvtag, comm, request);
     not_implemented("MPI_Isendrecv_replace", comm)
 });
 
-export!(MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c, (buf: *mut c_void, count: i64, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c, (buf: *mut c_void, count: i64, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, sendtag, source, recvtag, comm, request);
     not_implemented("MPI_Isendrecv_replace_c", comm)
 });
 
-export!(MPI_Issend_c, PMPI_Issend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Issend_c, PMPI_Issend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Issend_c", comm)
 });
@@ -1167,7 +1658,11 @@ export!(MPI_Lookup_name, PMPI_Lookup_name, (service_name: *const c_void, info: H
     not_implemented("MPI_Lookup_name", WORLD)
 });
 
-export!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm: Handle, message: *mut c_void, status: *mut c_void) -> c_int {
+export!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm: Handle, message: *mut Handle, status: *mut c_void) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(message, NULL_MESSAGE);
+    }
     let _ = (source, tag, comm, message, status);
     not_implemented("MPI_Mprobe", comm)
 });
@@ -1192,12 +1687,20 @@ export!(MPI_Neighbor_allgather_c, PMPI_Neighbor_allgather_c, (sendbuf: *const c_
     not_implemented("MPI_Neighbor_allgather_c", comm)
 });
 
-export!(MPI_Neighbor_allgather_init, PMPI_Neighbor_allgather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_allgather_init, PMPI_Neighbor_allgather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_allgather_init", comm)
 });
 
-export!(MPI_Neighbor_allgather_init_c, PMPI_Neighbor_allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_allgather_init_c, PMPI_Neighbor_allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_allgather_init_c", comm)
 });
@@ -1212,12 +1715,20 @@ export!(MPI_Neighbor_allgatherv_c, PMPI_Neighbor_allgatherv_c, (sendbuf: *const 
     not_implemented("MPI_Neighbor_allgatherv_c", comm)
 });
 
-export!(MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_allgatherv_init", comm)
 });
 
-export!(MPI_Neighbor_allgatherv_init_c, PMPI_Neighbor_allgatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_allgatherv_init_c, PMPI_Neighbor_allgatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_allgatherv_init_c", comm)
 });
@@ -1232,12 +1743,20 @@ export!(MPI_Neighbor_alltoall_c, PMPI_Neighbor_alltoall_c, (sendbuf: *const c_vo
     not_implemented("MPI_Neighbor_alltoall_c", comm)
 });
 
-export!(MPI_Neighbor_alltoall_init, PMPI_Neighbor_alltoall_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_alltoall_init, PMPI_Neighbor_alltoall_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_alltoall_init", comm)
 });
 
-export!(MPI_Neighbor_alltoall_init_c, PMPI_Neighbor_alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_alltoall_init_c, PMPI_Neighbor_alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_alltoall_init_c", comm)
 });
@@ -1252,12 +1771,20 @@ export!(MPI_Neighbor_alltoallv_c, PMPI_Neighbor_alltoallv_c, (sendbuf: *const c_
     not_implemented("MPI_Neighbor_alltoallv_c", comm)
 });
 
-export!(MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_alltoallv_init", comm)
 });
 
-export!(MPI_Neighbor_alltoallv_init_c, PMPI_Neighbor_alltoallv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_alltoallv_init_c, PMPI_Neighbor_alltoallv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_alltoallv_init_c", comm)
 });
@@ -1272,17 +1799,29 @@ export!(MPI_Neighbor_alltoallw_c, PMPI_Neighbor_alltoallw_c, (sendbuf: *const c_
     not_implemented("MPI_Neighbor_alltoallw_c", comm)
 });
 
-export!(MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     not_implemented("MPI_Neighbor_alltoallw_init", comm)
 });
 
-export!(MPI_Neighbor_alltoallw_init_c, PMPI_Neighbor_alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Neighbor_alltoallw_init_c, PMPI_Neighbor_alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     not_implemented("MPI_Neighbor_alltoallw_init_c", comm)
 });
 
-export!(MPI_Op_create_c, PMPI_Op_create_c, (user_fn: *mut c_void, commute: c_int, op: *mut c_void) -> c_int {
+export!(MPI_Op_create_c, PMPI_Op_create_c, (user_fn: *mut c_void, commute: c_int, op: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(op, NULL_OP);
+    }
     let _ = (user_fn, commute, op);
     not_implemented("MPI_Op_create_c", WORLD)
 });
@@ -1347,22 +1886,38 @@ export!(MPI_Pready_range, PMPI_Pready_range, (partition_low: c_int, partition_hi
     not_implemented("MPI_Pready_range", WORLD)
 });
 
-export!(MPI_Precv_init, PMPI_Precv_init, (buf: *mut c_void, partitions: c_int, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Precv_init, PMPI_Precv_init, (buf: *mut c_void, partitions: c_int, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, partitions, count, datatype, dest, tag, comm, info, request);
     not_implemented("MPI_Precv_init", comm)
 });
 
-export!(MPI_Precv_init_c, PMPI_Precv_init_c, (buf: *mut c_void, partitions: c_int, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Precv_init_c, PMPI_Precv_init_c, (buf: *mut c_void, partitions: c_int, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, partitions, count, datatype, dest, tag, comm, info, request);
     not_implemented("MPI_Precv_init_c", comm)
 });
 
-export!(MPI_Psend_init, PMPI_Psend_init, (buf: *const c_void, partitions: c_int, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Psend_init, PMPI_Psend_init, (buf: *const c_void, partitions: c_int, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, partitions, count, datatype, dest, tag, comm, info, request);
     not_implemented("MPI_Psend_init", comm)
 });
 
-export!(MPI_Psend_init_c, PMPI_Psend_init_c, (buf: *const c_void, partitions: c_int, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Psend_init_c, PMPI_Psend_init_c, (buf: *const c_void, partitions: c_int, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, partitions, count, datatype, dest, tag, comm, info, request);
     not_implemented("MPI_Psend_init_c", comm)
 });
@@ -1382,12 +1937,20 @@ export!(MPI_Put_c, PMPI_Put_c, (origin_addr: *const c_void, origin_count: i64, o
     not_implemented("MPI_Put_c", WORLD)
 });
 
-export!(MPI_Raccumulate, PMPI_Raccumulate, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, op: Handle, win: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Raccumulate, PMPI_Raccumulate, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
     not_implemented("MPI_Raccumulate", WORLD)
 });
 
-export!(MPI_Raccumulate_c, PMPI_Raccumulate_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, op: Handle, win: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Raccumulate_c, PMPI_Raccumulate_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
     not_implemented("MPI_Raccumulate_c", WORLD)
 });
@@ -1397,7 +1960,11 @@ export!(MPI_Recv_c, PMPI_Recv_c, (buf: *mut c_void, count: i64, datatype: Handle
     not_implemented("MPI_Recv_c", comm)
 });
 
-export!(MPI_Recv_init_c, PMPI_Recv_init_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Recv_init_c, PMPI_Recv_init_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, source, tag, comm, request);
     not_implemented("MPI_Recv_init_c", comm)
 });
@@ -1407,12 +1974,20 @@ export!(MPI_Reduce_c, PMPI_Reduce_c, (sendbuf: *const c_void, recvbuf: *mut c_vo
     not_implemented("MPI_Reduce_c", comm)
 });
 
-export!(MPI_Reduce_init, PMPI_Reduce_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Reduce_init, PMPI_Reduce_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     not_implemented("MPI_Reduce_init", comm)
 });
 
-export!(MPI_Reduce_init_c, PMPI_Reduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Reduce_init_c, PMPI_Reduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     not_implemented("MPI_Reduce_init_c", comm)
 });
@@ -1432,22 +2007,38 @@ export!(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c, (sendbuf: *cons
     not_implemented("MPI_Reduce_scatter_block_c", comm)
 });
 
-export!(MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     not_implemented("MPI_Reduce_scatter_block_init", comm)
 });
 
-export!(MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     not_implemented("MPI_Reduce_scatter_block_init_c", comm)
 });
 
-export!(MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     not_implemented("MPI_Reduce_scatter_init", comm)
 });
 
-export!(MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     not_implemented("MPI_Reduce_scatter_init_c", comm)
 });
@@ -1492,32 +2083,56 @@ export!(MPI_Request_get_status_some, PMPI_Request_get_status_some, (incount: c_i
     not_implemented("MPI_Request_get_status_some", WORLD)
 });
 
-export!(MPI_Rget, PMPI_Rget, (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, win: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Rget, PMPI_Rget, (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
     not_implemented("MPI_Rget", WORLD)
 });
 
-export!(MPI_Rget_c, PMPI_Rget_c, (origin_addr: *mut c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, win: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Rget_c, PMPI_Rget_c, (origin_addr: *mut c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
     not_implemented("MPI_Rget_c", WORLD)
 });
 
-export!(MPI_Rget_accumulate, PMPI_Rget_accumulate, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, result_addr: *mut c_void, result_count: c_int, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, op: Handle, win: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Rget_accumulate, PMPI_Rget_accumulate, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, result_addr: *mut c_void, result_count: c_int, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
     not_implemented("MPI_Rget_accumulate", WORLD)
 });
 
-export!(MPI_Rget_accumulate_c, PMPI_Rget_accumulate_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, result_addr: *mut c_void, result_count: i64, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, op: Handle, win: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Rget_accumulate_c, PMPI_Rget_accumulate_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, result_addr: *mut c_void, result_count: i64, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
     not_implemented("MPI_Rget_accumulate_c", WORLD)
 });
 
-export!(MPI_Rput, PMPI_Rput, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, win: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Rput, PMPI_Rput, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
     not_implemented("MPI_Rput", WORLD)
 });
 
-export!(MPI_Rput_c, PMPI_Rput_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, win: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Rput_c, PMPI_Rput_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
     not_implemented("MPI_Rput_c", WORLD)
 });
@@ -1527,7 +2142,11 @@ export!(MPI_Rsend_c, PMPI_Rsend_c, (buf: *const c_void, count: i64, datatype: Ha
     not_implemented("MPI_Rsend_c", comm)
 });
 
-export!(MPI_Rsend_init_c, PMPI_Rsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Rsend_init_c, PMPI_Rsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Rsend_init_c", comm)
 });
@@ -1537,12 +2156,20 @@ export!(MPI_Scan_c, PMPI_Scan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, 
     not_implemented("MPI_Scan_c", comm)
 });
 
-export!(MPI_Scan_init, PMPI_Scan_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Scan_init, PMPI_Scan_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Scan_init", comm)
 });
 
-export!(MPI_Scan_init_c, PMPI_Scan_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Scan_init_c, PMPI_Scan_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Scan_init_c", comm)
 });
@@ -1552,12 +2179,20 @@ export!(MPI_Scatter_c, PMPI_Scatter_c, (sendbuf: *const c_void, sendcount: i64, 
     not_implemented("MPI_Scatter_c", comm)
 });
 
-export!(MPI_Scatter_init, PMPI_Scatter_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Scatter_init, PMPI_Scatter_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     not_implemented("MPI_Scatter_init", comm)
 });
 
-export!(MPI_Scatter_init_c, PMPI_Scatter_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Scatter_init_c, PMPI_Scatter_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     not_implemented("MPI_Scatter_init_c", comm)
 });
@@ -1567,12 +2202,20 @@ export!(MPI_Scatterv_c, PMPI_Scatterv_c, (sendbuf: *const c_void, sendcounts: *c
     not_implemented("MPI_Scatterv_c", comm)
 });
 
-export!(MPI_Scatterv_init, PMPI_Scatterv_init, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Scatterv_init, PMPI_Scatterv_init, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     not_implemented("MPI_Scatterv_init", comm)
 });
 
-export!(MPI_Scatterv_init_c, PMPI_Scatterv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Scatterv_init_c, PMPI_Scatterv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     not_implemented("MPI_Scatterv_init_c", comm)
 });
@@ -1582,7 +2225,11 @@ export!(MPI_Send_c, PMPI_Send_c, (buf: *const c_void, count: i64, datatype: Hand
     not_implemented("MPI_Send_c", comm)
 });
 
-export!(MPI_Send_init_c, PMPI_Send_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Send_init_c, PMPI_Send_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Send_init_c", comm)
 });
@@ -1612,7 +2259,11 @@ export!(MPI_Session_call_errhandler, PMPI_Session_call_errhandler, (session: Han
     not_implemented("MPI_Session_call_errhandler", WORLD)
 });
 
-export!(MPI_Session_create_errhandler, PMPI_Session_create_errhandler, (session_errhandler_fn: *mut c_void, errhandler: *mut c_void) -> c_int {
+export!(MPI_Session_create_errhandler, PMPI_Session_create_errhandler, (session_errhandler_fn: *mut c_void, errhandler: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(errhandler, NULL_ERRHANDLER);
+    }
     let _ = (session_errhandler_fn, errhandler);
     not_implemented("MPI_Session_create_errhandler", WORLD)
 });
@@ -1637,12 +2288,20 @@ export!(MPI_Session_flush_buffer, PMPI_Session_flush_buffer, (session: Handle) -
     not_implemented("MPI_Session_flush_buffer", WORLD)
 });
 
-export!(MPI_Session_get_errhandler, PMPI_Session_get_errhandler, (session: Handle, errhandler: *mut c_void) -> c_int {
+export!(MPI_Session_get_errhandler, PMPI_Session_get_errhandler, (session: Handle, errhandler: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(errhandler, NULL_ERRHANDLER);
+    }
     let _ = (session, errhandler);
     not_implemented("MPI_Session_get_errhandler", WORLD)
 });
 
-export!(MPI_Session_get_info, PMPI_Session_get_info, (session: Handle, info_used: *mut c_void) -> c_int {
+export!(MPI_Session_get_info, PMPI_Session_get_info, (session: Handle, info_used: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info_used, NULL_INFO);
+    }
     let _ = (session, info_used);
     not_implemented("MPI_Session_get_info", WORLD)
 });
@@ -1657,17 +2316,29 @@ export!(MPI_Session_get_num_psets, PMPI_Session_get_num_psets, (session: Handle,
     not_implemented("MPI_Session_get_num_psets", WORLD)
 });
 
-export!(MPI_Session_get_pset_info, PMPI_Session_get_pset_info, (session: Handle, pset_name: *const c_void, info: *mut c_void) -> c_int {
+export!(MPI_Session_get_pset_info, PMPI_Session_get_pset_info, (session: Handle, pset_name: *const c_void, info: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info, NULL_INFO);
+    }
     let _ = (session, pset_name, info);
     not_implemented("MPI_Session_get_pset_info", WORLD)
 });
 
-export!(MPI_Session_iflush_buffer, PMPI_Session_iflush_buffer, (session: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Session_iflush_buffer, PMPI_Session_iflush_buffer, (session: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (session, request);
     not_implemented("MPI_Session_iflush_buffer", WORLD)
 });
 
-export!(MPI_Session_init, PMPI_Session_init, (info: Handle, errhandler: Handle, session: *mut c_void) -> c_int {
+export!(MPI_Session_init, PMPI_Session_init, (info: Handle, errhandler: Handle, session: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(session, NULL_SESSION);
+    }
     let _ = (info, errhandler, session);
     not_implemented("MPI_Session_init", WORLD)
 });
@@ -1682,7 +2353,11 @@ export!(MPI_Ssend_c, PMPI_Ssend_c, (buf: *const c_void, count: i64, datatype: Ha
     not_implemented("MPI_Ssend_c", comm)
 });
 
-export!(MPI_Ssend_init_c, PMPI_Ssend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut c_void) -> c_int {
+export!(MPI_Ssend_init_c, PMPI_Ssend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(request, NULL_REQUEST);
+    }
     let _ = (buf, count, datatype, dest, tag, comm, request);
     not_implemented("MPI_Ssend_init_c", comm)
 });
@@ -1702,52 +2377,92 @@ export!(MPI_Topo_test, PMPI_Topo_test, (comm: Handle, status: *mut c_void) -> c_
     not_implemented("MPI_Topo_test", comm)
 });
 
-export!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c, (count: i64, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c, (count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (count, oldtype, newtype);
     not_implemented("MPI_Type_contiguous_c", WORLD)
 });
 
-export!(MPI_Type_create_darray, PMPI_Type_create_darray, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_darray, PMPI_Type_create_darray, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype);
     not_implemented("MPI_Type_create_darray", WORLD)
 });
 
-export!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype);
     not_implemented("MPI_Type_create_darray_c", WORLD)
 });
 
-export!(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex, (p: c_int, r: c_int, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex, (p: c_int, r: c_int, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (p, r, newtype);
     not_implemented("MPI_Type_create_f90_complex", WORLD)
 });
 
-export!(MPI_Type_create_f90_integer, PMPI_Type_create_f90_integer, (r: c_int, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_f90_integer, PMPI_Type_create_f90_integer, (r: c_int, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (r, newtype);
     not_implemented("MPI_Type_create_f90_integer", WORLD)
 });
 
-export!(MPI_Type_create_f90_real, PMPI_Type_create_f90_real, (p: c_int, r: c_int, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_f90_real, PMPI_Type_create_f90_real, (p: c_int, r: c_int, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (p, r, newtype);
     not_implemented("MPI_Type_create_f90_real", WORLD)
 });
 
-export!(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
     not_implemented("MPI_Type_create_hindexed_c", WORLD)
 });
 
-export!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (count, blocklength, array_of_displacements, oldtype, newtype);
     not_implemented("MPI_Type_create_hindexed_block_c", WORLD)
 });
 
-export!(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (count, blocklength, stride, oldtype, newtype);
     not_implemented("MPI_Type_create_hvector_c", WORLD)
 });
 
-export!(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (count, blocklength, array_of_displacements, oldtype, newtype);
     not_implemented("MPI_Type_create_indexed_block_c", WORLD)
 });
@@ -1757,22 +2472,38 @@ export!(MPI_Type_create_keyval, PMPI_Type_create_keyval, (type_copy_attr_fn: *mu
     not_implemented("MPI_Type_create_keyval", WORLD)
 });
 
-export!(MPI_Type_create_resized_c, PMPI_Type_create_resized_c, (oldtype: Handle, lb: i64, extent: i64, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_resized_c, PMPI_Type_create_resized_c, (oldtype: Handle, lb: i64, extent: i64, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (oldtype, lb, extent, newtype);
     not_implemented("MPI_Type_create_resized_c", WORLD)
 });
 
-export!(MPI_Type_create_struct_c, PMPI_Type_create_struct_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, array_of_types: *const c_void, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_struct_c, PMPI_Type_create_struct_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, array_of_types: *const c_void, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (count, array_of_blocklengths, array_of_displacements, array_of_types, newtype);
     not_implemented("MPI_Type_create_struct_c", WORLD)
 });
 
-export!(MPI_Type_create_subarray, PMPI_Type_create_subarray, (ndims: c_int, array_of_sizes: *const c_void, array_of_subsizes: *const c_void, array_of_starts: *const c_void, order: c_int, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_subarray, PMPI_Type_create_subarray, (ndims: c_int, array_of_sizes: *const c_void, array_of_subsizes: *const c_void, array_of_starts: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype);
     not_implemented("MPI_Type_create_subarray", WORLD)
 });
 
-export!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c, (ndims: c_int, array_of_sizes: *const c_void, array_of_subsizes: *const c_void, array_of_starts: *const c_void, order: c_int, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c, (ndims: c_int, array_of_sizes: *const c_void, array_of_subsizes: *const c_void, array_of_starts: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype);
     not_implemented("MPI_Type_create_subarray_c", WORLD)
 });
@@ -1832,17 +2563,29 @@ export!(MPI_Type_get_true_extent_x, PMPI_Type_get_true_extent_x, (datatype: Hand
     not_implemented("MPI_Type_get_true_extent_x", WORLD)
 });
 
-export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle, index_type: Handle, pair_type: *mut c_void) -> c_int {
+export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle, index_type: Handle, pair_type: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(pair_type, NULL_DATATYPE);
+    }
     let _ = (value_type, index_type, pair_type);
     not_implemented("MPI_Type_get_value_index", WORLD)
 });
 
-export!(MPI_Type_indexed_c, PMPI_Type_indexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_indexed_c, PMPI_Type_indexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
     not_implemented("MPI_Type_indexed_c", WORLD)
 });
 
-export!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_int, datatype: *mut c_void) -> c_int {
+export!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_int, datatype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(datatype, NULL_DATATYPE);
+    }
     let _ = (typeclass, size, datatype);
     not_implemented("MPI_Type_match_size", WORLD)
 });
@@ -1862,7 +2605,11 @@ export!(MPI_Type_size_x, PMPI_Type_size_x, (datatype: Handle, size: *mut c_void)
     not_implemented("MPI_Type_size_x", WORLD)
 });
 
-export!(MPI_Type_vector_c, PMPI_Type_vector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut c_void) -> c_int {
+export!(MPI_Type_vector_c, PMPI_Type_vector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(newtype, NULL_DATATYPE);
+    }
     let _ = (count, blocklength, stride, oldtype, newtype);
     not_implemented("MPI_Type_vector_c", WORLD)
 });
@@ -1887,22 +2634,38 @@ export!(MPI_Unpublish_name, PMPI_Unpublish_name, (service_name: *const c_void, i
     not_implemented("MPI_Unpublish_name", WORLD)
 });
 
-export!(MPI_Win_allocate, PMPI_Win_allocate, (size: isize, disp_unit: c_int, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut c_void) -> c_int {
+export!(MPI_Win_allocate, PMPI_Win_allocate, (size: isize, disp_unit: c_int, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(win, NULL_WIN);
+    }
     let _ = (size, disp_unit, info, comm, baseptr, win);
     not_implemented("MPI_Win_allocate", comm)
 });
 
-export!(MPI_Win_allocate_c, PMPI_Win_allocate_c, (size: isize, disp_unit: isize, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut c_void) -> c_int {
+export!(MPI_Win_allocate_c, PMPI_Win_allocate_c, (size: isize, disp_unit: isize, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(win, NULL_WIN);
+    }
     let _ = (size, disp_unit, info, comm, baseptr, win);
     not_implemented("MPI_Win_allocate_c", comm)
 });
 
-export!(MPI_Win_allocate_shared, PMPI_Win_allocate_shared, (size: isize, disp_unit: c_int, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut c_void) -> c_int {
+export!(MPI_Win_allocate_shared, PMPI_Win_allocate_shared, (size: isize, disp_unit: c_int, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(win, NULL_WIN);
+    }
     let _ = (size, disp_unit, info, comm, baseptr, win);
     not_implemented("MPI_Win_allocate_shared", comm)
 });
 
-export!(MPI_Win_allocate_shared_c, PMPI_Win_allocate_shared_c, (size: isize, disp_unit: isize, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut c_void) -> c_int {
+export!(MPI_Win_allocate_shared_c, PMPI_Win_allocate_shared_c, (size: isize, disp_unit: isize, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(win, NULL_WIN);
+    }
     let _ = (size, disp_unit, info, comm, baseptr, win);
     not_implemented("MPI_Win_allocate_shared_c", comm)
 });
@@ -1922,22 +2685,38 @@ export!(MPI_Win_complete, PMPI_Win_complete, (win: Handle) -> c_int {
     not_implemented("MPI_Win_complete", WORLD)
 });
 
-export!(MPI_Win_create, PMPI_Win_create, (base: *mut c_void, size: isize, disp_unit: c_int, info: Handle, comm: Handle, win: *mut c_void) -> c_int {
+export!(MPI_Win_create, PMPI_Win_create, (base: *mut c_void, size: isize, disp_unit: c_int, info: Handle, comm: Handle, win: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(win, NULL_WIN);
+    }
     let _ = (base, size, disp_unit, info, comm, win);
     not_implemented("MPI_Win_create", comm)
 });
 
-export!(MPI_Win_create_c, PMPI_Win_create_c, (base: *mut c_void, size: isize, disp_unit: isize, info: Handle, comm: Handle, win: *mut c_void) -> c_int {
+export!(MPI_Win_create_c, PMPI_Win_create_c, (base: *mut c_void, size: isize, disp_unit: isize, info: Handle, comm: Handle, win: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(win, NULL_WIN);
+    }
     let _ = (base, size, disp_unit, info, comm, win);
     not_implemented("MPI_Win_create_c", comm)
 });
 
-export!(MPI_Win_create_dynamic, PMPI_Win_create_dynamic, (info: Handle, comm: Handle, win: *mut c_void) -> c_int {
+export!(MPI_Win_create_dynamic, PMPI_Win_create_dynamic, (info: Handle, comm: Handle, win: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(win, NULL_WIN);
+    }
     let _ = (info, comm, win);
     not_implemented("MPI_Win_create_dynamic", comm)
 });
 
-export!(MPI_Win_create_errhandler, PMPI_Win_create_errhandler, (win_errhandler_fn: *mut c_void, errhandler: *mut c_void) -> c_int {
+export!(MPI_Win_create_errhandler, PMPI_Win_create_errhandler, (win_errhandler_fn: *mut c_void, errhandler: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(errhandler, NULL_ERRHANDLER);
+    }
     let _ = (win_errhandler_fn, errhandler);
     not_implemented("MPI_Win_create_errhandler", WORLD)
 });
@@ -1997,17 +2776,29 @@ export!(MPI_Win_get_attr, PMPI_Win_get_attr, (win: Handle, win_keyval: c_int, at
     not_implemented("MPI_Win_get_attr", WORLD)
 });
 
-export!(MPI_Win_get_errhandler, PMPI_Win_get_errhandler, (win: Handle, errhandler: *mut c_void) -> c_int {
+export!(MPI_Win_get_errhandler, PMPI_Win_get_errhandler, (win: Handle, errhandler: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(errhandler, NULL_ERRHANDLER);
+    }
     let _ = (win, errhandler);
     not_implemented("MPI_Win_get_errhandler", WORLD)
 });
 
-export!(MPI_Win_get_group, PMPI_Win_get_group, (win: Handle, group: *mut c_void) -> c_int {
+export!(MPI_Win_get_group, PMPI_Win_get_group, (win: Handle, group: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(group, NULL_GROUP);
+    }
     let _ = (win, group);
     not_implemented("MPI_Win_get_group", WORLD)
 });
 
-export!(MPI_Win_get_info, PMPI_Win_get_info, (win: Handle, info_used: *mut c_void) -> c_int {
+export!(MPI_Win_get_info, PMPI_Win_get_info, (win: Handle, info_used: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info_used, NULL_INFO);
+    }
     let _ = (win, info_used);
     not_implemented("MPI_Win_get_info", WORLD)
 });
@@ -2263,7 +3054,11 @@ export!(MPI_T_cvar_get_index, PMPI_T_cvar_get_index, (name: *const c_void, cvar_
     not_implemented("MPI_T_cvar_get_index", WORLD)
 });
 
-export!(MPI_T_cvar_get_info, PMPI_T_cvar_get_info, (cvar_index: c_int, name: *mut c_void, name_len: *mut c_void, verbosity: *mut c_void, datatype: *mut c_void, enumtype: *mut c_void, desc: *mut c_void, desc_len: *mut c_void, bind: *mut c_void, scope: *mut c_void) -> c_int {
+export!(MPI_T_cvar_get_info, PMPI_T_cvar_get_info, (cvar_index: c_int, name: *mut c_void, name_len: *mut c_void, verbosity: *mut c_void, datatype: *mut Handle, enumtype: *mut c_void, desc: *mut c_void, desc_len: *mut c_void, bind: *mut c_void, scope: *mut c_void) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(datatype, NULL_DATATYPE);
+    }
     let _ = (cvar_index, name, name_len, verbosity, datatype, enumtype, desc, desc_len, bind, scope);
     not_implemented("MPI_T_cvar_get_info", WORLD)
 });
@@ -2303,7 +3098,11 @@ export!(MPI_T_enum_get_item, PMPI_T_enum_get_item, (enumtype: Handle, indx: c_in
     not_implemented("MPI_T_enum_get_item", WORLD)
 });
 
-export!(MPI_T_event_callback_get_info, PMPI_T_event_callback_get_info, (event_registration: Handle, cb_safety: c_int, info_used: *mut c_void) -> c_int {
+export!(MPI_T_event_callback_get_info, PMPI_T_event_callback_get_info, (event_registration: Handle, cb_safety: c_int, info_used: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info_used, NULL_INFO);
+    }
     let _ = (event_registration, cb_safety, info_used);
     not_implemented("MPI_T_event_callback_get_info", WORLD)
 });
@@ -2323,7 +3122,11 @@ export!(MPI_T_event_get_index, PMPI_T_event_get_index, (name: *const c_void, eve
     not_implemented("MPI_T_event_get_index", WORLD)
 });
 
-export!(MPI_T_event_get_info, PMPI_T_event_get_info, (event_index: c_int, name: *mut c_void, name_len: *mut c_void, verbosity: *mut c_void, array_of_datatypes: *mut c_void, array_of_displacements: *mut c_void, num_elements: *mut c_void, enumtype: *mut c_void, info: *mut c_void, desc: *mut c_void, desc_len: *mut c_void, bind: *mut c_void) -> c_int {
+export!(MPI_T_event_get_info, PMPI_T_event_get_info, (event_index: c_int, name: *mut c_void, name_len: *mut c_void, verbosity: *mut c_void, array_of_datatypes: *mut c_void, array_of_displacements: *mut c_void, num_elements: *mut c_void, enumtype: *mut c_void, info: *mut Handle, desc: *mut c_void, desc_len: *mut c_void, bind: *mut c_void) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info, NULL_INFO);
+    }
     let _ = (event_index, name, name_len, verbosity, array_of_datatypes, array_of_displacements, num_elements, enumtype, info, desc, desc_len, bind);
     not_implemented("MPI_T_event_get_info", WORLD)
 });
@@ -2353,7 +3156,11 @@ export!(MPI_T_event_handle_free, PMPI_T_event_handle_free, (event_registration: 
     not_implemented("MPI_T_event_handle_free", WORLD)
 });
 
-export!(MPI_T_event_handle_get_info, PMPI_T_event_handle_get_info, (event_registration: Handle, info_used: *mut c_void) -> c_int {
+export!(MPI_T_event_handle_get_info, PMPI_T_event_handle_get_info, (event_registration: Handle, info_used: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info_used, NULL_INFO);
+    }
     let _ = (event_registration, info_used);
     not_implemented("MPI_T_event_handle_get_info", WORLD)
 });
@@ -2392,7 +3199,11 @@ export!(MPI_T_pvar_get_index, PMPI_T_pvar_get_index, (name: *const c_void, var_c
     not_implemented("MPI_T_pvar_get_index", WORLD)
 });
 
-export!(MPI_T_pvar_get_info, PMPI_T_pvar_get_info, (pvar_index: c_int, name: *mut c_void, name_len: *mut c_void, verbosity: *mut c_void, var_class: *mut c_void, datatype: *mut c_void, enumtype: *mut c_void, desc: *mut c_void, desc_len: *mut c_void, bind: *mut c_void, readonly: *mut c_void, continuous: *mut c_void, atomic: *mut c_void) -> c_int {
+export!(MPI_T_pvar_get_info, PMPI_T_pvar_get_info, (pvar_index: c_int, name: *mut c_void, name_len: *mut c_void, verbosity: *mut c_void, var_class: *mut c_void, datatype: *mut Handle, enumtype: *mut c_void, desc: *mut c_void, desc_len: *mut c_void, bind: *mut c_void, readonly: *mut c_void, continuous: *mut c_void, atomic: *mut c_void) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(datatype, NULL_DATATYPE);
+    }
     let _ = (pvar_index, name, name_len, verbosity, var_class, datatype, enumtype, desc, desc_len, bind, readonly, continuous, atomic);
     not_implemented("MPI_T_pvar_get_info", WORLD)
 });
@@ -2452,7 +3263,11 @@ export!(MPI_T_pvar_write, PMPI_T_pvar_write, (session: Handle, handle: Handle, b
     not_implemented("MPI_T_pvar_write", WORLD)
 });
 
-export!(MPI_T_source_get_info, PMPI_T_source_get_info, (source_index: c_int, name: *mut c_void, name_len: *mut c_void, desc: *mut c_void, desc_len: *mut c_void, ordering: *mut c_void, ticks_per_second: *mut c_void, max_ticks: *mut c_void, info: *mut c_void) -> c_int {
+export!(MPI_T_source_get_info, PMPI_T_source_get_info, (source_index: c_int, name: *mut c_void, name_len: *mut c_void, desc: *mut c_void, desc_len: *mut c_void, ordering: *mut c_void, ticks_per_second: *mut c_void, max_ticks: *mut c_void, info: *mut Handle) -> c_int {
+    // SAFETY: output handles are null or writable (MPI contract).
+    unsafe {
+        null_out(info, NULL_INFO);
+    }
     let _ = (source_index, name, name_len, desc, desc_len, ordering, ticks_per_second, max_ticks, info);
     not_implemented("MPI_T_source_get_info", WORLD)
 });

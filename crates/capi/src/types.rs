@@ -47,7 +47,7 @@ impl Layout {
             size,
             lb: 0,
             extent: size as isize,
-            align: size.clamp(1, 8),
+            align: predefined_align(h, size),
             prim: Some(h),
         }
     }
@@ -64,12 +64,87 @@ impl Layout {
         (lo, hi - lo)
     }
 
+    /// The bytes `[lo, hi)`, relative to the buffer address, that the data of `n`
+    /// consecutive elements occupy (`(0, 0)` when there is none). Element `i`'s data lies
+    /// at `i × extent + [true lb, true lb + true extent)`; this is not `[lb, lb + n ×
+    /// extent)` in general: a resized type may move its bounds away from its data and its
+    /// extent may be smaller than its data or negative.
+    pub fn data_span(&self, n: usize) -> (isize, isize) {
+        if n == 0 || self.size == 0 {
+            return (0, 0);
+        }
+        let (tlb, text) = self.true_extent();
+        let last = (n as isize - 1) * self.extent;
+        (tlb + last.min(0), tlb + text + last.max(0))
+    }
+
     /// Whether the layout is one block at offset 0 with extent = size (packing is a copy).
     pub fn is_contiguous(&self) -> bool {
         self.lb == 0
             && self.extent == self.size as isize
             && (self.blocks.len() == 1 && self.blocks[0].0 == 0 || self.size == 0)
     }
+}
+
+/// Alignment of `long double` in C (what `MPI_LONG_DOUBLE` and the types containing it
+/// are aligned to).
+const LONG_DOUBLE_ALIGN: usize = if cfg!(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64",
+    target_arch = "powerpc64",
+    target_arch = "s390x"
+)) {
+    16
+} else if cfg!(target_arch = "x86") {
+    4
+} else {
+    8
+};
+
+/// The C alignment of predefined datatype `h` of `size` bytes: what a struct containing
+/// it is padded to ([`build`]). Composite types align as their parts (a `float` complex
+/// or `MPI_2INT` to 4, not to their 8-byte size), `long double` as the C compiler does.
+pub(crate) fn predefined_align(h: usize, size: usize) -> usize {
+    use std::mem::align_of;
+    match h {
+        // float complex (C, C++, Fortran COMPLEX), MPI_FLOAT_INT, MPI_2REAL.
+        0x212 | 0x213 | 0x21b | 0x228 | 0x230 => align_of::<f32>(),
+        // MPI_2INT, MPI_SHORT_INT, MPI_2INTEGER.
+        0x22b | 0x22c | 0x232 => align_of::<c_int>(),
+        // double complex (C, C++, Fortran), MPI_DOUBLE_INT, MPI_2DOUBLE_PRECISION.
+        0x216 | 0x217 | 0x21d | 0x229 | 0x231 => align_of::<f64>(),
+        // MPI_LONG_INT.
+        0x22a => align_of::<std::ffi::c_long>(),
+        // long double, its complex (C, C++), MPI_LONG_DOUBLE_INT.
+        0x220 | 0x224 | 0x225 | 0x22d => LONG_DOUBLE_ALIGN,
+        // MPI_COMPLEX4 (two 2-byte reals), MPI_COMPLEX8 (two 4-byte reals).
+        0x2d3 => 2,
+        0x2db => 4,
+        _ => size.clamp(1, 8),
+    }
+}
+
+/// The address and length of the bytes the data of `n` elements of `l` at `buf` occupy
+/// ([`Layout::data_span`]), for overlap checks.
+pub fn data_range(l: &Layout, buf: *const c_void, n: usize) -> (*const c_void, usize) {
+    let (lo, hi) = l.data_span(n);
+    let at = (buf as *const u8).wrapping_offset(lo) as *const c_void;
+    (at, (hi - lo) as usize)
+}
+
+/// `MPI_ERR_BUFFER` when the data of `ns` elements of `l` at `send` and of `nr` at
+/// `recv` overlap.
+pub fn disjoint_data(
+    l: &Layout,
+    send: *const c_void,
+    ns: usize,
+    recv: *const c_void,
+    nr: usize,
+) -> CResult {
+    let (a, alen) = data_range(l, send, ns);
+    let (b, blen) = data_range(l, recv, nr);
+    crate::disjoint(a, alen, b, blen)
 }
 
 /// A derived datatype in the table.

@@ -314,6 +314,41 @@ fn derived_datatypes_in_collectives_and_generic_reductions() {
 }
 
 #[test]
+fn datatype_pool_with_tight_buffers_as_conformance_suites_use_it() {
+    // Random nested derived types checked against the program's own model of their type
+    // maps and bounds, in buffers sized from MPI's extents exactly as datatype-pool
+    // suites size them, through point-to-point, collectives, pack/unpack and user-op
+    // reductions; bytes outside the type map must stay untouched.
+    let exe = c_test("dtpool");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "dtpool ok");
+    }
+    // The same under AddressSanitizer and UBSan (an access past the tight buffers is an
+    // error there even when the bytes happen to be writable), when the C compiler has
+    // the sanitizer runtimes.
+    let src = Path::new(MANIFEST).join("tests/c/dtpool.c");
+    let asan = out_dir().join("dtpool_asan");
+    let o = Command::new(phalanx())
+        .args(["cc", "-std=c11", "-g", "-fsanitize=address,undefined"])
+        .arg("-fno-sanitize-recover=all")
+        .arg(&src)
+        .arg("-o")
+        .arg(&asan)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        eprintln!(
+            "no sanitizer runtimes, AddressSanitizer run skipped: {}",
+            show(&o)
+        );
+        return;
+    }
+    for n in [2, 3] {
+        run_ok(n, &asan, &[], "dtpool ok");
+    }
+}
+
+#[test]
 fn types_packing_info_groups_attributes_and_nonblocking_collectives() {
     let exe = c_test("misc");
     for n in [1, 2, 3, 4] {
