@@ -78,6 +78,12 @@ pub const MPI_ERR_INFO_KEY: c_int = 31;
 pub const MPI_ERR_KEYVAL: c_int = 36;
 /// Invalid argument.
 pub const MPI_ERR_ARG: c_int = 13;
+/// Invalid dimension argument.
+pub const MPI_ERR_DIMS: c_int = 12;
+/// Row-major array order (last dimension varies fastest).
+pub const MPI_ORDER_C: c_int = 0xC;
+/// Column-major array order (first dimension varies fastest).
+pub const MPI_ORDER_FORTRAN: c_int = 0xF;
 /// Truncated message.
 pub const MPI_ERR_TRUNCATE: c_int = 15;
 /// Known error not in this list (also: not implemented).

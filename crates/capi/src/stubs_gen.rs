@@ -2490,15 +2490,6 @@ export!(MPI_Type_create_struct_c, PMPI_Type_create_struct_c, (count: i64, array_
     not_implemented("MPI_Type_create_struct_c", WORLD)
 });
 
-export!(MPI_Type_create_subarray, PMPI_Type_create_subarray, (ndims: c_int, array_of_sizes: *const c_void, array_of_subsizes: *const c_void, array_of_starts: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype);
-    not_implemented("MPI_Type_create_subarray", WORLD)
-});
-
 export!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c, (ndims: c_int, array_of_sizes: *const c_void, array_of_subsizes: *const c_void, array_of_starts: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {

@@ -2,10 +2,11 @@
 //! `MPI_Type_create_hindexed`, `MPI_Type_create_indexed_block`,
 //! `MPI_Type_create_hindexed_block`, `MPI_Type_dup`, `MPI_Type_get_true_extent`,
 //! `MPI_Get_elements`, `MPI_Pack`, `MPI_Unpack`, `MPI_Pack_size`, `MPI_Aint_add`,
-//! `MPI_Aint_diff`.
+//! `MPI_Aint_diff`, `MPI_Type_create_subarray`.
 //!
 //! Contract: as [`crate::types`] (a datatype is a block list with lower bound and
-//! extent). A resized type keeps its blocks and takes the given bounds. `MPI_Type_dup` of
+//! extent). A resized type keeps its blocks and takes the given bounds. A subarray has
+//! lower bound 0 and the extent of the whole array. `MPI_Type_dup` of
 //! a committed type is committed. `MPI_Pack` writes the packed bytes (the type map's
 //! bytes in order, no header) at `*position` and advances it; `MPI_Pack_size` is exactly
 //! `count × type size`. `MPI_Get_elements` counts basic elements when the datatype has
@@ -85,6 +86,92 @@ export!(MPI_Type_create_hindexed_block, PMPI_Type_create_hindexed_block,
         new_type(newtype, build(&parts, false))
     })
 });
+
+export!(MPI_Type_create_subarray, PMPI_Type_create_subarray,
+        (ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int,
+         array_of_starts: *const c_int, order: c_int, oldtype: Handle,
+         newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_create_subarray", WORLD, || {
+        let nd = count(ndims)?;
+        if nd == 0 {
+            return Err(err(MPI_ERR_DIMS, "subarray: ndims must be positive"));
+        }
+        let old = any_layout(oldtype)?;
+        // SAFETY: the caller passes ndims entries in each array.
+        let (sizes, subs, starts) = unsafe {
+            (
+                array(array_of_sizes, nd)?,
+                array(array_of_subsizes, nd)?,
+                array(array_of_starts, nd)?,
+            )
+        };
+        new_type(newtype, subarray(&sizes, &subs, &starts, order, &old)?)
+    })
+});
+
+/// The layout of `MPI_Type_create_subarray`: the `subs` block at `starts` of an array of
+/// `sizes` elements of `old`, in C (last dimension fastest) or Fortran order, with lower
+/// bound 0 and the extent of the whole array — a vector of vectors placed at the start
+/// offset, as the standard defines it.
+fn subarray(
+    sizes: &[c_int],
+    subs: &[c_int],
+    starts: &[c_int],
+    order: c_int,
+    old: &Layout,
+) -> CResult<Layout> {
+    let bad = |m: String| err(MPI_ERR_ARG, &m);
+    let mut dims = Vec::with_capacity(sizes.len());
+    for i in 0..sizes.len() {
+        let (n, s, st) = (sizes[i], subs[i], starts[i]);
+        if n < 1 || s < 1 || s > n || st < 0 || st > n - s {
+            return Err(bad(format!(
+                "subarray dimension {i}: size {n}, subsize {s}, start {st} (need 1 <= \
+                 subsize <= size and 0 <= start <= size - subsize)"
+            )));
+        }
+        dims.push((n as usize, s as usize, st as usize));
+    }
+    match order {
+        MPI_ORDER_C => dims.reverse(), // fastest-varying first
+        MPI_ORDER_FORTRAN => {}
+        _ => {
+            return Err(bad(format!(
+                "subarray: order {order} is neither C nor Fortran"
+            )))
+        }
+    }
+    let too_big = || bad("subarray: the array's extent overflows".into());
+    // Innermost: `subs[fastest]` consecutive elements; each outer dimension repeats the
+    // inner type `subs[d]` times with the stride of one full row of the inner dimensions.
+    let mut t = crate::types::build(&[(0, old, dims[0].1)], false);
+    let mut stride = old.extent;
+    let mut disp = (dims[0].2 as isize)
+        .checked_mul(old.extent)
+        .ok_or_else(too_big)?;
+    for w in 1..dims.len() {
+        stride = stride
+            .checked_mul(dims[w - 1].0 as isize)
+            .ok_or_else(too_big)?;
+        let parts: Vec<_> = (0..dims[w].1 as isize)
+            .map(|j| (j * stride, &t, 1))
+            .collect();
+        t = crate::types::build(&parts, false);
+        disp = disp
+            .checked_add(
+                (dims[w].2 as isize)
+                    .checked_mul(stride)
+                    .ok_or_else(too_big)?,
+            )
+            .ok_or_else(too_big)?;
+    }
+    let last = dims.last().map_or(1, |d| d.0 as isize);
+    let extent = stride.checked_mul(last).ok_or_else(too_big)?;
+    let mut l = crate::types::build(&[(disp, &t, 1)], false);
+    l.lb = 0;
+    l.extent = extent;
+    Ok(l)
+}
 
 export!(MPI_Type_dup, PMPI_Type_dup, (oldtype: Handle, newtype: *mut Handle) -> c_int {
     guard("MPI_Type_dup", WORLD, || {

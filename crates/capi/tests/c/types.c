@@ -280,6 +280,56 @@ static void user_ops(int rank, int size) {
     OK(MPI_Type_free(&st));
 }
 
+/* Subarrays in C and Fortran order: the elements, their order, the bounds, and errors. */
+static void subarrays(int rank) {
+    int a[4][5], got[6];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++) a[i][j] = 10 * i + j;
+    int sizes[2] = {4, 5}, subs[2] = {2, 3}, starts[2] = {1, 1};
+    MPI_Datatype c, f, bad;
+    OK(MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &c));
+    OK(MPI_Type_commit(&c));
+    MPI_Aint lb, ext;
+    int sz;
+    OK(MPI_Type_get_extent(c, &lb, &ext));
+    CHECK(lb == 0 && ext == (MPI_Aint)sizeof a);
+    OK(MPI_Type_get_true_extent(c, &lb, &ext));
+    CHECK(lb == (MPI_Aint)(6 * sizeof(int)) && ext == (MPI_Aint)(8 * sizeof(int)));
+    OK(MPI_Type_size(c, &sz));
+    CHECK(sz == (int)(6 * sizeof(int)));
+    OK(MPI_Sendrecv(a, 1, c, rank, 9, got, 6, MPI_INT, rank, 9, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE));
+    int want_c[6] = {11, 12, 13, 21, 22, 23};
+    for (int k = 0; k < 6; k++) CHECK(got[k] == want_c[k]);
+    /* Fortran order on the same memory seen as a 5x4 column-major array: dimension 0
+       (size 5) varies fastest. */
+    int fsizes[2] = {5, 4}, fsubs[2] = {3, 2}, fstarts[2] = {1, 1};
+    OK(MPI_Type_create_subarray(2, fsizes, fsubs, fstarts, MPI_ORDER_FORTRAN, MPI_INT, &f));
+    OK(MPI_Type_commit(&f));
+    OK(MPI_Sendrecv(a, 1, f, rank, 9, got, 6, MPI_INT, rank, 9, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE));
+    for (int k = 0; k < 6; k++) CHECK(got[k] == want_c[k]);
+    /* Receiving into a subarray leaves the rest untouched. */
+    int b[4][5] = {{0}}, six[6] = {1, 2, 3, 4, 5, 6};
+    OK(MPI_Sendrecv(six, 6, MPI_INT, rank, 9, b, 1, c, rank, 9, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE));
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++) {
+            int in = i >= 1 && i < 3 && j >= 1 && j < 4;
+            CHECK(b[i][j] == (in ? six[(i - 1) * 3 + (j - 1)] : 0));
+        }
+    OK(MPI_Type_free(&c));
+    OK(MPI_Type_free(&f));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int over[2] = {3, 3};
+    CHECK(MPI_Type_create_subarray(2, sizes, subs, over, MPI_ORDER_C, MPI_INT, &bad) ==
+          MPI_ERR_ARG);
+    CHECK(MPI_Type_create_subarray(2, sizes, subs, starts, 7, MPI_INT, &bad) == MPI_ERR_ARG);
+    CHECK(MPI_Type_create_subarray(0, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &bad) ==
+          MPI_ERR_DIMS);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 static void type_errors(int size) {
     MPI_Request r;
     CHECK(MPI_Ibarrier(MPI_COMM_WORLD, NULL) == MPI_ERR_ARG);
@@ -330,6 +380,7 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     user_ops(rank, size);
     type_errors(size);
+    subarrays(rank);
     OK(MPI_Barrier(MPI_COMM_WORLD));
     OK(MPI_Finalize());
     if (rank == 0) printf("types ok\n");
