@@ -29,6 +29,11 @@ use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
 const WORLD: Handle = COMM_WORLD as Handle;
+/// The handle of every nonblocking send that completed when it started (an eager
+/// message already handed to the transport): it has no table entry, completes at once
+/// with an empty status, and becomes `MPI_REQUEST_NULL` like any completed request.
+/// Outside the range of table handles ([`state::add_req`] counts up from 0x100000).
+pub(crate) const DONE_SEND: usize = 0xfff0_0001;
 
 /// Checks a destination/source rank; `None` for `MPI_PROC_NULL`.
 pub(crate) fn peer(c: &SimpleCommunicator, r: c_int, any_ok: bool) -> CResult<Option<c_int>> {
@@ -244,8 +249,12 @@ export!(MPI_Recv, PMPI_Recv,
                         &mut tmp[..]
                     }
                 };
-                let st = phalanx::request::scope(|sc| {
-                    c_status(start_recv(&s.comm, sc, b, src, tag).wait())
+                // Blocking, without a request scope (no allocation per receive).
+                let st = c_status(match (src, tag) {
+                    (MPI_ANY_SOURCE, MPI_ANY_TAG) => s.comm.any_process().receive_into(b),
+                    (MPI_ANY_SOURCE, t) => s.comm.any_process().receive_into_with_tag(b, t),
+                    (r, MPI_ANY_TAG) => s.comm.process_at_rank(r).receive_into(b),
+                    (r, t) => s.comm.process_at_rank(r).receive_into_with_tag(b, t),
                 });
                 if let Some((l, n)) = &s.derived {
                     let k = (st.bytes() as usize).min(tmp.len());
@@ -320,6 +329,23 @@ pub(crate) fn isend_impl(
         }
         // SAFETY: the caller's buffer (MPI nonblocking contract).
         let e = unsafe { isend_entry(buf, cnt, datatype, dest, tag, comm, sync)? };
+        // An eager send already complete needs no table entry (most small sends).
+        let e = match e {
+            ReqEntry::Live {
+                req: LiveReq::Bytes(r),
+                comm: c,
+                staged: None,
+            } if !sync => match r.test() {
+                // SAFETY: non-null, writable (MPI contract).
+                Ok(_) => return unsafe { out(request, DONE_SEND as Handle) },
+                Err(r) => ReqEntry::Live {
+                    req: LiveReq::Bytes(r),
+                    comm: c,
+                    staged: None,
+                },
+            },
+            e => e,
+        };
         // SAFETY: non-null, writable (MPI contract).
         unsafe { out(request, state::add_req(e)) }
     })
@@ -412,7 +438,7 @@ fn complete_entry(e: ReqEntry, wait: bool) -> CResult<Result<MPI_Status, ReqEntr
 /// an inactive persistent request completes at once with an empty status). Callers
 /// write `MPI_REQUEST_NULL` back through [`release`].
 pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
-    if h as usize == REQUEST_NULL {
+    if h as usize == REQUEST_NULL || h as usize == DONE_SEND {
         return Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE)));
     }
     let e = state::with(|s| s.reqs.remove(&(h as usize)))
@@ -458,6 +484,9 @@ pub(crate) fn is_inactive(h: Handle) -> bool {
 /// Puts the status of request `h`, completed by a non-consuming test, back so the next
 /// [`complete`] returns it.
 pub(crate) fn park(h: Handle, st: MPI_Status) {
+    if h as usize == DONE_SEND {
+        return; // completes again at once: nothing to keep
+    }
     state::with(|s| match s.reqs.get_mut(&(h as usize)) {
         Some(ReqEntry::Persistent(p)) => p.active = Some(Box::new(ReqEntry::Done(st))),
         _ => {

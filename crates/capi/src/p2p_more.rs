@@ -322,6 +322,9 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
         // SAFETY: readable and writable handle (null checked).
         unsafe {
             let h = read_req(request)? as usize;
+            if h == crate::p2p::DONE_SEND {
+                return out(request, REQUEST_NULL as Handle);
+            }
             let e = state::with(|s| s.reqs.remove(&h))
                 .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:#x}")))?;
             let e = match e {

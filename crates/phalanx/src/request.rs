@@ -39,7 +39,8 @@ unsafe impl Scope<'static> for StaticScope {
 
 /// A scope of local lifetime `'a`; see [`scope`].
 pub struct LocalScope<'a> {
-    ids: RefCell<Vec<ReqId>>,
+    /// Requests in flight, in the order they started.
+    ids: RefCell<std::collections::VecDeque<ReqId>>,
     _invariant: PhantomData<std::cell::Cell<&'a ()>>,
 }
 
@@ -47,13 +48,17 @@ pub struct LocalScope<'a> {
 // buffers are borrowed for 'a which spans the whole closure.
 unsafe impl<'a> Scope<'a> for &LocalScope<'a> {
     fn register(&self, id: ReqId) {
-        self.ids.borrow_mut().push(id);
+        self.ids.borrow_mut().push_back(id);
     }
     fn unregister(&self, id: ReqId) {
-        // Requests usually complete in the order they started: found near the front.
+        // Requests usually complete in the order they started: the oldest is at the
+        // front, so completing a window in order is O(1) per request (the order is kept,
+        // which a swap-remove would scramble).
         let mut ids = self.ids.borrow_mut();
-        if let Some(i) = ids.iter().position(|&x| x == id) {
-            ids.swap_remove(i);
+        if ids.front() == Some(&id) {
+            ids.pop_front();
+        } else if let Some(i) = ids.iter().position(|&x| x == id) {
+            ids.remove(i);
         }
     }
 }
@@ -65,7 +70,7 @@ where
     F: FnOnce(&LocalScope<'a>) -> R,
 {
     let s = LocalScope {
-        ids: RefCell::new(Vec::new()),
+        ids: RefCell::new(std::collections::VecDeque::new()),
         _invariant: PhantomData,
     };
     // Runs also when `f` unwinds, so no request outlives the buffers it points into.

@@ -131,6 +131,48 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_free(&dup));
     CHECK(dup == MPI_COMM_NULL);
 
+    /* Small sends complete when they start (no request entry): every request call
+       still treats them as completed requests. */
+    {
+        int msg[6] = {10, 11, 12, 13, 14, 15}, got[6] = {0};
+        MPI_Request q[3];
+        int idx = -1;
+        MPI_Status st;
+        OK(MPI_Isend(&msg[0], 1, MPI_INT, right, 21, MPI_COMM_WORLD, &q[0]));
+        OK(MPI_Test(&q[0], &flag, &st));
+        CHECK(flag == 1 && q[0] == MPI_REQUEST_NULL);
+        OK(MPI_Isend(&msg[1], 1, MPI_INT, right, 21, MPI_COMM_WORLD, &q[0]));
+        MPI_Request keep = q[0];
+        OK(MPI_Request_get_status(q[0], &flag, &st));
+        CHECK(flag == 1 && q[0] == keep); /* not freed */
+        OK(MPI_Request_get_status(q[0], &flag, &st));
+        CHECK(flag == 1);
+        OK(MPI_Wait(&q[0], &st));
+        CHECK(q[0] == MPI_REQUEST_NULL);
+        OK(MPI_Isend(&msg[2], 1, MPI_INT, right, 21, MPI_COMM_WORLD, &q[0]));
+        OK(MPI_Cancel(&q[0])); /* complete: no effect */
+        OK(MPI_Wait(&q[0], &st));
+        OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(flag == 0 && q[0] == MPI_REQUEST_NULL);
+        OK(MPI_Isend(&msg[3], 1, MPI_INT, right, 21, MPI_COMM_WORLD, &q[0]));
+        OK(MPI_Request_free(&q[0]));
+        CHECK(q[0] == MPI_REQUEST_NULL);
+        /* Mixed with a null and a pending receive. */
+        q[0] = MPI_REQUEST_NULL;
+        OK(MPI_Irecv(&got[5], 1, MPI_INT, left, 22, MPI_COMM_WORLD, &q[2]));
+        OK(MPI_Isend(&msg[4], 1, MPI_INT, right, 21, MPI_COMM_WORLD, &q[1]));
+        OK(MPI_Waitany(3, q, &idx, &st));
+        CHECK(idx == 1 && q[1] == MPI_REQUEST_NULL && q[2] != MPI_REQUEST_NULL);
+        OK(MPI_Isend(&msg[5], 1, MPI_INT, right, 22, MPI_COMM_WORLD, &q[1]));
+        OK(MPI_Waitall(3, q, MPI_STATUSES_IGNORE));
+        CHECK(q[1] == MPI_REQUEST_NULL && q[2] == MPI_REQUEST_NULL);
+        CHECK(got[5] == 15);
+        for (int k = 0; k < 5; k++) {
+            OK(MPI_Recv(&got[k], 1, MPI_INT, left, 21, MPI_COMM_WORLD, &st));
+            CHECK(got[k] == 10 + k && st.MPI_SOURCE == left && st.MPI_TAG == 21);
+        }
+    }
+
     /* A request never waited for is completed by MPI_Finalize. */
     OK(MPI_Isend(&s, 1, MPI_INT, right, 9, MPI_COMM_WORLD, &reqs[0]));
     OK(MPI_Recv(&r, 1, MPI_INT, left, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
