@@ -3,13 +3,14 @@
 
 Usage: compare.py RESULTS_DIR
 
-RESULTS_DIR holds raw outputs named ``<test>-<impl>-<pair>.txt`` (impl is ``phalanx``
-or ``ompi``), each an OSU-style table: ``#`` comment lines, then ``size value`` rows.
+RESULTS_DIR holds raw outputs named ``<test>-<impl>-<pair>.txt`` (impl is ``phalanx``:
+the C benchmark built with ``phalanx cc``; ``ompi``: the same source on Open MPI; ``rust``:
+the same loops through phalanx's Rust API), each an OSU-style table: ``#`` comment lines, then ``size value`` rows.
 A one-value output (barrier: ``# Avg Latency(us)`` then the value alone) is size 0.
 Writes ``runs.csv`` (every value), ``summary.csv`` and ``summary.json`` (medians and
 ratios) into RESULTS_DIR and prints one table per test.
 
-Ratio is always phalanx median / Open MPI median. Whether higher is better depends on the
+Ratio is always phalanx median / Open MPI median (the Rust API's ratio is printed beside). Whether higher is better depends on the
 test's unit: for times (latency, collectives in us) lower is better, for bandwidth higher.
 """
 import csv
@@ -20,8 +21,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-IMPLS = ("phalanx", "ompi")
-RAW_NAME = re.compile(r"^(?P<test>[a-z0-9_]+)-(?P<impl>phalanx|ompi)-(?P<pair>\d+)\.txt$")
+IMPLS = ("phalanx", "ompi", "rust")
+RAW_NAME = re.compile(r"^(?P<test>[a-z0-9_]+)-(?P<impl>phalanx|ompi|rust)-(?P<pair>\d+)\.txt$")
 # Tests whose value is a rate (higher is better); every other test reports a time.
 RATE_TESTS = {"bw", "bibw"}
 # Summary points: (test, size, label).
@@ -78,15 +79,19 @@ def summarize(runs, units):
         sizes = sorted(set(by_impl["phalanx"]) | set(by_impl["ompi"]))
         for size in sizes:
             ph, om = by_impl["phalanx"].get(size, []), by_impl["ompi"].get(size, [])
+            ru = by_impl["rust"].get(size, [])
             ph_med = statistics.median(ph) if ph else None
             om_med = statistics.median(om) if om else None
+            ru_med = statistics.median(ru) if ru else None
             ratio = ph_med / om_med if ph_med is not None and om_med else None
+            rust_ratio = ru_med / om_med if ru_med is not None and om_med else None
             summary.append({
                 "test": test, "size": size, "unit": units.get(test, ""),
                 "phalanx_median": ph_med, "ompi_median": om_med, "ratio": ratio,
                 "phalanx_min": min(ph, default=None), "phalanx_max": max(ph, default=None),
                 "ompi_min": min(om, default=None), "ompi_max": max(om, default=None),
                 "phalanx_runs": len(ph), "ompi_runs": len(om),
+                "rust_median": ru_med, "rust_ratio": rust_ratio, "rust_runs": len(ru),
                 "higher_is_better": test in RATE_TESTS,
             })
     return summary
@@ -111,19 +116,23 @@ def print_tables(summary, np=None):
     for test in sorted({s["test"] for s in summary}, key=lambda t: (t != "latency", t)):
         rows = [s for s in summary if s["test"] == test]
         better = "higher" if rows[0]["higher_is_better"] else "lower"
-        print(f"\n## {test}{ranks} ({rows[0]['unit']}); ratio = phalanx/ompi, {better} is better "
-              f"(medians of {rows[0]['phalanx_runs']} phalanx / {rows[0]['ompi_runs']} Open MPI runs)")
-        print(f"{'# Size':<10}{'phalanx':>14}{'Open MPI':>14}{'ratio':>10}")
+        print(f"\n## {test}{ranks} ({rows[0]['unit']}); same C source, ratio = phalanx/ompi, "
+              f"{better} is better (medians of {rows[0]['phalanx_runs']} phalanx / "
+              f"{rows[0]['ompi_runs']} Open MPI / {rows[0]['rust_runs']} Rust-API runs)")
+        print(f"{'# Size':<10}{'phalanx C':>14}{'Open MPI C':>14}{'ratio':>10}"
+              f"{'Rust API':>14}{'ratio':>10}")
         for s in rows:
             print(f"{s['size']:<10}{fmt(s['phalanx_median']):>14}{fmt(s['ompi_median']):>14}"
-                  f"{fmt(s['ratio'], '.2f'):>10}")
+                  f"{fmt(s['ratio'], '.2f'):>10}{fmt(s['rust_median']):>14}"
+                  f"{fmt(s['rust_ratio'], '.2f'):>10}")
     print()
     for test, size, label in HEADLINES:
         hit = [s for s in summary if s["test"] == test and s["size"] == size]
         if hit:
             s = hit[0]
             print(f"summary: {label}: phalanx {fmt(s['phalanx_median'])} vs Open MPI "
-                  f"{fmt(s['ompi_median'])} {s['unit']} (ratio {fmt(s['ratio'])})")
+                  f"{fmt(s['ompi_median'])} {s['unit']} (ratio {fmt(s['ratio'])}; Rust API "
+                  f"{fmt(s['rust_median'])}, ratio {fmt(s['rust_ratio'])})")
 
 
 def main():

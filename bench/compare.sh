@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Compare phalanx with Open MPI on the OSU-style benchmarks.
+# Compare phalanx with Open MPI on the OSU-style benchmarks, like a user would: the
+# headline is the *same* C source (bench/c/osu_like.c, the loops of the standard OSU
+# benchmarks) built with `phalanx cc` and with Open MPI's `mpicc`; the Rust API's figures
+# (phalanx-bench) are measured in the same pairs and printed beside them.
 #
 # Usage: bench/compare.sh [-- EXTRA_ARGS...]
 #   EXTRA_ARGS are appended to every benchmark invocation (both implementations),
@@ -22,6 +25,7 @@
 #   PHALANX_COLL_<NAME>     passed through untouched to phalanx's ranks (algorithm choice)
 #   RUN_TIMEOUT=600         seconds before a single run is killed
 #   SKIP_BUILD=1            reuse existing binaries
+#   RUST=0                  skip the Rust-API runs (phalanx-bench)
 #   CARGO_TARGET_DIR        where cargo builds (default: <repo>/target)
 #   RESULTS_DIR             where raw runs go (default: bench/results/<timestamp>)
 #
@@ -81,9 +85,17 @@ build() {
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo build --release --workspace --examples --bins)
     mkdir -p "$TARGET/release/c"
     mpicc -O2 -Wall -o "$TARGET/release/c/osu_like" "$ROOT/bench/c/osu_like.c"
+    "$TARGET/release/phalanx" cc -O2 -Wall -o "$TARGET/release/c/osu_like_phalanx" \
+        "$ROOT/bench/c/osu_like.c"
 }
 
-run_phalanx() {  # test pair
+run_phalanx() {  # test: the C benchmark built with `phalanx cc`
+    # shellcheck disable=SC2046
+    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run -n "$NP" \
+        "$TARGET/release/c/osu_like_phalanx" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
+}
+
+run_rust() {  # test: the same loops through phalanx's Rust API
     # shellcheck disable=SC2046
     timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run -n "$NP" \
         "$TARGET/release/phalanx-bench" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
@@ -119,6 +131,10 @@ main() {
             run_phalanx "$t" >"$RESULTS_DIR/$t-phalanx-$p.txt"
             echo "== $t pair $p/$PAIRS: Open MPI" >&2
             run_ompi "$t" >"$RESULTS_DIR/$t-ompi-$p.txt"
+            if [[ ${RUST:-1} != 0 ]]; then
+                echo "== $t pair $p/$PAIRS: phalanx, Rust API" >&2
+                run_rust "$t" >"$RESULTS_DIR/$t-rust-$p.txt"
+            fi
         done
     done
     python3 "$ROOT/bench/compare.py" "$RESULTS_DIR" | tee "$RESULTS_DIR/report.txt"

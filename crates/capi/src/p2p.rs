@@ -149,7 +149,9 @@ pub(crate) fn dside(
     tag: c_int,
     recv: bool,
 ) -> CResult<Side> {
-    if !crate::types::is_derived(datatype) {
+    // Predefined types first: a constant match, where the derived-type check is a table
+    // lookup.
+    if crate::consts::datatype(datatype as usize).is_some() || !crate::types::is_derived(datatype) {
         return side(comm, cnt, datatype, peer_rank, tag, recv);
     }
     let c = state::comm(comm)?;
