@@ -215,6 +215,16 @@ fn start_with(
     let seq = c.next_coll_seq();
     let sh = shape(c, blocking);
     let planned = plan(&sh);
+    if let Ok((c, _)) = &planned {
+        tracing::debug!(
+            rank = sh.world[sh.me],
+            collective = spec.name,
+            algorithm = c.alg.name(),
+            members = sh.p,
+            seq,
+            "collective"
+        );
+    }
     let chosen = planned.as_ref().map_or(0, |(c, _)| c.sig_bits());
     let planned = planned.map(|(_, p)| p);
     let sig = signature(

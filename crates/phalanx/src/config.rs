@@ -38,6 +38,9 @@ pub struct Config {
     pub ip: std::net::Ipv4Addr,
     /// Collective algorithms forced by `PHALANX_COLL_<NAME>` (and the all-gather's k).
     pub coll: crate::coll::algorithm::Choices,
+    /// Level of the diagnostics printed to stderr when the program installed no
+    /// `tracing` subscriber. `PHALANX_LOG` (default `warn`).
+    pub log: tracing::level_filters::LevelFilter,
 }
 
 fn var<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
@@ -81,6 +84,7 @@ impl Config {
             ip: phalanx_transport::resolve_bind_ip(std::env::var("PHALANX_IP").ok().as_deref())
                 .map_err(|e| Error::Init(format!("PHALANX_IP: {e}")))?,
             coll: crate::coll::algorithm::Choices::from_env().map_err(Error::Init)?,
+            log: crate::log::level_from_env()?,
         })
     }
 }

@@ -270,3 +270,34 @@ fn mr_collective_mismatch_with_no_sender_is_detected() {
     assert!(r.stderr.contains("broadcast(root 1"), "{}", r.dump());
     assert!(r.stderr.contains("broadcast(root 0"), "{}", r.dump());
 }
+
+/// `PHALANX_LOG=debug` shows each collective's algorithm and the drops and
+/// retransmissions under loss; a bad level or algorithm name is an error naming the
+/// variable.
+#[test]
+fn mr_diagnostics_and_bad_settings() {
+    let ex = example("collectives").display().to_string();
+    let r = run(
+        &["-n", "3", &ex, "256"],
+        &[
+            ("PHALANX_LOG", "debug"),
+            ("PHALANX_TRANSPORT", "udp"),
+            ("PHALANX_COLL_BCAST", "binomial"),
+            ("PHALANX_FAULTS", "loss=0.1,seed=5"),
+        ],
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("collective rank=0 collective=\"broadcast_into\" algorithm=\"binomial\""),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("retransmitted datagrams"), "{}", r.dump());
+    for (var, value) in [("PHALANX_LOG", "loud"), ("PHALANX_COLL_BCAST", "ring")] {
+        let r = run(&["-n", "2", &ex, "8"], &[(var, value)], LIMIT);
+        assert!(!r.ok(), "{var}={value}\n{}", r.dump());
+        assert!(r.stderr.contains(var), "{var}={value}\n{}", r.dump());
+    }
+}

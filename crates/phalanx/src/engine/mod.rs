@@ -138,6 +138,7 @@ impl Engine {
     /// rendezvous with the launcher (or becomes a singleton without one).
     pub fn init() -> Result<Engine> {
         let cfg = Config::from_env()?;
+        crate::log::install_default(cfg.log);
         crate::coll::algorithm::install(cfg.coll.clone());
         let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
         let kind = phalanx_transport::transport_kind_from_env().map_err(Error::Init)?;
@@ -166,13 +167,13 @@ impl Engine {
         udp.set_peers(addrs.clone());
         // The kernel filter first (so the group socket gets it too), then the group.
         if let Err(e) = udp.install_filter(table.job_key, env.rank) {
-            eprintln!(
+            tracing::warn!(
                 "phalanx: rank {}: kernel packet filter not installed: {e}",
                 env.rank
             );
         }
         if let Err(e) = udp.join_multicast(table.job_key) {
-            eprintln!(
+            tracing::warn!(
                 "phalanx: rank {}: multicast unavailable ({e}); collectives fan out",
                 env.rank
             );
@@ -414,12 +415,14 @@ impl Engine {
         self.stats.datagrams_received += 1;
         let Ok(pkt) = Packet::new_checked(bytes) else {
             self.stats.drop_malformed += 1;
+            tracing::debug!(rank = self.rank, %from, reason = "malformed", "dropped a datagram");
             return;
         };
         // Multicasts leave from the sender's unicast socket too: one exact check.
         let known = self.peer_addrs.get(pkt.src() as usize) == Some(&from);
         if pkt.job_key() != self.job_key || !known {
             self.stats.drop_foreign += 1;
+            tracing::debug!(rank = self.rank, %from, reason = "foreign", "dropped a datagram");
             return;
         }
         match pkt.kind() {
@@ -442,9 +445,34 @@ impl Engine {
                 }
             }
             Verdict::AckOnly => {}
-            Verdict::Duplicate => self.stats.drop_duplicate += 1,
-            Verdict::OutOfOrder => self.stats.drop_out_of_window += 1,
-            Verdict::Invalid(_) => self.stats.drop_invalid += 1,
+            Verdict::Duplicate => {
+                self.stats.drop_duplicate += 1;
+                tracing::debug!(
+                    rank = self.rank,
+                    peer = pkt.src(),
+                    reason = "duplicate",
+                    "dropped a datagram"
+                );
+            }
+            Verdict::OutOfOrder => {
+                self.stats.drop_out_of_window += 1;
+                tracing::debug!(
+                    rank = self.rank,
+                    peer = pkt.src(),
+                    reason = "out of window",
+                    "dropped a datagram"
+                );
+            }
+            Verdict::Invalid(why) => {
+                self.stats.drop_invalid += 1;
+                tracing::debug!(
+                    rank = self.rank,
+                    peer = pkt.src(),
+                    reason = "invalid",
+                    ?why,
+                    "dropped a datagram"
+                );
+            }
         }
     }
 
@@ -454,6 +482,7 @@ impl Engine {
             return false;
         };
         let mut did = false;
+        let retransmits = self.gbn.stats().retransmits;
         while let Some((peer, bytes)) = self.gbn.poll_transmit(now) {
             did = true;
             self.stats.datagrams_sent += 1;
@@ -462,12 +491,16 @@ impl Engine {
                 // unresponsive peer.
                 self.stats.send_errors += 1;
                 if self.stats.send_errors < 4 {
-                    eprintln!(
+                    tracing::warn!(
                         "phalanx: rank {}: send to rank {peer} failed: {e}",
                         self.rank
                     );
                 }
             }
+        }
+        let again = self.gbn.stats().retransmits - retransmits;
+        if again > 0 {
+            tracing::debug!(rank = self.rank, count = again, "retransmitted datagrams");
         }
         did
     }
@@ -780,7 +813,7 @@ impl Engine {
         }
         r?;
         if let Some(w) = &warning {
-            eprintln!("phalanx: warning: {w}");
+            tracing::warn!("phalanx: warning: {w}");
         }
         if let Some(b) = self.boot.as_mut() {
             b.send_drained(warning)

@@ -357,7 +357,7 @@ impl Engine {
             }
             Err(e) => {
                 self.stats.send_errors += 1;
-                eprintln!(
+                tracing::warn!(
                     "phalanx: rank {}: shared-memory send to rank {peer} failed: {e}",
                     self.rank
                 );
