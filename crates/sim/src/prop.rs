@@ -7,9 +7,12 @@
 //! the seed) ends with a command that replays exactly that run, shrinking included.
 //! `PHALANX_SIM_SEEDS=N` sets the number of cases (default: per test).
 
+use crate::Partition;
+use proptest::prelude::*;
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::fmt::Debug;
+use std::ops::Range;
 
 /// The runner seed: `PHALANX_SIM_SEED`, else 0.
 pub fn seed() -> u64 {
@@ -58,4 +61,39 @@ pub fn check<S>(
         ),
         Err(TestError::Abort(why)) => panic!("[{name}] aborted (seed {seed}): {why}"),
     }
+}
+
+/// A link (or a whole rank) down for a while, drawn before the rank count is known;
+/// [`PartitionDraw::for_ranks`] places it among `n` ranks.
+#[derive(Clone, Debug)]
+pub struct PartitionDraw {
+    a: u32,
+    b: Option<u32>,
+    from_ns: u64,
+    len_ns: u64,
+}
+
+impl PartitionDraw {
+    /// The partition among `n` ranks: rank `a` cut from `b` (from everyone if none).
+    pub fn for_ranks(&self, n: u32) -> Partition {
+        Partition {
+            a: Some(self.a % n),
+            b: self.b.map(|b| b % n),
+            from_ns: self.from_ns,
+            until_ns: self.from_ns + self.len_ns,
+        }
+    }
+}
+
+/// Partitions starting within `starts` and lasting within `lens` (virtual ns); shrinking
+/// moves them earlier and shortens them.
+pub fn arb_partition(starts: Range<u64>, lens: Range<u64>) -> impl Strategy<Value = PartitionDraw> {
+    (0u32..32, prop::option::of(0u32..32), starts, lens).prop_map(|(a, b, from_ns, len_ns)| {
+        PartitionDraw {
+            a,
+            b,
+            from_ns,
+            len_ns,
+        }
+    })
 }

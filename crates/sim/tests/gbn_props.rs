@@ -11,7 +11,8 @@
 //! replays it (see `phalanx_sim::prop`).
 
 use phalanx_proto::gbn::{Gbn, GbnConfig, GbnEvent, GbnStats, Verdict};
-use phalanx_sim::{prop::check, Dest, Faults, Limits, Node, Partition, Sim, SmallRng};
+use phalanx_sim::prop::{arb_partition, check};
+use phalanx_sim::{Dest, Faults, Limits, Node, Sim, SmallRng};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -375,18 +376,10 @@ fn wrap_long_stream() {
 fn partitions() {
     let strategy = (
         arb_scenario(&[2, 3, 5], 0.02),
-        0u32..5,
-        prop::option::of(0u32..5),
-        0u64..5_000_000,
-        1_000_000u64..300_000_000,
+        arb_partition(0..5_000_000, 1_000_000..300_000_000),
     )
-        .prop_map(|((seed, mut sc), a, b, from, len)| {
-            sc.faults.partitions.push(Partition {
-                a: Some(a % sc.n),
-                b: b.map(|b| b % sc.n),
-                from_ns: from,
-                until_ns: from + len,
-            });
+        .prop_map(|((seed, mut sc), cut)| {
+            sc.faults.partitions.push(cut.for_ranks(sc.n));
             (seed, sc)
         });
     check("gbn_props", "partitions", 100, strategy, |(seed, sc)| {

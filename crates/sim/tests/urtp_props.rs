@@ -25,9 +25,8 @@ use std::collections::VecDeque;
 use phalanx_proto::urtp::{
     Targets, Urtp, UrtpConfig, UrtpDest, UrtpEvent, UrtpSendError, UrtpStats, UrtpVerdict,
 };
-use phalanx_sim::{
-    prop::check as prop_check, Dest, Faults, Limits, Node, Partition, Sim, SmallRng,
-};
+use phalanx_sim::prop::{arb_partition, check as prop_check};
+use phalanx_sim::{Dest, Faults, Limits, Node, Sim, SmallRng};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -775,18 +774,10 @@ fn urtp_long_streams_wrap() {
 fn urtp_partitions() {
     let strategy = (
         arb_scenario(prop::sample::select(&[2u32, 3, 5, 8][..]), 0.02),
-        0u32..8,
-        prop::option::of(0u32..8),
-        0u64..3_000_000,
-        1_000_000u64..500_000_000,
+        arb_partition(0..3_000_000, 1_000_000..500_000_000),
     )
-        .prop_map(|((seed, mut sc), a, b, from, len)| {
-            sc.faults.partitions.push(Partition {
-                a: Some(a % sc.n),
-                b: b.map(|b| b % sc.n),
-                from_ns: from,
-                until_ns: from + len,
-            });
+        .prop_map(|((seed, mut sc), cut)| {
+            sc.faults.partitions.push(cut.for_ranks(sc.n));
             (seed, sc)
         });
     prop_check(
