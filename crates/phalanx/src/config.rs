@@ -1,7 +1,11 @@
 //! Runtime configuration read once from the environment at initialization.
 //!
-//! Contract: every knob has a documented default; a malformed value is an
-//! initialization error naming the variable, never silently ignored.
+//! Contract: this is the one place the library reads its `PHALANX_*` variables (the
+//! launcher's own `PHALANX_RANK`/`PHALANX_SIZE`/`PHALANX_BOOT` belong to the start-up
+//! protocol, `phalanx_boot`); the crates below it (transport, shared memory, protocols)
+//! read none and take the parsed values from here. Every knob has a documented default;
+//! a malformed value is an initialization error naming the variable, never silently
+//! ignored.
 
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -38,6 +42,26 @@ pub struct Config {
     pub ip: std::net::Ipv4Addr,
     /// Collective algorithms forced by `PHALANX_COLL_<NAME>` (and the all-gather's k).
     pub coll: crate::coll::algorithm::Choices,
+    /// Medium between ranks of one host. `PHALANX_TRANSPORT` (`auto`, `udp`, `shm`).
+    pub transport: phalanx_transport::TransportKind,
+    /// Injected faults (forces UDP). `PHALANX_FAULTS`.
+    pub faults: Option<phalanx_transport::FaultConfig>,
+    /// Multicast on or off and its group. `PHALANX_MCAST`, `PHALANX_MCAST_GROUP`.
+    pub mcast: phalanx_transport::McastSetting,
+    /// The per-rank kernel packet filter. `PHALANX_BPF` (default on).
+    pub bpf: bool,
+    /// Shared memory between the ranks of a host. `PHALANX_SHM_*`.
+    pub shm: phalanx_shm::ShmConfig,
+    /// The network is declared reliable: careful protocol on UDP. `PHALANX_RELIABLE_NET`.
+    pub reliable_net: bool,
+    /// Careful protocol: silence before "suspected loss". `PHALANX_CAREFUL_STALL`.
+    pub careful_stall_ns: Option<u64>,
+    /// CPUs the launcher spreads this host's ranks over (it binds each to one).
+    /// `PHALANX_CPUS`; default: what this process may use.
+    pub cpus: Option<usize>,
+    /// Test hook: make this rank's shared-memory join fail (`R` or `R@MS`).
+    /// `PHALANX_TEST_SHM_FAIL`.
+    pub test_shm_fail: Option<String>,
     /// Level of the diagnostics printed to stderr when the program installed no
     /// `tracing` subscriber. `PHALANX_LOG` (default `warn`).
     pub log: tracing::level_filters::LevelFilter,
@@ -60,11 +84,20 @@ fn secs(name: &str, default: f64) -> Result<Duration> {
         .map_err(|_| Error::Init(format!("{name}={v} is not a valid number of seconds")))
 }
 
-fn flag(name: &str) -> bool {
-    matches!(
-        std::env::var(name).as_deref(),
-        Ok("1") | Ok("true") | Ok("yes")
-    )
+/// The variable's text ("" when unset); not UTF-8 is an error naming it.
+fn text(name: &str) -> Result<String> {
+    match std::env::var(name) {
+        Ok(v) => Ok(v),
+        Err(std::env::VarError::NotPresent) => Ok(String::new()),
+        Err(std::env::VarError::NotUnicode(v)) => {
+            Err(Error::Init(format!("{name}={v:?} is not valid UTF-8")))
+        }
+    }
+}
+
+fn switch(name: &str, default: bool) -> Result<bool> {
+    let v = text(name)?;
+    phalanx_transport::parse_switch(name, Some(&v), default).map_err(Error::Init)
 }
 
 impl Config {
@@ -75,16 +108,50 @@ impl Config {
             spin: var::<u64>("PHALANX_SPIN_US")?.map(Duration::from_micros),
             yield_time: Duration::from_micros(var("PHALANX_YIELD_US")?.unwrap_or(2000)),
             finalize_timeout: secs("PHALANX_FINALIZE_TIMEOUT", 30.0)?,
-            stats: flag("PHALANX_STATS"),
+            stats: switch("PHALANX_STATS", false)?,
             unexpected_limit: var("PHALANX_UNEXPECTED_LIMIT")?.unwrap_or(256 << 20),
             window: var("PHALANX_WINDOW")?.unwrap_or(128).max(1),
-            eager_ack: flag("PHALANX_EAGER_ACK"),
+            eager_ack: switch("PHALANX_EAGER_ACK", false)?,
             rto_max: Duration::from_millis(var("PHALANX_RTO_MAX_MS")?.unwrap_or(100)),
             peer_timeout: secs("PHALANX_PEER_TIMEOUT", 300.0)?,
             ip: phalanx_transport::resolve_bind_ip(std::env::var("PHALANX_IP").ok().as_deref())
                 .map_err(|e| Error::Init(format!("PHALANX_IP: {e}")))?,
-            coll: crate::coll::algorithm::Choices::from_env().map_err(Error::Init)?,
-            log: crate::log::level_from_env()?,
+            coll: {
+                let vars: Vec<(String, String)> = std::env::vars()
+                    .filter(|(k, _)| k.starts_with("PHALANX_COLL_"))
+                    .collect();
+                crate::coll::algorithm::Choices::parse(
+                    vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                )
+                .map_err(Error::Init)?
+            },
+            log: crate::log::parse_level(&text("PHALANX_LOG")?)?,
+            transport: phalanx_transport::parse_transport_kind(&text("PHALANX_TRANSPORT")?)
+                .map_err(Error::Init)?,
+            faults: match text("PHALANX_FAULTS")?.trim() {
+                "" => None,
+                f => Some(
+                    phalanx_transport::FaultConfig::parse(f)
+                        .map_err(|e| Error::Init(format!("PHALANX_FAULTS: {e}")))?,
+                ),
+            },
+            mcast: phalanx_transport::McastSetting::from_lookup(|k| std::env::var(k).ok())
+                .map_err(|e| Error::Init(e.to_string()))?,
+            bpf: switch(phalanx_transport::ENV_BPF, true)?,
+            shm: phalanx_shm::ShmConfig::from_lookup(|k| std::env::var(k).ok())
+                .map_err(Error::Init)?,
+            reliable_net: switch("PHALANX_RELIABLE_NET", false)?,
+            careful_stall_ns: match text(phalanx_proto::careful::STALL_ENV)?.trim() {
+                "" => None,
+                v => Some(phalanx_proto::careful::parse_stall(v).ok_or_else(|| {
+                    Error::Init(format!(
+                        "{}={v:?} is not a duration",
+                        phalanx_proto::careful::STALL_ENV
+                    ))
+                })?),
+            },
+            cpus: var::<usize>("PHALANX_CPUS")?.filter(|&n| n > 0),
+            test_shm_fail: std::env::var("PHALANX_TEST_SHM_FAIL").ok(),
         })
     }
 }

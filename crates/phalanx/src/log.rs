@@ -7,8 +7,9 @@
 //! and for every dropped datagram with its reason. (A span per core call measurably
 //! cost the small-message path even when off — about 35 instructions a message — so the
 //! timeline work will record calls through its own hook.) Fatal errors that end the
-//! process are written to stderr directly, so they show whatever the level. The statistics table (`PHALANX_STATS=1`) is output, not a
-//! diagnostic, and stays on stderr as it was.
+//! process are written to stderr directly, so they show whatever the level. The
+//! statistics table (`PHALANX_STATS=1`) is output, not a diagnostic, and stays on stderr
+//! as it was.
 //!
 //! If the program installed no global subscriber, initialization installs one that
 //! prints events at or above `PHALANX_LOG` (`off`, `error`, `warn` — the default —,
@@ -20,12 +21,12 @@
 use crate::error::{Error, Result};
 use tracing::level_filters::LevelFilter;
 
-/// Parses `PHALANX_LOG` (default `warn`); a bad value is an error naming the variable.
-pub(crate) fn level_from_env() -> Result<LevelFilter> {
-    match std::env::var("PHALANX_LOG") {
-        Err(_) => Ok(LevelFilter::WARN),
-        Ok(v) if v.trim().is_empty() => Ok(LevelFilter::WARN),
-        Ok(v) => v.trim().parse::<LevelFilter>().map_err(|_| {
+/// Parses the value of `PHALANX_LOG` (empty: `warn`; [`crate::config`] reads it); a bad
+/// value is an error naming the variable.
+pub(crate) fn parse_level(v: &str) -> Result<LevelFilter> {
+    match v {
+        v if v.trim().is_empty() => Ok(LevelFilter::WARN),
+        v => v.trim().parse::<LevelFilter>().map_err(|_| {
             Error::Init(format!(
                 "PHALANX_LOG={v:?}: not a level (off, error, warn, info, debug, trace)"
             ))

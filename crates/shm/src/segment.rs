@@ -136,41 +136,59 @@ impl ShmConfig {
 
     /// Defaults overridden by `PHALANX_SHM_RING` and `PHALANX_SHM_BOARD` (bytes, accept a
     /// `k`/`m` suffix), `PHALANX_SHM_DIR`, `PHALANX_SHM_TIMEOUT` (seconds) and
-    /// `PHALANX_SHM_SINGLE_COPY=0`.
-    pub fn from_env() -> ShmConfig {
+    /// `PHALANX_SHM_SINGLE_COPY` (`0` turns it off) as `get` returns them (the library
+    /// reads the environment; this crate reads none). A malformed value is an error
+    /// naming the variable; sizes are checked again when a segment is made.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<ShmConfig, String> {
         let mut cfg = ShmConfig::default();
-        let bytes = |name: &str| -> Option<usize> {
-            let v = std::env::var(name).ok()?.trim().to_ascii_lowercase();
+        let set = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let bytes = |name: &str| -> Result<Option<usize>, String> {
+            let Some(raw) = set(name) else {
+                return Ok(None);
+            };
+            let v = raw.trim().to_ascii_lowercase();
             let (num, mul) = match v.strip_suffix('k') {
-                Some(n) => (n, 1 << 10),
+                Some(n) => (n, 1usize << 10),
                 None => match v.strip_suffix('m') {
                     Some(n) => (n, 1 << 20),
                     None => (v.as_str(), 1),
                 },
             };
-            num.parse::<usize>().ok().map(|n| n * mul)
+            num.parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_mul(mul))
+                .map(Some)
+                .ok_or_else(|| format!("{name}={raw:?} is not a byte count (e.g. 65536, 64k, 1m)"))
         };
-        if let Some(n) = bytes("PHALANX_SHM_RING") {
+        if let Some(n) = bytes("PHALANX_SHM_RING")? {
             cfg.ring_bytes = n;
             cfg.rings_budget = usize::MAX;
         }
-        if let Some(n) = bytes("PHALANX_SHM_BOARD") {
+        if let Some(n) = bytes("PHALANX_SHM_BOARD")? {
             cfg.board_bytes = n;
         }
-        if let Ok(d) = std::env::var("PHALANX_SHM_DIR") {
+        if let Some(d) = set("PHALANX_SHM_DIR") {
             cfg.dir = PathBuf::from(d);
         }
-        if let Some(secs) = std::env::var("PHALANX_SHM_TIMEOUT")
-            .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s > 0.0)
-        {
+        if let Some(v) = set("PHALANX_SHM_TIMEOUT") {
+            let secs = v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .ok_or_else(|| {
+                    format!("PHALANX_SHM_TIMEOUT={v:?} is not a positive number of seconds")
+                })?;
             cfg.connect_timeout = Duration::from_secs_f64(secs.min(86_400.0));
         }
-        if std::env::var("PHALANX_SHM_SINGLE_COPY").as_deref() == Ok("0") {
-            cfg.single_copy = false;
+        if let Some(v) = set("PHALANX_SHM_SINGLE_COPY") {
+            cfg.single_copy = match v.trim() {
+                "0" => false,
+                "1" => true,
+                _ => return Err(format!("PHALANX_SHM_SINGLE_COPY={v:?} is not 0 or 1")),
+            };
         }
-        cfg
+        Ok(cfg)
     }
 }
 

@@ -116,21 +116,6 @@ impl FaultConfig {
         }
         Ok(cfg)
     }
-
-    /// Reads `PHALANX_FAULTS`; `Ok(None)` if unset or empty.
-    pub fn from_env() -> Result<Option<FaultConfig>, FaultParseError> {
-        match std::env::var_os("PHALANX_FAULTS") {
-            None => Ok(None),
-            Some(v) => {
-                let v = v.to_str().ok_or(FaultParseError::NotUnicode)?;
-                if v.trim().is_empty() {
-                    Ok(None)
-                } else {
-                    FaultConfig::parse(v).map(Some)
-                }
-            }
-        }
-    }
 }
 
 fn parse_rate(key: &str, value: &str) -> Result<f64, FaultParseError> {

@@ -20,9 +20,11 @@
 //! * The address a rank binds comes from `PHALANX_IP` via [`resolve_bind_ip`].
 //! * Host identity ([`HostId`]) is the kernel boot id plus the network
 //!   namespace inode, never the hostname.
-//! * Transport choice comes from `PHALANX_TRANSPORT`
-//!   ([`transport_kind_from_env`]); fault injection from `PHALANX_FAULTS`
-//!   ([`FaultConfig::from_env`]).
+//! * This crate reads no environment variable: the library's configuration
+//!   (`phalanx::config`) reads them all once and hands over parsed values — the transport
+//!   choice ([`parse_transport_kind`]), fault injection ([`FaultConfig::parse`]),
+//!   multicast ([`McastSetting::from_lookup`]) and the kernel filter switch
+//!   ([`parse_switch`]).
 
 use std::net::SocketAddrV4;
 use std::os::fd::RawFd;
@@ -40,6 +42,22 @@ pub use host::HostId;
 pub use iface::resolve_bind_ip;
 pub use mcast::{group_for_key, McastSetting};
 pub use udp::{UdpTransport, ENV_BPF};
+
+/// Parses an on/off switch (`1|on|true|yes`, `0|off|false|no`, case-insensitive; empty
+/// is `default`); anything else is an error message naming `name` and the value.
+pub fn parse_switch(name: &str, v: Option<&str>, default: bool) -> Result<bool, String> {
+    match v.map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(default),
+        Some(v) => match v.as_str() {
+            "" => Ok(default),
+            "1" | "on" | "true" | "yes" => Ok(true),
+            "0" | "off" | "false" | "no" => Ok(false),
+            other => Err(format!(
+                "{name}={other:?} is not one of 0|1|off|on|false|true|no|yes"
+            )),
+        },
+    }
+}
 
 /// Index of a process in a job.
 pub type Rank = u32;
@@ -145,23 +163,10 @@ pub enum TransportKind {
     Auto,
 }
 
-/// Reads `PHALANX_TRANSPORT`: `udp`, `shm`, or `auto` (also when unset or empty:
-/// shared memory between ranks of one host, UDP otherwise). Anything else is an
-/// error message naming the value.
-pub fn transport_kind_from_env() -> Result<TransportKind, String> {
-    let raw = match std::env::var_os("PHALANX_TRANSPORT") {
-        None => return Ok(TransportKind::Auto),
-        Some(v) => v,
-    };
-    let Some(v) = raw.to_str() else {
-        return Err(format!(
-            "PHALANX_TRANSPORT={raw:?} is not valid UTF-8 (expected auto|udp|shm)"
-        ));
-    };
-    parse_transport_kind(v)
-}
-
-fn parse_transport_kind(v: &str) -> Result<TransportKind, String> {
+/// Parses a `PHALANX_TRANSPORT` value: `udp`, `shm`, or `auto` (also empty: shared
+/// memory between ranks of one host, UDP otherwise). Anything else is an error message
+/// naming the value.
+pub fn parse_transport_kind(v: &str) -> Result<TransportKind, String> {
     match v.trim().to_ascii_lowercase().as_str() {
         "" | "auto" => Ok(TransportKind::Auto),
         "udp" => Ok(TransportKind::Udp),

@@ -5,7 +5,7 @@
 //!   never 239.0.0.x or 239.128.0.x, which alias link-local MAC addresses) and a port in
 //!   30000..50000 (`30000 + key % 20000`). Two jobs may collide on a group: the job-key
 //!   check of the socket filter (and of the engine) keeps them apart.
-//! * [`McastSetting::from_env`]: `PHALANX_MCAST=0|off|false|no` disables multicast (all
+//! * [`McastSetting::from_lookup`]: `PHALANX_MCAST=0|off|false|no` disables multicast (all
 //!   multicasts become unicast fan-out), `1|on|true|yes` enables it; unset, it is enabled
 //!   unless `PHALANX_FAULTS` is set (fault injection can only give a real multicast one fate
 //!   for all receivers, fan-out gets one per receiver — see `Faulty`).
@@ -35,13 +35,8 @@ pub enum McastSetting {
 }
 
 impl McastSetting {
-    /// Reads [`ENV_MCAST`], [`ENV_MCAST_GROUP`] and `PHALANX_FAULTS` (module docs).
-    pub fn from_env() -> io::Result<McastSetting> {
-        let get = |k: &str| std::env::var(k).ok();
-        Self::from_lookup(get)
-    }
-
-    /// Same as [`McastSetting::from_env`] over an arbitrary lookup.
+    /// The setting from [`ENV_MCAST`], [`ENV_MCAST_GROUP`] and `PHALANX_FAULTS` as
+    /// `get` returns them (module docs).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> io::Result<McastSetting> {
         let bad = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
         let on = match get(ENV_MCAST).map(|v| v.trim().to_ascii_lowercase()) {

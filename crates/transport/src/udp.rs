@@ -242,12 +242,11 @@ impl UdpTransport {
         self.peers = peers.iter().map(to_sockaddr_in).collect();
     }
 
-    /// Joins the job's multicast group as the environment says ([`McastSetting`]):
-    /// disabled → `Ok(())` and multicast stays unavailable; otherwise the group from
-    /// `PHALANX_MCAST_GROUP` or [`group_for_key`]. On error multicast stays unavailable
-    /// (the caller may log it and go on with fan-out).
-    pub fn join_multicast(&mut self, job_key: u64) -> io::Result<()> {
-        match McastSetting::from_env()? {
+    /// Joins the job's multicast group as `setting` says: disabled → `Ok(())` and
+    /// multicast stays unavailable; otherwise the given group or [`group_for_key`]. On
+    /// error multicast stays unavailable (the caller may log it and go on with fan-out).
+    pub fn join_multicast(&mut self, job_key: u64, setting: McastSetting) -> io::Result<()> {
+        match setting {
             McastSetting::Disabled => Ok(()),
             McastSetting::Enabled(g) => {
                 self.join_multicast_group(g.unwrap_or_else(|| group_for_key(job_key)))
@@ -298,18 +297,9 @@ impl UdpTransport {
     }
 
     /// Attaches the kernel filter for `rank` of job `job_key` ([`crate::bpf`]) to both
-    /// sockets, unless `PHALANX_BPF=0` (or `off`/`false`/`no`). Call it before the rank
+    /// sockets (the library skips it when [`ENV_BPF`] is off). Call it before the rank
     /// publishes its endpoint: it applies to datagrams arriving afterwards.
     pub fn install_filter(&mut self, job_key: u64, rank: Rank) -> io::Result<()> {
-        let off = std::env::var(ENV_BPF).is_ok_and(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "0" | "off" | "false" | "no"
-            )
-        });
-        if off {
-            return Ok(());
-        }
         self.attach_filter(job_key, rank)
     }
 

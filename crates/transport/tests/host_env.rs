@@ -1,7 +1,7 @@
-//! HostId and environment-driven selection. Environment variables are
-//! process-global, so everything touching them runs in one test.
+//! HostId, and parsing the values of the transport's environment variables (the library
+//! reads the variables themselves, once).
 
-use phalanx_transport::{transport_kind_from_env, FaultConfig, HostId, TransportKind};
+use phalanx_transport::{parse_switch, parse_transport_kind, FaultConfig, HostId, TransportKind};
 
 #[test]
 fn host_id_current() {
@@ -19,30 +19,22 @@ fn host_id_current() {
 }
 
 #[test]
-fn env_selection() {
-    std::env::remove_var("PHALANX_TRANSPORT");
-    assert_eq!(transport_kind_from_env(), Ok(TransportKind::Auto));
+fn parsed_selection() {
     for (v, k) in [
         ("udp", TransportKind::Udp),
         ("auto", TransportKind::Auto),
         ("", TransportKind::Auto),
-        ("shm", TransportKind::Shm),
+        (" SHM ", TransportKind::Shm),
     ] {
-        std::env::set_var("PHALANX_TRANSPORT", v);
-        assert_eq!(transport_kind_from_env(), Ok(k), "{v}");
+        assert_eq!(parse_transport_kind(v), Ok(k), "{v}");
     }
-    std::env::set_var("PHALANX_TRANSPORT", "tcp");
-    assert!(transport_kind_from_env().unwrap_err().contains("tcp"));
-    std::env::remove_var("PHALANX_TRANSPORT");
-
-    std::env::remove_var("PHALANX_FAULTS");
-    assert_eq!(FaultConfig::from_env(), Ok(None));
-    std::env::set_var("PHALANX_FAULTS", "  ");
-    assert_eq!(FaultConfig::from_env(), Ok(None));
-    std::env::set_var("PHALANX_FAULTS", "loss=0.05,seed=9");
-    let c = FaultConfig::from_env().unwrap().unwrap();
+    assert!(parse_transport_kind("tcp").unwrap_err().contains("tcp"));
+    let c = FaultConfig::parse("loss=0.05,seed=9").unwrap();
     assert_eq!((c.loss, c.seed), (0.05, 9));
-    std::env::set_var("PHALANX_FAULTS", "loss=2");
-    assert!(FaultConfig::from_env().is_err());
-    std::env::remove_var("PHALANX_FAULTS");
+    assert!(FaultConfig::parse("loss=2").is_err());
+    assert_eq!(parse_switch("PHALANX_BPF", None, true), Ok(true));
+    assert_eq!(parse_switch("PHALANX_BPF", Some(" Off "), true), Ok(false));
+    assert!(parse_switch("PHALANX_BPF", Some("maybe"), true)
+        .unwrap_err()
+        .contains("PHALANX_BPF"));
 }

@@ -206,14 +206,6 @@ impl Choices {
         Ok(c)
     }
 
-    /// Reads the process environment.
-    pub fn from_env() -> Result<Self, String> {
-        let vars: Vec<(String, String)> = std::env::vars()
-            .filter(|(k, _)| k.starts_with("PHALANX_COLL_"))
-            .collect();
-        Choices::parse(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-    }
-
     /// The algorithm forced for `kind`, if any.
     pub fn forced(&self, kind: CollKind) -> Option<Algorithm> {
         self.forced

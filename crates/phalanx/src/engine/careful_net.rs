@@ -15,27 +15,26 @@ use crate::error::{Error, Result};
 use phalanx_proto::careful::{Careful, CarefulConfig, CarefulEvent, Verdict};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
 
-/// The careful engine for this rank, if the network is declared reliable.
-pub(super) fn setup(job_key: u64, rank: u32, size: u32) -> Result<Option<Careful>> {
-    if !matches!(
-        std::env::var("PHALANX_RELIABLE_NET").as_deref(),
-        Ok("1") | Ok("true") | Ok("yes")
-    ) {
-        return Ok(None);
+/// The careful engine for this rank, if the network is declared reliable
+/// (`reliable`; `stall_ns` overrides the silence bound).
+pub(super) fn setup(
+    reliable: bool,
+    stall_ns: Option<u64>,
+    job_key: u64,
+    rank: u32,
+    size: u32,
+) -> Option<Careful> {
+    if !reliable {
+        return None;
     }
     let mut cfg = CarefulConfig {
         buffers: 64 * size.max(2),
         ..CarefulConfig::default()
     };
-    if let Ok(v) = std::env::var(phalanx_proto::careful::STALL_ENV) {
-        cfg.stall_ns = phalanx_proto::careful::parse_stall(&v).ok_or_else(|| {
-            Error::Init(format!(
-                "{}={v:?} is not a duration",
-                phalanx_proto::careful::STALL_ENV
-            ))
-        })?;
+    if let Some(ns) = stall_ns {
+        cfg.stall_ns = ns;
     }
-    Ok(Some(Careful::new(cfg, job_key, rank, size)))
+    Some(Careful::new(cfg, job_key, rank, size))
 }
 
 impl Engine {

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use phalanx_boot::{BootClient, BootEnv, Control, Endpoint, HostInfo};
 use phalanx_proto::gbn::{Gbn, GbnConfig, GbnEvent, Verdict};
 use phalanx_proto::urtp::{Urtp, UrtpConfig};
-use phalanx_transport::{wait_readable, FaultConfig, Faulty, Transport, UdpTransport};
+use phalanx_transport::{wait_readable, Faulty, Transport, UdpTransport};
 use phalanx_wire::{Kind, Packet, HEADER_LEN};
 use requests::{ReqId, Requests};
 use std::collections::VecDeque;
@@ -141,8 +141,8 @@ impl Engine {
         crate::log::install_default(cfg.log);
         crate::coll::algorithm::install(cfg.coll.clone());
         let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
-        let kind = phalanx_transport::transport_kind_from_env().map_err(Error::Init)?;
-        let faults = FaultConfig::from_env().map_err(|e| Error::Init(e.to_string()))?;
+        let kind = cfg.transport;
+        let faults = cfg.faults.clone();
         let Some(env) = boot_env else {
             return Ok(Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1));
         };
@@ -166,20 +166,28 @@ impl Engine {
         let mut udp = udp;
         udp.set_peers(addrs.clone());
         // The kernel filter first (so the group socket gets it too), then the group.
-        if let Err(e) = udp.install_filter(table.job_key, env.rank) {
+        // PHALANX_BPF=0: no kernel filter.
+        let filtered = if cfg.bpf {
+            udp.install_filter(table.job_key, env.rank)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = filtered {
             tracing::warn!(
                 "phalanx: rank {}: kernel packet filter not installed: {e}",
                 env.rank
             );
         }
-        if let Err(e) = udp.join_multicast(table.job_key) {
+        if let Err(e) = udp.join_multicast(table.job_key, cfg.mcast) {
             tracing::warn!(
                 "phalanx: rank {}: multicast unavailable ({e}); collectives fan out",
                 env.rank
             );
         }
         let no_faults = faults.is_none();
-        let shm = shm::setup(kind, faults.is_some(), &table, &me, env.rank, &mut boot)?;
+        let shm = shm::setup(&cfg, &table, &me, env.rank, &mut boot)?;
+        let (reliable_net, careful_stall) = (cfg.reliable_net, cfg.careful_stall_ns);
+        let board_bytes = cfg.shm.board_bytes;
         let transport: Box<dyn Transport> = match faults {
             Some(f) => Box::new(Faulty::new(udp, f, env.rank)),
             None => Box::new(udp),
@@ -194,7 +202,13 @@ impl Engine {
             Some(boot),
             local_ranks,
         );
-        engine.careful = careful_net::setup(table.job_key, env.rank, env.size)?;
+        engine.careful = careful_net::setup(
+            reliable_net,
+            careful_stall,
+            table.job_key,
+            env.rank,
+            env.size,
+        );
         let mut hosts: Vec<(&str, u64)> = Vec::new();
         for (r, e) in table.endpoints.iter().enumerate() {
             let h = (e.host.boot_id.as_str(), e.host.netns_ino);
@@ -210,7 +224,7 @@ impl Engine {
             phalanx_transport::TransportKind::Udp => false,
             phalanx_transport::TransportKind::Shm => true,
             phalanx_transport::TransportKind::Auto => no_faults,
-        } && phalanx_shm::ShmConfig::from_env().board_bytes > 0;
+        } && board_bytes > 0;
         if let Some(t) = shm {
             for &p in t.peers() {
                 engine.shm_peers[p as usize] = true;
@@ -246,10 +260,8 @@ impl Engine {
         // The CPUs the job's ranks share on this host: a launcher that binds each rank to
         // one CPU says how many it spreads them over (PHALANX_CPUS); otherwise what this
         // process may use.
-        let cores = std::env::var("PHALANX_CPUS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&n| n > 0)
+        let cores = cfg
+            .cpus
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let spin = cfg.spin.unwrap_or(if local_ranks > cores {
             Duration::ZERO

@@ -33,17 +33,17 @@ const JOIN_STATUS: &str = "in start-up: joining this host's shared memory";
 /// so that a decision against shared memory (another local rank failed) ends the wait at
 /// once instead of after the connect timeout.
 pub(super) fn setup(
-    kind: TransportKind,
-    faults: bool,
+    config: &crate::config::Config,
     table: &Table,
     me: &Endpoint,
     rank: u32,
     boot: &mut BootClient,
 ) -> Result<Option<ShmTransport>> {
+    let kind = config.transport;
     let wanted = match kind {
         TransportKind::Udp => false,
         TransportKind::Shm => true,
-        TransportKind::Auto => !faults,
+        TransportKind::Auto => config.faults.is_none(),
     };
     let local: Vec<u32> = table
         .endpoints
@@ -59,7 +59,7 @@ pub(super) fn setup(
         boot.send_shm(ShmOutcome::NotUsed).map_err(launcher)?;
         // Consume the decision so that it is not taken for a control message later.
         // Another rank of the host may still be connecting: wait as long as it may.
-        let wait = ShmConfig::from_env().connect_timeout + DECISION_WAIT;
+        let wait = config.shm.connect_timeout + DECISION_WAIT;
         boot.wait_shm_decision(wait, JOIN_STATUS)
             .map_err(launcher)?;
         return Ok(None);
@@ -73,7 +73,7 @@ pub(super) fn setup(
             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
         });
     let name = format!("phalanx-{:016x}-{:08x}", table.job_key, host as u32);
-    let mut cfg = ShmConfig::from_env();
+    let mut cfg: ShmConfig = config.shm.clone();
     let cancel = Arc::new(AtomicBool::new(false));
     cfg.cancel = Some(cancel.clone());
     let wait = cfg.connect_timeout + DECISION_WAIT;
@@ -81,7 +81,7 @@ pub(super) fn setup(
     // The watcher owns the launcher connection while the main thread connects.
     let (joined, early) = std::thread::scope(|s| {
         let watcher = s.spawn(|| watch(boot, &cancel, &done));
-        let joined = test_fail_join(rank).map_or_else(
+        let joined = test_fail_join(config.test_shm_fail.as_deref(), rank).map_or_else(
             || ShmTransport::connect(&name, &local, rank, cfg),
             |e| Err(std::io::Error::other(e)),
         );
@@ -164,9 +164,9 @@ fn watch(
 
 /// Test hook: `PHALANX_TEST_SHM_FAIL=R` makes rank R's join fail at once (only the
 /// start-up tests set it), `R@MS` after sleeping MS milliseconds.
-fn test_fail_join(rank: u32) -> Option<String> {
-    let v = std::env::var("PHALANX_TEST_SHM_FAIL").ok()?;
-    let (r, ms) = v.split_once('@').unwrap_or((v.as_str(), "0"));
+fn test_fail_join(hook: Option<&str>, rank: u32) -> Option<String> {
+    let v = hook?;
+    let (r, ms) = v.split_once('@').unwrap_or((v, "0"));
     if r.trim().parse::<u32>().ok()? != rank {
         return None;
     }
