@@ -30,9 +30,10 @@ fn init() -> CResult {
         s.universe = Some(u);
         for (h, comm) in [(COMM_WORLD, world), (COMM_SELF, me)] {
             let errh = ERRORS_ARE_FATAL;
-            s.comms.insert(h, CommEntry { comm, errh });
+            s.comms.insert(h, CommEntry::new(comm, errh));
         }
     });
+    state::refresh_world();
     state::set_initialized();
     Ok(())
 }
@@ -77,6 +78,7 @@ export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
             (std::mem::take(&mut s.reqs), std::mem::take(&mut s.freed),
              std::mem::take(&mut s.comms), s.universe.take())
         });
+        state::refresh_world();
         let Some(u) = u else {
             return Err(err(MPI_ERR_OTHER, "MPI is not initialized (or already finalized)"));
         };
@@ -84,6 +86,8 @@ export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
         // universe finalizes.
         drop(reqs);
         drop(freed);
+        // The same for requests of the small-message path (held by the engine itself).
+        let _ = phalanx::capi_support::wait_running();
         drop(comms);
         drop(u);
         state::FINALIZED.store(true, Ordering::SeqCst);
@@ -179,6 +183,7 @@ export!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler,
                 c.errh = e;
             }
         });
+        state::refresh_world();
         Ok(())
     })
 });

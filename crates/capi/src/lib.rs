@@ -37,6 +37,7 @@ pub mod comm;
 pub mod consts;
 pub mod env;
 pub mod errh;
+pub mod fastpath;
 pub mod groups;
 pub mod localop;
 pub mod misc;

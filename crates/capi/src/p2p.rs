@@ -18,6 +18,7 @@
 
 use crate::consts::*;
 use crate::env::datatype_of;
+use crate::fastpath;
 use crate::state::{self, LiveReq, ReqEntry, Staged};
 use crate::types::{layout_of, pack, unpack, Layout};
 use crate::{bytes, bytes_mut, count, err, export, guard, out, CResult};
@@ -210,6 +211,10 @@ pub(crate) fn send_impl(
     sync: bool,
 ) -> c_int {
     guard(name, comm, || {
+        // SAFETY: the caller passes count elements, readable (MPI contract).
+        if unsafe { fastpath::send(buf, cnt, datatype, dest, tag, comm, sync)? } {
+            return Ok(());
+        }
         let s = dside(comm, cnt, datatype, dest, tag, false)?;
         let Some(d) = s.peer else { return Ok(()) };
         // SAFETY: the caller passes count elements, readable (MPI contract).
@@ -234,6 +239,12 @@ export!(MPI_Recv, PMPI_Recv,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
          comm: Handle, status: *mut MPI_Status) -> c_int {
     guard("MPI_Recv", comm, || {
+        // SAFETY: the caller passes count × size writable bytes for the call.
+        if let Some(st) = unsafe { fastpath::recv(buf, cnt, datatype, source, tag, comm)? } {
+            // SAFETY: status is MPI_STATUS_IGNORE or writable.
+            unsafe { put_status(status, st) };
+            return Ok(());
+        }
         let s = dside(comm, cnt, datatype, source, tag, true)?;
         let st = match s.peer {
             None => MPI_Status::empty(MPI_PROC_NULL),
@@ -330,6 +341,11 @@ pub(crate) fn isend_impl(
             return Err(err(MPI_ERR_ARG, "null request pointer"));
         }
         // SAFETY: the caller's buffer (MPI nonblocking contract).
+        if let Some(h) = unsafe { fastpath::isend(buf, cnt, datatype, dest, tag, comm, sync)? } {
+            // SAFETY: non-null, writable (MPI contract).
+            return unsafe { out(request, h) };
+        }
+        // SAFETY: the caller's buffer (MPI nonblocking contract).
         let e = unsafe { isend_entry(buf, cnt, datatype, dest, tag, comm, sync)? };
         // An eager send already complete needs no table entry (most small sends).
         let e = match e {
@@ -403,6 +419,11 @@ export!(MPI_Irecv, PMPI_Irecv,
             return Err(err(MPI_ERR_ARG, "null request pointer"));
         }
         // SAFETY: the caller's buffer (MPI nonblocking contract).
+        if let Some(h) = unsafe { fastpath::irecv(buf, cnt, datatype, source, tag, comm)? } {
+            // SAFETY: non-null, writable (MPI contract).
+            return unsafe { out(request, h) };
+        }
+        // SAFETY: the caller's buffer (MPI nonblocking contract).
         let e = unsafe { irecv_entry(buf, cnt, datatype, source, tag, comm)? };
         // SAFETY: non-null, writable (MPI contract).
         unsafe { out(request, state::add_req(e)) }
@@ -443,6 +464,9 @@ pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
     if h as usize == REQUEST_NULL || h as usize == DONE_SEND {
         return Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE)));
     }
+    if let Some((id, send)) = fastpath::raw_id(h) {
+        return fastpath::complete(h, id, send, wait);
+    }
     let e = state::with(|s| s.reqs.remove(&(h as usize)))
         .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:p}")))?;
     if let ReqEntry::Persistent(mut p) = e {
@@ -471,12 +495,18 @@ pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
 
 /// Whether `h` is a persistent request (it survives completion).
 pub(crate) fn is_persistent(h: Handle) -> bool {
+    if fastpath::raw_id(h).is_some() || h as usize == DONE_SEND {
+        return false;
+    }
     state::with(|s| matches!(s.reqs.get(&(h as usize)), Some(ReqEntry::Persistent(_))))
 }
 
 /// Whether `h` is an inactive persistent request (treated like `MPI_REQUEST_NULL` by
 /// `Waitany`/`Waitsome`/`Testany`/`Testsome`).
 pub(crate) fn is_inactive(h: Handle) -> bool {
+    if fastpath::raw_id(h).is_some() || h as usize == DONE_SEND {
+        return false;
+    }
     state::with(|s| match s.reqs.get(&(h as usize)) {
         Some(ReqEntry::Persistent(p)) => p.active.is_none(),
         _ => false,
@@ -488,6 +518,9 @@ pub(crate) fn is_inactive(h: Handle) -> bool {
 pub(crate) fn park(h: Handle, st: MPI_Status) {
     if h as usize == DONE_SEND {
         return; // completes again at once: nothing to keep
+    }
+    if fastpath::raw_id(h).is_some() {
+        return fastpath::park(h, st);
     }
     state::with(|s| match s.reqs.get_mut(&(h as usize)) {
         Some(ReqEntry::Persistent(p)) => p.active = Some(Box::new(ReqEntry::Done(st))),

@@ -325,6 +325,10 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
             if h == crate::p2p::DONE_SEND {
                 return out(request, REQUEST_NULL as Handle);
             }
+            if let Some((id, _)) = crate::fastpath::raw_id(h as Handle) {
+                crate::fastpath::free(h as Handle, id)?;
+                return out(request, REQUEST_NULL as Handle);
+            }
             let e = state::with(|s| s.reqs.remove(&h))
                 .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:#x}")))?;
             let e = match e {

@@ -9,6 +9,7 @@
 use crate::consts::*;
 use crate::types::Layout;
 use crate::{err, CResult};
+use phalanx::capi_support::RawComm;
 use phalanx::request::Request;
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::Communicator;
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 use std::ffi::c_int;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 
 /// `MPI_Init` has completed.
 pub static INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -31,6 +32,16 @@ pub struct CommEntry {
     pub comm: SimpleCommunicator,
     /// Error handler handle value.
     pub errh: usize,
+    /// What the engine's direct entry points need of `comm`.
+    pub raw: RawComm,
+}
+
+impl CommEntry {
+    /// The entry of `comm` with error handler `errh`.
+    pub fn new(comm: SimpleCommunicator, errh: usize) -> CommEntry {
+        let raw = RawComm::of(&comm);
+        CommEntry { comm, errh, raw }
+    }
 }
 
 /// A running phalanx request.
@@ -376,12 +387,57 @@ pub fn comm(h: Handle) -> CResult<SimpleCommunicator> {
     })
 }
 
+/// `MPI_COMM_WORLD`'s size (0: not initialized), context and error handler, for the
+/// small-message path without a table lookup. Written by the thread that initialized
+/// (at `MPI_Init`, `MPI_Comm_set_errhandler` on the world, `MPI_Finalize`); a call from
+/// another thread still fails in the engine, which is per thread.
+static WORLD_SIZE: AtomicI32 = AtomicI32::new(0);
+static WORLD_CTX: AtomicU32 = AtomicU32::new(0);
+static WORLD_ERRH: AtomicUsize = AtomicUsize::new(ERRORS_ARE_FATAL);
+
+/// Refreshes the copy of `MPI_COMM_WORLD`'s entry (after it changed or went away).
+pub fn refresh_world() {
+    let w = with(|s| {
+        s.comms
+            .get(&COMM_WORLD)
+            .map(|e| (e.raw.size(), e.raw.ctx(), e.errh, e.raw.is_identity()))
+    });
+    match w {
+        Some((size, ctx, errh, true)) => {
+            WORLD_CTX.store(ctx, Ordering::Relaxed);
+            WORLD_ERRH.store(errh, Ordering::Relaxed);
+            WORLD_SIZE.store(size, Ordering::Relaxed);
+        }
+        _ => WORLD_SIZE.store(0, Ordering::Relaxed),
+    }
+}
+
+/// The engine's view of communicator `h` and its error handler (one table lookup, no
+/// communicator clone: the small-message path).
+pub fn raw_comm(h: Handle) -> CResult<(RawComm, usize)> {
+    if h as usize == COMM_WORLD {
+        let size = WORLD_SIZE.load(Ordering::Relaxed);
+        if size > 0 {
+            let ctx = WORLD_CTX.load(Ordering::Relaxed);
+            return Ok((
+                RawComm::identity(ctx, size),
+                WORLD_ERRH.load(Ordering::Relaxed),
+            ));
+        }
+    }
+    with(|s| match s.comms.get(&(h as usize)) {
+        Some(e) => Ok((e.raw.clone(), e.errh)),
+        None if s.universe.is_none() => Err(not_initialized()),
+        None => Err(err(MPI_ERR_COMM, format!("invalid communicator {h:p}"))),
+    })
+}
+
 /// Registers a new communicator with error handler `errh`; returns its handle.
 pub fn add_comm(comm: SimpleCommunicator, errh: usize) -> Handle {
     with(|s| {
         let h = 0x10000 + s.next_comm;
         s.next_comm += 1;
-        s.comms.insert(h, CommEntry { comm, errh });
+        s.comms.insert(h, CommEntry::new(comm, errh));
         h as Handle
     })
 }

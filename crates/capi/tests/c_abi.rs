@@ -232,6 +232,21 @@ fn point_to_point_and_environment() {
 }
 
 #[test]
+fn small_message_path_requests() {
+    let exe = c_test("fastpath");
+    // 1100 chunks of 1000 freed receives: more than the engine's request table holds.
+    run_ok(2, &exe, &["1100"], "fastpath ok");
+    run_ok(3, &exe, &[], "fastpath ok");
+    let udp = Command::new(phalanx())
+        .args(["run", "-n", "2", "--timeout", "60"])
+        .env("PHALANX_TRANSPORT", "udp")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(udp.status.success(), "{}", show(&udp));
+}
+
+#[test]
 fn collectives() {
     let exe = c_test("coll");
     for n in [2, 3, 4] {

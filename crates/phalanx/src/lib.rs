@@ -88,17 +88,4 @@ pub mod testing {
 
 /// Support for the C interface (`phalanx-capi`); not a stable API.
 #[doc(hidden)]
-pub mod capi_support {
-    use crate::point_to_point::{Source, Status};
-
-    /// Checks once whether a message from `src` with `tag` (`None`: any tag) can be
-    /// received, without receiving it (`MPI_Iprobe`).
-    pub fn immediate_probe_tag<S: Source>(src: &S, tag: Option<crate::Tag>) -> Option<Status> {
-        let (w, ctx) = (src.source_world(), src.comm().context());
-        crate::environment::call("iprobe", |e| {
-            e.progress()?;
-            Ok(e.iprobe(w, tag, ctx))
-        })
-        .map(|raw| Status::from_raw(raw, src.comm()))
-    }
-}
+pub mod capi_support;

@@ -135,6 +135,10 @@ impl SimpleCommunicator {
     pub(crate) fn context(&self) -> u32 {
         self.ctx
     }
+    /// World rank of each member; `None` for the identity (world).
+    pub(crate) fn members(&self) -> Option<&Rc<Vec<u32>>> {
+        self.members.as_ref()
+    }
     /// World rank of communicator rank `r` (the caller checked the range).
     pub(crate) fn world_rank(&self, r: Rank) -> u32 {
         match &self.members {

@@ -92,8 +92,11 @@ impl Unexpected {
 pub(super) struct P2p {
     jobs: Vec<VecDeque<Job>>,
     queued_jobs: usize,
-    posted: VecDeque<ReqId>,
+    posted: VecDeque<Posted>,
     unexpected: VecDeque<Unexpected>,
+    /// Emptied buffers of small unexpected messages, reused for the next ones (at most
+    /// [`SPARE_BUFFERS`] of at most [`SPARE_BYTES`] each).
+    spare: Vec<Vec<u8>>,
     unexpected_bytes: usize,
     next_unexpected: u64,
     incoming: Vec<Option<Incoming>>,
@@ -101,16 +104,39 @@ pub(super) struct P2p {
     rndv_recvs: usize,
 }
 
-fn matches(r: &RecvReq, src: u32, tag: i32, ctx: u32) -> bool {
-    r.ctx == ctx && r.src.is_none_or(|s| s == src) && r.tag.is_none_or(|t| t == tag)
+/// A posted receive with its selectors (kept here so matching reads no request).
+struct Posted {
+    id: ReqId,
+    src: Option<u32>,
+    tag: Option<i32>,
+    ctx: u32,
 }
 
+impl Posted {
+    fn matches(&self, src: u32, tag: i32, ctx: u32) -> bool {
+        self.ctx == ctx && self.src.is_none_or(|s| s == src) && self.tag.is_none_or(|t| t == tag)
+    }
+}
+
+/// Buffers kept for unexpected messages, and the largest kept.
+const SPARE_BUFFERS: usize = 64;
+const SPARE_BYTES: usize = 4096;
+
 impl P2p {
+    /// Keeps `buf` for a later unexpected message if it is small and the pool has room.
+    fn recycle(&mut self, mut buf: Vec<u8>) {
+        if buf.capacity() <= SPARE_BYTES && self.spare.len() < SPARE_BUFFERS {
+            buf.clear();
+            self.spare.push(buf);
+        }
+    }
+
     pub(super) fn new(size: u32) -> P2p {
         P2p {
             jobs: (0..size).map(|_| VecDeque::new()).collect(),
             queued_jobs: 0,
             posted: VecDeque::new(),
+            spare: Vec::new(),
             unexpected: VecDeque::new(),
             unexpected_bytes: 0,
             next_unexpected: 1,
@@ -177,6 +203,28 @@ impl Engine {
         ctx: u32,
         synchronous: bool,
     ) -> Result<ReqId> {
+        let len = buf.len() as u64;
+        match self.start_send(buf, dest, tag, ctx, synchronous)? {
+            Some(id) => Ok(id),
+            None => self.reqs.insert(Req::Done(Ok(RawStatus {
+                source: self.rank,
+                tag,
+                bytes: len,
+            }))),
+        }
+    }
+
+    /// Starts a send like [`isend_mode`](Self::isend_mode); `None` when it completed at
+    /// once (an eager message already in a shared-memory ring), which takes no request
+    /// entry.
+    pub fn start_send(
+        &mut self,
+        buf: SendBuf,
+        dest: u32,
+        tag: i32,
+        ctx: u32,
+        synchronous: bool,
+    ) -> Result<Option<ReqId>> {
         self.check_peer(dest)?;
         if tag < 0 {
             return Err(Error::InvalidTag(tag));
@@ -190,11 +238,7 @@ impl Engine {
             && self.p2p.jobs[dest as usize].is_empty()
             && self.shm_send_compact(dest, ctx, tag, buf.slice(0, len as usize))
         {
-            return self.reqs.insert(Req::Done(Ok(RawStatus {
-                source: self.rank,
-                tag,
-                bytes: len,
-            })));
+            return Ok(None);
         }
         let id = self.reqs.insert(Req::Send(SendReq {
             peer: dest,
@@ -226,7 +270,7 @@ impl Engine {
         let now = self.now();
         self.pump(now, dest);
         self.flush(now);
-        Ok(id)
+        Ok(Some(id))
     }
 
     /// Queues ready datagrams for `peer` behind its earlier traffic and moves them on.
@@ -404,12 +448,28 @@ impl Engine {
             .iter()
             .position(|u| u.matches(src, tag, ctx));
         match pos {
-            None => self.p2p.posted.push_back(id),
+            None => self.p2p.posted.push_back(Posted { id, src, tag, ctx }),
             Some(i) => {
                 let (src, tag, total) = {
                     let u = &self.p2p.unexpected[i];
                     (u.src, u.tag, u.total)
                 };
+                let whole = matches!(&self.p2p.unexpected[i].kind,
+                    UnexpKind::Eager { data, .. } if data.len() as u64 == total);
+                if whole {
+                    // A whole eager message: one delivery, and its buffer is kept for
+                    // the next unexpected one.
+                    if let Some(Unexpected {
+                        kind: UnexpKind::Eager { data, .. },
+                        ..
+                    }) = self.p2p.unexpected.remove(i)
+                    {
+                        self.unexpected_release(data.len());
+                        self.deliver_whole(id, src, tag, &data);
+                        self.p2p.recycle(data);
+                    }
+                    return Ok(id);
+                }
                 self.start_recv(id, src, tag, total);
                 if self.p2p.unexpected[i].complete() {
                     let Some(u) = self.p2p.unexpected.remove(i) else {
@@ -469,6 +529,34 @@ impl Engine {
         }
     }
 
+    /// Matches receive `id` with a whole message `data` from `src` with `tag` and
+    /// completes it (one request lookup: the small-message path).
+    fn deliver_whole(&mut self, id: ReqId, src: u32, tag: i32, data: &[u8]) {
+        let Some(Req::Recv(r)) = self.reqs.get_mut(id) else {
+            return;
+        };
+        let total = data.len() as u64;
+        r.matched = Some((src, tag, total));
+        r.received = total;
+        r.buf.write(0, data);
+        let cap = r.buf.cap() as u64;
+        let result = if total > cap {
+            Err(Error::Truncated {
+                len: total,
+                cap,
+                source_rank: src as i32,
+            })
+        } else {
+            r.buf.finish(total);
+            Ok(RawStatus {
+                source: src,
+                tag,
+                bytes: total,
+            })
+        };
+        self.reqs.complete(id, result);
+    }
+
     /// Writes message bytes at `off` into receive `id`; completes it when all arrived.
     fn recv_data(&mut self, id: ReqId, off: u64, data: &[u8]) {
         let Some(Req::Recv(r)) = self.reqs.get_mut(id) else {
@@ -512,12 +600,16 @@ impl Engine {
     }
 
     fn match_posted(&mut self, src: u32, tag: i32, ctx: u32) -> Option<ReqId> {
-        let reqs = &self.reqs;
-        let i = self.p2p.posted.iter().position(|&id| match reqs.get(id) {
-            Some(Req::Recv(r)) => matches(r, src, tag, ctx),
-            _ => false,
-        })?;
-        self.p2p.posted.remove(i)
+        loop {
+            let q = &mut self.p2p.posted;
+            let i = q.iter().position(|p| p.matches(src, tag, ctx))?;
+            // Usually the oldest: a pop, not a shift.
+            let p = if i == 0 { q.pop_front() } else { q.remove(i) }?;
+            // A receive that ended another way (an error) is skipped.
+            if matches!(self.reqs.get(p.id), Some(Req::Recv(_))) {
+                return Some(p.id);
+            }
+        }
     }
 
     /// A matched rendezvous request: pull the data directly when the sender published
@@ -687,6 +779,10 @@ impl Engine {
             return true;
         }
         if let Some(id) = self.match_posted(src, tag, ctx) {
+            if data.len() as u64 == total {
+                self.deliver_whole(id, src, tag, data);
+                return true;
+            }
             self.start_recv(id, src, tag, total);
             if total > 0 {
                 self.recv_data(id, 0, data);
@@ -711,7 +807,8 @@ impl Engine {
         self.p2p.unexpected_bytes = self.p2p.unexpected_bytes.saturating_add(need);
         let id = self.p2p.next_unexpected;
         self.p2p.next_unexpected += 1;
-        let mut buf = Vec::with_capacity(need.min(1 << 20));
+        let mut buf = self.p2p.spare.pop().unwrap_or_default();
+        buf.reserve(need.min(1 << 20));
         buf.extend_from_slice(&data[..data.len().min(need)]);
         let complete = buf.len() == need;
         self.p2p.unexpected.push_back(Unexpected {

@@ -150,6 +150,8 @@ pub enum Req {
 struct Slot {
     generation: u32,
     req: Option<Req>,
+    /// Nobody will ask for the result: the slot is freed when the request finishes.
+    detached: bool,
 }
 
 /// The table.
@@ -175,6 +177,7 @@ impl Requests {
                 self.slots.push(Slot {
                     generation: 1,
                     req: None,
+                    detached: false,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -203,10 +206,25 @@ impl Requests {
         s.req.as_mut()
     }
 
-    /// Marks a request finished.
+    /// Marks a request finished (and frees it if it was [detached](Self::detach)).
     pub fn complete(&mut self, id: ReqId, result: Result<RawStatus>) {
-        if let Some(r) = self.get_mut(id) {
-            *r = Req::Done(result);
+        let Some(r) = self.get_mut(id) else { return };
+        *r = Req::Done(result);
+        if self.slots[(id & 0xffff_ffff) as usize].detached {
+            let _ = self.take_done(id);
+        }
+    }
+
+    /// Gives up interest in request `id`'s result (`MPI_Request_free`): freed now if it
+    /// is finished, else when it finishes. An unknown id is an error.
+    pub fn detach(&mut self, id: ReqId) -> Result<()> {
+        match self.get(id) {
+            None => Err(Error::InvalidRequest),
+            Some(Req::Done(_)) => self.take_done(id).map(|_| ()).ok_or(Error::InvalidRequest),
+            Some(_) => {
+                self.slots[(id & 0xffff_ffff) as usize].detached = true;
+                Ok(())
+            }
         }
     }
 
@@ -234,9 +252,20 @@ impl Requests {
             return None;
         };
         s.generation = s.generation.wrapping_add(1).max(1);
+        s.detached = false;
         self.free.push(idx as u32);
         self.live -= 1;
         Some(r)
+    }
+
+    /// Ids of the sends and receives still running.
+    pub fn running_transfers(&self) -> Vec<ReqId> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s.req, Some(Req::Send(_)) | Some(Req::Recv(_))))
+            .map(|(i, s)| ((s.generation as u64) << 32) | i as u64)
+            .collect()
     }
 
     /// Number of live requests.

@@ -1,0 +1,276 @@
+//! The small-message path: `MPI_Isend`, `MPI_Irecv`, `MPI_Send`, `MPI_Recv` and the
+//! completion of their requests straight on the engine (`phalanx::capi_support`),
+//! without the Rust API's request objects or this crate's request table.
+//!
+//! Contract: a transfer takes this path when its datatype is predefined and its peer is
+//! not `MPI_PROC_NULL`; a nonblocking receive also needs a communicator whose ranks are
+//! world ranks (its status is translated at completion without the communicator). Every
+//! other case returns `None` and the caller takes the general path. A request on this
+//! path is an engine [`ReqId`] carried in the handle itself ([`raw_handle`]): bit 62 marks
+//! it, bit 61 marks a send, the engine's generation and slot (below 2^20) fill the low
+//! 52 bits — outside every table handle, `MPI_REQUEST_NULL` and `DONE_SEND`. The engine's
+//! generation check makes a stale or forged handle an `MPI_ERR_REQUEST`. A send that
+//! completed while starting gets the shared `DONE_SEND` handle and no request at all.
+
+use crate::consts::*;
+use crate::p2p::{tag_ok, DONE_SEND};
+use crate::state;
+use crate::{bytes, bytes_mut, count, err, CErr, CResult};
+use phalanx::capi_support::{self as raw, RawComm, ReqId};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const RAW: usize = 1 << 62;
+const RAW_SEND: usize = 1 << 61;
+const SLOT_BITS: u32 = 20;
+const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
+
+/// The handle of engine request `id` (a send if `send`).
+pub(crate) fn raw_handle(id: ReqId, send: bool) -> Handle {
+    let generation = (id >> 32) as usize;
+    let slot = (id & SLOT_MASK) as usize;
+    let h = RAW | if send { RAW_SEND } else { 0 } | generation << SLOT_BITS | slot;
+    h as Handle
+}
+
+/// The engine request behind handle `h` and whether it is a send; `None` for every
+/// other handle.
+pub(crate) fn raw_id(h: Handle) -> Option<(ReqId, bool)> {
+    let h = h as usize;
+    if h & (RAW | 1 << 63) != RAW {
+        return None;
+    }
+    let generation = ((h & (RAW_SEND - 1)) >> SLOT_BITS) as u64;
+    Some((generation << 32 | (h as u64 & SLOT_MASK), h & RAW_SEND != 0))
+}
+
+/// The MPI error of an engine error.
+pub(crate) fn cerr(e: phalanx::error::Error) -> CErr {
+    err(e.class() as c_int, e.to_string())
+}
+
+/// Validated arguments of a contiguous transfer with a predefined datatype.
+struct RawSide {
+    comm: RawComm,
+    errh: usize,
+    len: usize,
+    peer: c_int,
+    tag: c_int,
+}
+
+/// `None` when the transfer needs the general path (see the module docs).
+fn raw_side(
+    comm: Handle,
+    cnt: c_int,
+    datatype: Handle,
+    peer: c_int,
+    tag: c_int,
+    recv: bool,
+) -> CResult<Option<RawSide>> {
+    let Some(dt) = crate::consts::datatype(datatype as usize) else {
+        return Ok(None);
+    };
+    if peer == MPI_PROC_NULL {
+        return Ok(None);
+    }
+    let (rc, errh) = state::raw_comm(comm)?;
+    let n = count(cnt)?;
+    let tag = tag_ok(tag, recv)?;
+    if !((0..rc.size()).contains(&peer) || (recv && peer == MPI_ANY_SOURCE)) {
+        return Err(err(
+            MPI_ERR_RANK,
+            format!("invalid rank {peer} (communicator size {})", rc.size()),
+        ));
+    }
+    Ok(Some(RawSide {
+        comm: rc,
+        errh,
+        len: n * dt.size,
+        peer,
+        tag,
+    }))
+}
+
+/// `MPI_Isend`/`MPI_Issend`: the request handle, or `None` for the general path.
+///
+/// # Safety
+/// `buf` holds `cnt` elements of `datatype`, valid and unmodified until completion.
+pub(crate) unsafe fn isend(
+    buf: *const c_void,
+    cnt: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> CResult<Option<Handle>> {
+    let Some(s) = raw_side(comm, cnt, datatype, dest, tag, false)? else {
+        return Ok(None);
+    };
+    // SAFETY: the caller's contract.
+    let b = unsafe { bytes(buf, s.len)? };
+    let dest = s.comm.world_rank(s.peer);
+    // SAFETY: the buffer stays valid until completion (the caller's contract).
+    let r = unsafe { raw::isend(b.as_ptr(), b.len(), dest, s.tag, s.comm.ctx(), sync) };
+    Ok(Some(match r.map_err(cerr)? {
+        None => DONE_SEND as Handle,
+        Some(id) => raw_handle(id, true),
+    }))
+}
+
+/// `MPI_Irecv`: the request handle, or `None` for the general path.
+///
+/// # Safety
+/// `buf` has room for `cnt` elements of `datatype`, untouched until completion.
+pub(crate) unsafe fn irecv(
+    buf: *mut c_void,
+    cnt: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> CResult<Option<Handle>> {
+    let Some(s) = raw_side(comm, cnt, datatype, source, tag, true)? else {
+        return Ok(None);
+    };
+    if !s.comm.is_identity() {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    let b = unsafe { bytes_mut(buf, s.len)? };
+    let (src, tag) = selectors(&s);
+    // SAFETY: the buffer stays valid and untouched until completion (caller).
+    let id = unsafe { raw::irecv(b.as_mut_ptr(), b.len(), src, tag, s.comm.ctx()) };
+    Ok(Some(raw_handle(id.map_err(cerr)?, false)))
+}
+
+/// The engine's source and tag selectors of a receive side.
+fn selectors(s: &RawSide) -> (Option<u32>, Option<i32>) {
+    let src = (s.peer != MPI_ANY_SOURCE).then(|| s.comm.world_rank(s.peer));
+    let tag = (s.tag != MPI_ANY_TAG).then_some(s.tag);
+    (src, tag)
+}
+
+/// `MPI_Send`/`MPI_Ssend`: `false` when the general path must run it.
+///
+/// # Safety
+/// `buf` holds `cnt` readable elements of `datatype` for the call.
+pub(crate) unsafe fn send(
+    buf: *const c_void,
+    cnt: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> CResult<bool> {
+    // SAFETY: the caller's contract (the request completes before returning).
+    match unsafe { isend(buf, cnt, datatype, dest, tag, comm, sync)? } {
+        None => Ok(false),
+        Some(h) => {
+            if let Some((id, _)) = raw_id(h) {
+                raw::wait(id).map_err(cerr)?;
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// `MPI_Recv`: the status, or `None` when the general path must run it (also under
+/// `MPI_ERRORS_RETURN`, whose truncation check probes first).
+///
+/// # Safety
+/// `buf` has room for `cnt` elements of `datatype`, writable for the call.
+pub(crate) unsafe fn recv(
+    buf: *mut c_void,
+    cnt: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> CResult<Option<MPI_Status>> {
+    let Some(s) = raw_side(comm, cnt, datatype, source, tag, true)? else {
+        return Ok(None);
+    };
+    if s.errh == ERRORS_RETURN {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    let b = unsafe { bytes_mut(buf, s.len)? };
+    let (src, tag) = selectors(&s);
+    // SAFETY: the buffer is valid for the call, which completes the request.
+    let id = unsafe { raw::irecv(b.as_mut_ptr(), b.len(), src, tag, s.comm.ctx()) };
+    let st = raw::wait(id.map_err(cerr)?).map_err(cerr)?;
+    Ok(Some(MPI_Status::new(
+        s.comm.comm_rank(st.source),
+        st.tag,
+        st.bytes,
+    )))
+}
+
+thread_local! {
+    /// Statuses of requests on this path that a non-consuming test completed
+    /// (`MPI_Testall` that found some not done, `MPI_Request_get_status`): the engine
+    /// request is gone, the handle is still the program's.
+    static PARKED: RefCell<HashMap<usize, MPI_Status>> = RefCell::new(HashMap::new());
+}
+
+/// Whether [`PARKED`] may hold anything (read without reaching the thread-local).
+static ANY_PARKED: AtomicBool = AtomicBool::new(false);
+
+/// Keeps the status of request handle `h`, completed by a non-consuming test, for its
+/// next completion.
+pub(crate) fn park(h: Handle, st: MPI_Status) {
+    ANY_PARKED.store(true, Ordering::Relaxed);
+    PARKED.with(|p| p.borrow_mut().insert(h as usize, st));
+}
+
+fn unpark(h: Handle) -> Option<MPI_Status> {
+    if !ANY_PARKED.load(Ordering::Relaxed) {
+        return None;
+    }
+    PARKED.with(|p| {
+        let mut p = p.borrow_mut();
+        let st = p.remove(&(h as usize));
+        if p.is_empty() {
+            ANY_PARKED.store(false, Ordering::Relaxed);
+        }
+        st
+    })
+}
+
+/// Completes the request of handle `h`, engine request `id` (blocking if `wait`);
+/// `None` if still running.
+pub(crate) fn complete(
+    h: Handle,
+    id: ReqId,
+    send: bool,
+    wait: bool,
+) -> CResult<Option<MPI_Status>> {
+    if let Some(st) = unpark(h) {
+        return Ok(Some(st));
+    }
+    let st = if wait {
+        Some(raw::wait(id).map_err(cerr)?)
+    } else {
+        raw::test(id).map_err(cerr)?
+    };
+    Ok(st.map(|st| {
+        if send {
+            MPI_Status::empty(MPI_ANY_SOURCE)
+        } else {
+            // Receives on this path are on communicators whose ranks are world ranks.
+            MPI_Status::new(st.source as c_int, st.tag, st.bytes)
+        }
+    }))
+}
+
+/// `MPI_Request_free` of the request of handle `h`, engine request `id`.
+pub(crate) fn free(h: Handle, id: ReqId) -> CResult {
+    if unpark(h).is_some() {
+        return Ok(());
+    }
+    raw::detach(id).map_err(cerr)
+}

@@ -1,0 +1,176 @@
+//! Entry points for the C interface (`phalanx-capi`); not a stable API.
+//!
+//! Contract: these functions reach the engine directly, without the Rust API's request
+//! objects and scopes, so that a C `MPI_Isend`/`MPI_Irecv`/`MPI_Wait` costs one engine
+//! call each. Buffers are raw pointers whose validity until completion is the caller's
+//! (the MPI nonblocking contract, which the C layer states); requests are the engine's
+//! generation-checked [`ReqId`]s (below 2^20 slots, so an id fits 52 bits), each taken out
+//! exactly once by [`test`]/[`wait`] or given up by [`detach`]. Errors are returned, not
+//! sent to the fatal handler: the C layer applies the communicator's error handler.
+
+use crate::engine::{RawStatus, RecvBuf, SendBuf};
+use crate::environment::with_engine;
+use crate::error::Result;
+use crate::point_to_point::{Source, Status};
+use crate::topology::{Communicator, SimpleCommunicator};
+use std::rc::Rc;
+
+pub use crate::engine::requests::ReqId;
+
+/// Checks once whether a message from `src` with `tag` (`None`: any tag) can be
+/// received, without receiving it (`MPI_Iprobe`).
+pub fn immediate_probe_tag<S: Source>(src: &S, tag: Option<crate::Tag>) -> Option<Status> {
+    let (w, ctx) = (src.source_world(), src.comm().context());
+    crate::environment::call("iprobe", |e| {
+        e.progress()?;
+        Ok(e.iprobe(w, tag, ctx))
+    })
+    .map(|raw| Status::from_raw(raw, src.comm()))
+}
+
+/// What a transfer needs of a communicator: its context, its size and the world rank of
+/// each member (`None`: the identity, as in the world).
+#[derive(Debug, Clone)]
+pub struct RawComm {
+    ctx: u32,
+    size: i32,
+    members: Option<Rc<Vec<u32>>>,
+}
+
+impl RawComm {
+    /// The parts of `c`.
+    pub fn of(c: &SimpleCommunicator) -> RawComm {
+        RawComm {
+            ctx: c.context(),
+            size: c.size(),
+            members: c.members().cloned(),
+        }
+    }
+    /// A communicator of `size` members whose ranks are world ranks, on context `ctx`.
+    pub fn identity(ctx: u32, size: i32) -> RawComm {
+        RawComm {
+            ctx,
+            size,
+            members: None,
+        }
+    }
+    /// Context id.
+    pub fn ctx(&self) -> u32 {
+        self.ctx
+    }
+    /// Number of members.
+    pub fn size(&self) -> i32 {
+        self.size
+    }
+    /// Whether communicator ranks are world ranks.
+    pub fn is_identity(&self) -> bool {
+        self.members.is_none()
+    }
+    /// World rank of member `r` (in range: checked by the caller).
+    pub fn world_rank(&self, r: i32) -> u32 {
+        match &self.members {
+            Some(m) => m.get(r as usize).copied().unwrap_or(u32::MAX),
+            None => r as u32,
+        }
+    }
+    /// Communicator rank of world rank `w` (-1 if not a member).
+    pub fn comm_rank(&self, w: u32) -> i32 {
+        match &self.members {
+            Some(m) => m.iter().position(|&x| x == w).map_or(-1, |p| p as i32),
+            None => w as i32,
+        }
+    }
+}
+
+/// Starts a send of `len` bytes at `buf` to world rank `dest`; `None` when it completed
+/// at once (no request to complete).
+///
+/// # Safety
+/// `buf` is readable for `len` bytes until the returned request completes.
+pub unsafe fn isend(
+    buf: *const u8,
+    len: usize,
+    dest: u32,
+    tag: i32,
+    ctx: u32,
+    synchronous: bool,
+) -> Result<Option<ReqId>> {
+    with_engine(|e| {
+        let Some(id) = e.start_send(SendBuf::Raw(buf, len), dest, tag, ctx, synchronous)? else {
+            return Ok(None);
+        };
+        // Completed while starting (an eager message the transport took): no request.
+        if !synchronous && e.reqs.is_done(id) {
+            if let Some(r) = e.reqs.take_done(id) {
+                r?;
+                return Ok(None);
+            }
+        }
+        Ok(Some(id))
+    })
+}
+
+/// Starts a receive into `len` bytes at `buf` from world rank `src` (`None`: any) with
+/// `tag` (`None`: any) on context `ctx`.
+///
+/// # Safety
+/// `buf` is writable for `len` bytes, untouched by anyone else, until the request
+/// completes.
+pub unsafe fn irecv(
+    buf: *mut u8,
+    len: usize,
+    src: Option<u32>,
+    tag: Option<i32>,
+    ctx: u32,
+) -> Result<ReqId> {
+    with_engine(|e| e.irecv(RecvBuf::Raw(buf, len), src, tag, ctx))
+}
+
+/// Completes request `id` if it is finished (one round of progress when it is not yet):
+/// its status, `None` if it is still running.
+pub fn test(id: ReqId) -> Result<Option<RawStatus>> {
+    with_engine(|e| e.test(id))
+}
+
+/// Whether request `id` is finished, without completing it (one round of progress when
+/// it is not yet). An unknown id is an error.
+pub fn is_done(id: ReqId) -> Result<bool> {
+    with_engine(|e| {
+        if e.reqs.get(id).is_none() {
+            return Err(crate::error::Error::InvalidRequest);
+        }
+        if !e.reqs.is_done(id) {
+            e.progress()?;
+        }
+        Ok(e.reqs.is_done(id))
+    })
+}
+
+/// Waits for request `id` and completes it.
+pub fn wait(id: ReqId) -> Result<RawStatus> {
+    with_engine(|e| e.wait(id))
+}
+
+/// Gives up request `id`'s result (`MPI_Request_free`); it runs on to completion.
+pub fn detach(id: ReqId) -> Result<()> {
+    with_engine(|e| e.reqs.detach(id))
+}
+
+/// Waits for every send and receive still running (those never completed or given up by
+/// [`detach`]), as `MPI_Finalize` does before the universe ends; the first error is
+/// returned after all were waited for.
+pub fn wait_running() -> Result<()> {
+    let ids = with_engine(|e| Ok(e.reqs.running_transfers()))?;
+    let mut first = Ok(());
+    for id in ids {
+        if let Err(err) = with_engine(|e| {
+            e.wait(id)?;
+            Ok(())
+        }) {
+            if first.is_ok() {
+                first = Err(err);
+            }
+        }
+    }
+    first
+}
