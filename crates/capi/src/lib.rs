@@ -57,13 +57,25 @@ use consts::*;
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// An MPI error: its class and a message for the fatal handler.
+/// An MPI error: its class and a message for the fatal handler. Boxed, so that a
+/// `CResult` is one word and the success path moves nothing large.
 #[derive(Debug)]
-pub struct CErr {
+pub struct CErr(Box<ErrInfo>);
+
+/// What a [`CErr`] says.
+#[derive(Debug)]
+pub struct ErrInfo {
     /// The MPI error class returned under `MPI_ERRORS_RETURN`.
     pub class: c_int,
     /// What went wrong.
     pub msg: String,
+}
+
+impl std::ops::Deref for CErr {
+    type Target = ErrInfo;
+    fn deref(&self) -> &ErrInfo {
+        &self.0
+    }
 }
 
 /// Result of an exported body.
@@ -71,10 +83,10 @@ pub type CResult<T = ()> = Result<T, CErr>;
 
 /// An error of `class`.
 pub fn err(class: c_int, msg: impl Into<String>) -> CErr {
-    CErr {
+    CErr(Box::new(ErrInfo {
         class,
         msg: msg.into(),
-    }
+    }))
 }
 
 /// Runs an exported body: catches panics and sends errors to `comm`'s error handler.

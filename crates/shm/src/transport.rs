@@ -390,6 +390,43 @@ impl ShmTransport {
         }
     }
 
+    /// Writes one frame of `len` bytes for `peer`, filled by `fill`, and publishes it (and
+    /// wakes `peer` if it is about to sleep): [`reserve`](Self::reserve) and
+    /// [`commit`](Self::commit) in one call, for the small-message path. False if the
+    /// ring is full (the send is to be retried; the ring remembers it for sleeping).
+    #[inline]
+    pub fn write_frame(
+        &mut self,
+        peer: u32,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> io::Result<bool> {
+        let s = self.slot(peer)?;
+        if len > self.max_frame {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "frame of {len} bytes exceeds the shared-memory maximum {}",
+                    self.max_frame
+                ),
+            ));
+        }
+        if self.armed {
+            self.finish_sleep();
+        }
+        let Some(p) = self.tx[s].reserve(len) else {
+            self.blocked[s] = Some(len);
+            return Ok(false);
+        };
+        self.blocked[s] = None;
+        // SAFETY: `len` bytes at `p` are free cells of the ring, ours until the commit
+        // below; nothing else refers to them meanwhile.
+        fill(unsafe { std::slice::from_raw_parts_mut(p, len) });
+        self.tx[s].commit(len);
+        self.wake_consumer(s);
+        Ok(true)
+    }
+
     /// Publish the frame reserved last for `peer`, `len` bytes long (≤ the reserved length),
     /// and wake `peer` if it announced it is about to sleep.
     #[inline]

@@ -326,17 +326,16 @@ impl Engine {
         if total > t.max_frame() {
             return false;
         }
-        let Ok(Some(frame)) = t.reserve(peer, total) else {
-            return false;
-        };
-        frame[0..2].copy_from_slice(&COMPACT_MAGIC.to_le_bytes());
-        frame[2..4].copy_from_slice(&[0, 0]);
-        frame[4..8].copy_from_slice(&src.to_le_bytes());
-        frame[8..12].copy_from_slice(&ctx.to_le_bytes());
-        frame[12..16].copy_from_slice(&tag.to_le_bytes());
-        frame[16..24].copy_from_slice(&(n as u64).to_le_bytes());
-        frame[COMPACT_HEADER..].copy_from_slice(data);
-        if t.commit(peer, total).is_err() {
+        let written = t.write_frame(peer, total, |frame| {
+            frame[0..2].copy_from_slice(&COMPACT_MAGIC.to_le_bytes());
+            frame[2..4].copy_from_slice(&[0, 0]);
+            frame[4..8].copy_from_slice(&src.to_le_bytes());
+            frame[8..12].copy_from_slice(&ctx.to_le_bytes());
+            frame[12..16].copy_from_slice(&tag.to_le_bytes());
+            frame[16..24].copy_from_slice(&(n as u64).to_le_bytes());
+            frame[COMPACT_HEADER..].copy_from_slice(data);
+        });
+        if !matches!(written, Ok(true)) {
             return false;
         }
         self.stats.shm_sent += 1;
