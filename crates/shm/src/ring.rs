@@ -5,12 +5,20 @@
 //!   only by the consumer. Cells in `[tail, head)` belong to the consumer, the rest to the
 //!   producer.
 //! * Every frame starts at a cell boundary with an 8-byte header word
-//!   `len | flags << 32` and occupies `cells(len)` cells, all at positions `< cap` (no
-//!   straddling): when a frame would cross the end, the producer writes a `WRAP` header
-//!   covering the rest of the ring.
-//! * The producer writes frame bytes and header *before* its release store of `head`; the
-//!   consumer reads them after its acquire load of `head`. Symmetrically the consumer is
-//!   done with cells before its release store of `tail`.
+//!   `len | flags << 28 | pos << 32` (`pos`: the frame's first cell, truncated to 32
+//!   bits) and occupies `cells(len)` cells, all at positions `< cap` (no straddling): when
+//!   a frame would cross the end, the producer writes a `WRAP` header covering the rest of
+//!   the ring.
+//! * The producer writes frame bytes, then the header word (a release store), then
+//!   `head` (a release store). The consumer learns that a frame is published either from
+//!   the header word at `tail` (an acquire load that finds `tail`'s own `pos`: one cache
+//!   line per small message instead of two) or from `head`. That is sound because the
+//!   first word of every cell the producer may write next is zero: the consumer zeroes
+//!   the first word of every cell it consumed before its release store of `tail` (a
+//!   fresh segment is zero), and the producer writes a cell's first word only as a header
+//!   or, for a frame's later cells, after that frame's header cell — never at the
+//!   consumer's `tail` before the header. Symmetrically the consumer is done with cells
+//!   before its release store of `tail`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -18,6 +26,24 @@ use crate::{CELL, FRAME_HEADER};
 
 const F_DATA: u64 = 1;
 const F_WRAP: u64 = 2;
+/// Largest frame length a header can carry (28 bits).
+pub(crate) const MAX_LEN: usize = (1 << 28) - 1;
+
+/// The header word of a frame of `len` bytes with `flags` starting at cell `pos`.
+#[inline]
+fn header(len: usize, flags: u64, pos: u64) -> u64 {
+    len as u64 | flags << 28 | (pos as u32 as u64) << 32
+}
+
+/// (length, flags, pos) of a header word.
+#[inline]
+fn fields(h: u64) -> (usize, u64, u32) {
+    (
+        (h & MAX_LEN as u64) as usize,
+        (h >> 28) & 0xf,
+        (h >> 32) as u32,
+    )
+}
 
 /// Cells occupied by a frame of `len` bytes.
 #[inline]
@@ -72,6 +98,13 @@ impl RingRef {
         // SAFETY: `pos & (cap-1) < cap`, and the data area is `cap * CELL` bytes.
         unsafe { self.data.add(((pos & (self.cap - 1)) as usize) * CELL) }
     }
+    /// The first word of cell `pos` (a header word, or zero, or a later cell's payload).
+    #[inline]
+    fn word(&self, pos: u64) -> &AtomicU64 {
+        // SAFETY: cells are 64-byte aligned inside the live mapping; the word is accessed
+        // atomically wherever producer and consumer may race on it (module docs).
+        unsafe { &*(self.cell(pos) as *const AtomicU64) }
+    }
 }
 
 /// Producer end.
@@ -117,8 +150,9 @@ impl TxRing {
             if !self.has_room(skip) {
                 return None;
             }
-            // SAFETY: cell `head` is free (has_room) and cell aligned, so 8-aligned.
-            unsafe { (self.r.cell(self.head) as *mut u64).write(F_WRAP << 32) };
+            self.r
+                .word(self.head)
+                .store(header(0, F_WRAP, self.head), Ordering::Release);
             self.head += skip;
             // Published at once: a consumer stuck behind an unpublished wrap would keep
             // the ring looking full forever.
@@ -134,8 +168,9 @@ impl TxRing {
     /// Publish the frame reserved last, `len` bytes long (at most the reserved length).
     #[inline]
     pub fn commit(&mut self, len: usize) {
-        // SAFETY: cell `head` was reserved by `reserve`, cell aligned.
-        unsafe { (self.r.cell(self.head) as *mut u64).write(len as u64 | (F_DATA << 32)) };
+        self.r
+            .word(self.head)
+            .store(header(len, F_DATA, self.head), Ordering::Release);
         self.head += cells_for(len);
         self.r.head().store(self.head, Ordering::Release);
     }
@@ -195,39 +230,68 @@ impl RxRing {
         if self.tail != self.cached_head {
             return true;
         }
-        for k in 0..PREFETCH_CELLS {
+        // A frame is published exactly when its header word at `tail` is (the producer
+        // stores `head` after it): no need to read `head`.
+        if self.published_at_tail().is_some() {
+            return true;
+        }
+        for k in 1..PREFETCH_CELLS {
             prefetch(self.r.cell(self.tail + k));
         }
-        self.r.head().load(Ordering::Acquire) != self.tail
+        false
+    }
+
+    /// The header word at `tail` if it is one the producer published for this position
+    /// (acquire: the frame's bytes are visible), else `None`.
+    #[inline]
+    fn published_at_tail(&self) -> Option<u64> {
+        let h = self.r.word(self.tail).load(Ordering::Acquire);
+        let (_, flags, pos) = fields(h);
+        (pos == self.tail as u32 && (flags == F_DATA || flags == F_WRAP)).then_some(h)
     }
 
     /// The next frame, without consuming it. Repeated calls return the same frame.
     #[inline]
     pub fn peek(&mut self, max_frame: usize) -> Peek {
         loop {
-            if self.tail == self.cached_head {
-                self.cached_head = self.r.head().load(Ordering::Acquire);
-                if self.tail == self.cached_head {
+            let off = self.tail & (self.r.cap - 1);
+            let h = if self.tail != self.cached_head {
+                self.r.word(self.tail).load(Ordering::Acquire)
+            } else if let Some(h) = self.published_at_tail() {
+                // Published (its own position in the header): no need for `head`.
+                let (len, flags, _) = fields(h);
+                let span = if flags == F_WRAP {
+                    self.r.cap - off
+                } else {
+                    cells_for(len).min(self.r.cap - off)
+                };
+                self.cached_head = self.tail + span;
+                h
+            } else {
+                // `head` may lag behind frames already taken through their headers.
+                let head = self.r.head().load(Ordering::Acquire);
+                if head <= self.tail {
                     return Peek::Empty;
                 }
-            }
-            let p = self.r.cell(self.tail);
-            // SAFETY: cell `tail` < `head` is published (acquire above), aligned.
-            let h = unsafe { (p as *const u64).read() };
-            let (len, flags) = ((h & 0xffff_ffff) as usize, h >> 32);
-            let off = self.tail & (self.r.cap - 1);
-            if flags == F_WRAP {
+                self.cached_head = head;
+                self.r.word(self.tail).load(Ordering::Acquire)
+            };
+            let (len, flags, pos) = fields(h);
+            if flags == F_WRAP && pos == self.tail as u32 {
+                self.r.word(self.tail).store(0, Ordering::Relaxed);
                 self.tail += self.r.cap - off;
                 continue;
             }
             let cells = cells_for(len);
             if flags != F_DATA
+                || pos != self.tail as u32
                 || len > max_frame
                 || off + cells > self.r.cap
                 || self.tail + cells > self.cached_head
             {
                 return Peek::Corrupt(h);
             }
+            let p = self.r.cell(self.tail);
             self.cur = cells;
             // SAFETY: the frame lies within the data area (checked just above).
             return Peek::Frame(unsafe { p.add(FRAME_HEADER) }, len);
@@ -239,6 +303,10 @@ impl RxRing {
     #[inline]
     pub fn release(&mut self) -> bool {
         debug_assert!(self.cur != 0, "release without peek");
+        // The first word of every consumed cell goes back to zero (module docs).
+        for k in 0..self.cur {
+            self.r.word(self.tail + k).store(0, Ordering::Relaxed);
+        }
         self.tail += self.cur;
         self.cur = 0;
         if self.tail - self.published >= self.publish_every {

@@ -215,7 +215,7 @@ impl ShmTransport {
             .map(|p| RxRing::new(ring_ref(layout.ring_index(*p, me))))
             .collect();
         let sleeping = |p: usize| seg.u32_at(layout.rank_block(p) + R_SLEEPING) as *const AtomicU32;
-        let max_frame = layout.ring_bytes - crate::FRAME_HEADER;
+        let max_frame = (layout.ring_bytes - crate::FRAME_HEADER).min(crate::ring::MAX_LEN);
         let mut peer_fds = Vec::with_capacity(n - 1);
         for p in &others {
             peer_fds.push(
