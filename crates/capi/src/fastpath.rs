@@ -2,9 +2,10 @@
 //! completion of their requests straight on the engine (`phalanx::capi_support`),
 //! without the Rust API's request objects or this crate's request table.
 //!
-//! Contract: a transfer takes this path when its datatype is predefined and its peer is
-//! not `MPI_PROC_NULL`; a nonblocking receive also needs a communicator whose ranks are
-//! world ranks (its status is translated at completion without the communicator). Every
+//! Contract: a transfer takes this path when its datatype is predefined; a nonblocking
+//! receive also needs a communicator whose ranks are world ranks (its status is
+//! translated at completion without the communicator). A nonblocking transfer with
+//! `MPI_PROC_NULL` gets the shared `DONE_PROC_NULL` handle (no request at all). Every
 //! other case returns `None` and the caller takes the general path. A request on this
 //! path is an engine [`ReqId`] carried in the handle itself ([`raw_handle`]): bit 62 marks
 //! it, bit 61 marks a send, the engine's generation and slot (below 2^20) fill the low
@@ -13,7 +14,7 @@
 //! completed while starting gets the shared `DONE_SEND` handle and no request at all.
 
 use crate::consts::*;
-use crate::p2p::{tag_ok, DONE_SEND};
+use crate::p2p::{tag_ok, DONE_PROC_NULL, DONE_SEND};
 use crate::state;
 use crate::{bytes, bytes_mut, count, err, CErr, CResult};
 use phalanx::capi_support::{self as raw, RawComm, ReqId};
@@ -106,6 +107,9 @@ pub(crate) unsafe fn isend(
     comm: Handle,
     sync: bool,
 ) -> CResult<Option<Handle>> {
+    if dest == MPI_PROC_NULL {
+        return proc_null(comm, cnt, datatype, tag, false);
+    }
     let Some(s) = raw_side(comm, cnt, datatype, dest, tag, false)? else {
         return Ok(None);
     };
@@ -132,6 +136,9 @@ pub(crate) unsafe fn irecv(
     tag: c_int,
     comm: Handle,
 ) -> CResult<Option<Handle>> {
+    if source == MPI_PROC_NULL {
+        return proc_null(comm, cnt, datatype, tag, true);
+    }
     let Some(s) = raw_side(comm, cnt, datatype, source, tag, true)? else {
         return Ok(None);
     };
@@ -144,6 +151,24 @@ pub(crate) unsafe fn irecv(
     // SAFETY: the buffer stays valid and untouched until completion (caller).
     let id = unsafe { raw::irecv(b.as_mut_ptr(), b.len(), src, tag, s.comm.ctx()) };
     Ok(Some(raw_handle(id.map_err(cerr)?, false)))
+}
+
+/// A nonblocking transfer with `MPI_PROC_NULL` (validated like any other): the shared
+/// handle that completes at once, or `None` for the general path.
+fn proc_null(
+    comm: Handle,
+    cnt: c_int,
+    datatype: Handle,
+    tag: c_int,
+    recv: bool,
+) -> CResult<Option<Handle>> {
+    if crate::consts::datatype(datatype as usize).is_none() {
+        return Ok(None);
+    }
+    state::raw_comm(comm)?;
+    count(cnt)?;
+    tag_ok(tag, recv)?;
+    Ok(Some(DONE_PROC_NULL as Handle))
 }
 
 /// The engine's source and tag selectors of a receive side.

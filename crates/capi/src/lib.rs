@@ -147,12 +147,13 @@ pub fn raise(name: &str, comm: Handle, e: CErr) -> c_int {
 ///
 /// # Safety
 /// `p` must point to `len` readable bytes for the caller's `'a` (the MPI buffer contract).
+#[inline]
 pub unsafe fn bytes<'a>(p: *const c_void, len: usize) -> CResult<&'a [u8]> {
     if len == 0 {
         return Ok(&[]);
     }
     if p.is_null() || std::ptr::eq(p, IN_PLACE) {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+        return Err(bad_buffer());
     }
     // SAFETY: non-null, and the caller guarantees len readable bytes for 'a.
     Ok(unsafe { std::slice::from_raw_parts(p as *const u8, len) })
@@ -162,12 +163,13 @@ pub unsafe fn bytes<'a>(p: *const c_void, len: usize) -> CResult<&'a [u8]> {
 ///
 /// # Safety
 /// `p` must point to `len` writable bytes, not otherwise accessed during `'a`.
+#[inline]
 pub unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize) -> CResult<&'a mut [u8]> {
     if len == 0 {
         return Ok(&mut []);
     }
     if p.is_null() || p == IN_PLACE {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+        return Err(bad_buffer());
     }
     // SAFETY: non-null, and the caller guarantees len exclusive writable bytes for 'a.
     Ok(unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) })
@@ -227,9 +229,24 @@ pub fn disjoint(a: *const c_void, alen: usize, b: *const c_void, blen: usize) ->
     Ok(())
 }
 
+#[cold]
+fn bad_buffer() -> CErr {
+    err(MPI_ERR_BUFFER, "invalid buffer address")
+}
+
 /// A negative count is `MPI_ERR_COUNT`.
+#[inline]
 pub fn count(c: c_int) -> CResult<usize> {
-    usize::try_from(c).map_err(|_| err(MPI_ERR_COUNT, format!("invalid count {c}")))
+    if c >= 0 {
+        Ok(c as usize)
+    } else {
+        Err(bad_count(c))
+    }
+}
+
+#[cold]
+fn bad_count(c: c_int) -> CErr {
+    err(MPI_ERR_COUNT, format!("invalid count {c}"))
 }
 
 /// Exports `$pname` with `$body` and `$name` calling it.

@@ -35,6 +35,16 @@ const WORLD: Handle = COMM_WORLD as Handle;
 /// with an empty status, and becomes `MPI_REQUEST_NULL` like any completed request.
 /// Outside the range of table handles ([`state::add_req`] counts up from 0x100000).
 pub(crate) const DONE_SEND: usize = 0xfff0_0001;
+/// The handle of every nonblocking transfer with `MPI_PROC_NULL`: like [`DONE_SEND`],
+/// completing at once, with the status MPI gives such a transfer (source
+/// `MPI_PROC_NULL`, tag `MPI_ANY_TAG`, count 0).
+pub(crate) const DONE_PROC_NULL: usize = 0xfff0_0002;
+
+/// Whether `h` is one of the shared handles that complete at once.
+#[inline]
+pub(crate) fn done_at_start(h: Handle) -> bool {
+    h as usize == DONE_SEND || h as usize == DONE_PROC_NULL
+}
 
 /// Checks a destination/source rank; `None` for `MPI_PROC_NULL`.
 pub(crate) fn peer(c: &SimpleCommunicator, r: c_int, any_ok: bool) -> CResult<Option<c_int>> {
@@ -50,12 +60,18 @@ pub(crate) fn peer(c: &SimpleCommunicator, r: c_int, any_ok: bool) -> CResult<Op
     ))
 }
 
+#[inline]
 pub(crate) fn tag_ok(tag: c_int, any_ok: bool) -> CResult<c_int> {
     if tag >= 0 || (any_ok && tag == MPI_ANY_TAG) {
         Ok(tag)
     } else {
-        Err(err(MPI_ERR_TAG, format!("invalid tag {tag}")))
+        Err(bad_tag(tag))
     }
+}
+
+#[cold]
+fn bad_tag(tag: c_int) -> crate::CErr {
+    err(MPI_ERR_TAG, format!("invalid tag {tag}"))
 }
 
 /// The C status of a phalanx status.
@@ -464,6 +480,9 @@ pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
     if h as usize == REQUEST_NULL || h as usize == DONE_SEND {
         return Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE)));
     }
+    if h as usize == DONE_PROC_NULL {
+        return Ok(Some(MPI_Status::empty(MPI_PROC_NULL)));
+    }
     if let Some((id, send)) = fastpath::raw_id(h) {
         return fastpath::complete(h, id, send, wait);
     }
@@ -495,7 +514,7 @@ pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
 
 /// Whether `h` is a persistent request (it survives completion).
 pub(crate) fn is_persistent(h: Handle) -> bool {
-    if fastpath::raw_id(h).is_some() || h as usize == DONE_SEND {
+    if fastpath::raw_id(h).is_some() || done_at_start(h) {
         return false;
     }
     state::with(|s| matches!(s.reqs.get(&(h as usize)), Some(ReqEntry::Persistent(_))))
@@ -504,7 +523,7 @@ pub(crate) fn is_persistent(h: Handle) -> bool {
 /// Whether `h` is an inactive persistent request (treated like `MPI_REQUEST_NULL` by
 /// `Waitany`/`Waitsome`/`Testany`/`Testsome`).
 pub(crate) fn is_inactive(h: Handle) -> bool {
-    if fastpath::raw_id(h).is_some() || h as usize == DONE_SEND {
+    if fastpath::raw_id(h).is_some() || done_at_start(h) {
         return false;
     }
     state::with(|s| match s.reqs.get(&(h as usize)) {
@@ -516,7 +535,7 @@ pub(crate) fn is_inactive(h: Handle) -> bool {
 /// Puts the status of request `h`, completed by a non-consuming test, back so the next
 /// [`complete`] returns it.
 pub(crate) fn park(h: Handle, st: MPI_Status) {
-    if h as usize == DONE_SEND {
+    if done_at_start(h) {
         return; // completes again at once: nothing to keep
     }
     if fastpath::raw_id(h).is_some() {

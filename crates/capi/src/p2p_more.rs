@@ -322,7 +322,7 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
         // SAFETY: readable and writable handle (null checked).
         unsafe {
             let h = read_req(request)? as usize;
-            if h == crate::p2p::DONE_SEND {
+            if crate::p2p::done_at_start(h as Handle) {
                 return out(request, REQUEST_NULL as Handle);
             }
             if let Some((id, _)) = crate::fastpath::raw_id(h as Handle) {

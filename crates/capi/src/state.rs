@@ -394,16 +394,32 @@ pub fn comm(h: Handle) -> CResult<SimpleCommunicator> {
 static WORLD_SIZE: AtomicI32 = AtomicI32::new(0);
 static WORLD_CTX: AtomicU32 = AtomicU32::new(0);
 static WORLD_ERRH: AtomicUsize = AtomicUsize::new(ERRORS_ARE_FATAL);
+static WORLD_RANK: AtomicI32 = AtomicI32::new(0);
+
+/// This rank and the size of `MPI_COMM_WORLD` without a table lookup (`None` before
+/// `MPI_Init` and after `MPI_Finalize`).
+#[inline]
+pub fn world_rank_size() -> Option<(c_int, c_int)> {
+    let size = WORLD_SIZE.load(Ordering::Relaxed);
+    (size > 0).then(|| (WORLD_RANK.load(Ordering::Relaxed), size))
+}
 
 /// Refreshes the copy of `MPI_COMM_WORLD`'s entry (after it changed or went away).
 pub fn refresh_world() {
     let w = with(|s| {
-        s.comms
-            .get(&COMM_WORLD)
-            .map(|e| (e.raw.size(), e.raw.ctx(), e.errh, e.raw.is_identity()))
+        s.comms.get(&COMM_WORLD).map(|e| {
+            (
+                e.raw.size(),
+                e.raw.ctx(),
+                e.errh,
+                e.raw.is_identity(),
+                e.comm.rank(),
+            )
+        })
     });
     match w {
-        Some((size, ctx, errh, true)) => {
+        Some((size, ctx, errh, true, rank)) => {
+            WORLD_RANK.store(rank, Ordering::Relaxed);
             WORLD_CTX.store(ctx, Ordering::Relaxed);
             WORLD_ERRH.store(errh, Ordering::Relaxed);
             WORLD_SIZE.store(size, Ordering::Relaxed);

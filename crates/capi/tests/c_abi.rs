@@ -409,6 +409,19 @@ fn abort_ends_the_job_with_its_code() {
 }
 
 #[test]
+fn boundary_benchmark_runs() {
+    let exe = compile(&repo().join("bench/c/boundary.c"), "boundary", &["-O2"]);
+    for n in [1, 2] {
+        let o = run(n, &exe, &["2000"]);
+        assert!(o.status.success(), "-n {n}: {}", show(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for call in ["comm_rank", "proc_null", "iprobe", "self"] {
+            assert!(out.lines().any(|l| l.starts_with(call)), "{call}: {out}");
+        }
+    }
+}
+
+#[test]
 fn osu_like_latency_runs() {
     let exe = compile(&repo().join("bench/c/osu_like.c"), "osu_like", &["-O2"]);
     let o = run(2, &exe, &["latency", "-m", "1:1024", "-i", "100"]);

@@ -31,6 +31,8 @@ pub struct ShmTransport {
     rx: Vec<RxRing>,
     /// World ranks of the peers, ascending; index = slot.
     peers: Vec<u32>,
+    /// Slot of each world rank up to the largest peer (`u32::MAX`: not a peer).
+    slot_of: Vec<u32>,
     /// Sleeping flag of each peer (slot order) and our own.
     peer_sleeping: Vec<*const AtomicU32>,
     my_sleeping: *const AtomicU32,
@@ -224,10 +226,16 @@ impl ShmTransport {
                     .expect("every peer's eventfd was received above"),
             );
         }
+        let peers: Vec<u32> = others.iter().map(|p| seg.ranks()[*p]).collect();
+        let mut slot_of = vec![u32::MAX; peers.last().map_or(0, |&w| w as usize + 1)];
+        for (s, &w) in peers.iter().enumerate() {
+            slot_of[w as usize] = s as u32;
+        }
         Ok(ShmTransport {
             tx,
             rx,
-            peers: others.iter().map(|p| seg.ranks()[*p]).collect(),
+            peers,
+            slot_of,
             peer_sleeping: others.iter().map(|p| sleeping(*p)).collect(),
             my_sleeping: sleeping(me),
             peer_fds,
@@ -279,7 +287,13 @@ impl ShmTransport {
         self.efd.as_raw_fd()
     }
 
+    #[inline]
     fn slot(&self, peer: u32) -> io::Result<usize> {
+        if let Some(&s) = self.slot_of.get(peer as usize) {
+            if s != u32::MAX {
+                return Ok(s as usize);
+            }
+        }
         self.peers.binary_search(&peer).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,

@@ -118,6 +118,9 @@ impl Posted {
     }
 }
 
+/// Messages to itself up to this size are delivered at once, through the stack.
+const SELF_DIRECT: usize = 256;
+
 /// Buffers kept for unexpected messages, and the largest kept.
 const SPARE_BUFFERS: usize = 64;
 const SPARE_BYTES: usize = 4096;
@@ -231,6 +234,22 @@ impl Engine {
         }
         let len = buf.len() as u64;
         let eager = !synchronous && len as usize <= self.eager_limit_to(dest);
+        // A small message to itself, with nothing queued before it: matched (or kept as
+        // unexpected) now, and the send is complete. Through a copy on the stack: the
+        // receive may overlap the send buffer (`MPI_Sendrecv_replace` does that).
+        if eager
+            && dest == self.rank
+            && len as usize <= SELF_DIRECT
+            && self.p2p.jobs[dest as usize].is_empty()
+            && self.local.is_empty()
+        {
+            let mut tmp = [0u8; SELF_DIRECT];
+            let data = &mut tmp[..len as usize];
+            data.copy_from_slice(buf.slice(0, len as usize));
+            if self.on_eager_parts(dest, tag, ctx, len, 0, data, true) {
+                return Ok(None);
+            }
+        }
         // Shared-memory fast path: a message that fits one frame, with nothing queued
         // before it, is written straight into the ring and the send is complete.
         if eager

@@ -326,14 +326,17 @@ impl Engine {
         if total > t.max_frame() {
             return false;
         }
+        // The header as three little-endian words (magic and 2 reserved bytes with the
+        // source, context with tag, length).
+        let w0 = u64::from(COMPACT_MAGIC) | u64::from(src) << 32;
+        let w1 = u64::from(ctx) | u64::from(tag as u32) << 32;
+        let w2 = n as u64;
         let written = t.write_frame(peer, total, |frame| {
-            frame[0..2].copy_from_slice(&COMPACT_MAGIC.to_le_bytes());
-            frame[2..4].copy_from_slice(&[0, 0]);
-            frame[4..8].copy_from_slice(&src.to_le_bytes());
-            frame[8..12].copy_from_slice(&ctx.to_le_bytes());
-            frame[12..16].copy_from_slice(&tag.to_le_bytes());
-            frame[16..24].copy_from_slice(&(n as u64).to_le_bytes());
-            frame[COMPACT_HEADER..].copy_from_slice(data);
+            let (head, body) = frame.split_at_mut(COMPACT_HEADER);
+            head[0..8].copy_from_slice(&w0.to_le_bytes());
+            head[8..16].copy_from_slice(&w1.to_le_bytes());
+            head[16..24].copy_from_slice(&w2.to_le_bytes());
+            body.copy_from_slice(data);
         });
         if !matches!(written, Ok(true)) {
             return false;
