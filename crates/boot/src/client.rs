@@ -223,6 +223,7 @@ mod tests {
         Endpoint {
             addr: format!("127.0.0.1:{port}").parse().unwrap(),
             host: HostInfo::current(),
+            recv_frames: 0,
         }
     }
 

@@ -27,6 +27,11 @@ pub struct Endpoint {
     pub addr: SocketAddrV4,
     /// The rank's host.
     pub host: HostInfo,
+    /// Datagrams of the largest size the rank's socket can queue unread (from the
+    /// receive buffer the kernel granted; 0 = unknown): sizes the careful protocol's
+    /// windows, which every rank derives from the smallest in the table.
+    #[serde(default)]
+    pub recv_frames: u64,
 }
 
 /// Everything a rank needs to talk to its peers.
@@ -138,6 +143,7 @@ mod tests {
         let ep = Endpoint {
             addr: "127.0.0.1:5000".parse().unwrap(),
             host: HostInfo::current(),
+            recv_frames: 512,
         };
         let msgs = [
             RankMsg::Hello(Hello {

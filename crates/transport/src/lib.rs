@@ -148,6 +148,11 @@ pub trait Transport {
     fn service(&mut self, now: u64) -> std::io::Result<()>;
     /// Largest datagram this transport carries (bytes, including phalanx's header).
     fn max_datagram(&self) -> usize;
+    /// Datagrams of [`max_datagram`](Self::max_datagram) bytes the receive buffer the
+    /// kernel granted can hold unread (0 = unknown).
+    fn recv_frames(&self) -> u64 {
+        0
+    }
     /// Cumulative counters.
     fn stats(&self) -> TransportStats;
 }

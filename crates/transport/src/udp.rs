@@ -237,6 +237,18 @@ impl UdpTransport {
         self.local
     }
 
+    /// Datagrams of the largest size ([`Transport::max_datagram`]) the receive buffer the
+    /// kernel granted (`SO_RCVBUF` as read back) holds unread. The kernel charges each
+    /// queued datagram its buffer's true size, counted here as the payload plus 1 KiB of
+    /// bookkeeping, rounded up to a power of two (its allocation); 0 if unreadable.
+    pub fn recv_frames(&self) -> u64 {
+        let Ok(granted) = self.sock.recv_buffer_size() else {
+            return 0;
+        };
+        let cost = (self.max_datagram + 1024).next_power_of_two();
+        (granted / cost) as u64
+    }
+
     /// Installs the job's endpoint table (index = rank).
     pub fn set_peers(&mut self, peers: Vec<SocketAddrV4>) {
         self.peers = peers.iter().map(to_sockaddr_in).collect();
@@ -486,6 +498,10 @@ impl Transport for UdpTransport {
 
     fn max_datagram(&self) -> usize {
         self.max_datagram
+    }
+
+    fn recv_frames(&self) -> u64 {
+        UdpTransport::recv_frames(self)
     }
 
     fn stats(&self) -> TransportStats {

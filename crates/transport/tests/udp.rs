@@ -18,6 +18,16 @@ fn max_datagram_on_loopback_is_65507() {
 }
 
 #[test]
+fn granted_receive_buffer_is_counted_in_full_size_datagrams() {
+    let t = UdpTransport::bind(LO).unwrap();
+    // Whatever the kernel granted, it holds at least one datagram of the largest size
+    // (the default buffer alone is over 200 KiB), and counts it at no less than its size.
+    let frames = t.recv_frames();
+    assert!(frames >= 1, "{frames}");
+    assert!(frames <= (512 << 20) / 65507, "{frames}");
+}
+
+#[test]
 fn other_loopback_address_uses_lo_mtu() {
     // 127.0.0.2 is not an exact interface address; the subnet match finds lo.
     let t = UdpTransport::bind("127.0.0.2".parse().unwrap()).unwrap();

@@ -41,7 +41,11 @@ fn main() {
     if victim && mode == "badhost" {
         host.abi_version += 1000;
     }
-    let endpoint = Endpoint { addr, host };
+    let endpoint = Endpoint {
+        addr,
+        host,
+        recv_frames: 0,
+    };
     let (mut client, table) = BootClient::connect(&env, endpoint, Duration::from_secs(30))
         .unwrap_or_else(|e| die(&format!("rank {}: {e}", env.rank)));
     println!(

@@ -8,33 +8,79 @@
 //! a wait on a peer that hears nothing from it for `PHALANX_CAREFUL_STALL` (10 s) ends in
 //! "suspected loss A→B" — never a silent hang. Frames are accepted as they arrive (the
 //! engine copies them out to ordinary memory when no receive is posted), so a flood
-//! cannot deadlock the windows.
+//! cannot deadlock the windows. The receive buffers R that the windows share are what the
+//! smallest socket buffer of the job can queue unread (each rank reports its granted
+//! `SO_RCVBUF` in full-size datagrams at start-up), so a sender inside its window never
+//! overflows a socket buffer; a buffer too small for three frames per sender is warned
+//! about.
 
 use super::Engine;
 use crate::error::{Error, Result};
+use phalanx_boot::Table;
 use phalanx_proto::careful::{Careful, CarefulConfig, CarefulEvent, Verdict};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
+
+/// Receive buffers R when no rank could read its socket's granted buffer.
+const FALLBACK_FRAMES_PER_RANK: u64 = 64;
+
+/// R, the receive buffers (frames) every rank grants its senders: the fewest
+/// largest-size datagrams any rank's socket can queue unread (each rank's endpoint in
+/// `table` says how many its kernel granted), so that a sender that stays inside its
+/// window can never overflow a socket buffer. Every rank computes it from the same table,
+/// so all agree. `None` if no rank could tell.
+pub(super) fn frames_granted(table: &Table) -> Option<u64> {
+    table
+        .endpoints
+        .iter()
+        .map(|e| e.recv_frames)
+        .filter(|&f| f > 0)
+        .min()
+}
 
 /// The careful engine for this rank, if the network is declared reliable
 /// (`reliable`; `stall_ns` overrides the silence bound).
 pub(super) fn setup(
     reliable: bool,
     stall_ns: Option<u64>,
-    job_key: u64,
+    table: &Table,
     rank: u32,
     size: u32,
 ) -> Option<Careful> {
     if !reliable {
         return None;
     }
+    let peers = u64::from(size.max(2) - 1);
+    let granted = frames_granted(table);
+    let buffers = granted.unwrap_or(FALLBACK_FRAMES_PER_RANK * u64::from(size.max(2)));
+    // The protocol needs three frames per sender (W ≥ 3); a smaller socket buffer could
+    // drop frames on a loss-free link, which the protocol would report as a broken link.
+    if buffers < 3 * peers {
+        tracing::warn!(
+            "phalanx: rank {rank}: PHALANX_RELIABLE_NET=1 but the smallest socket receive \
+             buffer of the job holds {buffers} full-size datagrams, fewer than the 3 per \
+             sender ({}) the careful protocol needs; raise net.core.rmem_max or the \
+             link may report loss that is only a full buffer",
+            3 * peers
+        );
+    }
     let mut cfg = CarefulConfig {
-        buffers: 64 * size.max(2),
+        buffers: u32::try_from(buffers).unwrap_or(u32::MAX),
         ..CarefulConfig::default()
     };
     if let Some(ns) = stall_ns {
         cfg.stall_ns = ns;
     }
-    Some(Careful::new(cfg, job_key, rank, size))
+    tracing::debug!(
+        "phalanx: rank {rank}: careful protocol: R = {} receive buffers ({}), window {}",
+        cfg.buffers,
+        if granted.is_some() {
+            "from the granted socket buffers"
+        } else {
+            "default"
+        },
+        cfg.buffers / peers.max(1) as u32
+    );
+    Some(Careful::new(cfg, table.job_key, rank, size))
 }
 
 impl Engine {
@@ -130,5 +176,38 @@ impl Engine {
                 got.saturating_sub(1)
             )));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phalanx_boot::{Endpoint, HostInfo};
+
+    fn table(frames: &[u64]) -> Table {
+        Table {
+            job_key: 1,
+            endpoints: frames
+                .iter()
+                .map(|&f| Endpoint {
+                    addr: "127.0.0.1:1".parse().unwrap(),
+                    host: HostInfo::current(),
+                    recv_frames: f,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn windows_come_from_the_smallest_granted_buffer() {
+        assert_eq!(frames_granted(&table(&[512, 96, 0, 2048])), Some(96));
+        assert_eq!(frames_granted(&table(&[0, 0])), None);
+        let c = setup(true, None, &table(&[300, 300, 300, 300]), 0, 4).unwrap();
+        assert_eq!(c.config().buffers, 300);
+        assert_eq!(c.window(), 100);
+        // Too few for three frames per sender: raised (with a warning), never below.
+        let c = setup(true, None, &table(&[4, 4, 4, 4]), 0, 4).unwrap();
+        assert_eq!(c.config().buffers, 9);
+        assert!(setup(false, None, &table(&[300]), 0, 1).is_none());
     }
 }

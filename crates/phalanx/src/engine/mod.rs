@@ -151,6 +151,7 @@ impl Engine {
         let me = Endpoint {
             addr: udp.local_addr(),
             host: HostInfo::current(),
+            recv_frames: udp.recv_frames(),
         };
         let (mut boot, table) = BootClient::connect(&env, me.clone(), Duration::from_secs(120))
             .map_err(|e| Error::Init(format!("start-up rendezvous failed: {e}")))?;
@@ -202,13 +203,8 @@ impl Engine {
             Some(boot),
             local_ranks,
         );
-        engine.careful = careful_net::setup(
-            reliable_net,
-            careful_stall,
-            table.job_key,
-            env.rank,
-            env.size,
-        );
+        engine.careful =
+            careful_net::setup(reliable_net, careful_stall, &table, env.rank, env.size);
         let mut hosts: Vec<(&str, u64)> = Vec::new();
         for (r, e) in table.endpoints.iter().enumerate() {
             let h = (e.host.boot_id.as_str(), e.host.netns_ino);
