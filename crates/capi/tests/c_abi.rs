@@ -247,6 +247,48 @@ fn small_message_path_requests() {
 }
 
 #[test]
+fn careful_flood_is_held_then_copied_out_within_the_limit() {
+    let exe = c_test("flood");
+    let careful = |limit: Option<&str>| {
+        let mut c = Command::new(phalanx());
+        c.args(["run", "-n", "2", "--timeout", "60"])
+            .env("PHALANX_RELIABLE_NET", "1")
+            .env("PHALANX_TRANSPORT", "udp")
+            .env("PHALANX_STATS", "1");
+        if let Some(l) = limit {
+            c.env("PHALANX_UNEXPECTED_LIMIT", l);
+        }
+        let o = c.arg(&exe).output().unwrap();
+        assert!(o.status.success(), "{}", show(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("flood ok"),
+            "{}",
+            show(&o)
+        );
+        // Rank 1's counters: frames held at arrival, and how many were copied out.
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        let stat = |name: &str| -> u64 {
+            err.lines()
+                .filter_map(|l| l.split(&format!("{name}=")).nth(1))
+                .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .max()
+                .unwrap_or_else(|| panic!("no {name} in {err}"))
+        };
+        (stat("careful_held"), stat("careful_copied_out"), err)
+    };
+    let (held, copied, err) = careful(None);
+    assert!(held > 0, "{err}");
+    assert!(
+        copied > 0,
+        "the sender's window closed: copy-out was advised\n{err}"
+    );
+    // With room for 16 such messages, at most that many are ever copied out at once; the
+    // rest wait in their buffers and the sender waits for its window: the job completes.
+    let (held, _, err) = careful(Some("16000"));
+    assert!(held > 0, "{err}");
+}
+
+#[test]
 fn collectives() {
     let exe = c_test("coll");
     for n in [2, 3, 4] {

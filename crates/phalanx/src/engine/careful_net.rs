@@ -6,15 +6,21 @@
 //! acknowledgements — window flow control only. A gap, duplicate or reordering on a link
 //! ends the rank's current wait in an error naming the link (`careful link A→B broken`);
 //! a wait on a peer that hears nothing from it for `PHALANX_CAREFUL_STALL` (10 s) ends in
-//! "suspected loss A→B" — never a silent hang. Frames are accepted as they arrive (the
-//! engine copies them out to ordinary memory when no receive is posted), so a flood
-//! cannot deadlock the windows. The receive buffers R that the windows share are what the
+//! "suspected loss A→B" — never a silent hang.
+//!
+//! A frame that starts a message no posted receive wants stays in its receive buffer
+//! ([`Held`]: it keeps occupying the sender's window, which is the flow control), and
+//! every later frame of its link waits behind it. A held frame is taken when a receive
+//! for it is posted (the buffer is then consumed), or moved to ordinary memory only when
+//! the protocol advises it ([`Careful::copy_out_advice`]: the sender's window to us is
+//! closing, or free buffers run low) and the unexpected-message limit allows — so a flood
+//! neither deadlocks the windows nor grows memory past that limit. The receive buffers R that the windows share are what the
 //! smallest socket buffer of the job can queue unread (each rank reports its granted
 //! `SO_RCVBUF` in full-size datagrams at start-up), so a sender inside its window never
 //! overflows a socket buffer; a buffer too small for three frames per sender is warned
 //! about.
 
-use super::Engine;
+use super::{Engine, RawStatus};
 use crate::error::{Error, Result};
 use phalanx_boot::Table;
 use phalanx_proto::careful::{Careful, CarefulConfig, CarefulEvent, Verdict};
@@ -83,6 +89,21 @@ pub(super) fn setup(
     Some(Careful::new(cfg, table.job_key, rank, size))
 }
 
+/// Frames the careful protocol delivered that the message layer has not taken yet: per
+/// source, in arrival order. Each occupies one of the protocol's receive buffers, so
+/// there are at most R of them.
+#[derive(Default)]
+pub(super) struct Held {
+    frames: Vec<std::collections::VecDeque<Vec<u8>>>,
+    count: usize,
+}
+
+impl Held {
+    fn is_empty_for(&self, src: u32) -> bool {
+        self.frames.get(src as usize).is_none_or(|q| q.is_empty())
+    }
+}
+
 impl Engine {
     /// Handles a careful frame from the network.
     pub(super) fn careful_input(&mut self, now: u64, pkt: &Packet<'_>) {
@@ -92,11 +113,35 @@ impl Engine {
         };
         match c.handle_packet(now, pkt) {
             Verdict::Deliver => {
-                // Always taken: unexpected messages are copied to ordinary memory, which
-                // frees the frame's buffer at once.
-                self.on_message(pkt, true);
-                if let Some(c) = self.careful.as_mut() {
-                    c.consumed(now, pkt.src());
+                let src = pkt.src();
+                let take = match pkt.msg_kind() {
+                    // The start of a message: taken if a receive wants it and nothing from
+                    // its link waits before it; else it stays in its buffer.
+                    MsgKind::Eager if pkt.aux() == 0 => {
+                        self.careful_held.is_empty_for(src) && self.wanted(pkt)
+                    }
+                    MsgKind::Rts => self.careful_held.is_empty_for(src) && self.wanted(pkt),
+                    // A later fragment follows its first one: held if that one is.
+                    MsgKind::Eager => {
+                        self.careful_held.is_empty_for(src) || self.receiving_from(src)
+                    }
+                    // Protocol answers (clear-to-send, data of our rendezvous sends, …) are
+                    // not messages to match: never held.
+                    _ => true,
+                };
+                if take {
+                    self.on_message(pkt, true);
+                    if let Some(c) = self.careful.as_mut() {
+                        c.consumed(now, src);
+                    }
+                } else {
+                    let h = &mut self.careful_held;
+                    if h.frames.len() <= src as usize {
+                        h.frames.resize_with(self.size as usize, Default::default);
+                    }
+                    h.frames[src as usize].push_back(pkt.as_bytes().to_vec());
+                    h.count += 1;
+                    self.stats.careful_held += 1;
                 }
             }
             Verdict::Update => {}
@@ -105,15 +150,112 @@ impl Engine {
         }
     }
 
+    /// The envelope of the first held message from `src` (any: `None`) with `tag` (any:
+    /// `None`) on `ctx` (for probes: held messages are not in the unexpected queue).
+    pub(super) fn careful_probe(
+        &self,
+        src: Option<u32>,
+        tag: Option<i32>,
+        ctx: u32,
+    ) -> Option<RawStatus> {
+        if self.careful_held.count == 0 {
+            return None;
+        }
+        self.careful_held
+            .frames
+            .iter()
+            .flatten()
+            .filter_map(|d| Packet::new_checked(d).ok())
+            .find(|p| {
+                (p.msg_kind() == MsgKind::Rts || (p.msg_kind() == MsgKind::Eager && p.aux() == 0))
+                    && p.context() == ctx
+                    && src.is_none_or(|s| s == p.src())
+                    && tag.is_none_or(|t| t == p.tag())
+            })
+            .map(|p| RawStatus {
+                source: p.src(),
+                tag: p.tag(),
+                bytes: p.msg_len(),
+            })
+    }
+
+    /// Whether a posted receive wants the message `pkt` starts.
+    fn wanted(&self, pkt: &Packet<'_>) -> bool {
+        self.has_posted_for(pkt.src(), pkt.tag(), pkt.context())
+    }
+
+    /// Hands held messages to the message layer, per link in arrival order: every one a
+    /// posted receive now wants (its frames are consumed; an earlier one it does not want
+    /// stays, which is MPI's order: only messages one receive could match are ordered),
+    /// and, where the protocol advises copying out, the oldest ones into ordinary memory
+    /// as far as the unexpected-message limit allows (what was copied out is always older
+    /// than what is held, so the unexpected queue keeps arrival order).
+    fn careful_release(&mut self, now: u64) -> bool {
+        let advice = self.careful.as_ref().and_then(|c| c.copy_out_advice());
+        let mut did = false;
+        for src in 0..self.careful_held.frames.len() as u32 {
+            let mut queue = std::mem::take(&mut self.careful_held.frames[src as usize]);
+            let mut kept = std::collections::VecDeque::new();
+            let mut copying = advice.is_some_and(|(p, _)| p == src);
+            while let Some(first) = queue.pop_front() {
+                // The message's frames: its first one and the later fragments after it.
+                let mut group = vec![first];
+                while queue.front().is_some_and(|d| {
+                    Packet::new_checked(d)
+                        .is_ok_and(|p| p.msg_kind() == MsgKind::Eager && p.aux() != 0)
+                }) {
+                    group.extend(queue.pop_front());
+                }
+                let Ok(head) = Packet::new_checked(&group[0]) else {
+                    continue; // validated on arrival: cannot happen
+                };
+                let starts = matches!(head.msg_kind(), MsgKind::Rts)
+                    || (head.msg_kind() == MsgKind::Eager && head.aux() == 0);
+                let n = group.len() as u32;
+                if !starts || self.wanted(&head) {
+                    for d in &group {
+                        if let Ok(p) = Packet::new_checked(d) {
+                            self.on_message(&p, true);
+                        }
+                        if let Some(c) = self.careful.as_mut() {
+                            c.consumed(now, src);
+                        }
+                    }
+                } else if copying && kept.is_empty() && self.on_message(&head, false) {
+                    for d in &group[1..] {
+                        if let Ok(p) = Packet::new_checked(d) {
+                            self.on_message(&p, true);
+                        }
+                    }
+                    self.stats.careful_copied_out += u64::from(n);
+                    if let Some(c) = self.careful.as_mut() {
+                        c.copied_out(src, n);
+                    }
+                } else {
+                    copying = false;
+                    kept.extend(group);
+                    continue;
+                }
+                self.careful_held.count -= n as usize;
+                did = true;
+            }
+            self.careful_held.frames[src as usize] = kept;
+        }
+        did
+    }
+
     /// Careful frames to put on the wire, timers, and link errors.
     pub(super) fn careful_progress(&mut self, now: u64) -> Result<bool> {
+        let mut did = false;
+        if self.careful_held.count > 0 {
+            did |= self.careful_release(now);
+        }
         let (Some(c), Some(t)) = (self.careful.as_mut(), self.transport.as_mut()) else {
             return Ok(false);
         };
         if c.poll_timeout().is_some_and(|d| d <= now) {
             c.handle_timeout(now);
         }
-        let mut did = false;
         while let Some(tx) = c.poll_transmit(now) {
             did = true;
             for &peer in tx.targets {

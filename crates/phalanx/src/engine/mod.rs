@@ -81,6 +81,8 @@ pub struct Engine {
     careful: Option<phalanx_proto::careful::Careful>,
     /// Careful peers whose final counts arrived (Finalize), and how many are expected.
     careful_counts_seen: usize,
+    /// Careful frames delivered but not yet taken by the message layer.
+    careful_held: careful_net::Held,
     careful_counts_expected: usize,
     /// A broken careful link, reported by the next wait.
     link_error: Option<Error>,
@@ -290,6 +292,7 @@ impl Engine {
             readable_by: vec![false; size as usize],
             careful: None,
             careful_counts_seen: 0,
+            careful_held: careful_net::Held::default(),
             careful_counts_expected: 0,
             link_error: None,
             shm_peers: vec![false; size as usize],

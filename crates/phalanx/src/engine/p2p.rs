@@ -526,6 +526,9 @@ impl Engine {
                 tag: u.tag,
                 bytes: u.total,
             })
+            // Then messages still in careful receive buffers (each link's come after
+            // those of the same link already copied out).
+            .or_else(|| self.careful_probe(src, tag, ctx))
     }
 
     /// Blocking probe.
@@ -616,6 +619,19 @@ impl Engine {
             })
         };
         self.reqs.complete(id, result);
+    }
+
+    /// Whether a message from `src` is being received in fragments (its first one taken).
+    pub(super) fn receiving_from(&self, src: u32) -> bool {
+        self.p2p
+            .incoming
+            .get(src as usize)
+            .is_some_and(|i| i.is_some())
+    }
+
+    /// Whether a posted receive wants a message from `src` with `tag` on `ctx`.
+    pub(super) fn has_posted_for(&self, src: u32, tag: i32, ctx: u32) -> bool {
+        self.p2p.posted.iter().any(|p| p.matches(src, tag, ctx))
     }
 
     fn match_posted(&mut self, src: u32, tag: i32, ctx: u32) -> Option<ReqId> {

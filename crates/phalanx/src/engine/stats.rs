@@ -60,6 +60,10 @@ pub struct Stats {
     pub faults_duplicated: u64,
     /// Injected faults: reordered datagrams.
     pub faults_reordered: u64,
+    /// Careful frames held in their receive buffer (no receive posted yet) at arrival.
+    pub careful_held: u64,
+    /// Held careful frames moved to ordinary memory on the protocol's advice.
+    pub careful_copied_out: u64,
 }
 
 impl fmt::Display for Stats {
@@ -71,7 +75,8 @@ impl fmt::Display for Stats {
              drop_invalid={} drop_no_buffer={} kernel_drops={} send_errors={} sleeps={} \
              faults_dropped={} faults_duplicated={} faults_reordered={} drop_not_target={} \
              urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
-             shm_received={} single_copies={} board_collectives={} hier_collectives={}",
+             shm_received={} single_copies={} board_collectives={} hier_collectives={} \
+             careful_held={} careful_copied_out={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -98,7 +103,9 @@ impl fmt::Display for Stats {
             self.shm_received,
             self.single_copies,
             self.board_collectives,
-            self.hier_collectives
+            self.hier_collectives,
+            self.careful_held,
+            self.careful_copied_out
         )
     }
 }
