@@ -30,6 +30,16 @@ impl Status {
             bytes: raw.bytes,
         }
     }
+    pub(crate) fn from_raw_members(raw: RawStatus, members: &[u32]) -> Status {
+        Status {
+            source: members
+                .iter()
+                .position(|&w| w == raw.source)
+                .map_or(-1, |p| p as Rank),
+            tag: raw.tag,
+            bytes: raw.bytes,
+        }
+    }
     pub(crate) fn from_raw_world(raw: RawStatus) -> Status {
         Status {
             source: raw.source as Rank,
@@ -322,9 +332,23 @@ pub trait Destination {
         Buf: ?Sized + Buffer,
     {
         let sb = send_buf(buf);
+        let len = sb.len() as u64;
         let (dst, ctx) = (self.destination_world(), self.comm().context());
-        let id = call("immediate_send", |e| e.isend(sb, dst, tag, ctx));
-        Request::new(id, scope, self.comm())
+        match call("immediate_send", |e| {
+            Ok((e.start_send(sb, dst, tag, ctx, false)?, e.rank))
+        }) {
+            (Some(id), _) => Request::new(id, scope, self.comm()),
+            // Already in the peer's ring: complete, with no engine entry.
+            (None, me) => Request::complete(
+                RawStatus {
+                    source: me,
+                    tag,
+                    bytes: len,
+                },
+                scope,
+                self.comm(),
+            ),
+        }
     }
     /// Starts sending `buf` with tag 0.
     fn immediate_send<'a, Sc, Buf>(&self, scope: Sc, buf: &'a Buf) -> Request<'a, Buf, Sc>

@@ -110,7 +110,11 @@ fn dying() -> ! {
 #[must_use = "a request must be waited for or tested to completion"]
 pub struct Request<'a, Buf: ?Sized, S: Scope<'a> = StaticScope> {
     id: ReqId,
-    comm: Option<SimpleCommunicator>,
+    /// World rank of each member of the communicator (`None`: its ranks are world
+    /// ranks), to translate the status's source.
+    members: Option<std::rc::Rc<Vec<u32>>>,
+    /// The status of a request that completed when it started (no engine entry).
+    early: Option<crate::engine::RawStatus>,
     scope: S,
     done: bool,
     _buf: PhantomData<&'a Buf>,
@@ -121,7 +125,25 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
         scope.register(id);
         Request {
             id,
-            comm: Some(comm.clone()),
+            members: comm.members().cloned(),
+            early: None,
+            scope,
+            done: false,
+            _buf: PhantomData,
+        }
+    }
+
+    /// A request that completed when it started, with status `raw`: nothing to wait
+    /// for, nothing registered.
+    pub(crate) fn complete(
+        raw: crate::engine::RawStatus,
+        scope: S,
+        comm: &SimpleCommunicator,
+    ) -> Self {
+        Request {
+            id: 0,
+            members: comm.members().cloned(),
+            early: Some(raw),
             scope,
             done: false,
             _buf: PhantomData,
@@ -129,14 +151,24 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
     }
 
     fn status(&self, raw: crate::engine::RawStatus) -> Status {
-        match &self.comm {
-            Some(c) => Status::from_raw(raw, c),
+        match &self.members {
+            Some(m) => Status::from_raw_members(raw, m),
             None => Status::from_raw_world(raw),
         }
     }
 
+    /// Takes the status of a request that completed when it started.
+    fn take_early(&mut self) -> Option<Status> {
+        let raw = self.early.take()?;
+        self.done = true;
+        Some(self.status(raw))
+    }
+
     /// Waits for completion.
     pub fn wait(mut self) -> Status {
+        if let Some(st) = self.take_early() {
+            return st;
+        }
         let raw = call("wait", |e| e.wait(self.id));
         self.done = true;
         self.scope.unregister(self.id);
@@ -147,6 +179,9 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
     /// failed peer, a collective mismatch) instead of ending the rank. The request is
     /// finished either way.
     pub fn try_wait(mut self) -> Result<Status, crate::error::Error> {
+        if let Some(st) = self.take_early() {
+            return Ok(st);
+        }
         let r = crate::environment::with_engine(|e| e.wait(self.id));
         self.done = true;
         self.scope.unregister(self.id);
@@ -156,6 +191,9 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
     /// Tests for completion once, returning the operation's error instead of ending the
     /// rank; gives the request back if it is still running.
     pub fn try_test(mut self) -> Result<Result<Status, Self>, crate::error::Error> {
+        if let Some(st) = self.take_early() {
+            return Ok(Ok(st));
+        }
         match crate::environment::with_engine(|e| e.test(self.id)) {
             Ok(Some(raw)) => {
                 self.done = true;
@@ -173,6 +211,9 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
 
     /// Tests for completion once; gives the request back if it is still running.
     pub fn test(mut self) -> Result<Status, Self> {
+        if let Some(st) = self.take_early() {
+            return Ok(st);
+        }
         match call("test", |e| e.test(self.id)) {
             Some(raw) => {
                 self.done = true;
@@ -186,7 +227,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
 
 impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for Request<'a, Buf, S> {
     fn drop(&mut self) {
-        if !self.done {
+        if !self.done && self.early.is_none() {
             if std::thread::panicking() {
                 dying();
             }
