@@ -1,0 +1,303 @@
+//! Waiting: every blocking call of the engine ends here, in a loop that makes progress,
+//! spins, yields and finally sleeps in the kernel until its condition holds.
+//!
+//! Contract: a wait ends when its condition holds, or with an error that names the rank
+//! and what it waited for — a broken link, a peer that stopped answering, the launcher
+//! ending the job, Finalize's drain bound — never silently; while it waits every protocol
+//! keeps running (acknowledgements, retransmissions, collectives of other requests).
+
+use super::requests::{RawStatus, ReqId};
+use super::*;
+
+impl Engine {
+    pub(super) fn describe_wait(&self) -> String {
+        let any = |o: Option<u32>| o.map_or("any source".to_string(), |r| format!("rank {r}"));
+        let anyt = |o: Option<i32>| o.map_or("any tag".to_string(), |t| format!("tag {t}"));
+        match &self.waiting {
+            Waiting::Nothing => "not waiting (computing between phalanx calls)".into(),
+            Waiting::Recv { src, tag, ctx } => format!(
+                "waiting in receive from {} with {} on communicator {ctx}",
+                any(*src),
+                anyt(*tag)
+            ),
+            Waiting::Send { peer, tag } => {
+                format!("waiting in send to rank {peer} with tag {tag}")
+            }
+            Waiting::Coll(id) => self.describe_collective(*id),
+            Waiting::Board {
+                ctx,
+                seq,
+                kind,
+                peer,
+            } if *peer == self.rank => format!(
+                "in {kind} on shared memory (communicator {ctx:#x}, call #{seq}), waiting for \
+                 its readers to finish with its buffer"
+            ),
+            Waiting::Board {
+                ctx,
+                seq,
+                kind,
+                peer,
+            } => format!(
+                "in {kind} on shared memory (communicator {ctx:#x}, call #{seq}), waiting for rank {peer}"
+            ),
+            Waiting::Finalize => format!(
+                "in finalize, waiting for acknowledgements from ranks {:?} (or for the release)",
+                self.gbn
+                    .unacked_peers()
+                    .into_iter()
+                    .chain(self.urtp.unacked_peers())
+                    .collect::<Vec<_>>()
+            ),
+        }
+    }
+
+    /// Sleeps until something may have happened: a socket or the launcher connection is
+    /// readable, or a protocol timer is due (at most 100 ms).
+    ///
+    /// `recheck` is evaluated once more after announcing the sleep to shared-memory
+    /// producers, so a condition set by a peer on shared memory (which wakes sleepers
+    /// after setting it) is never missed.
+    ///
+    /// Returns true when `recheck` held: the wait is over (a caller must not evaluate its
+    /// condition again — board reads, for one, take their data when it holds).
+    pub(super) fn block(&mut self, recheck: &mut dyn FnMut(&mut Engine) -> bool) -> Result<bool> {
+        let now = self.now();
+        let mut deadline = now + 100_000_000;
+        if let Some(t) = self.gbn.poll_timeout() {
+            deadline = deadline.min(t);
+        }
+        if let Some(t) = self.urtp.poll_timeout() {
+            deadline = deadline.min(t);
+        }
+        if let Some(t) = self.careful.as_ref().and_then(|c| c.poll_timeout()) {
+            deadline = deadline.min(t);
+        }
+        let mut fds = Vec::with_capacity(3);
+        if let Some(t) = self.transport.as_ref() {
+            if let Some(d) = t.next_deadline() {
+                deadline = deadline.min(d);
+            }
+            fds.extend(t.fds());
+        }
+        if !self.local.is_empty() {
+            return Ok(false);
+        }
+        if let Some(b) = self.boot.as_ref() {
+            fds.push(b.fd());
+        }
+        if deadline <= now {
+            return Ok(false);
+        }
+        if let Some(mut t) = self.shm.take() {
+            // Shared-memory producers do not fence before checking our sleep flag: a
+            // wake-up lost to that costs at most this bound (see phalanx_shm's docs).
+            deadline = deadline.min(now + SHM_SLEEP_MAX_NS);
+            if !t.prepare_sleep() {
+                // A frame (or ring space) arrived meanwhile: no sleep.
+                self.shm = Some(t);
+                return Ok(false);
+            }
+            fds.push(t.fd());
+            self.shm = Some(t);
+            if recheck(self) {
+                if let Some(t) = self.shm.as_mut() {
+                    t.finish_sleep();
+                }
+                return Ok(true);
+            }
+        }
+        self.stats.sleeps += 1;
+        wait_readable(&fds, Some(Duration::from_nanos(deadline - now)))?;
+        // Whatever woke us (possibly the multicast socket) is drained next round.
+        self.drain_all_next = true;
+        self.service_boot()?;
+        Ok(false)
+    }
+
+    /// Waits, making progress, until `done(self)` holds.
+    pub(crate) fn wait_until(
+        &mut self,
+        waiting: Waiting,
+        mut done: impl FnMut(&mut Engine) -> bool,
+    ) -> Result<()> {
+        self.waiting = waiting;
+        let r = self.wait_loop(&mut done);
+        self.waiting = Waiting::Nothing;
+        r
+    }
+
+    pub(super) fn wait_loop(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
+        let mut idle_since: Option<Instant> = None;
+        let mut idle_rounds = 0u32;
+        loop {
+            if let Some(e) = self.coll.take_error().or_else(|| self.link_error.take()) {
+                return Err(e);
+            }
+            if done(self) {
+                return Ok(());
+            }
+            if idle_rounds > 0 && self.all_peers_shm && !self.spin.is_zero() {
+                // Spinning with nothing to do: watch the rings with plain loads and run a
+                // full progress round only when a frame is there (or now and then).
+                if let Some(t) = self.shm.as_ref() {
+                    let mut k = 0;
+                    while k < 64 && !t.poll_readable() {
+                        k += 1;
+                    }
+                }
+            }
+            if self.progress()? {
+                idle_since = None;
+                idle_rounds = 0;
+                continue;
+            }
+            // Idle: spin, then poll while yielding the CPU (so oversubscribed ranks
+            // still answer quickly), then sleep in the kernel. The clock is read every
+            // few rounds only: it is a measurable share of a spinning round.
+            idle_rounds = idle_rounds.wrapping_add(1);
+            // The first rounds of a wait (where a ping-pong's answer arrives) and most
+            // later ones do not read the clock at all.
+            if idle_rounds < 128 || (idle_since.is_some() && !idle_rounds.is_multiple_of(16)) {
+                // No `pause` hint while spinning: on this kind of VM it doubles a cache
+                // line's trip between cores, which is the shared-memory latency.
+                if self.spin.is_zero() {
+                    std::thread::yield_now();
+                }
+                continue;
+            }
+            let start = *idle_since.get_or_insert_with(Instant::now);
+            let idle = start.elapsed();
+            if idle < self.spin {
+                // Spin (see above about `pause`).
+            } else if idle < self.spin + self.cfg.yield_time {
+                std::thread::yield_now();
+            } else {
+                if self.block(done)? {
+                    return Ok(());
+                }
+                idle_since = None;
+            }
+        }
+    }
+
+    /// Waits for request `id` and returns its result.
+    pub fn wait(&mut self, id: ReqId) -> Result<RawStatus> {
+        if let Some(r) = self.reqs.take_done(id) {
+            return r;
+        }
+        let waiting = self.p2p.describe(&self.reqs, id);
+        // On a careful link, silence from the peer a receive waits on is suspicious.
+        let stall_peer = match &waiting {
+            Waiting::Recv { src: Some(p), .. } | Waiting::Send { peer: p, .. }
+                if !self.via_shm(*p) && *p != self.rank =>
+            {
+                Some(*p)
+            }
+            _ => None,
+        };
+        if let (Some(p), Some(c)) = (stall_peer, self.careful.as_mut()) {
+            c.waiting_on(self.epoch.elapsed().as_nanos() as u64, p);
+        }
+        let r = self.wait_until(waiting, |e| e.reqs.is_done(id));
+        if let (Some(p), Some(c)) = (stall_peer, self.careful.as_mut()) {
+            c.stop_waiting(p);
+        }
+        r?;
+        self.reqs
+            .take_done(id)
+            .unwrap_or(Err(Error::InvalidRequest))
+    }
+
+    /// Tests request `id` once (with one round of progress).
+    pub fn test(&mut self, id: ReqId) -> Result<Option<RawStatus>> {
+        if !self.reqs.is_done(id) {
+            self.progress()?;
+        }
+        self.reqs.take_done(id).transpose()
+    }
+
+    /// Drains and leaves: every send window acknowledged (bounded by the finalize
+    /// timeout), `drained` reported, protocol traffic answered until the launcher
+    /// releases the job.
+    pub fn finalize(&mut self) -> Result<()> {
+        self.board_finalize()?;
+        let start = Instant::now();
+        let limit = self.cfg.finalize_timeout;
+        let now = self.now();
+        self.gbn.flush_acks(now);
+        self.urtp.flush_acks(now);
+        self.waiting = Waiting::Finalize;
+        let mut warning = None;
+        let mut counts_sent = false;
+        let r = self.wait_loop(&mut |e| {
+            if !counts_sent && e.p2p.idle() {
+                // Every earlier frame is in the careful window: the counts are final.
+                counts_sent = true;
+                e.careful_counts_expected = e.careful_send_counts();
+                return false;
+            }
+            if counts_sent
+                && e.p2p.idle()
+                && e.gbn.all_acked()
+                && e.coll_out.is_empty()
+                && e.urtp.all_acked()
+                && e.careful.as_ref().is_none_or(|c| c.is_idle())
+                && e.careful_counts_seen >= e.careful_counts_expected
+            {
+                return true;
+            }
+            if start.elapsed() >= limit {
+                warning = Some(format!(
+                    "rank {}: finalize gave up after {:?}: packets to ranks {:?} were never \
+                     acknowledged, messages may be lost",
+                    e.rank,
+                    limit,
+                    e.gbn
+                        .unacked_peers()
+                        .into_iter()
+                        .chain(e.urtp.unacked_peers())
+                        .collect::<Vec<_>>()
+                ));
+                return true;
+            }
+            false
+        });
+        let now = self.now();
+        self.gbn.flush_acks(now);
+        self.urtp.flush_acks(now);
+        self.flush(now);
+        self.urtp_flush(now);
+        if let Some(e) = self
+            .coll
+            .take_error()
+            .or_else(|| self.leftover_collectives())
+        {
+            return Err(e);
+        }
+        if self.urtp.buffered() > 0 {
+            return Err(Error::InvalidArg(format!(
+                "rank {}: {} collective packets arrived that no collective call of this rank \
+                 consumed (mismatched collectives)",
+                self.rank,
+                self.urtp.buffered()
+            )));
+        }
+        if self.cfg.stats {
+            eprintln!("{}", self.stats_line());
+        }
+        r?;
+        if let Some(w) = &warning {
+            tracing::warn!("phalanx: warning: {w}");
+        }
+        if let Some(b) = self.boot.as_mut() {
+            b.send_drained(warning)
+                .map_err(|e| Error::Launcher(e.to_string()))?;
+            // Keep answering until the launcher releases the job (it always does, or
+            // ends it; if it vanishes the wait ends with an error).
+            self.wait_until(Waiting::Finalize, |e| e.finalized)?;
+        }
+        self.finalized = true;
+        Ok(())
+    }
+}
