@@ -375,6 +375,20 @@ impl ShmTransport {
     /// abandons the first (nothing was published).
     #[inline]
     pub fn reserve(&mut self, peer: u32, len: usize) -> io::Result<Option<&mut [u8]>> {
+        let Some((s, p)) = self.begin_frame(peer, len)? else {
+            self.reserved = None;
+            return Ok(None);
+        };
+        self.reserved = Some((s, len));
+        // SAFETY: `len` bytes at `p` are free cells of the ring, ours until commit; the
+        // borrow of `self` keeps the mapping alive and the ring unmoved.
+        Ok(Some(unsafe { std::slice::from_raw_parts_mut(p, len) }))
+    }
+
+    /// Room for a frame of `len` bytes to `peer`: its slot and where the frame goes, or
+    /// `None` if the ring is full (remembered for sleeping).
+    #[inline]
+    fn begin_frame(&mut self, peer: u32, len: usize) -> io::Result<Option<(usize, *mut u8)>> {
         let s = self.slot(peer)?;
         if len > self.max_frame {
             return Err(io::Error::new(
@@ -391,15 +405,11 @@ impl ShmTransport {
         match self.tx[s].reserve(len) {
             None => {
                 self.blocked[s] = Some(len);
-                self.reserved = None;
                 Ok(None)
             }
             Some(p) => {
                 self.blocked[s] = None;
-                self.reserved = Some((s, len));
-                // SAFETY: `len` bytes at `p` are free cells of the ring, ours until commit;
-                // the borrow of `self` keeps the mapping alive and the ring unmoved.
-                Ok(Some(unsafe { std::slice::from_raw_parts_mut(p, len) }))
+                Ok(Some((s, p)))
             }
         }
     }
@@ -415,24 +425,9 @@ impl ShmTransport {
         len: usize,
         fill: impl FnOnce(&mut [u8]),
     ) -> io::Result<bool> {
-        let s = self.slot(peer)?;
-        if len > self.max_frame {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "frame of {len} bytes exceeds the shared-memory maximum {}",
-                    self.max_frame
-                ),
-            ));
-        }
-        if self.armed {
-            self.finish_sleep();
-        }
-        let Some(p) = self.tx[s].reserve(len) else {
-            self.blocked[s] = Some(len);
+        let Some((s, p)) = self.begin_frame(peer, len)? else {
             return Ok(false);
         };
-        self.blocked[s] = None;
         // SAFETY: `len` bytes at `p` are free cells of the ring, ours until the commit
         // below; nothing else refers to them meanwhile.
         fill(unsafe { std::slice::from_raw_parts_mut(p, len) });

@@ -141,21 +141,7 @@ impl Engine {
         r.matched = Some((src, tag, total));
         r.received = total;
         r.buf.write(0, data);
-        let cap = r.buf.cap() as u64;
-        let result = if total > cap {
-            Err(Error::Truncated {
-                len: total,
-                cap,
-                source_rank: src as i32,
-            })
-        } else {
-            r.buf.finish(total);
-            Ok(RawStatus {
-                source: src,
-                tag,
-                bytes: total,
-            })
-        };
+        let result = outcome(r, src, tag, total);
         self.reqs.complete(id, result);
     }
 
@@ -183,21 +169,7 @@ impl Engine {
         let Some((source, tag, total)) = r.matched else {
             return;
         };
-        let cap = r.buf.cap() as u64;
-        let result = if total > cap {
-            Err(Error::Truncated {
-                len: total,
-                cap,
-                source_rank: source as i32,
-            })
-        } else {
-            r.buf.finish(total);
-            Ok(RawStatus {
-                source,
-                tag,
-                bytes: total,
-            })
-        };
+        let result = outcome(r, source, tag, total);
         self.reqs.complete(id, result);
     }
 
@@ -338,4 +310,24 @@ impl Engine {
             }
         }
     }
+}
+
+/// How receive `r` of a `total`-byte message from `source` with `tag` ends, all its bytes
+/// in: its status (the bytes unpacked where its buffer needs it), or a truncation error
+/// when they exceed its buffer.
+fn outcome(r: &mut RecvReq, source: u32, tag: i32, total: u64) -> Result<RawStatus> {
+    let cap = r.buf.cap() as u64;
+    if total > cap {
+        return Err(Error::Truncated {
+            len: total,
+            cap,
+            source_rank: source as i32,
+        });
+    }
+    r.buf.finish(total);
+    Ok(RawStatus {
+        source,
+        tag,
+        bytes: total,
+    })
 }
