@@ -292,6 +292,70 @@ pub(crate) fn complete(
     }))
 }
 
+/// Requests [`wait_all`] handles in one engine call.
+const WAIT_ALL_MAX: usize = 64;
+
+/// `MPI_Waitall` when every handle is a request of this path, a shared handle that
+/// completes at once or `MPI_REQUEST_NULL` (and at most [`WAIT_ALL_MAX`] of them, none
+/// with a parked status): waits for all in one engine call, writes the statuses and
+/// nulls the handles. `false` (nothing done) otherwise: the general path runs it.
+///
+/// # Safety
+/// `requests` holds `n` readable and writable handles; `statuses` is null
+/// (`MPI_STATUSES_IGNORE`) or holds `n` writable statuses.
+pub(crate) unsafe fn wait_all(
+    n: usize,
+    requests: *mut Handle,
+    statuses: *mut MPI_Status,
+) -> CResult<bool> {
+    if n > WAIT_ALL_MAX || requests.is_null() || ANY_PARKED.load(Ordering::Relaxed) {
+        return Ok(false);
+    }
+    let mut ids = [0 as ReqId; WAIT_ALL_MAX];
+    let mut sends = [false; WAIT_ALL_MAX];
+    for i in 0..n {
+        // SAFETY: i < n readable handles (caller).
+        let h = unsafe { requests.add(i).read() };
+        match raw_id(h) {
+            Some((id, send)) => (ids[i], sends[i]) = (id, send),
+            None if h as usize == REQUEST_NULL || crate::p2p::done_at_start(h) => {}
+            None => return Ok(false),
+        }
+    }
+    let put = |i: usize, st: MPI_Status| {
+        if !statuses.is_null() {
+            // SAFETY: i < n writable statuses (caller).
+            unsafe { statuses.add(i).write(st) };
+        }
+        // SAFETY: i < n writable handles (caller).
+        unsafe { requests.add(i).write(REQUEST_NULL as Handle) };
+    };
+    // The shared handles first (they are complete), then the engine's requests in order.
+    for (i, _) in ids[..n].iter().enumerate().filter(|(_, &id)| id == 0) {
+        // SAFETY: i < n readable handles (caller).
+        let h = unsafe { requests.add(i).read() };
+        let src = if h as usize == crate::p2p::DONE_PROC_NULL {
+            MPI_PROC_NULL
+        } else {
+            MPI_ANY_SOURCE
+        };
+        put(i, MPI_Status::empty(src));
+    }
+    raw::wait_each(&ids[..n], &mut |i, st| {
+        put(
+            i,
+            if sends[i] {
+                MPI_Status::empty(MPI_ANY_SOURCE)
+            } else {
+                // Receives on this path are on communicators whose ranks are world ranks.
+                MPI_Status::new(st.source as c_int, st.tag, st.bytes)
+            },
+        )
+    })
+    .map_err(cerr)?;
+    Ok(true)
+}
+
 /// `MPI_Request_free` of the request of handle `h`, engine request `id`.
 pub(crate) fn free(h: Handle, id: ReqId) -> CResult {
     if unpark(h).is_some() {

@@ -151,6 +151,20 @@ pub fn wait(id: ReqId) -> Result<RawStatus> {
     with_engine(|e| e.wait(id))
 }
 
+/// Waits for each of `ids` in order (0: skipped) and completes it, calling `done` with
+/// its index and status; stops at the first error. One engine access for the whole set
+/// (`MPI_Waitall`).
+pub fn wait_each(ids: &[ReqId], done: &mut dyn FnMut(usize, RawStatus)) -> Result<()> {
+    with_engine(|e| {
+        for (i, &id) in ids.iter().enumerate() {
+            if id != 0 {
+                done(i, e.wait(id)?);
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Gives up request `id`'s result (`MPI_Request_free`); it runs on to completion.
 pub fn detach(id: ReqId) -> Result<()> {
     with_engine(|e| e.reqs.detach(id))

@@ -74,6 +74,33 @@ int main(int argc, char **argv) {
         OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
     }
 
+    /* 3b. MPI_Waitall over a mix: a receive, a rendezvous send, MPI_PROC_NULL
+     * transfers and MPI_REQUEST_NULL; every status right, every handle nulled. */
+    if (rank < 2) {
+        enum { RV = 1 << 20 };
+        char *out = malloc(RV), *in = malloc(RV);
+        CHECK(out && in);
+        memset(out, 'a' + rank, RV);
+        MPI_Request r[5];
+        MPI_Status sts[5];
+        int other = 1 - rank, small = 0, tiny = 7 + rank;
+        OK(MPI_Irecv(in, RV, MPI_CHAR, other, 50, MPI_COMM_WORLD, &r[0]));
+        OK(MPI_Isend(out, RV, MPI_CHAR, other, 50, MPI_COMM_WORLD, &r[1]));
+        OK(MPI_Irecv(&small, 1, MPI_INT, MPI_PROC_NULL, 51, MPI_COMM_WORLD, &r[2]));
+        r[3] = MPI_REQUEST_NULL;
+        OK(MPI_Isend(&tiny, 1, MPI_INT, other, 52, MPI_COMM_WORLD, &r[4]));
+        OK(MPI_Waitall(5, r, sts));
+        for (int k = 0; k < 5; k++)
+            CHECK(r[k] == MPI_REQUEST_NULL);
+        CHECK(sts[0].MPI_SOURCE == other && sts[0].MPI_TAG == 50);
+        CHECK(in[0] == 'a' + other && in[RV - 1] == 'a' + other);
+        CHECK(sts[2].MPI_SOURCE == MPI_PROC_NULL);
+        OK(MPI_Recv(&small, 1, MPI_INT, other, 52, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(small == 7 + other);
+        free(out);
+        free(in);
+    }
+
     /* 4. On a communicator whose ranks are not world ranks, statuses use its ranks. */
     MPI_Comm rev;
     OK(MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev));
