@@ -90,6 +90,7 @@ pub fn err(class: c_int, msg: impl Into<String>) -> CErr {
 }
 
 /// Runs an exported body: catches panics and sends errors to `comm`'s error handler.
+#[inline]
 pub fn guard(name: &str, comm: Handle, f: impl FnOnce() -> CResult) -> c_int {
     guard_on(name, |c| {
         *c = comm;
@@ -99,24 +100,33 @@ pub fn guard(name: &str, comm: Handle, f: impl FnOnce() -> CResult) -> c_int {
 
 /// As [`guard`], for calls whose communicator the body finds (e.g. a request's): the body
 /// sets `*comm` (world's until it does); errors and panics go to that handler.
+#[inline]
 pub fn guard_on(name: &str, f: impl FnOnce(&mut Handle) -> CResult) -> c_int {
     let mut comm = consts::COMM_WORLD as Handle;
-    let e = match catch_unwind(AssertUnwindSafe(|| f(&mut comm))) {
-        Ok(Ok(())) => return MPI_SUCCESS,
-        Ok(Err(e)) => e,
-        Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".into());
-            err(MPI_ERR_INTERN, format!("internal error: {what}"))
-        }
-    };
-    raise(name, comm, e)
+    match catch_unwind(AssertUnwindSafe(|| f(&mut comm))) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => raise(name, comm, e),
+        Err(p) => panicked(name, comm, p),
+    }
+}
+
+/// A panic caught at the C boundary: an internal error for `comm`'s handler.
+#[cold]
+fn panicked(name: &str, comm: Handle, p: Box<dyn std::any::Any + Send>) -> c_int {
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into());
+    raise(
+        name,
+        comm,
+        err(MPI_ERR_INTERN, format!("internal error: {what}")),
+    )
 }
 
 /// Hands `e` to the error handler of `comm` (world's if `comm` is not a live communicator).
+#[cold]
 pub fn raise(name: &str, comm: Handle, e: CErr) -> c_int {
     let eh = state::errhandler(comm);
     if eh == ERRORS_RETURN {
