@@ -27,6 +27,19 @@ use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::time::{Duration, Instant};
 
+/// The medium of point-to-point traffic to one peer, decided at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Link {
+    /// This rank itself: the local queue.
+    Local,
+    /// Shared memory (the peer's ring; its consumer index is the flow control).
+    Shm,
+    /// The careful protocol over UDP (windows, no acknowledgements).
+    Careful,
+    /// Go-back-n over UDP (acknowledgements and retransmission).
+    Gbn,
+}
+
 pub use requests::{RawStatus, RecvBuf, SendBuf};
 pub use stats::Stats;
 
@@ -89,6 +102,9 @@ pub struct Engine {
     link_error: Option<Error>,
     /// Per world rank: reached over shared memory.
     shm_peers: Vec<bool>,
+    /// The medium that carries point-to-point traffic to each peer, decided once at
+    /// start-up ([`Link`]).
+    links: Vec<Link>,
     /// Every other rank is reached over shared memory.
     all_peers_shm: bool,
     pub(crate) coll_out: VecDeque<crate::coll::net::Pending>,
@@ -147,7 +163,11 @@ impl Engine {
         let kind = cfg.transport;
         let faults = cfg.faults.clone();
         let Some(env) = boot_env else {
-            return Ok(Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1));
+            // A process started without the launcher: a job of one.
+            let mut engine = Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1);
+            engine.all_peers_shm = true;
+            engine.decide_links();
+            return Ok(engine);
         };
         let udp = UdpTransport::bind(cfg.ip)
             .map_err(|e| Error::Init(format!("cannot bind UDP on {}: {e}", cfg.ip)))?;
@@ -244,7 +264,32 @@ impl Engine {
         if engine.size == 1 {
             engine.all_peers_shm = true;
         }
+        engine.decide_links();
         Ok(engine)
+    }
+
+    /// Maps every peer to its link, once: itself, shared memory, the careful protocol
+    /// over UDP (a network declared reliable) or go-back-n over UDP.
+    fn decide_links(&mut self) {
+        self.links = (0..self.size)
+            .map(|p| {
+                if p == self.rank {
+                    Link::Local
+                } else if self.shm_peers[p as usize] {
+                    Link::Shm
+                } else if self.careful.is_some() {
+                    Link::Careful
+                } else {
+                    Link::Gbn
+                }
+            })
+            .collect();
+    }
+
+    /// The link to `peer` (go-back-n for a rank out of range: the caller checked it).
+    #[inline]
+    pub(super) fn link(&self, peer: u32) -> Link {
+        self.links.get(peer as usize).copied().unwrap_or(Link::Gbn)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -297,6 +342,7 @@ impl Engine {
             careful_counts_expected: 0,
             link_error: None,
             shm_peers: vec![false; size as usize],
+            links: Vec::new(),
             all_peers_shm: false,
             coll_out: VecDeque::new(),
             want_scratch: Vec::new(),

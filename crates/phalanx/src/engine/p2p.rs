@@ -12,7 +12,7 @@
 //! retransmits later — flow control without extra messages.
 
 use super::requests::{RawStatus, Req, ReqId, Requests, SendBuf, SendReq};
-use super::{Engine, Waiting};
+use super::{Engine, Link, Waiting};
 use crate::error::{Error, Result};
 use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
 use std::collections::VecDeque;
@@ -326,19 +326,17 @@ impl Engine {
     /// Cuts datagrams from `peer`'s jobs while its window has room.
     fn pump(&mut self, now: u64, peer: u32) -> bool {
         let mut did = false;
+        let link = self.link(peer);
         loop {
-            let to_self = peer == self.rank;
-            let shm = self.via_shm(peer);
-            let careful = !to_self && !shm && self.careful.is_some();
-            if careful {
-                if self
+            let full = match link {
+                Link::Careful => self
                     .careful
                     .as_ref()
-                    .is_some_and(|c| c.send_space(&[peer]) == 0)
-                {
-                    return did;
-                }
-            } else if !to_self && !shm && self.gbn.send_space(peer) == 0 {
+                    .is_none_or(|c| c.send_space(&[peer]) == 0),
+                Link::Gbn => self.gbn.send_space(peer) == 0,
+                Link::Local | Link::Shm => false,
+            };
+            if full {
                 return did;
             }
             let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
@@ -407,33 +405,33 @@ impl Engine {
                     }),
                 );
             }
-            if to_self {
-                self.local.push_back(dgram);
-            } else if careful {
-                let Some(c) = self.careful.as_mut() else {
-                    return did;
-                };
-                if let Err(r) = c.send(now, &[peer], dgram) {
-                    self.p2p.jobs[peer as usize].push_front(Job::Control(r.datagram));
-                    self.p2p.queued_jobs += 1;
-                    return did;
+            // A datagram the link cannot take now goes back to the front of the queue.
+            let refused = match link {
+                Link::Local => {
+                    self.local.push_back(dgram);
+                    None
                 }
-            } else if shm {
-                if !self.shm_send(peer, &dgram) {
-                    // Ring full: the receiver's consumer index is the flow control.
-                    self.p2p.jobs[peer as usize].push_front(Job::Control(dgram));
-                    self.p2p.queued_jobs += 1;
-                    return did;
-                }
-            } else if let Err(d) = self.gbn.send(now, peer, dgram) {
-                // send_space said there was room; keep the datagram rather than lose it.
+                Link::Careful => match self.careful.as_mut() {
+                    Some(c) => c.send(now, &[peer], dgram).err().map(|r| r.datagram),
+                    None => Some(dgram),
+                },
+                // Ring full: the receiver's consumer index is the flow control.
+                Link::Shm => (!self.shm_send(peer, &dgram)).then_some(dgram),
+                Link::Gbn => match self.gbn.send(now, peer, dgram) {
+                    // On the wire at once: the receiver copies one fragment while the
+                    // next is cut.
+                    Ok(()) => {
+                        self.flush(now);
+                        None
+                    }
+                    // send_space said there was room; keep the datagram, never lose it.
+                    Err(d) => Some(d),
+                },
+            };
+            if let Some(d) = refused {
                 self.p2p.jobs[peer as usize].push_front(Job::Control(d));
                 self.p2p.queued_jobs += 1;
                 return did;
-            } else {
-                // On the wire at once: the receiver copies one fragment while the next
-                // is cut.
-                self.flush(now);
             }
         }
     }
