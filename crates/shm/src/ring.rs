@@ -227,7 +227,12 @@ pub(crate) struct RxRing {
     publish_every: u64,
     /// The data area's pages are mapped in (at the first frame).
     populated: bool,
+    /// Polls that found nothing published at the tail.
+    empty_polls: u32,
 }
+
+/// Empty polls between two reads of `head` (see [`RxRing::peek`]).
+const HEAD_CHECK_EVERY: u32 = 1024;
 
 /// What the consumer found in the ring.
 pub(crate) enum Peek {
@@ -248,6 +253,7 @@ impl RxRing {
             cur: 0,
             publish_every: (r.cap / 4).max(1),
             populated: false,
+            empty_polls: 0,
         }
     }
 
@@ -297,6 +303,14 @@ impl RxRing {
                 self.cached_head = self.tail + span;
                 h
             } else {
+                // Nothing published at the tail. `head` is read only now and then (to
+                // report a corrupt header instead of waiting on it forever): reading it
+                // on every empty poll would pull its line away from the producer, which
+                // writes it with every frame.
+                self.empty_polls = self.empty_polls.wrapping_add(1);
+                if !self.empty_polls.is_multiple_of(HEAD_CHECK_EVERY) {
+                    return Peek::Empty;
+                }
                 // `head` may lag behind frames already taken through their headers.
                 let head = self.r.head().load(Ordering::Acquire);
                 if head <= self.tail {
