@@ -282,14 +282,17 @@ pub(crate) fn complete(
     } else {
         raw::test(id).map_err(cerr)?
     };
-    Ok(st.map(|st| {
-        if send {
-            MPI_Status::empty(MPI_ANY_SOURCE)
-        } else {
-            // Receives on this path are on communicators whose ranks are world ranks.
-            MPI_Status::new(st.source as c_int, st.tag, st.bytes)
-        }
-    }))
+    Ok(st.map(|st| c_status(send, st)))
+}
+
+/// The C status of a completed request of this path (a send's is empty).
+fn c_status(send: bool, st: phalanx::engine::RawStatus) -> MPI_Status {
+    if send {
+        MPI_Status::empty(MPI_ANY_SOURCE)
+    } else {
+        // Receives on this path are on communicators whose ranks are world ranks.
+        MPI_Status::new(st.source as c_int, st.tag, st.bytes)
+    }
 }
 
 /// Requests [`wait_all`] handles in one engine call.
@@ -341,18 +344,7 @@ pub(crate) unsafe fn wait_all(
         };
         put(i, MPI_Status::empty(src));
     }
-    raw::wait_each(&ids[..n], &mut |i, st| {
-        put(
-            i,
-            if sends[i] {
-                MPI_Status::empty(MPI_ANY_SOURCE)
-            } else {
-                // Receives on this path are on communicators whose ranks are world ranks.
-                MPI_Status::new(st.source as c_int, st.tag, st.bytes)
-            },
-        )
-    })
-    .map_err(cerr)?;
+    raw::wait_each(&ids[..n], &mut |i, st| put(i, c_status(sends[i], st))).map_err(cerr)?;
     Ok(true)
 }
 

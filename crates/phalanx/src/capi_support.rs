@@ -132,20 +132,6 @@ pub fn test(id: ReqId) -> Result<Option<RawStatus>> {
     with_engine(|e| e.test(id))
 }
 
-/// Whether request `id` is finished, without completing it (one round of progress when
-/// it is not yet). An unknown id is an error.
-pub fn is_done(id: ReqId) -> Result<bool> {
-    with_engine(|e| {
-        if e.reqs.get(id).is_none() {
-            return Err(crate::error::Error::InvalidRequest);
-        }
-        if !e.reqs.is_done(id) {
-            e.progress()?;
-        }
-        Ok(e.reqs.is_done(id))
-    })
-}
-
 /// Waits for request `id` and completes it.
 pub fn wait(id: ReqId) -> Result<RawStatus> {
     with_engine(|e| e.wait(id))

@@ -289,20 +289,16 @@ impl ShmTransport {
 
     #[inline]
     fn slot(&self, peer: u32) -> io::Result<usize> {
-        if let Some(&s) = self.slot_of.get(peer as usize) {
-            if s != u32::MAX {
-                return Ok(s as usize);
-            }
-        }
-        self.peers.binary_search(&peer).map_err(|_| {
-            io::Error::new(
+        match self.slot_of.get(peer as usize) {
+            Some(&s) if s != u32::MAX => Ok(s as usize),
+            _ => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
                     "rank {}: {peer} is not a shared-memory peer (peers {:?})",
                     self.rank, self.peers
                 ),
-            )
-        })
+            )),
+        }
     }
 
     #[inline]

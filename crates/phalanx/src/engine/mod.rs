@@ -100,8 +100,6 @@ pub struct Engine {
     careful_counts_expected: usize,
     /// A broken careful link, reported by the next wait.
     link_error: Option<Error>,
-    /// Per world rank: reached over shared memory.
-    shm_peers: Vec<bool>,
     /// The medium that carries point-to-point traffic to each peer, decided once at
     /// start-up ([`Link`]).
     links: Vec<Link>,
@@ -245,9 +243,6 @@ impl Engine {
             phalanx_transport::TransportKind::Auto => no_faults,
         } && board_bytes > 0;
         if let Some(t) = shm {
-            for &p in t.peers() {
-                engine.shm_peers[p as usize] = true;
-            }
             engine.board = t.board();
             for &p in t.peers() {
                 engine.readable_by[p as usize] = t.can_be_read_by(p).unwrap_or(false);
@@ -256,26 +251,29 @@ impl Engine {
                 }
             }
             engine.shm = Some(Box::new(t));
-            engine.all_peers_shm =
-                (0..engine.size).all(|r| r == engine.rank || engine.shm_peers[r as usize]);
-        }
-        // Alone in the job: nothing arrives from a network, so progress takes the
-        // shared-memory fast path (sockets and timers only every few rounds).
-        if engine.size == 1 {
-            engine.all_peers_shm = true;
         }
         engine.decide_links();
+        // Every peer on shared memory, or alone in the job (nothing arrives from a
+        // network): progress takes the fast path (sockets and timers every few rounds).
+        engine.all_peers_shm = engine.size == 1
+            || (engine.shm.is_some()
+                && engine
+                    .links
+                    .iter()
+                    .all(|l| matches!(l, Link::Local | Link::Shm)));
         Ok(engine)
     }
 
     /// Maps every peer to its link, once: itself, shared memory, the careful protocol
     /// over UDP (a network declared reliable) or go-back-n over UDP.
     fn decide_links(&mut self) {
+        // The shared-memory peers, ascending.
+        let shm: &[u32] = self.shm.as_ref().map_or(&[], |t| t.peers());
         self.links = (0..self.size)
             .map(|p| {
                 if p == self.rank {
                     Link::Local
-                } else if self.shm_peers[p as usize] {
+                } else if shm.binary_search(&p).is_ok() {
                     Link::Shm
                 } else if self.careful.is_some() {
                     Link::Careful
@@ -341,7 +339,6 @@ impl Engine {
             careful_held: careful_net::Held::default(),
             careful_counts_expected: 0,
             link_error: None,
-            shm_peers: vec![false; size as usize],
             links: Vec::new(),
             all_peers_shm: false,
             coll_out: VecDeque::new(),

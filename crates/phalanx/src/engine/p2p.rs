@@ -478,19 +478,11 @@ impl Engine {
                         self.rts_matched(src, ctx, pkt.aux(), addr, id);
                     }
                     None => {
-                        let id = self.p2p.next_unexpected;
-                        self.p2p.next_unexpected += 1;
-                        self.p2p.unexpected.push_back(Unexpected {
-                            id,
-                            src,
-                            tag,
-                            ctx,
-                            total,
-                            kind: UnexpKind::Rts {
-                                sreq: pkt.aux(),
-                                addr,
-                            },
-                        });
+                        let kind = UnexpKind::Rts {
+                            sreq: pkt.aux(),
+                            addr,
+                        };
+                        self.push_unexpected(src, tag, ctx, total, kind);
                     }
                 }
                 true

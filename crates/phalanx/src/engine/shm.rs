@@ -214,7 +214,7 @@ impl Engine {
     /// Whether `peer` is reached over shared memory.
     #[inline]
     pub(crate) fn via_shm(&self, peer: u32) -> bool {
-        self.shm_peers.get(peer as usize).copied().unwrap_or(false)
+        self.link(peer) == super::Link::Shm
     }
 
     /// Bytes per board slot if every one of `world` (world ranks) is this rank or on this

@@ -131,6 +131,28 @@ impl Engine {
         }
     }
 
+    /// Queues an unexpected message (arrival order); returns its id.
+    pub(super) fn push_unexpected(
+        &mut self,
+        src: u32,
+        tag: i32,
+        ctx: u32,
+        total: u64,
+        kind: UnexpKind,
+    ) -> u64 {
+        let id = self.p2p.next_unexpected;
+        self.p2p.next_unexpected += 1;
+        self.p2p.unexpected.push_back(Unexpected {
+            id,
+            src,
+            tag,
+            ctx,
+            total,
+            kind,
+        });
+        id
+    }
+
     /// Matches receive `id` with a whole message `data` from `src` with `tag` and
     /// completes it (one request lookup: the small-message path).
     pub(in crate::engine) fn deliver_whole(&mut self, id: ReqId, src: u32, tag: i32, data: &[u8]) {
@@ -262,23 +284,15 @@ impl Engine {
             return false;
         }
         self.p2p.unexpected_bytes = self.p2p.unexpected_bytes.saturating_add(need);
-        let id = self.p2p.next_unexpected;
-        self.p2p.next_unexpected += 1;
         let mut buf = self.p2p.spare.pop().unwrap_or_default();
         buf.reserve(need.min(1 << 20));
         buf.extend_from_slice(&data[..data.len().min(need)]);
         let complete = buf.len() == need;
-        self.p2p.unexpected.push_back(Unexpected {
-            id,
-            src,
-            tag,
-            ctx,
-            total,
-            kind: UnexpKind::Eager {
-                data: buf,
-                matched: None,
-            },
-        });
+        let kind = UnexpKind::Eager {
+            data: buf,
+            matched: None,
+        };
+        let id = self.push_unexpected(src, tag, ctx, total, kind);
         if !complete {
             self.p2p.incoming[src as usize] = Some(Incoming::Unexpected(id));
         }
