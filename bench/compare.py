@@ -7,11 +7,14 @@ RESULTS_DIR holds raw outputs named ``<test>-<impl>-<pair>.txt`` (impl is ``phal
 the C benchmark built with ``phalanx cc``; ``ompi``: the same source on Open MPI; ``rust``:
 the same loops through phalanx's Rust API), each an OSU-style table: ``#`` comment lines, then ``size value`` rows.
 A one-value output (barrier: ``# Avg Latency(us)`` then the value alone) is size 0.
+A table of several value columns (mbw_mr: ``# Size  MB/s  Messages/s``) is compared on
+one of them: ``COMPARED_COLUMN[test]`` by its header name, else the first.
 Writes ``runs.csv`` (every value), ``summary.csv`` and ``summary.json`` (medians and
 ratios) into RESULTS_DIR and prints one table per test.
 
 Ratio is always phalanx median / Open MPI median (the Rust API's ratio is printed beside). Whether higher is better depends on the
-test's unit: for times (latency, collectives in us) lower is better, for bandwidth higher.
+test's unit: for times (latency, collectives in us) lower is better, for bandwidth and
+message rate (``RATE_TESTS``) higher.
 """
 import csv
 import json
@@ -24,14 +27,26 @@ from pathlib import Path
 IMPLS = ("phalanx", "ompi", "rust")
 RAW_NAME = re.compile(r"^(?P<test>[a-z0-9_]+)-(?P<impl>phalanx|ompi|rust)-(?P<pair>\d+)\.txt$")
 # Tests whose value is a rate (higher is better); every other test reports a time.
-RATE_TESTS = {"bw", "bibw"}
+RATE_TESTS = {"bw", "bibw", "mbw_mr"}
+# Tests with several value columns: the one compared (by header name). For mbw_mr the
+# ratio is the same on either column (Messages/s = MB/s * 10^6 / size, at equal sizes).
+COMPARED_COLUMN = {"mbw_mr": "Messages/s"}
 # Summary points: (test, size, label).
-HEADLINES = (("latency", 1, "1 B latency"), ("bw", 1 << 20, "1 MiB bandwidth"))
+HEADLINES = (
+    ("latency", 1, "1 B latency"),
+    ("bw", 1 << 20, "1 MiB bandwidth"),
+    ("bibw", 1 << 20, "1 MiB bidirectional bandwidth"),
+    ("mbw_mr", 1, "1 B message rate"),
+)
 
 
-def parse_table(path):
-    """Returns ({size: value}, unit column header) of one OSU-style output."""
-    rows, unit = {}, ""
+def parse_table(path, column=None):
+    """Returns ({size: value}, unit column header) of one OSU-style output.
+
+    Value columns are named by the ``# Size`` header, split on runs of two or more spaces
+    (names such as ``Bandwidth (MB/s)`` hold single spaces); the value is taken from the
+    column named ``column`` if the header has it, else from the first."""
+    rows, unit, index = {}, "", 0
     for line in path.read_text().splitlines():
         line = line.strip()
         if not line:
@@ -39,7 +54,9 @@ def parse_table(path):
         if line.startswith("#"):
             m = re.match(r"#\s*Size\s+(.*)$", line) or re.match(r"#\s*(Avg Latency.*)$", line)
             if m:
-                unit = m.group(1).strip()
+                names = re.split(r"\s{2,}", m.group(1).strip())
+                index = names.index(column) if column in names else 0
+                unit = names[index]
             continue
         parts = line.split()
         if len(parts) == 1:
@@ -47,9 +64,9 @@ def parse_table(path):
                 rows[0] = float(parts[0])
             except ValueError:
                 pass
-        elif len(parts) >= 2:
+        elif len(parts) >= 2 + index:
             try:
-                rows[int(parts[0])] = float(parts[1])
+                rows[int(parts[0])] = float(parts[1 + index])
             except ValueError:
                 pass
     return rows, unit
@@ -64,7 +81,7 @@ def load(results):
         if not m:
             continue
         test, impl, pair = m.group("test"), m.group("impl"), int(m.group("pair"))
-        rows, unit = parse_table(path)
+        rows, unit = parse_table(path, COMPARED_COLUMN.get(test))
         if unit:
             units[test] = unit
         for size, value in rows.items():

@@ -11,8 +11,9 @@
 #
 # Environment:
 #   TESTS="latency bw"      tests to run (each must exist in phalanx-bench and osu_like):
-#                           latency bw (NP=2 only) bcast allgather gather scatter barrier
-#                           reduce allreduce alltoall
+#                           latency bw bibw (NP=2 only), mbw_mr (NP/2 sender-receiver
+#                           pairs; compared on its Messages/s column), bcast allgather
+#                           gather scatter barrier reduce allreduce alltoall
 #   PAIRS=5                 alternating (phalanx, Open MPI) pairs per test
 #   ARGS_<test>="..."       per-test arguments replacing the short defaults below
 #   PEER_BTL=tcp,self       Open MPI BTLs (e.g. vader,self for shared memory)
@@ -60,6 +61,8 @@ fi
 # Short defaults (the full OSU defaults take minutes per run).
 ARGS_latency=${ARGS_latency:-"-m 0:1048576 -i 1000 -x 100"}
 ARGS_bw=${ARGS_bw:-"-m 1:1048576 -i 30 -x 3"}
+ARGS_bibw=${ARGS_bibw:-"-m 1:1048576 -i 30 -x 3"}
+ARGS_mbw_mr=${ARGS_mbw_mr:-"-m 1:1048576 -i 30 -x 3"}
 # Collectives: OSU's 1 B .. 1 MiB with fewer calls per size than OSU's 1000 / 100.
 for t in bcast allgather gather scatter reduce allreduce alltoall; do
     var="ARGS_$t"

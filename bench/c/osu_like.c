@@ -8,6 +8,8 @@
  *
  *   mpirun -n 2 ./osu_like latency [-m [min:]max] [-i iters] [-x warmup]
  *   mpirun -n 2 ./osu_like bw      [-m [min:]max] [-i iters] [-x warmup] [-W window]
+ *   mpirun -n 2 ./osu_like bibw    [-m [min:]max] [-i iters] [-x warmup] [-W window]
+ *   mpirun -n P ./osu_like mbw_mr  [-m [min:]max] [-i iters] [-x warmup] [-W window]
  *   mpirun -n P ./osu_like bcast|allgather|gather|scatter|reduce|allreduce|alltoall
  *                                  [-m [min:]max] [-i iters] [-x warmup]
  *   mpirun -n P ./osu_like barrier [-i iters] [-x warmup]
@@ -16,6 +18,21 @@
  * bw:      rank 0 posts `window` MPI_Isend, rank 1 `window` MPI_Irecv (all into
  *          the same buffer), both MPI_Waitall, then rank 1 sends a 4-byte ack;
  *          bandwidth in MB/s (10^6 bytes per second).
+ * bibw:    osu_bibw: each rank posts `window` MPI_Irecv, then `window` MPI_Isend
+ *          (rank 0 sends tag 100 and receives tag 10, rank 1 the reverse), then
+ *          waits for them all (rank 0: sends first, rank 1: receives first); no
+ *          ack. MB/s = size * window * 2 * iterations / time on rank 0.
+ * mbw_mr:  osu_mbw_mr: ranks r < P/2 send to r + P/2 (an odd P leaves the last
+ *          rank idle). Every iteration starts with an untimed MPI_Barrier; then
+ *          each sender times `window` MPI_Isend, MPI_Waitall and a 4-byte ack
+ *          MPI_Recv, while its receiver posts `window` MPI_Irecv, MPI_Waitall and
+ *          sends the ack. The senders' summed times are averaged over the pairs
+ *          (MPI_Reduce); MB/s = pairs * size * window * iterations / time (all
+ *          pairs together), Messages/s = pairs * window * iterations / time
+ *          (OSU's MB/s * 10^6 / size, and defined for size 0). Prints
+ *          "# Size  MB/s  Messages/s".
+ *          bw, bibw and mbw_mr share bw's defaults: 1 B .. 4 MiB, window 64, 100
+ *          timed / 10 warm-up iterations, 20 / 2 above 8 KiB.
  * collectives: every rank times each call on its own with an untimed
  *          MPI_Barrier between calls (as OSU does); the per-rank mean is summed
  *          to rank 0 with MPI_Reduce and divided by P ("# Size  Avg Latency(us)").
@@ -40,10 +57,13 @@
 #define SYNC_TAG 999
 #define DATA_TAG 100
 #define ACK_TAG 101
+#define BIBW_BACK_TAG 10 /* osu_bibw: rank 1 -> rank 0 */
 
 enum test {
     TEST_LATENCY,
     TEST_BW,
+    TEST_BIBW,
+    TEST_MBW_MR,
     TEST_BCAST,
     TEST_ALLGATHER,
     TEST_GATHER,
@@ -54,12 +74,22 @@ enum test {
     TEST_ALLTOALL
 };
 
-static const char *const TEST_NAMES[] = {"latency", "bw",      "bcast",  "allgather", "gather",
-                                         "scatter", "barrier", "reduce", "allreduce", "alltoall"};
-static const char *const TEST_TITLES[] = {
-    "Latency",           "Bandwidth",         "Broadcast Latency", "Allgather Latency",
-    "Gather Latency",    "Scatter Latency",   "Barrier Latency",   "Reduce Latency",
-    "Allreduce Latency", "All-to-All Latency"};
+/* Indexed by enum test. */
+static const char *const TEST_NAMES[] = {
+    "latency", "bw", "bibw", "mbw_mr", "bcast", "allgather",
+    "gather", "scatter", "barrier", "reduce", "allreduce", "alltoall"};
+static const char *const TEST_TITLES[] = {"Latency",
+                                          "Bandwidth",
+                                          "Bi-Directional Bandwidth",
+                                          "Multiple Bandwidth / Message Rate",
+                                          "Broadcast Latency",
+                                          "Allgather Latency",
+                                          "Gather Latency",
+                                          "Scatter Latency",
+                                          "Barrier Latency",
+                                          "Reduce Latency",
+                                          "Allreduce Latency",
+                                          "All-to-All Latency"};
 #define NUM_TESTS ((int)(sizeof TEST_NAMES / sizeof TEST_NAMES[0]))
 
 struct plan {
@@ -73,8 +103,8 @@ struct plan {
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s latency|bw|bcast|allgather|gather|scatter|barrier|reduce|"
-            "allreduce|alltoall [-m [min:]max] [-i iterations] [-x warmup] [-W window]\n",
+            "usage: %s latency|bw|bibw|mbw_mr|bcast|allgather|gather|scatter|barrier|"
+            "reduce|allreduce|alltoall [-m [min:]max] [-i iterations] [-x warmup] [-W window]\n",
             prog);
 }
 
@@ -125,7 +155,7 @@ static int parse_args(int argc, char **argv, struct plan *p)
         p->min_size = 0;
         p->small_iters = 10000, p->small_warmup = 100;
         p->large_iters = 1000, p->large_warmup = 10;
-    } else if (p->test == TEST_BW) {
+    } else if (p->test == TEST_BW || p->test == TEST_BIBW || p->test == TEST_MBW_MR) {
         p->min_size = 1;
         p->small_iters = 100, p->small_warmup = 10;
         p->large_iters = 20, p->large_warmup = 2;
@@ -215,6 +245,13 @@ static void row(long size, double value)
     fflush(stdout);
 }
 
+/* A row of two value columns (mbw_mr: MB/s and Messages/s). */
+static void row2(long size, double first, double second)
+{
+    printf("%-10ld%18.2f%18.2f\n", size, first, second);
+    fflush(stdout);
+}
+
 static void run_latency(const struct plan *p, int rank, char *sbuf, char *rbuf)
 {
     int peer = 1 - rank;
@@ -275,6 +312,90 @@ static void run_bw(const struct plan *p, int rank, char *sbuf, char *rbuf)
         elapsed = MPI_Wtime() - start;
         if (rank == 0)
             row(size, (double)size * p->window * (double)iters / 1e6 / elapsed);
+    }
+}
+
+/* osu_bibw: both ranks post a window of receives, then a window of sends, and wait.
+ * As in run_bw, the barrier before each size is pair_barrier and rank 0 times from the
+ * end of the warm-up to the last wait (OMB 7.x sums per-iteration times on rank 0: the
+ * same interval, as nothing runs between iterations). */
+static void run_bibw(const struct plan *p, int rank, char *sbuf, char *rbuf)
+{
+    static MPI_Request sreqs[MAX_WINDOW], rreqs[MAX_WINDOW];
+    int peer = 1 - rank;
+    int stag = rank == 0 ? DATA_TAG : BIBW_BACK_TAG, rtag = rank == 0 ? BIBW_BACK_TAG : DATA_TAG;
+    long size, i, iters, warmup;
+    int j;
+    if (rank == 0)
+        header("Bi-Directional Bandwidth", "Bandwidth (MB/s)");
+    for (size = first_size(p); size <= p->max_size; size = next_size(size)) {
+        double start = 0.0, elapsed;
+        counts(p, size, &iters, &warmup);
+        pair_barrier(rank);
+        start = MPI_Wtime();
+        for (i = 0; i < iters + warmup; i++) {
+            if (i == warmup)
+                start = MPI_Wtime();
+            for (j = 0; j < p->window; j++)
+                MPI_Irecv(rbuf, (int)size, MPI_CHAR, peer, rtag, MPI_COMM_WORLD, &rreqs[j]);
+            for (j = 0; j < p->window; j++)
+                MPI_Isend(sbuf, (int)size, MPI_CHAR, peer, stag, MPI_COMM_WORLD, &sreqs[j]);
+            if (rank == 0) {
+                MPI_Waitall(p->window, sreqs, MPI_STATUSES_IGNORE);
+                MPI_Waitall(p->window, rreqs, MPI_STATUSES_IGNORE);
+            } else {
+                MPI_Waitall(p->window, rreqs, MPI_STATUSES_IGNORE);
+                MPI_Waitall(p->window, sreqs, MPI_STATUSES_IGNORE);
+            }
+        }
+        elapsed = MPI_Wtime() - start;
+        if (rank == 0)
+            row(size, (double)size * p->window * 2.0 * (double)iters / 1e6 / elapsed);
+    }
+}
+
+/* osu_mbw_mr: ranks r < P/2 stream windows to r + P/2; aggregate MB/s and messages/s. */
+static void run_mbw_mr(const struct plan *p, int rank, int nprocs, char *sbuf, char *rbuf)
+{
+    static MPI_Request reqs[MAX_WINDOW];
+    int pairs = nprocs / 2;
+    char ack[4] = {0};
+    long size, i, iters, warmup;
+    int j;
+    if (rank == 0) {
+        printf("# OSU-style C/MPI %s Test\n", TEST_TITLES[TEST_MBW_MR]);
+        printf("# [ pairs: %d ] [ window size: %d ]\n", pairs, p->window);
+        printf("%-10s%18s%18s\n", "# Size", "MB/s", "Messages/s");
+    }
+    for (size = first_size(p); size <= p->max_size; size = next_size(size)) {
+        double t = 0.0, start, sum = 0.0;
+        counts(p, size, &iters, &warmup);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (i = 0; i < iters + warmup; i++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank < pairs) {
+                int peer = rank + pairs;
+                start = MPI_Wtime();
+                for (j = 0; j < p->window; j++)
+                    MPI_Isend(sbuf, (int)size, MPI_CHAR, peer, DATA_TAG, MPI_COMM_WORLD, &reqs[j]);
+                MPI_Waitall(p->window, reqs, MPI_STATUSES_IGNORE);
+                MPI_Recv(ack, 4, MPI_CHAR, peer, ACK_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                if (i >= warmup)
+                    t += MPI_Wtime() - start;
+            } else if (rank < 2 * pairs) {
+                int peer = rank - pairs;
+                for (j = 0; j < p->window; j++)
+                    MPI_Irecv(rbuf, (int)size, MPI_CHAR, peer, DATA_TAG, MPI_COMM_WORLD, &reqs[j]);
+                MPI_Waitall(p->window, reqs, MPI_STATUSES_IGNORE);
+                MPI_Send(ack, 4, MPI_CHAR, peer, ACK_TAG, MPI_COMM_WORLD);
+            }
+        }
+        /* Receivers and an idle odd rank add 0: the mean over the pairs' senders. */
+        MPI_Reduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            double mean = sum / pairs, messages = (double)pairs * p->window * (double)iters;
+            row2(size, messages * (double)size / 1e6 / mean, messages / mean);
+        }
     }
 }
 
@@ -375,9 +496,16 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    if ((plan.test == TEST_LATENCY || plan.test == TEST_BW) && size != 2) {
+    if ((plan.test == TEST_LATENCY || plan.test == TEST_BW || plan.test == TEST_BIBW) &&
+        size != 2) {
         if (rank == 0)
             fprintf(stderr, "osu_like: this test requires exactly two processes\n");
+        MPI_Finalize();
+        return 1;
+    }
+    if (plan.test == TEST_MBW_MR && size < 2) {
+        if (rank == 0)
+            fprintf(stderr, "osu_like: this test requires at least two processes\n");
         MPI_Finalize();
         return 1;
     }
@@ -402,6 +530,10 @@ int main(int argc, char **argv)
         run_latency(&plan, rank, sbuf, rbuf);
     else if (plan.test == TEST_BW)
         run_bw(&plan, rank, sbuf, rbuf);
+    else if (plan.test == TEST_BIBW)
+        run_bibw(&plan, rank, sbuf, rbuf);
+    else if (plan.test == TEST_MBW_MR)
+        run_mbw_mr(&plan, rank, size, sbuf, rbuf);
     else if (plan.test == TEST_BARRIER)
         run_barrier(&plan, rank, size);
     else

@@ -1,9 +1,18 @@
-//! Windowed unidirectional bandwidth (the osu_bw measurement).
+//! Windowed two-rank bandwidth (the osu_bw and osu_bibw measurements).
 //!
-//! Per iteration rank 0 starts `window` nonblocking sends of one size and waits for them
-//! all, then waits for a 4-byte acknowledgement; rank 1 starts `window` nonblocking
+//! bw: per iteration rank 0 starts `window` nonblocking sends of one size and waits for
+//! them all, then waits for a 4-byte acknowledgement; rank 1 starts `window` nonblocking
 //! receives, waits for them and sends the acknowledgement. Bandwidth is
 //! `size * window * iterations / elapsed` in MB/s (10^6 bytes per second), as OSU reports.
+//!
+//! bibw: per iteration both ranks start `window` nonblocking receives, then `window`
+//! nonblocking sends (rank 0 sends with tag 100 and receives tag 10, rank 1 the reverse),
+//! and wait for them all (rank 0 for its sends first, rank 1 for its receives first); there
+//! is no acknowledgement. Bandwidth is `size * window * 2 * iterations / elapsed`.
+//!
+//! Both start each size with a pair barrier and time on rank 0 from the end of the
+//! warm-up to the last wait (OMB 7.x's osu_bibw sums per-iteration times on rank 0: the
+//! same interval, as nothing runs between iterations).
 //!
 //! As in OSU, every receive of a window targets the same buffer; [`SharedTarget`] makes
 //! that expressible while the requests borrow their buffers mutably.
@@ -19,9 +28,11 @@ use phalanx::traits::*;
 use std::marker::PhantomData;
 
 /// Tag of the data messages (OSU uses 100).
-const DATA_TAG: phalanx::Tag = 100;
+pub const DATA_TAG: phalanx::Tag = 100;
 /// Tag of the acknowledgement (OSU uses 101).
-const ACK_TAG: phalanx::Tag = 101;
+pub const ACK_TAG: phalanx::Tag = 101;
+/// Tag of bibw's data from rank 1 to rank 0 (OSU uses 10).
+const BACK_TAG: phalanx::Tag = 10;
 
 /// Runs the bandwidth test and prints its table on rank 0.
 pub fn run(world: &SimpleCommunicator, plan: &Plan) {
@@ -70,18 +81,67 @@ pub fn run(world: &SimpleCommunicator, plan: &Plan) {
     }
 }
 
+/// Runs the bidirectional bandwidth test and prints its table on rank 0.
+pub fn run_bibw(world: &SimpleCommunicator, plan: &Plan) {
+    let rank = world.rank();
+    let peer = world.process_at_rank(1 - rank);
+    let (send_tag, recv_tag) = if rank == 0 {
+        (DATA_TAG, BACK_TAG)
+    } else {
+        (BACK_TAG, DATA_TAG)
+    };
+    let send = vec![b'a'; plan.max_size()];
+    let mut recv = vec![b'b'; plan.max_size()];
+    if rank == 0 {
+        report::header("Bi-Directional Bandwidth", "Bandwidth (MB/s)");
+    }
+    for &size in &plan.sizes {
+        let (iterations, warmup) = plan.counts(size);
+        let target = SharedTarget::new(&mut recv[..size]);
+        let mut slots: Vec<Slot<'_>> = (0..plan.window).map(|_| target.slot()).collect();
+        pair_barrier(world);
+        let mut start = time();
+        for i in 0..iterations + warmup {
+            if i == warmup {
+                start = time();
+            }
+            scope(|sc| {
+                let recvs = slots
+                    .iter_mut()
+                    .map(|slot| peer.immediate_receive_into_with_tag(sc, slot, recv_tag))
+                    .collect();
+                let sends = (0..plan.window)
+                    .map(|_| peer.immediate_send_with_tag(sc, &send[..size], send_tag))
+                    .collect();
+                if rank == 0 {
+                    wait_all(sends);
+                    wait_all(recvs);
+                } else {
+                    wait_all(recvs);
+                    wait_all(sends);
+                }
+            });
+        }
+        let elapsed = time() - start;
+        if rank == 0 {
+            let bytes = size as f64 * plan.window as f64 * 2.0 * iterations as f64;
+            report::row(size, bytes / 1e6 / elapsed);
+        }
+    }
+}
+
 /// A byte buffer that several in-flight receives may target at once.
 ///
 /// It holds the exclusive borrow of the bytes for `'a` and hands out [`Slot`]s, raw views
 /// of the same bytes that each satisfy [`BufferMut`].
-struct SharedTarget<'a> {
+pub struct SharedTarget<'a> {
     ptr: *mut u8,
     len: usize,
     _borrow: PhantomData<&'a mut [u8]>,
 }
 
 impl<'a> SharedTarget<'a> {
-    fn new(bytes: &'a mut [u8]) -> Self {
+    pub fn new(bytes: &'a mut [u8]) -> Self {
         SharedTarget {
             ptr: bytes.as_mut_ptr(),
             len: bytes.len(),
@@ -89,7 +149,7 @@ impl<'a> SharedTarget<'a> {
         }
     }
 
-    fn slot(&self) -> Slot<'a> {
+    pub fn slot(&self) -> Slot<'a> {
         Slot {
             ptr: self.ptr,
             len: self.len,
@@ -99,7 +159,7 @@ impl<'a> SharedTarget<'a> {
 }
 
 /// One receive's view of a [`SharedTarget`].
-struct Slot<'a> {
+pub struct Slot<'a> {
     ptr: *mut u8,
     len: usize,
     _borrow: PhantomData<&'a mut [u8]>,

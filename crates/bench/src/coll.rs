@@ -72,6 +72,8 @@ pub fn run(world: &SimpleCommunicator, test: Test, plan: &Plan) {
                 Test::Alltoall => world.all_to_all_into(&send[..size * p], &mut recv[..size * p]),
                 Test::Latency
                 | Test::Bw
+                | Test::Bibw
+                | Test::MbwMr
                 | Test::Barrier
                 | Test::Ring
                 | Test::Chain
@@ -133,6 +135,8 @@ fn title(test: Test) -> &'static str {
         Test::Alltoall => "All-to-All Latency",
         Test::Latency => "Latency",
         Test::Bw => "Bandwidth",
+        Test::Bibw => "Bi-Directional Bandwidth",
+        Test::MbwMr => "Multiple Bandwidth / Message Rate",
         Test::Ring => "Ring Latency",
         Test::Chain => "Chain Throughput",
         Test::Flood => "Flood",

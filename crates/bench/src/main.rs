@@ -6,6 +6,8 @@
 //! ```text
 //! phalanx run -n 2 phalanx-bench latency [-m [min:]max] [-i iters] [-x warmup]
 //! phalanx run -n 2 phalanx-bench bw      [-m [min:]max] [-i iters] [-x warmup] [-W window]
+//! phalanx run -n 2 phalanx-bench bibw    [-m [min:]max] [-i iters] [-x warmup] [-W window]
+//! phalanx run -n P phalanx-bench mbw_mr  [-m [min:]max] [-i iters] [-x warmup] [-W window]
 //! phalanx run -n P phalanx-bench bcast|allgather|gather|scatter|reduce|allreduce|alltoall
 //!                                        [-m [min:]max] [-i iters] [-x warmup]
 //! phalanx run -n P phalanx-bench barrier [-i iters] [-x warmup]
@@ -18,12 +20,14 @@
 //! 8-byte words (1 … 2000), and ring and flood print `# Words` in the first column.
 //!
 //! Rank 0 prints an OSU-shaped table (`# Size  Latency (us)`, `# Size  Bandwidth (MB/s)`,
-//! `# Size  Avg Latency(us)`; barrier prints `# Avg Latency(us)` and one value) that
-//! `bench/compare.py` parses next to the C benchmark's output under Open MPI.
+//! `# Size  Avg Latency(us)`, mbw_mr `# Size  MB/s  Messages/s`; barrier prints
+//! `# Avg Latency(us)` and one value) that `bench/compare.py` parses next to the C
+//! benchmark's output under Open MPI.
 
 mod bw;
 mod coll;
 mod latency;
+mod mbw_mr;
 mod options;
 mod report;
 mod seed003;
@@ -44,9 +48,15 @@ fn main() {
         }
         std::process::exit(1);
     }
+    if cli.test == Test::MbwMr && world.size() < 2 {
+        eprintln!("phalanx-bench: this test requires at least two processes");
+        std::process::exit(1);
+    }
     match cli.test {
         Test::Latency => latency::run(&world, &plan),
         Test::Bw => bw::run(&world, &plan),
+        Test::Bibw => bw::run_bibw(&world, &plan),
+        Test::MbwMr => mbw_mr::run(&world, &plan),
         test if test.is_seed003() => seed003::run(&world, test, &plan),
         test => coll::run(&world, test, &plan),
     }

@@ -23,6 +23,11 @@ pub enum Test {
     Latency,
     /// Windowed unidirectional bandwidth (osu_bw).
     Bw,
+    /// Windowed bidirectional bandwidth (osu_bibw).
+    Bibw,
+    /// Multi-pair bandwidth and message rate: ranks r < p/2 send to r + p/2 (osu_mbw_mr).
+    #[value(name = "mbw_mr")]
+    MbwMr,
     /// Broadcast, root round-robin (osu_bcast).
     Bcast,
     /// All-gather, `size` bytes per rank (osu_allgather).
@@ -51,7 +56,7 @@ pub enum Test {
 impl Test {
     /// True for the two-rank point-to-point tests.
     pub fn is_point_to_point(self) -> bool {
-        matches!(self, Test::Latency | Test::Bw)
+        matches!(self, Test::Latency | Test::Bw | Test::Bibw)
     }
 
     /// True for the seed-003 tests (sizes in 8-byte words from [`SEED003_WORDS`]).
@@ -60,8 +65,8 @@ impl Test {
     }
 }
 
-/// OSU-style micro-benchmarks for phalanx (latency and bw with exactly 2 ranks,
-/// collectives with any number).
+/// OSU-style micro-benchmarks for phalanx (latency, bw and bibw with exactly 2 ranks,
+/// mbw_mr with 2 or more, collectives with any number).
 #[derive(Debug, Parser)]
 #[command(name = "phalanx-bench", version, args_override_self = true)]
 pub struct Cli {
@@ -72,15 +77,15 @@ pub struct Cli {
     /// allreduce, 1 otherwise; default max: 4 MiB point-to-point, 1 MiB collectives).
     #[arg(short = 'm', long = "message-size", value_parser = parse_size_range)]
     pub sizes: Option<SizeRange>,
-    /// Timed iterations per size (default 10000 latency / 100 bw / 1000 collectives;
-    /// 1000 / 20 / 100 above 8 KiB).
+    /// Timed iterations per size (default 10000 latency / 100 bw, bibw, mbw_mr / 1000
+    /// collectives; 1000 / 20 / 100 above 8 KiB).
     #[arg(short = 'i', long = "iterations")]
     pub iterations: Option<usize>,
-    /// Warm-up iterations per size (default 100 latency / 10 bw / 200 collectives;
-    /// 10 / 2 / 10 above 8 KiB).
+    /// Warm-up iterations per size (default 100 latency / 10 bw, bibw, mbw_mr / 200
+    /// collectives; 10 / 2 / 10 above 8 KiB).
     #[arg(short = 'x', long = "warmup")]
     pub warmup: Option<usize>,
-    /// Messages in flight per bandwidth iteration.
+    /// Messages in flight per bandwidth iteration (bw, bibw: each way; mbw_mr: per pair).
     #[arg(short = 'W', long = "window-size", default_value_t = 64)]
     pub window: usize,
     /// ring, chain: read and write every payload word at each hop ("with processing").
@@ -153,7 +158,7 @@ impl Cli {
     pub fn plan(&self) -> Plan {
         let (default_min, default_max, small, large) = match self.test {
             Test::Latency => (0, DEFAULT_MAX_SIZE, (10_000, 100), (1_000, 10)),
-            Test::Bw => (1, DEFAULT_MAX_SIZE, (100, 10), (20, 2)),
+            Test::Bw | Test::Bibw | Test::MbwMr => (1, DEFAULT_MAX_SIZE, (100, 10), (20, 2)),
             Test::Reduce | Test::Allreduce => (4, DEFAULT_MAX_COLL_SIZE, (1_000, 200), (100, 10)),
             Test::Ring => (1, usize::MAX, (1_000, 100), (500, 50)),
             Test::Chain => (1, usize::MAX, (1_000, 10), (1_000, 10)),
@@ -251,6 +256,18 @@ mod tests {
         assert_eq!(cli.plan().sizes, vec![1, 2, 4]);
         let cli = Cli::parse_from(["phalanx-bench", "latency", "-m", "4"]);
         assert_eq!(cli.plan().sizes, vec![0, 1, 2, 4]);
+        for test in ["bibw", "mbw_mr"] {
+            let plan = Cli::parse_from(["phalanx-bench", test, "-m", "8", "-W", "16"]).plan();
+            assert_eq!(plan.sizes, vec![1, 2, 4, 8]);
+            assert_eq!(plan.counts(8192), (100, 10));
+            assert_eq!(plan.counts(16384), (20, 2));
+            assert_eq!(plan.window, 16);
+        }
+        assert_eq!(
+            Cli::parse_from(["phalanx-bench", "mbw_mr"]).test,
+            Test::MbwMr
+        );
+        assert!(Test::Bibw.is_point_to_point() && !Test::MbwMr.is_point_to_point());
     }
 
     #[test]

@@ -20,6 +20,27 @@ pub fn row(size: usize, value: f64) {
     println!("{size:<10}{value:>18.2}");
 }
 
+/// Prints the title, one `# ` comment line and a header of several value columns
+/// (osu_mbw_mr: `# [ pairs: n ] [ window size: w ]`, then `# Size  MB/s  Messages/s`).
+pub fn header_columns(title: &str, comment: &str, columns: &[&str]) {
+    println!("# OSU-style phalanx {title} Test");
+    println!("# {comment}");
+    print!("{:<10}", "# Size");
+    for column in columns {
+        print!("{column:>18}");
+    }
+    println!();
+}
+
+/// Prints one result row of several values.
+pub fn row_values(size: usize, values: &[f64]) {
+    print!("{size:<10}");
+    for value in values {
+        print!("{value:>18.2}");
+    }
+    println!();
+}
+
 /// Prints a one-value test (osu_barrier): title, `# column`, then the value alone.
 pub fn single(title: &str, column: &str, value: f64) {
     println!("# OSU-style phalanx {title} Test");

@@ -13,7 +13,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-const CHUNK: usize = 64 * 1024;
+const CHUNK: usize = 4096;
 
 /// Line bound for a [`crate::Table`] of `size` ranks: [`MAX_LINE`] plus 4 KiB per rank.
 pub fn table_line_limit(size: u32) -> usize {
@@ -85,10 +85,13 @@ impl LineReader {
             if self.eof {
                 return Ok(Next::Eof);
             }
-            let old = self.buf.len();
-            self.buf.resize(old + CHUNK, 0);
-            let res = src.read(&mut self.buf[old..]);
-            self.buf.truncate(old + *res.as_ref().unwrap_or(&0));
+            // Read through a small stack buffer: a rank polls this connection often and
+            // almost always finds nothing (zeroing a large chunk per poll showed up).
+            let mut chunk = [0u8; CHUNK];
+            let res = src.read(&mut chunk);
+            if let Ok(n) = res {
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
             match res {
                 Ok(0) => self.eof = true,
                 Ok(_) => {}

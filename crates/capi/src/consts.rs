@@ -158,8 +158,36 @@ pub struct Dt {
     pub kind: Kind,
 }
 
+/// First handle value of the predefined datatypes, and how many values from there
+/// [`DT_SIZE`] covers.
+const DT_FIRST: usize = 0x200;
+const DT_SPAN: usize = 0xe0;
+
+/// Size of each predefined datatype by `handle - DT_FIRST` (0: no such datatype).
+static DT_SIZE: [u8; DT_SPAN] = {
+    let mut t = [0u8; DT_SPAN];
+    let mut i = 0;
+    while i < DT_SPAN {
+        if let Some(d) = datatype(DT_FIRST + i) {
+            t[i] = d.size as u8;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// The size of the predefined datatype with handle value `h` (one table load: the
+/// small-message path's check).
+#[inline]
+pub fn datatype_size(h: usize) -> Option<usize> {
+    match DT_SIZE.get(h.wrapping_sub(DT_FIRST)) {
+        Some(&s) if s != 0 => Some(s as usize),
+        _ => None,
+    }
+}
+
 /// The predefined datatype with ABI handle value `h`.
-pub fn datatype(h: usize) -> Option<Dt> {
+pub const fn datatype(h: usize) -> Option<Dt> {
     use Kind::*;
     let long = if std::mem::size_of::<std::ffi::c_long>() == 8 {
         (8, I64, U64)

@@ -62,6 +62,7 @@ struct RawSide {
 }
 
 /// `None` when the transfer needs the general path (see the module docs).
+#[inline(always)]
 fn raw_side(
     comm: Handle,
     cnt: c_int,
@@ -70,13 +71,16 @@ fn raw_side(
     tag: c_int,
     recv: bool,
 ) -> CResult<Option<RawSide>> {
-    let Some(dt) = crate::consts::datatype(datatype as usize) else {
+    let Some(dt_size) = crate::consts::datatype_size(datatype as usize) else {
         return Ok(None);
     };
     if peer == MPI_PROC_NULL {
         return Ok(None);
     }
-    let (rc, errh) = state::raw_comm(comm)?;
+    let (rc, errh) = match state::world_parts(comm) {
+        Some((ctx, size, errh)) => (RawComm::identity(ctx, size), errh),
+        None => state::raw_comm(comm)?,
+    };
     let n = count(cnt)?;
     let tag = tag_ok(tag, recv)?;
     if !((0..rc.size()).contains(&peer) || (recv && peer == MPI_ANY_SOURCE)) {
@@ -88,7 +92,7 @@ fn raw_side(
     Ok(Some(RawSide {
         comm: rc,
         errh,
-        len: n * dt.size,
+        len: n * dt_size,
         peer,
         tag,
     }))
@@ -162,7 +166,7 @@ fn proc_null(
     tag: c_int,
     recv: bool,
 ) -> CResult<Option<Handle>> {
-    if crate::consts::datatype(datatype as usize).is_none() {
+    if crate::consts::datatype_size(datatype as usize).is_none() {
         return Ok(None);
     }
     state::raw_comm(comm)?;
@@ -191,16 +195,18 @@ pub(crate) unsafe fn send(
     comm: Handle,
     sync: bool,
 ) -> CResult<bool> {
-    // SAFETY: the caller's contract (the request completes before returning).
-    match unsafe { isend(buf, cnt, datatype, dest, tag, comm, sync)? } {
-        None => Ok(false),
-        Some(h) => {
-            if let Some((id, _)) = raw_id(h) {
-                raw::wait(id).map_err(cerr)?;
-            }
-            Ok(true)
-        }
+    if dest == MPI_PROC_NULL {
+        return Ok(proc_null(comm, cnt, datatype, tag, false)?.is_some());
     }
+    let Some(s) = raw_side(comm, cnt, datatype, dest, tag, false)? else {
+        return Ok(false);
+    };
+    // SAFETY: the caller's contract.
+    let b = unsafe { bytes(buf, s.len)? };
+    let dest = s.comm.world_rank(s.peer);
+    // SAFETY: the buffer stays valid for the call, which completes the send.
+    unsafe { raw::send(b.as_ptr(), b.len(), dest, s.tag, s.comm.ctx(), sync) }.map_err(cerr)?;
+    Ok(true)
 }
 
 /// `MPI_Recv`: the status, or `None` when the general path must run it (also under
@@ -225,9 +231,9 @@ pub(crate) unsafe fn recv(
     // SAFETY: the caller's contract.
     let b = unsafe { bytes_mut(buf, s.len)? };
     let (src, tag) = selectors(&s);
-    // SAFETY: the buffer is valid for the call, which completes the request.
-    let id = unsafe { raw::irecv(b.as_mut_ptr(), b.len(), src, tag, s.comm.ctx()) };
-    let st = raw::wait(id.map_err(cerr)?).map_err(cerr)?;
+    // SAFETY: the buffer is valid for the call, which completes the receive.
+    let st = unsafe { raw::recv(b.as_mut_ptr(), b.len(), src, tag, s.comm.ctx()) };
+    let st = st.map_err(cerr)?;
     Ok(Some(MPI_Status::new(
         s.comm.comm_rank(st.source),
         st.tag,

@@ -430,6 +430,24 @@ pub fn refresh_world() {
 
 /// The engine's view of communicator `h` and its error handler (one table lookup, no
 /// communicator clone: the small-message path).
+/// The world's (context, size, error handler) when `h` is `MPI_COMM_WORLD` and the
+/// world is cached (three relaxed loads, no table).
+#[inline(always)]
+pub fn world_parts(h: Handle) -> Option<(u32, i32, usize)> {
+    if h as usize != COMM_WORLD {
+        return None;
+    }
+    let size = WORLD_SIZE.load(Ordering::Relaxed);
+    (size > 0).then(|| {
+        (
+            WORLD_CTX.load(Ordering::Relaxed),
+            size,
+            WORLD_ERRH.load(Ordering::Relaxed),
+        )
+    })
+}
+
+#[inline]
 pub fn raw_comm(h: Handle) -> CResult<(RawComm, usize)> {
     if h as usize == COMM_WORLD {
         let size = WORLD_SIZE.load(Ordering::Relaxed);
@@ -441,6 +459,12 @@ pub fn raw_comm(h: Handle) -> CResult<(RawComm, usize)> {
             ));
         }
     }
+    raw_comm_table(h)
+}
+
+/// [`raw_comm`] of a communicator other than the world (out of line).
+#[inline(never)]
+fn raw_comm_table(h: Handle) -> CResult<(RawComm, usize)> {
     with(|s| match s.comms.get(&(h as usize)) {
         Some(e) => Ok((e.raw.clone(), e.errh)),
         None if s.universe.is_none() => Err(not_initialized()),

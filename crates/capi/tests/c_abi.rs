@@ -247,6 +247,24 @@ fn small_message_path_requests() {
 }
 
 #[test]
+fn blocking_receives_keep_order_kinds_and_statuses() {
+    let exe = c_test("blockrecv");
+    run_ok(3, &exe, &[], "blockrecv ok");
+    // Over UDP with go-back-n, and with the careful protocol on UDP.
+    for reliable_net in ["0", "1"] {
+        let o = Command::new(phalanx())
+            .args(["run", "-n", "3", "--timeout", "60"])
+            .env("PHALANX_TRANSPORT", "udp")
+            .env("PHALANX_RELIABLE_NET", reliable_net)
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{reliable_net}: {}", show(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("blockrecv ok"));
+    }
+}
+
+#[test]
 fn careful_flood_is_held_then_copied_out_within_the_limit() {
     let exe = c_test("flood");
     let careful = |limit: Option<&str>| {
@@ -476,6 +494,26 @@ fn osu_like_latency_runs() {
         .collect();
     assert_eq!(sizes.first(), Some(&"1"), "{out}");
     assert_eq!(sizes.last(), Some(&"1024"), "{out}");
+    // The bandwidth tests at tiny sizes: one row per size, mbw_mr with its two columns
+    // (MB/s, Messages/s), also with two pairs.
+    for (n, test, columns) in [
+        (2, "bw", 1),
+        (2, "bibw", 1),
+        (2, "mbw_mr", 2),
+        (4, "mbw_mr", 2),
+    ] {
+        let args = [test, "-m", "1:64", "-i", "5", "-x", "1", "-W", "8"];
+        let o = run(n, &exe, &args);
+        assert!(o.status.success(), "{test} -n {n}: {}", show(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 7, "{test} -n {n}: {out}");
+        assert!(rows.iter().all(|r| r.len() == 1 + columns), "{test}: {out}");
+    }
 }
 
 #[test]

@@ -47,6 +47,7 @@ impl RawComm {
         }
     }
     /// A communicator of `size` members whose ranks are world ranks, on context `ctx`.
+    #[inline]
     pub fn identity(ctx: u32, size: i32) -> RawComm {
         RawComm {
             ctx,
@@ -55,18 +56,22 @@ impl RawComm {
         }
     }
     /// Context id.
+    #[inline]
     pub fn ctx(&self) -> u32 {
         self.ctx
     }
     /// Number of members.
+    #[inline]
     pub fn size(&self) -> i32 {
         self.size
     }
     /// Whether communicator ranks are world ranks.
+    #[inline]
     pub fn is_identity(&self) -> bool {
         self.members.is_none()
     }
     /// World rank of member `r` (in range: checked by the caller).
+    #[inline]
     pub fn world_rank(&self, r: i32) -> u32 {
         match &self.members {
             Some(m) => m.get(r as usize).copied().unwrap_or(u32::MAX),
@@ -74,6 +79,7 @@ impl RawComm {
         }
     }
     /// Communicator rank of world rank `w` (-1 if not a member).
+    #[inline]
     pub fn comm_rank(&self, w: u32) -> i32 {
         match &self.members {
             Some(m) => m.iter().position(|&x| x == w).map_or(-1, |p| p as i32),
@@ -124,6 +130,37 @@ pub unsafe fn irecv(
     ctx: u32,
 ) -> Result<ReqId> {
     with_engine(|e| e.irecv(RecvBuf::Raw(buf, len), src, tag, ctx))
+}
+
+/// Sends `len` bytes at `buf` to world rank `dest` and waits until the buffer may be
+/// reused (`MPI_Send`; with `synchronous`, until the receive matched: `MPI_Ssend`).
+///
+/// # Safety
+/// `buf` is readable for `len` bytes for the call.
+pub unsafe fn send(
+    buf: *const u8,
+    len: usize,
+    dest: u32,
+    tag: i32,
+    ctx: u32,
+    synchronous: bool,
+) -> Result<()> {
+    with_engine(|e| e.send(SendBuf::Raw(buf, len), dest, tag, ctx, synchronous))
+}
+
+/// Receives into `len` bytes at `buf` from world rank `src` (`None`: any) with `tag`
+/// (`None`: any) on context `ctx`, waiting for the message (`MPI_Recv`).
+///
+/// # Safety
+/// `buf` is writable for `len` bytes, untouched by anyone else, for the call.
+pub unsafe fn recv(
+    buf: *mut u8,
+    len: usize,
+    src: Option<u32>,
+    tag: Option<i32>,
+    ctx: u32,
+) -> Result<RawStatus> {
+    with_engine(|e| e.recv(RecvBuf::Raw(buf, len), src, tag, ctx))
 }
 
 /// Completes request `id` if it is finished (one round of progress when it is not yet):

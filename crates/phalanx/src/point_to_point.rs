@@ -181,10 +181,7 @@ fn receive_into_impl<S: Source + ?Sized, B: ?Sized + BufferMut>(
 ) -> Status {
     let rb = recv_buf(buf.buffer_mut_ptr(), buf.count(), buf.datatype());
     let (src, ctx) = (s.source_world(), s.comm().context());
-    let raw = call("receive", |e| {
-        let id = e.irecv(rb, src, tag, ctx)?;
-        e.wait(id)
-    });
+    let raw = call("receive", |e| e.recv(rb, src, tag, ctx));
     Status::from_raw(raw, s.comm())
 }
 
@@ -211,8 +208,7 @@ fn receive_one<S: Source + ?Sized, M: Equivalence>(s: &S, tag: Option<Tag>) -> (
     let rb = recv_buf(v.as_mut_ptr() as *mut u8, 1, dt.clone());
     let (src, ctx) = (s.source_world(), s.comm().context());
     let raw = call("receive", |e| {
-        let id = e.irecv(rb, src, tag, ctx)?;
-        let st = e.wait(id)?;
+        let st = e.recv(rb, src, tag, ctx)?;
         if st.bytes != dt.size() as u64 {
             return Err(Error::PartialElement {
                 bytes: st.bytes,
@@ -245,8 +241,7 @@ fn receive_vec_impl<S: Source + ?Sized, M: Equivalence>(
         let n = (st.bytes / elem as u64) as usize;
         let mut v: Vec<M> = Vec::with_capacity(n);
         let rb = recv_buf(v.as_mut_ptr() as *mut u8, n, dt.clone());
-        let id = e.irecv(rb, Some(st.source), Some(st.tag), ctx)?;
-        let got = e.wait(id)?;
+        let got = e.recv(rb, Some(st.source), Some(st.tag), ctx)?;
         // SAFETY: the receive wrote n whole elements (length checked by the probe and
         // the truncation check), and Equivalence makes any bytes valid.
         unsafe { v.set_len((got.bytes / elem as u64) as usize) };
@@ -266,20 +261,14 @@ pub trait Destination {
     fn send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
         let sb = send_buf(buf);
         let (dst, ctx) = (self.destination_world(), self.comm().context());
-        call("send", |e| {
-            let id = e.isend(sb, dst, tag, ctx)?;
-            e.wait(id)
-        });
+        call("send", |e| e.send(sb, dst, tag, ctx, false));
     }
     /// Sends `buf` with `tag` in synchronous mode: returns once the receiver has matched
     /// the message (MPI's `MPI_Ssend`).
     fn synchronous_send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
         let sb = send_buf(buf);
         let (dst, ctx) = (self.destination_world(), self.comm().context());
-        call("synchronous_send", |e| {
-            let id = e.isend_mode(sb, dst, tag, ctx, true)?;
-            e.wait(id)
-        });
+        call("synchronous_send", |e| e.send(sb, dst, tag, ctx, true));
     }
     /// Sends `buf` with tag 0 in synchronous mode.
     fn synchronous_send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {

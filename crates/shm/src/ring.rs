@@ -15,7 +15,8 @@
 //!   line per small message instead of two) or from `head`. That is sound because the
 //!   first word of every cell the producer may write next is zero: the consumer zeroes
 //!   the first word of every cell it consumed before its release store of `tail` (a
-//!   fresh segment is zero), and the producer writes a cell's first word only as a header
+//!   fresh segment is zero; the zeroing waits for that store — see [`RxRing::publish`] —
+//!   so that it is not on the path of the consumer's next message), and the producer writes a cell's first word only as a header
 //!   or, for a frame's later cells, after that frame's header cell — never at the
 //!   consumer's `tail` before the header. Symmetrically the consumer is done with cells
 //!   before its release store of `tail`.
@@ -321,7 +322,7 @@ impl RxRing {
             };
             let (len, flags, pos) = fields(h);
             if flags == F_WRAP && pos == self.tail as u32 {
-                self.r.word(self.tail).store(0, Ordering::Relaxed);
+                // Zeroed with the other consumed cells when the tail is published.
                 self.tail += self.r.cap - off;
                 continue;
             }
@@ -350,10 +351,6 @@ impl RxRing {
     #[inline]
     pub fn release(&mut self) -> bool {
         debug_assert!(self.cur != 0, "release without peek");
-        // The first word of every consumed cell goes back to zero (module docs).
-        for k in 0..self.cur {
-            self.r.word(self.tail + k).store(0, Ordering::Relaxed);
-        }
         self.tail += self.cur;
         self.cur = 0;
         if self.tail - self.published >= self.publish_every {
@@ -362,12 +359,21 @@ impl RxRing {
         false
     }
 
-    /// Make consumed cells visible to the producer. Returns true if it is waiting for room
-    /// and must be woken.
+    /// Make consumed cells visible to the producer, the first word of each zeroed first
+    /// (module docs). Returns true if it is waiting for room and must be woken.
+    ///
+    /// The transport calls this when the ring is found empty (or a quarter of it waits),
+    /// not after every frame: the stores to consumed cells take their lines back from
+    /// the producer, and done right after a frame they would sit in this core's store
+    /// buffer ahead of its answer to that frame, delaying the answer by a cache-line
+    /// round trip.
     #[inline]
     pub fn publish(&mut self) -> bool {
         if self.published == self.tail {
             return false;
+        }
+        for c in self.published..self.tail {
+            self.r.word(c).store(0, Ordering::Relaxed);
         }
         self.published = self.tail;
         self.r.tail().store(self.tail, Ordering::Release);

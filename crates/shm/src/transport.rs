@@ -506,9 +506,15 @@ impl ShmTransport {
         }
         let np = self.peers.len();
         let mut total = 0;
-        for k in 0..np {
-            let s = (self.rr + k) % np;
+        // Round robin over the rings, starting at `rr` (no division: it costs more than
+        // a whole empty poll).
+        let mut s = self.rr;
+        for _ in 0..np {
+            if s >= np {
+                s = 0;
+            }
             let mut wake = false;
+            let mut got = 0;
             for _ in 0..RECV_BATCH {
                 match self.rx[s].peek(self.max_frame) {
                     Peek::Empty => break,
@@ -521,17 +527,24 @@ impl ShmTransport {
                             break;
                         }
                         wake |= self.rx[s].release();
-                        total += 1;
+                        got += 1;
                     }
                 }
             }
-            wake |= self.rx[s].publish();
+            total += got;
+            // Consumed cells go back to the producer when the ring is idle (see
+            // `RxRing::publish`), or in between once a quarter of it waits (`release`).
+            if got == 0 {
+                wake |= self.rx[s].publish();
+            }
             if wake {
                 sys::eventfd_signal(self.peer_fds[s].as_raw_fd());
             }
+            s += 1;
         }
-        if np > 0 {
-            self.rr = (self.rr + 1) % np;
+        self.rr += 1;
+        if self.rr >= np {
+            self.rr = 0;
         }
         Ok(total)
     }

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
 use std::collections::VecDeque;
 
+mod direct;
 mod recv;
 
 /// `aux32` of an RTS whose payload is the sender's buffer address (single copy).
@@ -105,6 +106,8 @@ pub(super) struct P2p {
     incoming: Vec<Option<Incoming>>,
     /// Receives still waiting for rendezvous data: receiver request ids.
     rndv_recvs: usize,
+    /// The blocking receive being waited on, armed without a request ([`direct`]).
+    direct: Option<direct::Direct>,
 }
 
 /// A posted receive with its selectors (kept here so matching reads no request).
@@ -148,6 +151,7 @@ impl P2p {
             next_unexpected: 1,
             incoming: vec![None; size as usize],
             rndv_recvs: 0,
+            direct: None,
         }
     }
 
@@ -196,6 +200,23 @@ impl Engine {
     /// Starts a send of `buf` to world rank `dest`.
     pub fn isend(&mut self, buf: SendBuf, dest: u32, tag: i32, ctx: u32) -> Result<ReqId> {
         self.isend_mode(buf, dest, tag, ctx, false)
+    }
+
+    /// Sends and waits until the buffer may be reused (with `synchronous`, until the
+    /// receiver matched the message): `isend_mode` and `wait` in one, without a request
+    /// when the message went at once.
+    pub fn send(
+        &mut self,
+        buf: SendBuf,
+        dest: u32,
+        tag: i32,
+        ctx: u32,
+        synchronous: bool,
+    ) -> Result<()> {
+        if let Some(id) = self.start_send(buf, dest, tag, ctx, synchronous)? {
+            self.wait(id)?;
+        }
+        Ok(())
     }
 
     /// Starts a send; `synchronous` forces the rendezvous path whatever the size, so the

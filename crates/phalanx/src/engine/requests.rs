@@ -215,6 +215,32 @@ impl Requests {
         }
     }
 
+    /// Runs `f` on live request `id` and, if it returns a result, finishes the request
+    /// with it (one lookup: the small-message path).
+    #[inline]
+    pub fn complete_with(
+        &mut self,
+        id: ReqId,
+        f: impl FnOnce(&mut Req) -> Option<Result<RawStatus>>,
+    ) {
+        let Some(slot) = self.slots.get_mut((id & 0xffff_ffff) as usize) else {
+            return;
+        };
+        if slot.generation as u64 != id >> 32 {
+            return;
+        }
+        let Some(req) = slot.req.as_mut() else {
+            return;
+        };
+        let Some(result) = f(req) else {
+            return;
+        };
+        *req = Req::Done(result);
+        if slot.detached {
+            let _ = self.take_done(id);
+        }
+    }
+
     /// Gives up interest in request `id`'s result (`MPI_Request_free`): freed now if it
     /// is finished, else when it finishes. An unknown id is an error.
     pub fn detach(&mut self, id: ReqId) -> Result<()> {

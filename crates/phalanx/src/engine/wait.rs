@@ -187,26 +187,36 @@ impl Engine {
             return r;
         }
         let waiting = self.p2p.describe(&self.reqs, id);
-        // On a careful link, silence from the peer a receive waits on is suspicious.
-        let stall_peer = match &waiting {
-            Waiting::Recv { src: Some(p), .. } | Waiting::Send { peer: p, .. }
-                if !self.via_shm(*p) && *p != self.rank =>
-            {
-                Some(*p)
-            }
-            _ => None,
-        };
-        if let (Some(p), Some(c)) = (stall_peer, self.careful.as_mut()) {
-            c.waiting_on(self.epoch.elapsed().as_nanos() as u64, p);
-        }
+        let stall = self.stall_begin(&waiting);
         let r = self.wait_until(waiting, |e| e.reqs.is_done(id));
-        if let (Some(p), Some(c)) = (stall_peer, self.careful.as_mut()) {
-            c.stop_waiting(p);
-        }
+        self.stall_end(stall);
         r?;
         self.reqs
             .take_done(id)
             .unwrap_or(Err(Error::InvalidRequest))
+    }
+
+    /// On a careful link, silence from the peer a receive or send waits on is suspicious:
+    /// tells the protocol that this rank now waits on it (the peer, to [`stall_end`](Self::stall_end)).
+    pub(super) fn stall_begin(&mut self, waiting: &Waiting) -> Option<u32> {
+        self.careful.as_ref()?;
+        let p = match waiting {
+            Waiting::Recv { src: Some(p), .. } | Waiting::Send { peer: p, .. } => *p,
+            _ => return None,
+        };
+        if p == self.rank || self.link(p) == super::Link::Shm {
+            return None;
+        }
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        self.careful.as_mut()?.waiting_on(now, p);
+        Some(p)
+    }
+
+    /// Ends what [`stall_begin`](Self::stall_begin) started.
+    pub(super) fn stall_end(&mut self, peer: Option<u32>) {
+        if let (Some(p), Some(c)) = (peer, self.careful.as_mut()) {
+            c.stop_waiting(p);
+        }
     }
 
     /// Tests request `id` once (with one round of progress).

@@ -155,16 +155,15 @@ impl Engine {
 
     /// Matches receive `id` with a whole message `data` from `src` with `tag` and
     /// completes it (one request lookup: the small-message path).
+    #[inline]
     pub(in crate::engine) fn deliver_whole(&mut self, id: ReqId, src: u32, tag: i32, data: &[u8]) {
-        let Some(Req::Recv(r)) = self.reqs.get_mut(id) else {
-            return;
-        };
-        let total = data.len() as u64;
-        r.matched = Some((src, tag, total));
-        r.received = total;
-        r.buf.write(0, data);
-        let result = outcome(r, src, tag, total);
-        self.reqs.complete(id, result);
+        self.reqs.complete_with(id, |req| {
+            let Req::Recv(r) = req else {
+                return None;
+            };
+            r.buf.write(0, data);
+            Some(outcome(r, src, tag, data.len() as u64))
+        });
     }
 
     /// Writes message bytes at `off` into receive `id`; completes it when all arrived.
@@ -205,7 +204,7 @@ impl Engine {
 
     /// Whether a posted receive wants a message from `src` with `tag` on `ctx`.
     pub(in crate::engine) fn has_posted_for(&self, src: u32, tag: i32, ctx: u32) -> bool {
-        self.p2p.posted.iter().any(|p| p.matches(src, tag, ctx))
+        self.direct_wants(src, tag, ctx) || self.p2p.posted.iter().any(|p| p.matches(src, tag, ctx))
     }
 
     pub(in crate::engine) fn match_posted(
@@ -214,9 +213,20 @@ impl Engine {
         tag: i32,
         ctx: u32,
     ) -> Option<ReqId> {
+        // The armed blocking receive is older than every posted one.
+        if self.p2p.direct.is_some() {
+            if let Some(id) = self.direct_convert(src, tag, ctx) {
+                return Some(id);
+            }
+        }
         loop {
             let q = &mut self.p2p.posted;
-            let i = q.iter().position(|p| p.matches(src, tag, ctx))?;
+            // Usually the oldest matches.
+            let i = if q.front()?.matches(src, tag, ctx) {
+                0
+            } else {
+                q.iter().position(|p| p.matches(src, tag, ctx))?
+            };
             // Usually the oldest: a pop, not a shift.
             let p = if i == 0 { q.pop_front() } else { q.remove(i) }?;
             // A receive that ended another way (an error) is skipped.
@@ -255,6 +265,9 @@ impl Engine {
                 Some(Incoming::Unexpected(uid)) => self.append_unexpected(src, uid, data),
                 None => self.stats.drop_invalid += 1,
             }
+            return true;
+        }
+        if data.len() as u64 == total && self.direct_deliver(src, tag, ctx, data) {
             return true;
         }
         if let Some(id) = self.match_posted(src, tag, ctx) {
@@ -330,18 +343,5 @@ impl Engine {
 /// in: its status (the bytes unpacked where its buffer needs it), or a truncation error
 /// when they exceed its buffer.
 fn outcome(r: &mut RecvReq, source: u32, tag: i32, total: u64) -> Result<RawStatus> {
-    let cap = r.buf.cap() as u64;
-    if total > cap {
-        return Err(Error::Truncated {
-            len: total,
-            cap,
-            source_rank: source as i32,
-        });
-    }
-    r.buf.finish(total);
-    Ok(RawStatus {
-        source,
-        tag,
-        bytes: total,
-    })
+    super::direct::finish_buf(&mut r.buf, source, tag, total)
 }

@@ -1,0 +1,203 @@
+//! The blocking receive: a receive that the caller waits on at once is armed in the
+//! engine instead of entering the request table and the posted queue, and a whole eager
+//! message that matches it is copied straight into its buffer.
+//!
+//! Contract: a blocking receive is received exactly as `irecv` + `wait` would receive it
+//! (same matching, same order, same status and errors). It takes the armed form only
+//! when no posted receive is older than it and no unexpected message matches it (then it
+//! is the oldest receive, so the first matching message is its own); any message that is
+//! not a whole eager one — a fragment, a rendezvous, anything the other matching paths
+//! hand to [`Engine::match_posted`] — turns it into an ordinary request right there, and
+//! the wait goes on on that request. At most one receive is armed (the engine is not
+//! reentrant); a nested or concurrent one takes the ordinary path.
+
+use super::super::requests::{RawStatus, RecvBuf, RecvReq, Req, ReqId};
+use super::super::{Engine, Waiting};
+use crate::error::{Error, Result};
+
+/// The armed blocking receive.
+pub(in crate::engine) struct Direct {
+    src: Option<u32>,
+    tag: Option<i32>,
+    ctx: u32,
+    /// The destination, until a message completes the receive or it becomes a request.
+    buf: Option<RecvBuf>,
+    state: State,
+}
+
+enum State {
+    Armed,
+    Done(Result<RawStatus>),
+    /// Now the ordinary request `id`.
+    Converted(ReqId),
+}
+
+impl Direct {
+    #[inline]
+    fn wants(&self, src: u32, tag: i32, ctx: u32) -> bool {
+        matches!(self.state, State::Armed)
+            && self.ctx == ctx
+            && self.src.is_none_or(|s| s == src)
+            && self.tag.is_none_or(|t| t == tag)
+    }
+}
+
+/// How a receive into `buf` of a `total`-byte message from `source` with `tag` ends, all
+/// its bytes in: its status (unpacked where the buffer needs it), or a truncation error
+/// when they exceed the buffer.
+pub(in crate::engine) fn finish_buf(
+    buf: &mut RecvBuf,
+    source: u32,
+    tag: i32,
+    total: u64,
+) -> Result<RawStatus> {
+    let cap = buf.cap() as u64;
+    if total > cap {
+        return Err(Error::Truncated {
+            len: total,
+            cap,
+            source_rank: source as i32,
+        });
+    }
+    buf.finish(total);
+    Ok(RawStatus {
+        source,
+        tag,
+        bytes: total,
+    })
+}
+
+impl Engine {
+    /// Receives into `buf` from `src` (`None`: any) with `tag` (`None`: any) on context
+    /// `ctx`, waiting until the message is in: `irecv` and `wait` in one, without a
+    /// request when it can (module docs).
+    pub fn recv(
+        &mut self,
+        buf: RecvBuf,
+        src: Option<u32>,
+        tag: Option<i32>,
+        ctx: u32,
+    ) -> Result<RawStatus> {
+        if self.p2p.direct.is_some()
+            || !self.p2p.posted.is_empty()
+            || self.p2p.unexpected.iter().any(|u| u.matches(src, tag, ctx))
+        {
+            let id = self.irecv(buf, src, tag, ctx)?;
+            return self.wait(id);
+        }
+        if let Some(s) = src {
+            self.check_peer(s)?;
+        }
+        if let Some(t) = tag {
+            if t < 0 {
+                return Err(Error::InvalidTag(t));
+            }
+        }
+        self.p2p.direct = Some(Direct {
+            src,
+            tag,
+            ctx,
+            buf: Some(buf),
+            state: State::Armed,
+        });
+        let waiting = Waiting::Recv { src, tag, ctx };
+        let stall = self.stall_begin(&waiting);
+        let r = self.wait_until(waiting, |e| {
+            !matches!(
+                e.p2p.direct.as_ref(),
+                Some(Direct {
+                    state: State::Armed,
+                    ..
+                })
+            )
+        });
+        self.stall_end(stall);
+        let Some(d) = self.p2p.direct.take() else {
+            return Err(Error::InvalidRequest);
+        };
+        match (d.state, r) {
+            (State::Done(result), _) => result,
+            (State::Converted(id), Ok(())) => self.wait(id),
+            (State::Converted(id), Err(e)) => {
+                // The request must not outlive the caller's buffer: ended here.
+                self.reqs.complete(id, Err(Error::InvalidRequest));
+                let _ = self.reqs.take_done(id);
+                Err(e)
+            }
+            (State::Armed, r) => {
+                r?;
+                Err(Error::InvalidRequest)
+            }
+        }
+    }
+
+    /// Completes the armed receive with the whole message `data` from `src` with `tag`
+    /// on `ctx` if it wants it; false if not (the message goes the ordinary way).
+    #[inline]
+    pub(in crate::engine) fn direct_deliver(
+        &mut self,
+        src: u32,
+        tag: i32,
+        ctx: u32,
+        data: &[u8],
+    ) -> bool {
+        let Some(d) = self.p2p.direct.as_mut() else {
+            return false;
+        };
+        if !d.wants(src, tag, ctx) {
+            return false;
+        }
+        let Some(mut buf) = d.buf.take() else {
+            return false;
+        };
+        let total = data.len() as u64;
+        buf.write(0, data);
+        d.state = State::Done(finish_buf(&mut buf, src, tag, total));
+        true
+    }
+
+    /// The armed receive as an ordinary request if it wants a message from `src` with
+    /// `tag` on `ctx` (it is older than every posted receive).
+    pub(in crate::engine) fn direct_convert(
+        &mut self,
+        src: u32,
+        tag: i32,
+        ctx: u32,
+    ) -> Option<ReqId> {
+        let d = self.p2p.direct.as_mut()?;
+        if !d.wants(src, tag, ctx) {
+            return None;
+        }
+        let buf = d.buf.take()?;
+        let req = Req::Recv(RecvReq {
+            src: d.src,
+            tag: d.tag,
+            ctx: d.ctx,
+            buf,
+            matched: None,
+            received: 0,
+        });
+        match self.reqs.insert(req) {
+            Ok(id) => {
+                if let Some(d) = self.p2p.direct.as_mut() {
+                    d.state = State::Converted(id);
+                }
+                Some(id)
+            }
+            Err(e) => {
+                if let Some(d) = self.p2p.direct.as_mut() {
+                    d.state = State::Done(Err(e));
+                }
+                None
+            }
+        }
+    }
+
+    /// Whether the armed receive wants a message from `src` with `tag` on `ctx`.
+    pub(in crate::engine) fn direct_wants(&self, src: u32, tag: i32, ctx: u32) -> bool {
+        self.p2p
+            .direct
+            .as_ref()
+            .is_some_and(|d| d.wants(src, tag, ctx))
+    }
+}
