@@ -93,6 +93,7 @@ impl RawComm {
 ///
 /// # Safety
 /// `buf` is readable for `len` bytes until the returned request completes.
+#[inline]
 pub unsafe fn isend(
     buf: *const u8,
     len: usize,
@@ -122,6 +123,7 @@ pub unsafe fn isend(
 /// # Safety
 /// `buf` is writable for `len` bytes, untouched by anyone else, until the request
 /// completes.
+#[inline]
 pub unsafe fn irecv(
     buf: *mut u8,
     len: usize,
@@ -137,6 +139,7 @@ pub unsafe fn irecv(
 ///
 /// # Safety
 /// `buf` is readable for `len` bytes for the call.
+#[inline]
 pub unsafe fn send(
     buf: *const u8,
     len: usize,
@@ -153,6 +156,7 @@ pub unsafe fn send(
 ///
 /// # Safety
 /// `buf` is writable for `len` bytes, untouched by anyone else, for the call.
+#[inline]
 pub unsafe fn recv(
     buf: *mut u8,
     len: usize,
@@ -165,11 +169,13 @@ pub unsafe fn recv(
 
 /// Completes request `id` if it is finished (one round of progress when it is not yet):
 /// its status, `None` if it is still running.
+#[inline]
 pub fn test(id: ReqId) -> Result<Option<RawStatus>> {
     with_engine(|e| e.test(id))
 }
 
 /// Waits for request `id` and completes it.
+#[inline]
 pub fn wait(id: ReqId) -> Result<RawStatus> {
     with_engine(|e| e.wait(id))
 }
@@ -177,6 +183,7 @@ pub fn wait(id: ReqId) -> Result<RawStatus> {
 /// Waits for each of `ids` in order (0: skipped) and completes it, calling `done` with
 /// its index and status; stops at the first error. One engine access for the whole set
 /// (`MPI_Waitall`).
+#[inline]
 pub fn wait_each(ids: &[ReqId], done: &mut dyn FnMut(usize, RawStatus)) -> Result<()> {
     with_engine(|e| {
         for (i, &id) in ids.iter().enumerate() {

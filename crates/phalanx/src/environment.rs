@@ -21,6 +21,7 @@ thread_local! {
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 
 /// Runs `f` on this thread's engine.
+#[inline]
 pub(crate) fn with_engine<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
     ENGINE.with(|cell| {
         let mut guard = cell.try_borrow_mut().map_err(|_| Error::NotInitialized)?;

@@ -13,12 +13,17 @@
 //!   `head` (a release store). The consumer learns that a frame is published either from
 //!   the header word at `tail` (an acquire load that finds `tail`'s own `pos`: one cache
 //!   line per small message instead of two) or from `head`. That is sound because the
-//!   first word of every cell the producer may write next is zero: the consumer zeroes
-//!   the first word of every cell it consumed before its release store of `tail` (a
-//!   fresh segment is zero; the zeroing waits for that store — see [`RxRing::publish`] —
-//!   so that it is not on the path of the consumer's next message), and the producer writes a cell's first word only as a header
-//!   or, for a frame's later cells, after that frame's header cell — never at the
-//!   consumer's `tail` before the header. Symmetrically the consumer is done with cells
+//!   first word of every cell the producer may write next is zero or a header written
+//!   for that cell in an earlier lap (whose `pos` differs from the cell's position now
+//!   by a non-zero multiple of `cap` below 2^32, so it never matches): before its release
+//!   store of `tail` the consumer zeroes the first word of every cell it consumed that
+//!   does not hold a header of its own position (a fresh segment is zero; every cell is
+//!   consumed once per lap, frame, payload or skipped, so no older header survives a
+//!   lap). The zeroing waits for that store — see [`RxRing::publish`] — so it is not on
+//!   the path of the consumer's next message, and a ring of one-cell frames is never
+//!   written by its consumer at all. And the producer writes a cell's first word only as
+//!   a header or, for a frame's later cells, after that frame's header cell — never at
+//!   the consumer's `tail` before the header. Symmetrically the consumer is done with cells
 //!   before its release store of `tail`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -44,6 +49,13 @@ fn fields(h: u64) -> (usize, u64, u32) {
         (h >> 28) & 0xf,
         (h >> 32) as u32,
     )
+}
+
+/// Whether `h` is a header word (data or wrap marker) written for cell position `pos`.
+#[inline]
+fn is_header_at(h: u64, pos: u64) -> bool {
+    let (_, flags, p) = fields(h);
+    p == pos as u32 && (flags == F_DATA || flags == F_WRAP)
 }
 
 /// Cells occupied by a frame of `len` bytes.
@@ -373,7 +385,15 @@ impl RxRing {
             return false;
         }
         for c in self.published..self.tail {
-            self.r.word(c).store(0, Ordering::Relaxed);
+            // A header of this lap stays (it can never match a later lap's position, and
+            // not writing it leaves the line shared instead of taking it from the
+            // producer); every other first word — payload of a longer frame, a skipped
+            // cell behind a wrap marker — goes back to zero.
+            let w = self.r.word(c);
+            let v = w.load(Ordering::Relaxed);
+            if v != 0 && !is_header_at(v, c) {
+                w.store(0, Ordering::Relaxed);
+            }
         }
         self.published = self.tail;
         self.r.tail().store(self.tail, Ordering::Release);

@@ -164,6 +164,7 @@ pub struct Requests {
 
 impl Requests {
     /// Inserts a request.
+    #[inline(always)]
     pub fn insert(&mut self, req: Req) -> Result<ReqId> {
         if self.live >= MAX_REQUESTS {
             return Err(Error::Init(format!(
@@ -263,6 +264,7 @@ impl Requests {
     }
 
     /// Removes and returns a finished request's result; `None` if it is still running.
+    #[inline]
     pub fn take_done(&mut self, id: ReqId) -> Option<Result<RawStatus>> {
         let idx = (id & 0xffff_ffff) as usize;
         let Some(s) = self.slots.get_mut(idx) else {

@@ -182,10 +182,17 @@ impl Engine {
     }
 
     /// Waits for request `id` and returns its result.
+    #[inline]
     pub fn wait(&mut self, id: ReqId) -> Result<RawStatus> {
         if let Some(r) = self.reqs.take_done(id) {
             return r;
         }
+        self.wait_running(id)
+    }
+
+    /// [`wait`](Self::wait) for a request that is not finished yet.
+    #[inline(never)]
+    fn wait_running(&mut self, id: ReqId) -> Result<RawStatus> {
         let waiting = self.p2p.describe(&self.reqs, id);
         let stall = self.stall_begin(&waiting);
         let r = self.wait_until(waiting, |e| e.reqs.is_done(id));

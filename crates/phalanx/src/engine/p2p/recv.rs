@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 
 impl Engine {
     /// Posts a receive.
+    #[inline(always)]
     pub fn irecv(
         &mut self,
         buf: RecvBuf,
@@ -39,6 +40,18 @@ impl Engine {
             matched: None,
             received: 0,
         }))?;
+        if self.p2p.unexpected.is_empty() {
+            self.p2p.posted.push_back(Posted { id, src, tag, ctx });
+            return Ok(id);
+        }
+        self.irecv_unexpected(id, src, tag, ctx);
+        Ok(id)
+    }
+
+    /// The rest of [`irecv`](Self::irecv) when messages are waiting: receive `id` takes
+    /// the first that matches, or is posted.
+    #[inline(never)]
+    fn irecv_unexpected(&mut self, id: ReqId, src: Option<u32>, tag: Option<i32>, ctx: u32) {
         // Look in the unexpected queue first (arrival order), skipping entries that a
         // receive already owns.
         let pos = self
@@ -67,12 +80,12 @@ impl Engine {
                         self.deliver_whole(id, src, tag, &data);
                         self.p2p.recycle(data);
                     }
-                    return Ok(id);
+                    return;
                 }
                 self.start_recv(id, src, tag, total);
                 if self.p2p.unexpected[i].complete() {
                     let Some(u) = self.p2p.unexpected.remove(i) else {
-                        return Ok(id);
+                        return;
                     };
                     match u.kind {
                         UnexpKind::Eager { data, .. } => {
@@ -88,7 +101,6 @@ impl Engine {
                 }
             }
         }
-        Ok(id)
     }
 
     pub(in crate::engine) fn unexpected_release(&mut self, n: usize) {
