@@ -291,14 +291,30 @@ impl ShmTransport {
     fn slot(&self, peer: u32) -> io::Result<usize> {
         match self.slot_of.get(peer as usize) {
             Some(&s) if s != u32::MAX => Ok(s as usize),
-            _ => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "rank {}: {peer} is not a shared-memory peer (peers {:?})",
-                    self.rank, self.peers
-                ),
-            )),
+            _ => Err(self.not_a_peer(peer)),
         }
+    }
+
+    #[cold]
+    fn not_a_peer(&self, peer: u32) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "rank {}: {peer} is not a shared-memory peer (peers {:?})",
+                self.rank, self.peers
+            ),
+        )
+    }
+
+    #[cold]
+    fn too_long(&self, len: usize) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "frame of {len} bytes exceeds the shared-memory maximum {}",
+                self.max_frame
+            ),
+        )
     }
 
     #[inline]
@@ -387,13 +403,7 @@ impl ShmTransport {
     fn begin_frame(&mut self, peer: u32, len: usize) -> io::Result<Option<(usize, *mut u8)>> {
         let s = self.slot(peer)?;
         if len > self.max_frame {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "frame of {len} bytes exceeds the shared-memory maximum {}",
-                    self.max_frame
-                ),
-            ));
+            return Err(self.too_long(len));
         }
         if self.armed {
             self.finish_sleep();

@@ -107,7 +107,7 @@ pub(super) struct P2p {
     /// Receives still waiting for rendezvous data: receiver request ids.
     rndv_recvs: usize,
     /// The blocking receive being waited on, armed without a request ([`direct`]).
-    direct: Option<direct::Direct>,
+    direct: direct::Direct,
 }
 
 /// A posted receive with its selectors (kept here so matching reads no request).
@@ -151,7 +151,7 @@ impl P2p {
             next_unexpected: 1,
             incoming: vec![None; size as usize],
             rndv_recvs: 0,
-            direct: None,
+            direct: Default::default(),
         }
     }
 

@@ -15,30 +15,70 @@ use super::super::requests::{RawStatus, RecvBuf, RecvReq, Req, ReqId};
 use super::super::{Engine, Waiting};
 use crate::error::{Error, Result};
 
-/// The armed blocking receive.
+/// The blocking receive slot (one per engine; idle unless a receive is armed). Kept in
+/// place and written field by field: no large value moves in or out per receive.
 pub(in crate::engine) struct Direct {
+    state: State,
     src: Option<u32>,
     tag: Option<i32>,
     ctx: u32,
     /// The destination, until a message completes the receive or it becomes a request.
     buf: Option<RecvBuf>,
-    state: State,
+    /// The result once `state` is `Done` (`Ok`) or `Failed` (`error`).
+    status: RawStatus,
+    error: Option<Error>,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
+    Idle,
     Armed,
-    Done(Result<RawStatus>),
+    Done,
+    Failed,
     /// Now the ordinary request `id`.
     Converted(ReqId),
+}
+
+impl Default for Direct {
+    fn default() -> Direct {
+        Direct {
+            state: State::Idle,
+            src: None,
+            tag: None,
+            ctx: 0,
+            buf: None,
+            status: RawStatus {
+                source: 0,
+                tag: 0,
+                bytes: 0,
+            },
+            error: None,
+        }
+    }
 }
 
 impl Direct {
     #[inline]
     fn wants(&self, src: u32, tag: i32, ctx: u32) -> bool {
-        matches!(self.state, State::Armed)
+        self.state == State::Armed
             && self.ctx == ctx
             && self.src.is_none_or(|s| s == src)
             && self.tag.is_none_or(|t| t == tag)
+    }
+
+    /// Ends the receive with `result`.
+    #[inline]
+    fn finish(&mut self, result: Result<RawStatus>) {
+        match result {
+            Ok(st) => {
+                self.status = st;
+                self.state = State::Done;
+            }
+            Err(e) => {
+                self.error = Some(e);
+                self.state = State::Failed;
+            }
+        }
     }
 }
 
@@ -78,7 +118,7 @@ impl Engine {
         tag: Option<i32>,
         ctx: u32,
     ) -> Result<RawStatus> {
-        if self.p2p.direct.is_some()
+        if self.p2p.direct.state != State::Idle
             || !self.p2p.posted.is_empty()
             || self.p2p.unexpected.iter().any(|u| u.matches(src, tag, ctx))
         {
@@ -93,30 +133,23 @@ impl Engine {
                 return Err(Error::InvalidTag(t));
             }
         }
-        self.p2p.direct = Some(Direct {
-            src,
-            tag,
-            ctx,
-            buf: Some(buf),
-            state: State::Armed,
-        });
+        let d = &mut self.p2p.direct;
+        d.state = State::Armed;
+        d.src = src;
+        d.tag = tag;
+        d.ctx = ctx;
+        d.buf = Some(buf);
         let waiting = Waiting::Recv { src, tag, ctx };
         let stall = self.stall_begin(&waiting);
-        let r = self.wait_until(waiting, |e| {
-            !matches!(
-                e.p2p.direct.as_ref(),
-                Some(Direct {
-                    state: State::Armed,
-                    ..
-                })
-            )
-        });
+        let r = self.wait_until(waiting, |e| e.p2p.direct.state != State::Armed);
         self.stall_end(stall);
-        let Some(d) = self.p2p.direct.take() else {
-            return Err(Error::InvalidRequest);
-        };
-        match (d.state, r) {
-            (State::Done(result), _) => result,
+        let d = &mut self.p2p.direct;
+        let state = d.state;
+        d.state = State::Idle;
+        d.buf = None;
+        match (state, r) {
+            (State::Done, _) => Ok(d.status),
+            (State::Failed, _) => Err(d.error.take().unwrap_or(Error::InvalidRequest)),
             (State::Converted(id), Ok(())) => self.wait(id),
             (State::Converted(id), Err(e)) => {
                 // The request must not outlive the caller's buffer: ended here.
@@ -124,7 +157,7 @@ impl Engine {
                 let _ = self.reqs.take_done(id);
                 Err(e)
             }
-            (State::Armed, r) => {
+            (_, r) => {
                 r?;
                 Err(Error::InvalidRequest)
             }
@@ -141,9 +174,7 @@ impl Engine {
         ctx: u32,
         data: &[u8],
     ) -> bool {
-        let Some(d) = self.p2p.direct.as_mut() else {
-            return false;
-        };
+        let d = &mut self.p2p.direct;
         if !d.wants(src, tag, ctx) {
             return false;
         }
@@ -152,7 +183,7 @@ impl Engine {
         };
         let total = data.len() as u64;
         buf.write(0, data);
-        d.state = State::Done(finish_buf(&mut buf, src, tag, total));
+        d.finish(finish_buf(&mut buf, src, tag, total));
         true
     }
 
@@ -164,7 +195,7 @@ impl Engine {
         tag: i32,
         ctx: u32,
     ) -> Option<ReqId> {
-        let d = self.p2p.direct.as_mut()?;
+        let d = &mut self.p2p.direct;
         if !d.wants(src, tag, ctx) {
             return None;
         }
@@ -179,15 +210,11 @@ impl Engine {
         });
         match self.reqs.insert(req) {
             Ok(id) => {
-                if let Some(d) = self.p2p.direct.as_mut() {
-                    d.state = State::Converted(id);
-                }
+                self.p2p.direct.state = State::Converted(id);
                 Some(id)
             }
             Err(e) => {
-                if let Some(d) = self.p2p.direct.as_mut() {
-                    d.state = State::Done(Err(e));
-                }
+                self.p2p.direct.finish(Err(e));
                 None
             }
         }
@@ -195,9 +222,6 @@ impl Engine {
 
     /// Whether the armed receive wants a message from `src` with `tag` on `ctx`.
     pub(in crate::engine) fn direct_wants(&self, src: u32, tag: i32, ctx: u32) -> bool {
-        self.p2p
-            .direct
-            .as_ref()
-            .is_some_and(|d| d.wants(src, tag, ctx))
+        self.p2p.direct.wants(src, tag, ctx)
     }
 }

@@ -226,10 +226,8 @@ impl Engine {
         ctx: u32,
     ) -> Option<ReqId> {
         // The armed blocking receive is older than every posted one.
-        if self.p2p.direct.is_some() {
-            if let Some(id) = self.direct_convert(src, tag, ctx) {
-                return Some(id);
-            }
+        if let Some(id) = self.direct_convert(src, tag, ctx) {
+            return Some(id);
         }
         loop {
             let q = &mut self.p2p.posted;
