@@ -62,6 +62,24 @@ fn mr_stress_8_on_two_cores() {
     );
 }
 
+/// Rings of 16 KiB between 4 ranks on two cores: sends wait for ring room all the time
+/// (a full ring cuts nothing and is not progress), every message still arrives intact.
+#[test]
+fn mr_stress_on_small_rings() {
+    let r = run(
+        &["-n", "4", &ex("stress"), "2", "60", "13"],
+        &[("PHALANX_TRANSPORT", "shm"), ("PHALANX_SHM_RING", "16384")],
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all checksums ok").count(),
+        4,
+        "{}",
+        r.dump()
+    );
+}
+
 #[test]
 fn mr_stress_over_each_transport() {
     for transport in ["udp", "shm"] {

@@ -420,6 +420,18 @@ impl ShmTransport {
         }
     }
 
+    /// Whether a frame of `len` bytes for `peer` fits its ring now; when it does not, the
+    /// ring is remembered as blocked (a sleep then asks the consumer for a wake-up), as
+    /// after a failed send. False also for a rank that is not a peer here.
+    pub fn has_room(&mut self, peer: u32, len: usize) -> bool {
+        let Ok(s) = self.slot(peer) else {
+            return false;
+        };
+        let room = self.tx[s].room_for(len.min(self.max_frame));
+        self.blocked[s] = (!room).then_some(len);
+        room
+    }
+
     /// Writes one frame of `len` bytes for `peer`, filled by `fill`, and publishes it (and
     /// wakes `peer` if it is about to sleep): [`reserve`](Self::reserve) and
     /// [`commit`](Self::commit) in one call, for the small-message path. False if the

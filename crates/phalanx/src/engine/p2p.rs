@@ -355,7 +355,14 @@ impl Engine {
                     .as_ref()
                     .is_none_or(|c| c.send_space(&[peer]) == 0),
                 Link::Gbn => self.gbn.send_space(peer) == 0,
-                Link::Local | Link::Shm => false,
+                // A full ring: nothing is cut (no copy of the data, no request completed
+                // early) and the round does not count as progress, so a wait yields or
+                // sleeps instead of spinning on it.
+                Link::Shm => match self.front_len(peer) {
+                    Some(len) => !self.shm.as_mut().is_some_and(|t| t.has_room(peer, len)),
+                    None => false,
+                },
+                Link::Local => false,
             };
             if full {
                 return did;
@@ -363,7 +370,6 @@ impl Engine {
             let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
                 return did;
             };
-            did = true;
             let (dgram, finished) = match job {
                 Job::Control(d) => (std::mem::take(d), None),
                 Job::Frags {
@@ -454,7 +460,22 @@ impl Engine {
                 self.p2p.queued_jobs += 1;
                 return did;
             }
+            did = true;
         }
+    }
+
+    /// The length of the next datagram `peer`'s first job would cut.
+    fn front_len(&self, peer: u32) -> Option<usize> {
+        Some(match self.p2p.jobs[peer as usize].front()? {
+            Job::Control(d) => d.len(),
+            Job::Frags {
+                total, next, rreq, ..
+            } => {
+                let pre = if rreq.is_some() { 8 } else { 0 };
+                let n = (self.max_payload - pre).min((*total - *next) as usize);
+                HEADER_LEN + pre + n
+            }
+        })
     }
 
     /// A matched rendezvous request: pull the data directly when the sender published
