@@ -54,6 +54,7 @@ pub fn launched_rank() -> String {
 }
 
 /// Runs a core call, sending an error to the fatal handler.
+#[inline]
 pub(crate) fn call<T>(name: &str, f: impl FnOnce(&mut Engine) -> Result<T>) -> T {
     match with_engine(f) {
         Ok(v) => v,

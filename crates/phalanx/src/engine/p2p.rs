@@ -244,7 +244,34 @@ impl Engine {
     /// Starts a send like [`isend_mode`](Self::isend_mode); `None` when it completed at
     /// once (an eager message already in a shared-memory ring), which takes no request
     /// entry.
+    #[inline]
     pub fn start_send(
+        &mut self,
+        buf: SendBuf,
+        dest: u32,
+        tag: i32,
+        ctx: u32,
+        synchronous: bool,
+    ) -> Result<Option<ReqId>> {
+        // Shared-memory fast path: a message that fits one frame, with nothing queued
+        // before it, is written straight into the ring and the send is complete (a peer
+        // on shared memory is a valid rank other than this one).
+        let len = buf.len();
+        if !synchronous
+            && tag >= 0
+            && self.via_shm(dest)
+            && len <= self.eager_limit_to(dest)
+            && self.p2p.jobs[dest as usize].is_empty()
+            && self.shm_send_compact(dest, ctx, tag, buf.slice(0, len))
+        {
+            return Ok(None);
+        }
+        self.start_send_queued(buf, dest, tag, ctx, synchronous)
+    }
+
+    /// [`start_send`](Self::start_send) beyond the shared-memory fast path.
+    #[inline(never)]
+    fn start_send_queued(
         &mut self,
         buf: SendBuf,
         dest: u32,
@@ -274,15 +301,7 @@ impl Engine {
                 return Ok(None);
             }
         }
-        // Shared-memory fast path: a message that fits one frame, with nothing queued
-        // before it, is written straight into the ring and the send is complete.
-        if eager
-            && self.via_shm(dest)
-            && self.p2p.jobs[dest as usize].is_empty()
-            && self.shm_send_compact(dest, ctx, tag, buf.slice(0, len as usize))
-        {
-            return Ok(None);
-        }
+        // (The shared-memory fast path was tried by `start_send`.)
         let id = self.reqs.insert(Req::Send(SendReq {
             peer: dest,
             tag,
