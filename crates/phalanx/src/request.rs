@@ -237,7 +237,24 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for Request<'a, Buf, S> {
     }
 }
 
-/// Waits for all requests in `reqs`, returning their statuses in order.
-pub fn wait_all<'a, Buf: ?Sized, S: Scope<'a>>(reqs: Vec<Request<'a, Buf, S>>) -> Vec<Status> {
-    reqs.into_iter().map(Request::wait).collect()
+/// Waits for all requests in `reqs`, returning their statuses in order (one engine
+/// access for the whole set).
+pub fn wait_all<'a, Buf: ?Sized, S: Scope<'a>>(mut reqs: Vec<Request<'a, Buf, S>>) -> Vec<Status> {
+    let mut out = Vec::with_capacity(reqs.len());
+    call("wait_all", |e| {
+        for r in reqs.iter_mut() {
+            let raw = match r.early.take() {
+                Some(raw) => raw,
+                None => {
+                    let raw = e.wait(r.id)?;
+                    r.scope.unregister(r.id);
+                    raw
+                }
+            };
+            r.done = true;
+            out.push(r.status(raw));
+        }
+        Ok(())
+    });
+    out
 }
