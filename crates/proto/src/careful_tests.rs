@@ -1,5 +1,5 @@
 use super::*;
-use phalanx_wire::{Header, Kind, MsgKind, Packet};
+use phalanx_wire::{flags, mcast, Header, Kind, MsgKind, Packet};
 
 const KEY: u64 = 0x00c0_ffee_d00d;
 

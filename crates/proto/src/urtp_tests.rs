@@ -1,5 +1,5 @@
 use super::*;
-use phalanx_wire::{mcast::TargetsView, MsgKind};
+use phalanx_wire::{flags, mcast::TargetsView, stamp, Header, Kind, MsgKind, Packet, HEADER_LEN};
 
 const KEY: u64 = 0x5eed;
 const MS: u64 = 1_000_000;

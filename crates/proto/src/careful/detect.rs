@@ -1,0 +1,104 @@
+//! Detection beyond frame numbers: the stall timer of a declared wait
+//! ([`Careful::waiting_on`] .. [`Careful::handle_timeout`], one
+//! [`CarefulEvent::SuspectedLoss`] per wait episode, the protocol's only timer) and the
+//! Finalize comparison of per-link frame counts ([`Careful::counts`],
+//! [`Careful::check_counts`], a mismatch is a [`LinkFault::CountMismatch`]).
+
+use super::{Careful, CarefulEvent, LinkCounts, LinkFault};
+
+impl Careful {
+    /// The caller is waiting on `peer` (a receive from it, or credit from it). Starts the
+    /// stall clock if not already running; every frame from `peer` restarts it.
+    pub fn waiting_on(&mut self, now: u64, peer: u32) {
+        let stall = self.cfg.stall_ns;
+        let Some(p) = self.peers.get_mut(peer as usize) else {
+            return;
+        };
+        if p.waiting || peer == self.local || p.broken.is_some() {
+            return;
+        }
+        p.waiting = true;
+        let d = now.saturating_add(stall);
+        p.deadline = Some(d);
+        self.timers.insert((d, peer));
+    }
+
+    /// The caller no longer waits on `peer`.
+    pub fn stop_waiting(&mut self, peer: u32) {
+        if let Some(p) = self.peers.get_mut(peer as usize) {
+            p.waiting = false;
+            if let Some(d) = p.deadline.take() {
+                self.timers.remove(&(d, peer));
+            }
+        }
+    }
+
+    /// The earliest stall deadline of a declared wait, if any (the only timer).
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.timers.first().map(|t| t.0)
+    }
+
+    /// Fires the stall deadlines due at `now`: one [`CarefulEvent::SuspectedLoss`] per
+    /// wait episode (re-armed only by a frame from that peer).
+    pub fn handle_timeout(&mut self, now: u64) {
+        while let Some(&(t, peer)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.remove(&(t, peer));
+            self.peers[peer as usize].deadline = None;
+            self.stats.suspected_losses += 1;
+            let to = self.local;
+            self.push_event(CarefulEvent::SuspectedLoss { from: peer, to });
+        }
+    }
+
+    /// Per-link frame counts, indexed by peer rank.
+    pub fn counts(&self) -> Vec<LinkCounts> {
+        self.peers.iter().map(|p| p.counts).collect()
+    }
+
+    /// Finalize: compares the local counts for `peer` with `remote`, the counts `peer`
+    /// reported for the local rank. A mismatch queues a [`CarefulEvent::LinkError`]
+    /// ([`LinkFault::CountMismatch`]) naming the link and is returned.
+    pub fn check_counts(&mut self, peer: u32, remote: &LinkCounts) -> Result<(), CarefulEvent> {
+        let Some(p) = self.peers.get(peer as usize) else {
+            return Ok(());
+        };
+        let mine = p.counts;
+        let local = self.local;
+        let bad = if mine.frames_sent != remote.frames_received
+            || mine.data_sent != remote.data_received
+        {
+            Some(CarefulEvent::LinkError {
+                from: local,
+                to: peer,
+                detail: LinkFault::CountMismatch {
+                    sent: mine.frames_sent,
+                    received: remote.frames_received,
+                },
+            })
+        } else if remote.frames_sent != mine.frames_received
+            || remote.data_sent != mine.data_received
+        {
+            Some(CarefulEvent::LinkError {
+                from: peer,
+                to: local,
+                detail: LinkFault::CountMismatch {
+                    sent: remote.frames_sent,
+                    received: mine.frames_received,
+                },
+            })
+        } else {
+            None
+        };
+        match bad {
+            Some(e) => {
+                self.stats.link_errors += 1;
+                self.push_event(e);
+                Err(e)
+            }
+            None => Ok(()),
+        }
+    }
+}
