@@ -31,9 +31,12 @@
 //!   them). Order is FIFO per pair; nothing is ever lost, duplicated or reordered.
 //! * **Flow control is the consumer index**: a full ring makes `send` return `Ok(false)`
 //!   (the caller retries later; it must keep receiving meanwhile, or two ranks sending to
-//!   each other can deadlock). The consumer publishes its index at the end of every
-//!   [`ShmTransport::recv`] call for each ring it consumed from, whenever a quarter of a
-//!   ring has been consumed, and whenever [`ShmTransport::peek`] finds a ring empty.
+//!   each other can deadlock). The consumer publishes its index when
+//!   [`ShmTransport::recv`] or [`ShmTransport::peek`] finds a ring empty, whenever a
+//!   sixteenth of a ring has been consumed since the last publication, and before it
+//!   sleeps — not right after each frame, so that the answer to a frame does not queue
+//!   behind stores to the cells it came in. A consumer that leaves the library holds back
+//!   less than a sixteenth of a ring.
 //! * The largest frame is [`ShmTransport::max_frame`] = `ring_bytes - 8`.
 //!
 //! # Sleeping (contract)

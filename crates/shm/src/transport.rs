@@ -520,8 +520,9 @@ impl ShmTransport {
     /// Deliver waiting frames: for each peer in rotating order, up to 64 frames, calling
     /// `f(from, frame)`; if `f` returns false the frame stays (it is offered again next
     /// time) and that peer is skipped for this call. Returns the number of frames consumed.
-    /// Per peer, frames arrive in the order sent. Publishes the consumer index of every ring
-    /// it consumed from (flow control), waking a producer that sleeps on a full ring.
+    /// Per peer, frames arrive in the order sent. Publishes the consumer index (flow
+    /// control) of every ring it found empty or has consumed a sixteenth of since the
+    /// last publication, waking a producer that sleeps on a full ring.
     pub fn recv(&mut self, f: &mut dyn FnMut(u32, &[u8]) -> bool) -> io::Result<usize> {
         if self.armed {
             self.finish_sleep();
@@ -555,8 +556,8 @@ impl ShmTransport {
             }
             total += got;
             // Consumed cells go back to the producer when the ring is idle (see
-            // `RxRing::publish`), or in between once a quarter of it waits (`release`).
-            if got == 0 {
+            // `RxRing::publish`), or once a sixteenth of it waits (also after a wrap).
+            if got == 0 || self.rx[s].publish_due() {
                 wake |= self.rx[s].publish();
             }
             if wake {

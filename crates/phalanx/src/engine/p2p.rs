@@ -386,6 +386,7 @@ impl Engine {
             if full {
                 return did;
             }
+            let payload = self.payload_to(link);
             let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
                 return did;
             };
@@ -404,7 +405,7 @@ impl Engine {
                         self.p2p.queued_jobs -= 1;
                         continue;
                     };
-                    let room = self.max_payload - if rreq.is_some() { 8 } else { 0 };
+                    let room = payload - if rreq.is_some() { 8 } else { 0 };
                     let n = room.min((*total - *next) as usize);
                     let msg = if rreq.is_some() {
                         MsgKind::RndvData
@@ -483,6 +484,19 @@ impl Engine {
         }
     }
 
+    /// Payload bytes per datagram over `link`: the socket's limit, and over shared memory
+    /// also what one frame of the ring holds (rings shrink when many ranks share a host).
+    #[inline]
+    fn payload_to(&self, link: Link) -> usize {
+        match (link, self.shm.as_ref()) {
+            (Link::Shm, Some(t)) => self
+                .max_payload
+                .min(t.max_frame().saturating_sub(HEADER_LEN + 8))
+                .max(256),
+            _ => self.max_payload,
+        }
+    }
+
     /// The length of the next datagram `peer`'s first job would cut.
     fn front_len(&self, peer: u32) -> Option<usize> {
         Some(match self.p2p.jobs[peer as usize].front()? {
@@ -491,7 +505,7 @@ impl Engine {
                 total, next, rreq, ..
             } => {
                 let pre = if rreq.is_some() { 8 } else { 0 };
-                let n = (self.max_payload - pre).min((*total - *next) as usize);
+                let n = (self.payload_to(self.link(peer)) - pre).min((*total - *next) as usize);
                 HEADER_LEN + pre + n
             }
         })

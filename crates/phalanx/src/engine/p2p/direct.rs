@@ -82,6 +82,19 @@ impl Direct {
     }
 }
 
+/// Disarms the blocking receive slot when dropped (a wait that ends by unwinding too).
+struct Disarm<'a>(&'a mut Engine);
+
+impl Drop for Disarm<'_> {
+    fn drop(&mut self) {
+        let d = &mut self.0.p2p.direct;
+        if d.state == State::Armed {
+            d.state = State::Idle;
+            d.buf = None;
+        }
+    }
+}
+
 /// How a receive into `buf` of a `total`-byte message from `source` with `tag` ends, all
 /// its bytes in: its status (unpacked where the buffer needs it), or a truncation error
 /// when they exceed the buffer.
@@ -123,7 +136,7 @@ impl Engine {
             || self.p2p.unexpected.iter().any(|u| u.matches(src, tag, ctx))
         {
             let id = self.irecv(buf, src, tag, ctx)?;
-            return self.wait(id);
+            return self.wait_owned(id);
         }
         if let Some(s) = src {
             self.check_peer(s)?;
@@ -139,29 +152,54 @@ impl Engine {
         d.tag = tag;
         d.ctx = ctx;
         d.buf = Some(buf);
+        // Disarmed however the wait ends, a panic included: no message may land in the
+        // caller's buffer after this call.
+        let armed = Disarm(self);
+        let e = &mut *armed.0;
         let waiting = Waiting::Recv { src, tag, ctx };
-        let stall = self.stall_begin(&waiting);
-        let r = self.wait_until(waiting, |e| e.p2p.direct.state != State::Armed);
-        self.stall_end(stall);
-        let d = &mut self.p2p.direct;
+        let stall = e.stall_begin(&waiting);
+        let r = e.wait_until(waiting, |e| e.p2p.direct.state != State::Armed);
+        e.stall_end(stall);
+        let d = &mut e.p2p.direct;
         let state = d.state;
         d.state = State::Idle;
         d.buf = None;
+        let status = d.status;
+        let error = d.error.take();
+        drop(armed);
+        // An error raised in the round that also brought the message is reported, as
+        // `irecv` and `wait` would report it.
         match (state, r) {
-            (State::Done, _) => Ok(d.status),
-            (State::Failed, _) => Err(d.error.take().unwrap_or(Error::InvalidRequest)),
-            (State::Converted(id), Ok(())) => self.wait(id),
-            (State::Converted(id), Err(e)) => {
-                // The request must not outlive the caller's buffer: ended here.
-                self.reqs.complete(id, Err(Error::InvalidRequest));
-                let _ = self.reqs.take_done(id);
-                Err(e)
+            (State::Converted(id), r) => {
+                if let Err(err) = r {
+                    self.end_request(id);
+                    return Err(err);
+                }
+                self.wait_owned(id)
             }
-            (_, r) => {
-                r?;
-                Err(Error::InvalidRequest)
-            }
+            (_, Err(err)) => Err(err),
+            (State::Done, Ok(())) => Ok(status),
+            (State::Failed, Ok(())) => Err(error.unwrap_or(Error::InvalidRequest)),
+            (_, Ok(())) => Err(Error::InvalidRequest),
         }
+    }
+
+    /// Waits for request `id`, which refers to the caller's buffer: if the wait ends in
+    /// an error the request is ended too, so nothing lands in that buffer afterwards.
+    fn wait_owned(&mut self, id: ReqId) -> Result<RawStatus> {
+        let r = self.wait(id);
+        if r.is_err() {
+            self.end_request(id);
+        }
+        r
+    }
+
+    /// Ends request `id` if it is still running (its result is dropped).
+    fn end_request(&mut self, id: ReqId) {
+        if !self.reqs.is_done(id) {
+            self.reqs.complete(id, Err(Error::InvalidRequest));
+        }
+        let _ = self.reqs.take_done(id);
     }
 
     /// Completes the armed receive with the whole message `data` from `src` with `tag`
