@@ -40,11 +40,15 @@
 //!   number never transmitted is [`Verdict::Invalid`] and changes no state.
 //! * **Bounds**: memory is the send windows plus one header-sized ACK buffer per peer;
 //!   the transmit queue is implicit (window cursors plus one ACK per peer).
-//!   [`Gbn::poll_timeout`] is O(1) (timers are kept in an ordered set).
+//!   Timers (retransmission and delayed ACK, at most two per peer) live in the shared
+//!   [`TimerTable`]: [`Gbn::poll_timeout`] is O(1), and [`Gbn::handle_timeout`] fires
+//!   them in (deadline, peer, kind) order.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use phalanx_wire::{flags, serial, stamp, Header, Kind, Packet, HEADER_LEN};
+
+use crate::timers::TimerTable;
 
 /// Tunables of the go-back-n protocol.
 #[derive(Debug, Clone)]
@@ -139,6 +143,8 @@ pub struct GbnStats {
 
 const TIMER_RETX: u8 = 0;
 const TIMER_ACK: u8 = 1;
+/// Timer kinds per peer in the [`TimerTable`].
+const TIMER_KINDS: u8 = 2;
 /// Flag bits owned by the protocol; the caller's copies are ignored.
 const OWN_FLAGS: u8 = flags::SEQ_VALID | flags::ACK_VALID | flags::RETRANSMIT;
 
@@ -162,7 +168,6 @@ struct Peer {
     rtx_end: u32,
     rto: u64,
     backoffs: u32,
-    retx_deadline: Option<u64>,
     in_recovery: bool,
     recover: u32,
     unresponsive_reported: bool,
@@ -172,7 +177,6 @@ struct Peer {
     rcv_any: bool,
     /// Accepted packets not yet covered by a transmitted ACK.
     ack_debt: u32,
-    ack_deadline: Option<u64>,
     /// A (pure) ACK is owed now.
     ack_pending: bool,
     /// A duplicate ACK (always pure) is owed now.
@@ -195,14 +199,12 @@ impl Peer {
             rtx_end: s,
             rto: cfg.rto_initial_ns,
             backoffs: 0,
-            retx_deadline: None,
             in_recovery: false,
             recover: s,
             unresponsive_reported: false,
             rcv_nxt: s,
             rcv_any: false,
             ack_debt: 0,
-            ack_deadline: None,
             ack_pending: false,
             dup_pending: false,
             dup_ok: true,
@@ -244,30 +246,14 @@ pub struct Gbn {
     job_key: u64,
     local_rank: u32,
     peers: Vec<Peer>,
-    /// Deadlines: (time, peer, TIMER_RETX | TIMER_ACK).
-    timers: BTreeSet<(u64, u32, u8)>,
+    /// Deadlines per peer: TIMER_RETX, TIMER_ACK.
+    timers: TimerTable,
     /// Peers that may have something to transmit (round robin).
     ready: VecDeque<u32>,
     events: VecDeque<GbnEvent>,
     /// The packet last returned as `Deliver`: (peer, seq, ack requested).
     pending: Option<(u32, u32, bool)>,
     stats: GbnStats,
-}
-
-fn set_timer(
-    timers: &mut BTreeSet<(u64, u32, u8)>,
-    slot: &mut Option<u64>,
-    peer: u32,
-    kind: u8,
-    at: Option<u64>,
-) {
-    if let Some(old) = slot.take() {
-        timers.remove(&(old, peer, kind));
-    }
-    if let Some(t) = at {
-        timers.insert((t, peer, kind));
-    }
-    *slot = at;
 }
 
 impl Gbn {
@@ -280,13 +266,14 @@ impl Gbn {
         cfg.rto_initial_ns = cfg.rto_initial_ns.max(1);
         cfg.rto_max_ns = cfg.rto_max_ns.max(cfg.rto_initial_ns);
         cfg.max_backoffs = cfg.max_backoffs.max(1);
+        let timers = TimerTable::new(peers, TIMER_KINDS);
         let peers = (0..peers).map(|_| Peer::new(&cfg)).collect();
         Gbn {
             cfg,
             job_key,
             local_rank,
             peers,
-            timers: BTreeSet::new(),
+            timers,
             ready: VecDeque::new(),
             events: VecDeque::new(),
             pending: None,
@@ -424,7 +411,7 @@ impl Gbn {
         } else {
             None
         };
-        set_timer(&mut self.timers, &mut p.retx_deadline, peer, TIMER_RETX, at);
+        self.timers.set(peer, TIMER_RETX, at);
     }
 
     fn dup_ack_received(&mut self, _now: u64, peer: u32) {
@@ -477,10 +464,10 @@ impl Gbn {
         self.stats.delivered += 1;
         if cfg.eager_ack || req || p.ack_debt >= cfg.ack_threshold {
             p.ack_pending = true;
-            set_timer(&mut self.timers, &mut p.ack_deadline, peer, TIMER_ACK, None);
-        } else if p.ack_deadline.is_none() {
+            self.timers.set(peer, TIMER_ACK, None);
+        } else if self.timers.get(peer, TIMER_ACK).is_none() {
             let at = Some(now.saturating_add(cfg.ack_delay_ns));
-            set_timer(&mut self.timers, &mut p.ack_deadline, peer, TIMER_ACK, at);
+            self.timers.set(peer, TIMER_ACK, at);
         }
         self.schedule(peer);
     }
@@ -543,7 +530,7 @@ impl Gbn {
                 p.ack_pending = false;
                 p.dup_pending = false;
                 p.ack_debt = 0;
-                set_timer(&mut self.timers, &mut p.ack_deadline, peer, TIMER_ACK, None);
+                self.timers.set(peer, TIMER_ACK, None);
             }
             let idx = match item {
                 Item::PureAck => {
@@ -580,9 +567,9 @@ impl Gbn {
                         p.tx_next = seq.wrapping_add(1);
                         self.stats.data_sent += 1;
                     }
-                    if p.retx_deadline.is_none() {
+                    if self.timers.get(peer, TIMER_RETX).is_none() {
                         let at = Some(now.saturating_add(p.rto.max(rto0)));
-                        set_timer(&mut self.timers, &mut p.retx_deadline, peer, TIMER_RETX, at);
+                        self.timers.set(peer, TIMER_RETX, at);
                     }
                     if let Some(e) = p.win.get_mut(idx) {
                         let _ = stamp::ack(&mut e.buf, ack);
@@ -602,25 +589,19 @@ impl Gbn {
 
     /// The earliest deadline (retransmission or delayed ACK), if any. O(1).
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.timers.first().map(|t| t.0)
+        self.timers.first()
     }
 
-    /// Fires every deadline that is due at `now`.
+    /// Fires every deadline that is due at `now`, in (deadline, peer, kind) order.
     pub fn handle_timeout(&mut self, now: u64) {
-        while let Some(&(t, peer, kind)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.remove(&(t, peer, kind));
+        while let Some((peer, kind, _)) = self.timers.pop_due(now) {
             let cfg = &self.cfg;
             let p = &mut self.peers[peer as usize];
             if kind == TIMER_ACK {
-                p.ack_deadline = None;
                 if p.ack_debt > 0 {
                     p.ack_pending = true;
                 }
             } else {
-                p.retx_deadline = None;
                 if !p.in_flight() {
                     continue;
                 }
@@ -633,7 +614,7 @@ impl Gbn {
                 p.rto = p.rto.saturating_mul(2).min(cfg.rto_max_ns);
                 Self::go_back(p);
                 let at = Some(now.saturating_add(p.rto));
-                set_timer(&mut self.timers, &mut p.retx_deadline, peer, TIMER_RETX, at);
+                self.timers.set(peer, TIMER_RETX, at);
             }
             self.schedule(peer);
         }
@@ -651,13 +632,7 @@ impl Gbn {
             let p = &mut self.peers[i];
             if p.ack_debt > 0 {
                 p.ack_pending = true;
-                set_timer(
-                    &mut self.timers,
-                    &mut p.ack_deadline,
-                    i as u32,
-                    TIMER_ACK,
-                    None,
-                );
+                self.timers.set(i as u32, TIMER_ACK, None);
                 self.schedule(i as u32);
             }
         }

@@ -1,10 +1,19 @@
 //! Detection beyond frame numbers: the stall timer of a declared wait
 //! ([`Careful::waiting_on`] .. [`Careful::handle_timeout`], one
-//! [`CarefulEvent::SuspectedLoss`] per wait episode, the protocol's only timer) and the
+//! [`CarefulEvent::SuspectedLoss`] per wait episode, the protocol's only timer, one per
+//! peer, kept in the shared [`TimerTable`] like the other protocols' timers) and the
 //! Finalize comparison of per-link frame counts ([`Careful::counts`],
 //! [`Careful::check_counts`], a mismatch is a [`LinkFault::CountMismatch`]).
 
+#[cfg(doc)] // named by the module docs
+use crate::timers::TimerTable;
+
 use super::{Careful, CarefulEvent, LinkCounts, LinkFault};
+
+/// The stall timer of a declared wait on a peer.
+pub(super) const TIMER_STALL: u8 = 0;
+/// Timer kinds per peer in the [`TimerTable`].
+pub(super) const TIMER_KINDS: u8 = 1;
 
 impl Careful {
     /// The caller is waiting on `peer` (a receive from it, or credit from it). Starts the
@@ -18,35 +27,27 @@ impl Careful {
             return;
         }
         p.waiting = true;
-        let d = now.saturating_add(stall);
-        p.deadline = Some(d);
-        self.timers.insert((d, peer));
+        let at = Some(now.saturating_add(stall));
+        self.timers.set(peer, TIMER_STALL, at);
     }
 
     /// The caller no longer waits on `peer`.
     pub fn stop_waiting(&mut self, peer: u32) {
         if let Some(p) = self.peers.get_mut(peer as usize) {
             p.waiting = false;
-            if let Some(d) = p.deadline.take() {
-                self.timers.remove(&(d, peer));
-            }
+            self.timers.set(peer, TIMER_STALL, None);
         }
     }
 
     /// The earliest stall deadline of a declared wait, if any (the only timer).
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.timers.first().map(|t| t.0)
+        self.timers.first()
     }
 
     /// Fires the stall deadlines due at `now`: one [`CarefulEvent::SuspectedLoss`] per
     /// wait episode (re-armed only by a frame from that peer).
     pub fn handle_timeout(&mut self, now: u64) {
-        while let Some(&(t, peer)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.remove(&(t, peer));
-            self.peers[peer as usize].deadline = None;
+        while let Some((peer, _, _)) = self.timers.pop_due(now) {
             self.stats.suspected_losses += 1;
             let to = self.local;
             self.push_event(CarefulEvent::SuspectedLoss { from: peer, to });

@@ -61,11 +61,13 @@ mod send;
 mod types;
 mod window;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use phalanx_wire::HEADER_LEN;
 #[cfg(doc)] // named by the contract above
 use phalanx_wire::{flags, mcast, Kind};
+
+use crate::timers::TimerTable;
 
 pub use types::*;
 
@@ -87,9 +89,8 @@ struct Peer {
     held: u32,
     broken: Option<LinkFault>,
     counts: LinkCounts,
-    // Stall detection.
+    // Stall detection (the deadline is in `Careful::timers`).
     waiting: bool,
-    deadline: Option<u64>,
     in_check: bool,
 }
 
@@ -115,8 +116,8 @@ pub struct Careful {
     upd_target: [u32; 1],
     /// Peers whose explicit-update obligation must be re-examined.
     check: VecDeque<u32>,
-    /// Stall deadlines: (time, peer).
-    timers: BTreeSet<(u64, u32)>,
+    /// Stall deadlines: one per peer (TIMER_STALL).
+    timers: TimerTable,
     events: VecDeque<CarefulEvent>,
     max_events: usize,
     stats: CarefulStats,
@@ -163,7 +164,7 @@ impl Careful {
             upd_buf: [0; HEADER_LEN],
             upd_target: [0],
             check: VecDeque::new(),
-            timers: BTreeSet::new(),
+            timers: TimerTable::new(size, detect::TIMER_KINDS),
             events: VecDeque::new(),
             max_events: 64 + 4 * size as usize,
             stats: CarefulStats::default(),

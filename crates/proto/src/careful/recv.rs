@@ -10,6 +10,7 @@
 
 use phalanx_wire::{flags, mcast, serial, Kind, Packet};
 
+use super::detect::TIMER_STALL;
 use super::{Careful, CarefulEvent, LinkFault, Verdict};
 
 impl Careful {
@@ -17,9 +18,7 @@ impl Careful {
         let to = self.local;
         let p = &mut self.peers[src as usize];
         p.broken = Some(fault);
-        if let Some(d) = p.deadline.take() {
-            self.timers.remove(&(d, src));
-        }
+        self.timers.set(src, TIMER_STALL, None);
         self.stats.link_errors += 1;
         self.push_event(CarefulEvent::LinkError {
             from: src,
@@ -110,12 +109,8 @@ impl Careful {
         p.granted = p.granted.wrapping_add(inc);
         p.counts.frames_received += 1;
         if p.waiting {
-            if let Some(d) = p.deadline.take() {
-                self.timers.remove(&(d, src));
-            }
-            let d = now.saturating_add(stall);
-            p.deadline = Some(d);
-            self.timers.insert((d, src));
+            let at = Some(now.saturating_add(stall));
+            self.timers.set(src, TIMER_STALL, at);
         }
         let v = if kind == Kind::CarefulUpdate {
             p.freed = p.freed.wrapping_add(1);

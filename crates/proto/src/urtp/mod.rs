@@ -60,7 +60,7 @@
 //! * **Bounds.** Send side: at most W stored packets per peer (one shared copy per
 //!   multicast packet); receive side: at most (p−1)·W + c buffered packets; control
 //!   queue: one REQ, one ACK and [`RESEND_QUEUE_MAX`] re-sends per peer; timers: three
-//!   per peer, in an ordered set ([`Urtp::poll_timeout`] is O(1)).
+//!   per peer, in the shared [`TimerTable`] ([`Urtp::poll_timeout`] is O(1)).
 
 mod peer;
 mod recv;
@@ -69,12 +69,13 @@ mod timers;
 mod transmit;
 mod types;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 #[cfg(doc)] // named by the contract above
 use phalanx_wire::Kind;
 use phalanx_wire::{flags, mcast, HEADER_LEN};
 
+use crate::timers::TimerTable;
 use peer::{Peer, Stored};
 pub use types::*;
 
@@ -101,8 +102,8 @@ pub struct Urtp {
     data_q: VecDeque<u32>,
     /// Peers with control work (round robin).
     ready: VecDeque<u32>,
-    /// (deadline, peer, TIMER_*).
-    timers: BTreeSet<(u64, u32, u8)>,
+    /// Deadlines per peer: TIMER_RTO, TIMER_ACK, TIMER_REQ.
+    timers: TimerTable,
     events: VecDeque<UrtpEvent>,
     rx_buffered: usize,
     rx_cap: usize,
@@ -136,7 +137,7 @@ impl Urtp {
             free: Vec::new(),
             data_q: VecDeque::new(),
             ready: VecDeque::new(),
-            timers: BTreeSet::new(),
+            timers: TimerTable::new(size, timers::TIMER_KINDS),
             events: VecDeque::new(),
             rx_buffered: 0,
             rx_cap,

@@ -6,12 +6,13 @@
 //! validation of a cumulative ACK against the counters actually transmitted
 //! ([`Peer::ack_progress_of`]) and the clearing of ACK debt.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use phalanx_wire::Header;
 
-use super::timers::{set_timer, TIMER_ACK};
+use super::timers::TIMER_ACK;
 use super::{Targets, UrtpConfig};
+use crate::timers::TimerTable;
 
 /// One sent packet, shared by all its targets' windows.
 pub(super) struct Stored {
@@ -50,7 +51,6 @@ pub(super) struct Peer {
     /// Entries for `snd_una..snd_nxt`.
     pub(super) win: VecDeque<SentRef>,
     pub(super) rto: u64,
-    pub(super) rto_at: Option<u64>,
     /// Counters to re-send point-to-point (with ACK_REQUEST?).
     pub(super) resend: VecDeque<(u32, bool)>,
     // Receive side (peer → local).
@@ -59,10 +59,8 @@ pub(super) struct Peer {
     /// Buffered packets for `rcv_base..`, unicast form; never ends in `None`.
     pub(super) slots: VecDeque<Option<Vec<u8>>>,
     pub(super) ack_debt: u32,
-    pub(super) ack_at: Option<u64>,
     pub(super) ack_pending: bool,
     pub(super) want: Option<Want>,
-    pub(super) req_at: Option<u64>,
     pub(super) req_pending: Option<u32>,
     pub(super) last_req: Option<(u32, u64)>,
     // Liveness.
@@ -81,15 +79,12 @@ impl Peer {
             any_sent: false,
             win: VecDeque::new(),
             rto: cfg.sender_rto_ns,
-            rto_at: None,
             resend: VecDeque::new(),
             rcv_base: s,
             slots: VecDeque::new(),
             ack_debt: 0,
-            ack_at: None,
             ack_pending: false,
             want: None,
-            req_at: None,
             req_pending: None,
             last_req: None,
             silent: 0,
@@ -123,9 +118,11 @@ impl Peer {
         }
     }
 
-    pub(super) fn clear_ack_debt(&mut self, timers: &mut BTreeSet<(u64, u32, u8)>, peer: u32) {
+    /// This peer (rank `peer`) is owed no ACK any more: debt, pending ACK and its
+    /// delayed-ACK timer in `timers` are cleared.
+    pub(super) fn clear_ack_debt(&mut self, timers: &mut TimerTable, peer: u32) {
         self.ack_debt = 0;
         self.ack_pending = false;
-        set_timer(timers, &mut self.ack_at, peer, TIMER_ACK, None);
+        timers.set(peer, TIMER_ACK, None);
     }
 }

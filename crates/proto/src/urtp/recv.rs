@@ -8,7 +8,7 @@
 use phalanx_wire::{flags, mcast, Kind, Packet, HEADER_LEN};
 
 use super::peer::Want;
-use super::timers::{set_timer, TIMER_ACK, TIMER_REQ};
+use super::timers::{TIMER_ACK, TIMER_REQ};
 use super::{Urtp, UrtpVerdict};
 
 impl Urtp {
@@ -135,7 +135,7 @@ impl Urtp {
                 self.gap_req(now, src);
             }
         } else if p.want.take().is_some() {
-            set_timer(&mut self.timers, &mut p.req_at, src, TIMER_REQ, None);
+            self.timers.set(src, TIMER_REQ, None);
         }
         UrtpVerdict::Buffered {
             ready: self.peers[src as usize].head_ready(),
@@ -181,15 +181,15 @@ impl Urtp {
         p.rcv_base = p.rcv_base.wrapping_add(1);
         self.stats.delivered += 1;
         if p.want.take().is_some() {
-            set_timer(&mut self.timers, &mut p.req_at, src, TIMER_REQ, None);
+            self.timers.set(src, TIMER_REQ, None);
         }
         p.ack_debt = p.ack_debt.saturating_add(1);
         if p.ack_debt >= threshold {
             p.ack_pending = true;
-            set_timer(&mut self.timers, &mut p.ack_at, src, TIMER_ACK, None);
-        } else if p.ack_at.is_none() {
+            self.timers.set(src, TIMER_ACK, None);
+        } else if self.timers.get(src, TIMER_ACK).is_none() {
             let at = Some(now.saturating_add(delay));
-            set_timer(&mut self.timers, &mut p.ack_at, src, TIMER_ACK, at);
+            self.timers.set(src, TIMER_ACK, at);
         }
         // A hole at the new consume point with later packets buffered: REQ it at once.
         if matches!(p.slots.front(), Some(None)) {
@@ -214,7 +214,7 @@ impl Urtp {
             interval: gap,
         });
         let at = Some(now.saturating_add(gap));
-        set_timer(&mut self.timers, &mut p.req_at, src, TIMER_REQ, at);
+        self.timers.set(src, TIMER_REQ, at);
     }
 
     /// Queues a pure ACK to every peer with consumed-but-unacked packets (Finalize).
@@ -224,7 +224,7 @@ impl Urtp {
             let p = &mut self.peers[i as usize];
             if p.ack_debt > 0 {
                 p.ack_pending = true;
-                set_timer(&mut self.timers, &mut p.ack_at, i, TIMER_ACK, None);
+                self.timers.set(i, TIMER_ACK, None);
                 self.schedule(i);
             }
         }

@@ -9,7 +9,7 @@
 use phalanx_wire::{flags, mcast, Header, Kind, HEADER_LEN};
 
 use super::peer::{SentRef, Stored};
-use super::timers::{set_timer, TIMER_RTO};
+use super::timers::TIMER_RTO;
 use super::{Targets, Urtp, UrtpSendError, OWN_FLAGS, RESEND_QUEUE_MAX};
 
 impl Urtp {
@@ -160,7 +160,7 @@ impl Urtp {
         p.snd_una = p.snd_una.wrapping_add(n);
         p.rto = rto0;
         let at = (p.in_flight() > 0).then(|| now.saturating_add(rto0));
-        set_timer(&mut self.timers, &mut p.rto_at, peer, TIMER_RTO, at);
+        self.timers.set(peer, TIMER_RTO, at);
     }
 
     pub(super) fn handle_req(&mut self, now: u64, src: u32, n: u32) {

@@ -7,7 +7,7 @@
 
 use phalanx_wire::{flags, stamp, Header, Kind, HEADER_LEN};
 
-use super::timers::{set_timer, TIMER_RTO};
+use super::timers::TIMER_RTO;
 use super::{Urtp, UrtpDest, UrtpTransmit, OWN_FLAGS};
 
 /// Where the datagram prepared by `prepare_transmit` lives.
@@ -70,9 +70,9 @@ impl Urtp {
                 }
                 p.tx_next = p.tx_next.wrapping_add(1);
                 p.any_sent = true;
-                if p.rto_at.is_none() {
+                if self.timers.get(r, TIMER_RTO).is_none() {
                     let at = Some(now.saturating_add(p.rto));
-                    set_timer(&mut self.timers, &mut p.rto_at, r, TIMER_RTO, at);
+                    self.timers.set(r, TIMER_RTO, at);
                 }
             }
             self.stats.data_sent += 1;
