@@ -33,10 +33,10 @@
 //!   (the caller retries later; it must keep receiving meanwhile, or two ranks sending to
 //!   each other can deadlock). The consumer publishes its index when
 //!   [`ShmTransport::recv`] or [`ShmTransport::peek`] finds a ring empty, whenever a
-//!   sixteenth of a ring has been consumed since the last publication, and before it
-//!   sleeps — not right after each frame, so that the answer to a frame does not queue
-//!   behind stores to the cells it came in. A consumer that leaves the library holds back
-//!   less than a sixteenth of a ring.
+//!   quarter of a ring has been consumed since the last publication, before it sleeps,
+//!   and when its caller is about to leave the library
+//!   ([`ShmTransport::publish_consumed`]) — not right after each frame, so that the
+//!   answer to a frame does not queue behind stores to the cells it came in.
 //! * The largest frame is [`ShmTransport::max_frame`] = `ring_bytes - 8`.
 //!
 //! # Sleeping (contract)

@@ -264,7 +264,7 @@ impl RxRing {
             published: tail,
             cached_head,
             cur: 0,
-            publish_every: (r.cap / 16).max(1),
+            publish_every: (r.cap / 4).max(1),
             populated: false,
             empty_polls: 0,
         }
@@ -371,17 +371,11 @@ impl RxRing {
         false
     }
 
-    /// Whether enough consumed cells wait to be handed back that the producer should get
-    /// them now rather than when the ring is next found empty.
-    #[inline]
-    pub fn publish_due(&self) -> bool {
-        self.tail - self.published >= self.publish_every
-    }
-
     /// Make consumed cells visible to the producer, the first word of each zeroed first
     /// (module docs). Returns true if it is waiting for room and must be woken.
     ///
-    /// The transport calls this when the ring is found empty (or a sixteenth of it waits),
+    /// The transport calls this when the ring is found empty, when a quarter of it waits
+    /// and when the consumer leaves the library (see `ShmTransport::publish_consumed`),
     /// not after every frame: the stores to consumed cells take their lines back from
     /// the producer, and done right after a frame they would sit in this core's store
     /// buffer ahead of its answer to that frame, delaying the answer by a cache-line

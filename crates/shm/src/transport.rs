@@ -521,8 +521,8 @@ impl ShmTransport {
     /// `f(from, frame)`; if `f` returns false the frame stays (it is offered again next
     /// time) and that peer is skipped for this call. Returns the number of frames consumed.
     /// Per peer, frames arrive in the order sent. Publishes the consumer index (flow
-    /// control) of every ring it found empty or has consumed a sixteenth of since the
-    /// last publication, waking a producer that sleeps on a full ring.
+    /// control) of every ring it found empty or has consumed a quarter of since the last
+    /// publication, waking a producer that sleeps on a full ring.
     pub fn recv(&mut self, f: &mut dyn FnMut(u32, &[u8]) -> bool) -> io::Result<usize> {
         if self.armed {
             self.finish_sleep();
@@ -556,8 +556,9 @@ impl ShmTransport {
             }
             total += got;
             // Consumed cells go back to the producer when the ring is idle (see
-            // `RxRing::publish`), or once a sixteenth of it waits (also after a wrap).
-            if got == 0 || self.rx[s].publish_due() {
+            // `RxRing::publish`), once a quarter of it waits (`release`), and when the
+            // caller leaves the library (`publish_consumed`).
+            if got == 0 {
                 wake |= self.rx[s].publish();
             }
             if wake {
@@ -570,6 +571,18 @@ impl ShmTransport {
             self.rr = 0;
         }
         Ok(total)
+    }
+
+    /// Hands every consumed cell back to its producer now (flow control), waking a
+    /// producer that sleeps on a full ring: for a consumer about to leave the library,
+    /// so that a producer is never held back by cells consumed before the consumer went
+    /// away to compute.
+    pub fn publish_consumed(&mut self) {
+        for s in 0..self.rx.len() {
+            if self.rx[s].publish() {
+                sys::eventfd_signal(self.peer_fds[s].as_raw_fd());
+            }
+        }
     }
 
     /// The next frame from `peer` without consuming it (the same frame until

@@ -124,6 +124,11 @@ impl Engine {
         self.waiting = waiting;
         let r = self.wait_loop(&mut done);
         self.waiting = Waiting::Nothing;
+        // Back to the program, which may compute for long: the cells consumed meanwhile
+        // go back to their producers now (shared-memory flow control).
+        if let Some(t) = self.shm.as_mut() {
+            t.publish_consumed();
+        }
         r
     }
 
