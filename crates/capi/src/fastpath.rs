@@ -241,6 +241,25 @@ pub(crate) unsafe fn recv(
     )))
 }
 
+/// `MPI_Iprobe`: `Some(status if found)`, or `None` when the general path must run it
+/// (`MPI_PROC_NULL`, communicators whose ranks are not world ranks).
+pub(crate) fn iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> CResult<Option<Option<MPI_Status>>> {
+    const BYTE: Handle = 0x247 as Handle;
+    let Some(s) = raw_side(comm, 0, BYTE, source, tag, true)? else {
+        return Ok(None);
+    };
+    if !s.comm.is_identity() {
+        return Ok(None);
+    }
+    let (src, tag) = selectors(&s);
+    let st = raw::iprobe(src, tag, s.comm.ctx()).map_err(cerr)?;
+    Ok(Some(st.map(|st| c_status(false, st))))
+}
+
 thread_local! {
     /// Statuses of requests on this path that a non-consuming test completed
     /// (`MPI_Testall` that found some not done, `MPI_Request_get_status`): the engine

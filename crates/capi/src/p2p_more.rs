@@ -43,12 +43,19 @@ export!(MPI_Iprobe, PMPI_Iprobe,
         (source: c_int, tag: c_int, comm: Handle, flag: *mut c_int,
          status: *mut MPI_Status) -> c_int {
     guard("MPI_Iprobe", comm, || {
-        let s = side(comm, 0, BYTE, source, tag, true)?;
-        let t = (s.tag != MPI_ANY_TAG).then_some(s.tag);
-        let st = match s.peer {
-            None => Some(MPI_Status::empty(MPI_PROC_NULL)),
-            Some(MPI_ANY_SOURCE) => immediate_probe_tag(&s.comm.any_process(), t).map(c_status),
-            Some(r) => immediate_probe_tag(&s.comm.process_at_rank(r), t).map(c_status),
+        let st = match crate::fastpath::iprobe(source, tag, comm)? {
+            Some(st) => st,
+            None => {
+                let s = side(comm, 0, BYTE, source, tag, true)?;
+                let t = (s.tag != MPI_ANY_TAG).then_some(s.tag);
+                match s.peer {
+                    None => Some(MPI_Status::empty(MPI_PROC_NULL)),
+                    Some(MPI_ANY_SOURCE) => {
+                        immediate_probe_tag(&s.comm.any_process(), t).map(c_status)
+                    }
+                    Some(r) => immediate_probe_tag(&s.comm.process_at_rank(r), t).map(c_status),
+                }
+            }
         };
         // SAFETY: flag writable (null checked), status ignore or writable.
         unsafe {

@@ -167,6 +167,16 @@ pub unsafe fn recv(
     with_engine(|e| e.recv(RecvBuf::Raw(buf, len), src, tag, ctx))
 }
 
+/// One round of progress, then whether a message from world rank `src` (`None`: any)
+/// with `tag` (`None`: any) on context `ctx` can be received (`MPI_Iprobe`).
+#[inline]
+pub fn iprobe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<Option<RawStatus>> {
+    with_engine(|e| {
+        e.progress()?;
+        Ok(e.iprobe(src, tag, ctx))
+    })
+}
+
 /// Completes request `id` if it is finished (one round of progress when it is not yet):
 /// its status, `None` if it is still running.
 #[inline]

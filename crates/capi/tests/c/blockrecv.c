@@ -1,7 +1,8 @@
 /* Blocking receives (armed in the engine without a request when nothing older could
  * match): they keep MPI's order against receives posted earlier, take any message kind
  * (whole eager, multi-fragment eager, rendezvous), honour wildcards and report the right
- * status; a message longer than the buffer is MPI_ERR_TRUNCATE and stays queued.
+ * status; a message longer than the buffer is MPI_ERR_TRUNCATE and stays queued; a probe
+ * (wildcards or not) reports its envelope and length.
  * Rank 0 and the last rank send to rank 1; every other rank only finalizes. */
 #include "check.h"
 #include <string.h>
@@ -99,6 +100,16 @@ int main(int argc, char **argv) {
         fill(a, 64, 9);
         OK(MPI_Send(a, 64, MPI_BYTE, 1, 8, MPI_COMM_WORLD));
     } else if (rank == 1) {
+        /* Probed first, with wildcards and without: the envelope and the length. */
+        int flag = 0, n = -1;
+        while (!flag)
+            OK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
+        OK(MPI_Get_count(&st, MPI_BYTE, &n));
+        CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 8 && n == 64);
+        OK(MPI_Iprobe(0, 8, MPI_COMM_WORLD, &flag, &st));
+        CHECK(flag && st.MPI_SOURCE == 0 && st.MPI_TAG == 8);
+        OK(MPI_Iprobe(0, 9, MPI_COMM_WORLD, &flag, &st));
+        CHECK(!flag);
         OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
         int rc = MPI_Recv(b, 16, MPI_BYTE, 0, 8, MPI_COMM_WORLD, &st);
         int cls = -1;
