@@ -7,7 +7,7 @@
 //! translated at completion without the communicator). A nonblocking transfer with
 //! `MPI_PROC_NULL` gets the shared `DONE_PROC_NULL` handle (no request at all). Every
 //! other case returns `None` and the caller takes the general path. A request on this
-//! path is an engine [`ReqId`] carried in the handle itself ([`raw_handle`]): bit 62 marks
+//! path is an engine [`ReqId`] carried in the handle itself (`raw_handle`): bit 62 marks
 //! it, bit 61 marks a send, the engine's generation and slot (below 2^20) fill the low
 //! 52 bits — outside every table handle, `MPI_REQUEST_NULL` and `DONE_SEND`. The engine's
 //! generation check makes a stale or forged handle an `MPI_ERR_REQUEST`. A send that

@@ -4,8 +4,10 @@
 //! objects and scopes, so that a C `MPI_Isend`/`MPI_Irecv`/`MPI_Wait` costs one engine
 //! call each. Buffers are raw pointers whose validity until completion is the caller's
 //! (the MPI nonblocking contract, which the C layer states); requests are the engine's
-//! generation-checked [`ReqId`]s (below 2^20 slots, so an id fits 52 bits), each taken out
-//! exactly once by [`test`]/[`wait`] or given up by [`detach`]. Errors are returned, not
+//! generation-checked [`ReqId`](crate::capi_support::ReqId)s (below 2^20 slots, so an id
+//! fits 52 bits), each taken out exactly once by [`test`](crate::capi_support::test)/
+//! [`wait`](crate::capi_support::wait) or given up by
+//! [`detach`](crate::capi_support::detach). Errors are returned, not
 //! sent to the fatal handler: the C layer applies the communicator's error handler.
 
 use crate::engine::{RawStatus, RecvBuf, SendBuf};

@@ -9,7 +9,9 @@
 //! not a whole eager one — a fragment, a rendezvous, anything the other matching paths
 //! hand to [`Engine::match_posted`] — turns it into an ordinary request right there, and
 //! the wait goes on on that request. At most one receive is armed (the engine is not
-//! reentrant); a nested or concurrent one takes the ordinary path.
+//! reentrant); a nested or concurrent one takes the ordinary path. However the wait ends
+//! — its message, an error (reported even when the message came in the same round), a
+//! panic — the slot is disarmed and no request is left pointing at the caller's buffer.
 
 use super::super::requests::{RawStatus, RecvBuf, RecvReq, Req, ReqId};
 use super::super::{Engine, Waiting};
