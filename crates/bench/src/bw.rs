@@ -23,7 +23,7 @@ use crate::sync::pair_barrier;
 use phalanx::datatype::{Buffer, BufferMut, Datatype, Equivalence};
 use phalanx::environment::time;
 use phalanx::request::{scope, wait_all};
-use phalanx::topology::SimpleCommunicator;
+use phalanx::topology::{Process, SimpleCommunicator};
 use phalanx::traits::*;
 use std::marker::PhantomData;
 
@@ -55,22 +55,9 @@ pub fn run(world: &SimpleCommunicator, plan: &Plan) {
                 start = time();
             }
             if rank == 0 {
-                scope(|sc| {
-                    let reqs = (0..plan.window)
-                        .map(|_| peer.immediate_send_with_tag(sc, &send[..size], DATA_TAG))
-                        .collect();
-                    wait_all(reqs);
-                });
-                peer.receive_into_with_tag(&mut ack[..], ACK_TAG);
+                send_window(&peer, &send[..size], plan.window, &mut ack);
             } else {
-                scope(|sc| {
-                    let reqs = slots
-                        .iter_mut()
-                        .map(|slot| peer.immediate_receive_into_with_tag(sc, slot, DATA_TAG))
-                        .collect();
-                    wait_all(reqs);
-                });
-                peer.send_with_tag(&ack[..], ACK_TAG);
+                recv_window(&peer, &mut slots, &ack);
             }
         }
         let elapsed = time() - start;
@@ -79,6 +66,31 @@ pub fn run(world: &SimpleCommunicator, plan: &Plan) {
             report::row(size, bytes / 1e6 / elapsed);
         }
     }
+}
+
+/// The sending side of one iteration of the OSU bandwidth loop: `window` nonblocking
+/// sends of `data` to `peer`, a wait for all of them, then the receiver's acknowledgement.
+pub fn send_window(peer: &Process<'_>, data: &[u8], window: usize, ack: &mut [u8; 4]) {
+    scope(|sc| {
+        let reqs = (0..window)
+            .map(|_| peer.immediate_send_with_tag(sc, data, DATA_TAG))
+            .collect();
+        wait_all(reqs);
+    });
+    peer.receive_into_with_tag(&mut ack[..], ACK_TAG);
+}
+
+/// The receiving side of [`send_window`]: a nonblocking receive from `peer` into each
+/// slot, a wait for all of them, then the acknowledgement.
+pub fn recv_window(peer: &Process<'_>, slots: &mut [Slot<'_>], ack: &[u8; 4]) {
+    scope(|sc| {
+        let reqs = slots
+            .iter_mut()
+            .map(|slot| peer.immediate_receive_into_with_tag(sc, slot, DATA_TAG))
+            .collect();
+        wait_all(reqs);
+    });
+    peer.send_with_tag(&ack[..], ACK_TAG);
 }
 
 /// Runs the bidirectional bandwidth test and prints its table on rank 0.

@@ -10,12 +10,11 @@
 //! time` in MB/s and the message rate `pairs * window * iterations / time` (the same
 //! as OSU's `bandwidth * 10^6 / size`, and defined for size 0) in messages per second.
 
-use crate::bw::{SharedTarget, Slot, ACK_TAG, DATA_TAG};
+use crate::bw::{recv_window, send_window, SharedTarget, Slot};
 use crate::options::Plan;
 use crate::report;
 use phalanx::collective::SystemOperation;
 use phalanx::environment::time;
-use phalanx::request::{scope, wait_all};
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::*;
 
@@ -45,26 +44,13 @@ pub fn run(world: &SimpleCommunicator, plan: &Plan) {
             if rank < pairs {
                 let peer = world.process_at_rank(rank + pairs);
                 let start = time();
-                scope(|sc| {
-                    let reqs = (0..plan.window)
-                        .map(|_| peer.immediate_send_with_tag(sc, &send[..size], DATA_TAG))
-                        .collect();
-                    wait_all(reqs);
-                });
-                peer.receive_into_with_tag(&mut ack[..], ACK_TAG);
+                send_window(&peer, &send[..size], plan.window, &mut ack);
                 if i >= warmup {
                     timed += time() - start;
                 }
             } else if rank < 2 * pairs {
                 let peer = world.process_at_rank(rank - pairs);
-                scope(|sc| {
-                    let reqs = slots
-                        .iter_mut()
-                        .map(|slot| peer.immediate_receive_into_with_tag(sc, slot, DATA_TAG))
-                        .collect();
-                    wait_all(reqs);
-                });
-                peer.send_with_tag(&ack[..], ACK_TAG);
+                recv_window(&peer, &mut slots, &ack);
             }
         }
         let root = world.process_at_rank(0);

@@ -77,6 +77,9 @@ fn raw_side(
     if peer == MPI_PROC_NULL {
         return Ok(None);
     }
+    // The world's parts as plain values first: through `raw_comm`'s `Result` the
+    // compiler stores them narrow and reloads them wide (a store-forwarding stall that
+    // showed in the C boundary benchmark).
     let (rc, errh) = match state::world_parts(comm) {
         Some((ctx, size, errh)) => (RawComm::identity(ctx, size), errh),
         None => state::raw_comm(comm)?,

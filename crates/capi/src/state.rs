@@ -449,17 +449,10 @@ pub fn world_parts(h: Handle) -> Option<(u32, i32, usize)> {
 
 #[inline]
 pub fn raw_comm(h: Handle) -> CResult<(RawComm, usize)> {
-    if h as usize == COMM_WORLD {
-        let size = WORLD_SIZE.load(Ordering::Relaxed);
-        if size > 0 {
-            let ctx = WORLD_CTX.load(Ordering::Relaxed);
-            return Ok((
-                RawComm::identity(ctx, size),
-                WORLD_ERRH.load(Ordering::Relaxed),
-            ));
-        }
+    match world_parts(h) {
+        Some((ctx, size, errh)) => Ok((RawComm::identity(ctx, size), errh)),
+        None => raw_comm_table(h),
     }
-    raw_comm_table(h)
 }
 
 /// [`raw_comm`] of a communicator other than the world (out of line).

@@ -22,12 +22,9 @@ pub use crate::engine::requests::ReqId;
 /// Checks once whether a message from `src` with `tag` (`None`: any tag) can be
 /// received, without receiving it (`MPI_Iprobe`).
 pub fn immediate_probe_tag<S: Source>(src: &S, tag: Option<crate::Tag>) -> Option<Status> {
-    let (w, ctx) = (src.source_world(), src.comm().context());
-    crate::environment::call("iprobe", |e| {
-        e.progress()?;
-        Ok(e.iprobe(w, tag, ctx))
-    })
-    .map(|raw| Status::from_raw(raw, src.comm()))
+    let found = iprobe(src.source_world(), tag, src.comm().context());
+    let raw = found.unwrap_or_else(|e| crate::environment::fatal("iprobe", e));
+    raw.map(|raw| Status::from_raw(raw, src.comm()))
 }
 
 /// What a transfer needs of a communicator: its context, its size and the world rank of

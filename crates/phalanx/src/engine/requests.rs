@@ -14,7 +14,7 @@ pub const MAX_REQUESTS: usize = 1 << 20;
 pub type ReqId = u64;
 
 /// Completion information of a receive (or a send).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RawStatus {
     /// Source rank in the world.
     pub source: u32,

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 
 /// The blocking receive slot (one per engine; idle unless a receive is armed). Kept in
 /// place and written field by field: no large value moves in or out per receive.
+#[derive(Default)]
 pub(in crate::engine) struct Direct {
     state: State,
     src: Option<u32>,
@@ -31,32 +32,15 @@ pub(in crate::engine) struct Direct {
     error: Option<Error>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 enum State {
+    #[default]
     Idle,
     Armed,
     Done,
     Failed,
     /// Now the ordinary request `id`.
     Converted(ReqId),
-}
-
-impl Default for Direct {
-    fn default() -> Direct {
-        Direct {
-            state: State::Idle,
-            src: None,
-            tag: None,
-            ctx: 0,
-            buf: None,
-            status: RawStatus {
-                source: 0,
-                tag: 0,
-                bytes: 0,
-            },
-            error: None,
-        }
-    }
 }
 
 impl Direct {
