@@ -113,6 +113,9 @@ pub enum Error {
     /// A link declared reliable broke its promise (careful protocol).
     #[error("{0}")]
     LinkFailure(String),
+    /// The links could not be halted, saved or restored (job manager hooks).
+    #[error("{0}")]
+    Quiesce(String),
     /// An argument the call cannot accept (buffer sizes, datatypes).
     #[error("invalid argument: {0}")]
     InvalidArg(String),
@@ -135,6 +138,7 @@ impl Error {
             Error::CollectiveMismatch { .. } => ErrorClass::Other,
             Error::InvalidArg(_) => ErrorClass::Arg,
             Error::LinkFailure(_) => ErrorClass::ProcFailed,
+            Error::Quiesce(_) => ErrorClass::Other,
             Error::Init(_) | Error::NotInitialized => ErrorClass::Other,
             Error::Launcher(_) | Error::Io(_) => ErrorClass::Other,
         }

@@ -620,6 +620,13 @@ impl Gbn {
         }
     }
 
+    /// Moves every deadline `by` nanoseconds later: after the process was stopped for
+    /// that long (gang scheduling), so that the stopped time counts for no
+    /// retransmission and no peer timeout.
+    pub fn postpone_timers(&mut self, by: u64) {
+        self.timers.postpone(by);
+    }
+
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<GbnEvent> {
         self.events.pop_front()
@@ -641,6 +648,13 @@ impl Gbn {
     /// Nothing un-acked in any send window.
     pub fn all_acked(&self) -> bool {
         self.peers.iter().all(|p| p.snd_una == p.snd_nxt)
+    }
+
+    /// Packets sent to `peer` and not yet acknowledged (0 for an unknown peer).
+    pub fn unacked(&self, peer: u32) -> u32 {
+        self.peers
+            .get(peer as usize)
+            .map_or(0, |p| p.snd_nxt.wrapping_sub(p.snd_una))
     }
 
     /// Peers with un-acked packets in their send window.

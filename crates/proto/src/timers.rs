@@ -16,6 +16,9 @@
 //!   fires in the same loop, as with an ordered set).
 //! * The per-(peer, kind) slots and the ordered set are always in step: a slot holds
 //!   `Some(t)` exactly when `(t, peer, kind)` is in the set.
+//! * [`TimerTable::postpone`] moves every armed deadline later by the same amount
+//!   (a process that was stopped re-arms its timers so that the stopped time counts for
+//!   no timeout); the firing order is unchanged.
 //! * An out-of-range `peer` or `kind` is ignored: [`TimerTable::set`] does nothing and
 //!   [`TimerTable::get`] is `None` (never a panic; the protocols only pass ranks they
 //!   have validated).
@@ -97,6 +100,22 @@ impl TimerTable {
         Some((peer, kind, t))
     }
 
+    /// Moves every armed deadline `by` nanoseconds later (saturating); the order of the
+    /// deadlines, and so the firing order, is unchanged. O(n).
+    pub fn postpone(&mut self, by: u64) {
+        if by == 0 || self.set.is_empty() {
+            return;
+        }
+        self.set = std::mem::take(&mut self.set)
+            .into_iter()
+            .map(|(t, peer, kind)| (t.saturating_add(by), peer, kind))
+            .collect();
+        for s in self.slots.iter_mut().flatten() {
+            *s = s.saturating_add(by);
+        }
+        self.earliest = self.set.first().map(|e| e.0);
+    }
+
     /// Armed timers.
     pub fn len(&self) -> usize {
         self.set.len()
@@ -166,6 +185,25 @@ mod tests {
         }
         assert!(t.is_empty());
         assert_eq!(t.first(), None);
+    }
+
+    #[test]
+    fn postpone_moves_every_deadline_and_keeps_the_order() {
+        let mut t = TimerTable::new(3, 2);
+        t.set(2, 0, Some(10));
+        t.set(0, 1, Some(10));
+        t.set(1, 1, Some(5));
+        t.set(1, 0, Some(u64::MAX - 3));
+        t.postpone(100);
+        check(&t);
+        assert_eq!(t.first(), Some(105));
+        assert_eq!(t.get(1, 0), Some(u64::MAX));
+        assert_eq!(t.pop_due(109), Some((1, 1, 105)));
+        assert_eq!(t.pop_due(109), None);
+        assert_eq!(t.pop_due(110), Some((0, 1, 110)));
+        assert_eq!(t.pop_due(110), Some((2, 0, 110)));
+        t.postpone(0);
+        check(&t);
     }
 
     #[test]

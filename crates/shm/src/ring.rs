@@ -217,6 +217,13 @@ impl TxRing {
         self.r.head().store(self.head, Ordering::Release);
     }
 
+    /// Cells written and not yet handed back by the consumer (its published index is
+    /// re-read: what it consumed but has not published yet still counts).
+    pub fn unconsumed(&mut self) -> u64 {
+        self.cached_tail = self.r.tail().load(Ordering::Acquire);
+        self.head - self.cached_tail
+    }
+
     /// Producer half of the sleep handshake: could `reserve(len)` make progress now
     /// (write its wrap marker, or the frame)?
     pub fn room_for(&mut self, len: usize) -> bool {
@@ -276,6 +283,15 @@ impl RxRing {
     /// Cheap readability test: loads only. It also prefetches the next frame's first
     /// cells, so the cache-line transfers of the head index and of the frame overlap
     /// instead of following one another.
+    /// Cells the producer published that this end has not consumed yet (reads the
+    /// producer's index).
+    pub fn waiting(&self) -> u64 {
+        self.r
+            .head()
+            .load(Ordering::Acquire)
+            .saturating_sub(self.tail)
+    }
+
     #[inline]
     pub fn readable(&self) -> bool {
         if self.tail != self.cached_head {

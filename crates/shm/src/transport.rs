@@ -432,6 +432,19 @@ impl ShmTransport {
         room
     }
 
+    /// Cells of the ring to `peer` written and not yet handed back by `peer` (0: every
+    /// frame sent to it was consumed and its index published). Errors: unknown peer.
+    pub fn unconsumed_to(&mut self, peer: u32) -> io::Result<u64> {
+        let s = self.slot(peer)?;
+        Ok(self.tx[s].unconsumed())
+    }
+
+    /// Cells of the ring from `peer` that it published and this rank has not consumed
+    /// yet (frames waiting for this rank). Errors: unknown peer.
+    pub fn waiting_from(&self, peer: u32) -> io::Result<u64> {
+        Ok(self.rx[self.slot(peer)?].waiting())
+    }
+
     /// Writes one frame of `len` bytes for `peer`, filled by `fill`, and publishes it (and
     /// wakes `peer` if it is about to sleep): [`reserve`](Self::reserve) and
     /// [`commit`](Self::commit) in one call, for the small-message path. False if the

@@ -11,7 +11,7 @@
 //! machinery armed for it.
 
 use crate::engine::Engine;
-use phalanx_proto::urtp::{Targets, UrtpDest, UrtpEvent, UrtpSendError, UrtpVerdict};
+use phalanx_proto::urtp::{Targets, UrtpEvent, UrtpSendError, UrtpVerdict};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
 
 /// A collective packet waiting for window space.
@@ -25,7 +25,9 @@ impl Engine {
     /// Payload bytes of one collective packet (multicast to the whole job, after the
     /// signature).
     pub fn coll_packet(&self) -> usize {
-        self.urtp
+        self.links
+            .urtp
+            .proto
             .max_payload(self.size.saturating_sub(1).max(1) as usize)
             .saturating_sub(8)
             .max(1)
@@ -34,11 +36,7 @@ impl Engine {
     /// Whether collectives can use real multicast (not when every peer is on shared
     /// memory: there the point-to-point algorithms run over the rings).
     pub fn coll_multicast(&self) -> bool {
-        !self.all_peers_shm()
-            && self
-                .transport
-                .as_ref()
-                .is_some_and(|t| t.multicast_available())
+        !self.all_peers_shm() && self.links.net.multicast_available()
     }
 
     /// The header of a collective fragment at `off` of a `total`-byte message.
@@ -107,7 +105,13 @@ impl Engine {
         }
         let now = self.now();
         let targets = Targets::from_ranks(to);
-        let room = self.urtp.max_payload(to.len()).saturating_sub(8).max(1);
+        let room = self
+            .links
+            .urtp
+            .proto
+            .max_payload(to.len())
+            .saturating_sub(8)
+            .max(1);
         let total = data.len();
         let mut off = 0;
         loop {
@@ -115,8 +119,13 @@ impl Engine {
             let h = self.coll_header(Kind::UrtpData, ctx, seq, step, total, off);
             let sigb = sig.to_le_bytes();
             let chunk = &data[off..off + n];
-            let sent = if self.coll_out.is_empty() {
-                match self.urtp.send_with_prefix(now, &targets, &h, &sigb, chunk) {
+            let sent = if self.coll_out.is_empty() && !self.links.urtp.halted() {
+                match self
+                    .links
+                    .urtp
+                    .proto
+                    .send_with_prefix(now, &targets, &h, &sigb, chunk)
+                {
                     Ok(()) => true,
                     Err(UrtpSendError::WindowFull { .. }) => false,
                     Err(e) => {
@@ -152,9 +161,14 @@ impl Engine {
     /// Moves waiting collective packets into URTP while windows allow.
     pub(crate) fn urtp_retry(&mut self, now: u64) -> bool {
         let mut did = false;
+        if self.links.urtp.halted() {
+            return false;
+        }
         while let Some(p) = self.coll_out.front() {
             if self
+                .links
                 .urtp
+                .proto
                 .send(now, &p.targets, &p.header, &p.payload)
                 .is_err()
             {
@@ -168,30 +182,13 @@ impl Engine {
 
     /// Puts URTP's datagrams on the wire.
     pub(crate) fn urtp_flush(&mut self, now: u64) -> bool {
-        let Some(t) = self.transport.as_mut() else {
-            return false;
-        };
-        let mut did = false;
-        while let Some(tx) = self.urtp.poll_transmit(now) {
-            did = true;
-            self.stats.datagrams_sent += 1;
-            let r = match tx.dest {
-                UrtpDest::Unicast(peer) => t.send_to(peer, tx.bytes),
-                UrtpDest::Multicast => {
-                    let to: Vec<u32> = tx.targets.iter().collect();
-                    t.send_multicast(tx.bytes, &to)
-                }
-            };
-            if r.is_err() {
-                self.stats.send_errors += 1;
-            }
-        }
-        did
+        let l = &mut self.links;
+        l.urtp.flush(&mut l.net, now)
     }
 
     /// Handles a URTP datagram and hands in-order collective packets to the schedules.
     pub(crate) fn urtp_input(&mut self, now: u64, pkt: &Packet<'_>) {
-        match self.urtp.handle_packet(now, pkt) {
+        match self.links.urtp.proto.handle_packet(now, pkt) {
             UrtpVerdict::Buffered { .. } => self.urtp_deliver(now, pkt.src()),
             UrtpVerdict::Duplicate => self.stats.drop_duplicate += 1,
             UrtpVerdict::NotTarget => self.stats.drop_not_target += 1,
@@ -204,13 +201,13 @@ impl Engine {
     /// Delivers `src`'s in-order packets to the collective layer.
     fn urtp_deliver(&mut self, now: u64, src: u32) {
         let limit = self.unexpected_limit();
-        while let Some(p) = self.urtp.peek(src) {
+        while let Some(p) = self.links.urtp.proto.peek(src) {
             match self.coll.deliver(self.rank, limit, &p, false) {
                 Ok(true) => {}
                 Ok(false) => return,
                 Err(()) => self.stats.drop_invalid += 1,
             }
-            self.urtp.pop(now, src);
+            self.links.urtp.proto.pop(now, src);
         }
     }
 
@@ -228,10 +225,11 @@ impl Engine {
 
     /// Timers, REQs for the sources collective receives wait on, retries, transmits.
     pub(crate) fn urtp_progress(&mut self, now: u64) -> crate::error::Result<bool> {
-        if self.urtp.poll_timeout().is_some_and(|t| t <= now) {
-            self.urtp.handle_timeout(now);
+        let proto = &mut self.links.urtp.proto;
+        if proto.poll_timeout().is_some_and(|t| t <= now) {
+            proto.handle_timeout(now);
         }
-        if let Some(UrtpEvent::PeerUnresponsive { peer }) = self.urtp.poll_event() {
+        if let Some(UrtpEvent::PeerUnresponsive { peer }) = proto.poll_event() {
             return Err(crate::error::Error::PeerUnresponsive { peer });
         }
         let mut srcs = std::mem::take(&mut self.want_scratch);
@@ -240,7 +238,7 @@ impl Engine {
         // Shared-memory peers never need REQs.
         srcs.retain(|&r| !self.via_shm(r));
         for &src in &srcs {
-            self.urtp.want(now, src);
+            self.links.urtp.proto.want(now, src);
             // Packets refused earlier for lack of buffer may fit now.
             self.urtp_deliver(now, src);
         }

@@ -22,8 +22,9 @@
 
 use super::{Engine, RawStatus};
 use crate::error::{Error, Result};
+use crate::link::Link;
 use phalanx_boot::Table;
-use phalanx_proto::careful::{Careful, CarefulConfig, CarefulEvent, Verdict};
+use phalanx_proto::careful::{Careful, CarefulConfig, Verdict};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
 
 /// Receive buffers R when no rank could read its socket's granted buffer.
@@ -89,58 +90,40 @@ pub(super) fn setup(
     Some(Careful::new(cfg, table.job_key, rank, size))
 }
 
-/// Frames the careful protocol delivered that the message layer has not taken yet: per
-/// source, in arrival order. Each occupies one of the protocol's receive buffers, so
-/// there are at most R of them.
-#[derive(Default)]
-pub(super) struct Held {
-    frames: Vec<std::collections::VecDeque<Vec<u8>>>,
-    count: usize,
-}
-
-impl Held {
-    fn is_empty_for(&self, src: u32) -> bool {
-        self.frames.get(src as usize).is_none_or(|q| q.is_empty())
-    }
-}
-
 impl Engine {
     /// Handles a careful frame from the network.
     pub(super) fn careful_input(&mut self, now: u64, pkt: &Packet<'_>) {
-        let Some(c) = self.careful.as_mut() else {
+        let Some(c) = self.links.careful.as_mut() else {
             self.stats.drop_invalid += 1;
             return;
         };
-        match c.handle_packet(now, pkt) {
+        match c.proto.handle_packet(now, pkt) {
             Verdict::Deliver => {
                 let src = pkt.src();
+                let held = |e: &Engine| {
+                    e.links
+                        .careful
+                        .as_ref()
+                        .is_none_or(|c| c.held.is_empty_for(src))
+                };
                 let take = match pkt.msg_kind() {
                     // The start of a message: taken if a receive wants it and nothing from
                     // its link waits before it; else it stays in its buffer.
-                    MsgKind::Eager if pkt.aux() == 0 => {
-                        self.careful_held.is_empty_for(src) && self.wanted(pkt)
-                    }
-                    MsgKind::Rts => self.careful_held.is_empty_for(src) && self.wanted(pkt),
+                    MsgKind::Eager if pkt.aux() == 0 => held(self) && self.wanted(pkt),
+                    MsgKind::Rts => held(self) && self.wanted(pkt),
                     // A later fragment follows its first one: held if that one is.
-                    MsgKind::Eager => {
-                        self.careful_held.is_empty_for(src) || self.receiving_from(src)
-                    }
+                    MsgKind::Eager => held(self) || self.receiving_from(src),
                     // Protocol answers (clear-to-send, data of our rendezvous sends, …) are
                     // not messages to match: never held.
                     _ => true,
                 };
                 if take {
                     self.on_message(pkt, true);
-                    if let Some(c) = self.careful.as_mut() {
-                        c.consumed(now, src);
+                    if let Some(c) = self.links.careful.as_mut() {
+                        c.proto.consumed(now, src);
                     }
-                } else {
-                    let h = &mut self.careful_held;
-                    if h.frames.len() <= src as usize {
-                        h.frames.resize_with(self.size as usize, Default::default);
-                    }
-                    h.frames[src as usize].push_back(pkt.as_bytes().to_vec());
-                    h.count += 1;
+                } else if let Some(c) = self.links.careful.as_mut() {
+                    c.held.push(self.size, src, pkt.as_bytes().to_vec());
                     self.stats.careful_held += 1;
                 }
             }
@@ -158,11 +141,11 @@ impl Engine {
         tag: Option<i32>,
         ctx: u32,
     ) -> Option<RawStatus> {
-        if self.careful_held.count == 0 {
+        let held = &self.links.careful.as_ref()?.held;
+        if held.count == 0 {
             return None;
         }
-        self.careful_held
-            .frames
+        held.frames
             .iter()
             .flatten()
             .filter_map(|d| Packet::new_checked(d).ok())
@@ -191,10 +174,22 @@ impl Engine {
     /// as far as the unexpected-message limit allows (what was copied out is always older
     /// than what is held, so the unexpected queue keeps arrival order).
     fn careful_release(&mut self, now: u64) -> bool {
-        let advice = self.careful.as_ref().and_then(|c| c.copy_out_advice());
+        let advice = self
+            .links
+            .careful
+            .as_ref()
+            .and_then(|c| c.proto.copy_out_advice());
+        let sources = self
+            .links
+            .careful
+            .as_ref()
+            .map_or(0, |c| c.held.frames.len());
         let mut did = false;
-        for src in 0..self.careful_held.frames.len() as u32 {
-            let mut queue = std::mem::take(&mut self.careful_held.frames[src as usize]);
+        for src in 0..sources as u32 {
+            let Some(c) = self.links.careful.as_mut() else {
+                return did;
+            };
+            let mut queue = std::mem::take(&mut c.held.frames[src as usize]);
             let mut kept = std::collections::VecDeque::new();
             let mut copying = advice.is_some_and(|(p, _)| p == src);
             while let Some(first) = queue.pop_front() {
@@ -217,8 +212,8 @@ impl Engine {
                         if let Ok(p) = Packet::new_checked(d) {
                             self.on_message(&p, true);
                         }
-                        if let Some(c) = self.careful.as_mut() {
-                            c.consumed(now, src);
+                        if let Some(c) = self.links.careful.as_mut() {
+                            c.proto.consumed(now, src);
                         }
                     }
                 } else if copying && kept.is_empty() && self.on_message(&head, false) {
@@ -228,51 +223,43 @@ impl Engine {
                         }
                     }
                     self.stats.careful_copied_out += u64::from(n);
-                    if let Some(c) = self.careful.as_mut() {
-                        c.copied_out(src, n);
+                    if let Some(c) = self.links.careful.as_mut() {
+                        c.proto.copied_out(src, n);
                     }
                 } else {
                     copying = false;
                     kept.extend(group);
                     continue;
                 }
-                self.careful_held.count -= n as usize;
+                if let Some(c) = self.links.careful.as_mut() {
+                    c.held.count -= n as usize;
+                }
                 did = true;
             }
-            self.careful_held.frames[src as usize] = kept;
+            if let Some(c) = self.links.careful.as_mut() {
+                c.held.frames[src as usize] = kept;
+            }
         }
         did
     }
 
-    /// Careful frames to put on the wire, timers, and link errors.
+    /// Held frames the message layer can take now, then the protocol: timers, frames
+    /// to put on the wire, link errors.
     pub(super) fn careful_progress(&mut self, now: u64) -> Result<bool> {
         let mut did = false;
-        if self.careful_held.count > 0 {
+        if self
+            .links
+            .careful
+            .as_ref()
+            .is_some_and(|c| c.held.count > 0)
+        {
             did |= self.careful_release(now);
         }
-        let (Some(c), Some(t)) = (self.careful.as_mut(), self.transport.as_mut()) else {
-            return Ok(false);
-        };
-        if c.poll_timeout().is_some_and(|d| d <= now) {
-            c.handle_timeout(now);
+        let l = &mut self.links;
+        match l.careful.as_mut() {
+            Some(c) => Ok(did | c.poll(&mut l.net, now)?),
+            None => Ok(did),
         }
-        while let Some(tx) = c.poll_transmit(now) {
-            did = true;
-            for &peer in tx.targets {
-                self.stats.datagrams_sent += 1;
-                if t.send_to(peer, tx.bytes).is_err() {
-                    self.stats.send_errors += 1;
-                }
-            }
-        }
-        if let Some(ev) = c.poll_event() {
-            return Err(Error::LinkFailure(match ev {
-                CarefulEvent::LinkError { .. } | CarefulEvent::SuspectedLoss { .. } => {
-                    ev.to_string()
-                }
-            }));
-        }
-        Ok(did)
     }
 }
 
@@ -280,10 +267,10 @@ impl Engine {
     /// Finalize, first step on careful links: tell every UDP peer how many data frames
     /// were sent to it. Returns how many peers' counts this rank waits for.
     pub(super) fn careful_send_counts(&mut self) -> usize {
-        let Some(c) = self.careful.as_ref() else {
+        let Some(c) = self.links.careful.as_ref() else {
             return 0;
         };
-        let counts = c.counts();
+        let counts = c.proto.counts();
         let peers: Vec<u32> = (0..self.size)
             .filter(|&p| p != self.rank && !self.via_shm(p))
             .collect();
@@ -294,9 +281,9 @@ impl Engine {
             self.queue_frames(p, vec![h.to_datagram(&[])]);
         }
         let now = self.now();
-        if let Some(c) = self.careful.as_mut() {
+        if let Some(c) = self.links.careful.as_mut() {
             for &p in &peers {
-                c.waiting_on(now, p);
+                c.proto.waiting_on(now, p);
             }
         }
         peers.len()
@@ -306,11 +293,15 @@ impl Engine {
     /// have arrived, in order, on a link declared reliable.
     pub(super) fn careful_counts_arrived(&mut self, src: u32, sent: u64) {
         self.careful_counts_seen += 1;
-        let Some(c) = self.careful.as_mut() else {
+        let Some(c) = self.links.careful.as_mut() else {
             return;
         };
-        c.stop_waiting(src);
-        let got = c.counts().get(src as usize).map_or(0, |c| c.data_received);
+        c.proto.stop_waiting(src);
+        let got = c
+            .proto
+            .counts()
+            .get(src as usize)
+            .map_or(0, |c| c.data_received);
         if got != sent + 1 {
             self.link_error.get_or_insert(Error::LinkFailure(format!(
                 "careful link {src}→{}: final count mismatch: {sent} data frames sent, {} received",

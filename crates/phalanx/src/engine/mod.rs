@@ -9,6 +9,7 @@
 //! window, reports `drained` to the launcher and keeps answering until released.
 
 mod careful_net;
+mod gang;
 mod p2p;
 pub mod requests;
 mod shm;
@@ -17,8 +18,9 @@ mod wait;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::link::{CarefulLink, GbnLink, Link, Links, Medium, Net, ShmLink, UrtpLink};
 use phalanx_boot::{BootClient, BootEnv, Control, Endpoint, HostInfo};
-use phalanx_proto::gbn::{Gbn, GbnConfig, GbnEvent, Verdict};
+use phalanx_proto::gbn::{Gbn, GbnConfig, Verdict};
 use phalanx_proto::urtp::{Urtp, UrtpConfig};
 use phalanx_transport::{wait_readable, Faulty, Transport, UdpTransport};
 use phalanx_wire::{Kind, Packet, HEADER_LEN};
@@ -27,19 +29,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::time::{Duration, Instant};
 
-/// The medium of point-to-point traffic to one peer, decided at start-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Link {
-    /// This rank itself: the local queue.
-    Local,
-    /// Shared memory (the peer's ring; its consumer index is the flow control).
-    Shm,
-    /// The careful protocol over UDP (windows, no acknowledgements).
-    Careful,
-    /// Go-back-n over UDP (acknowledgements and retransmission).
-    Gbn,
-}
-
+pub use gang::SavedLinks;
 pub use requests::{RawStatus, RecvBuf, SendBuf};
 pub use stats::Stats;
 
@@ -58,6 +48,8 @@ pub(crate) enum Waiting {
         tag: i32,
     },
     Finalize,
+    /// Halted links draining what is in flight (job manager).
+    Halt,
     Coll(ReqId),
     /// A collective on the shared-memory board, waiting for `peer` (world rank).
     Board {
@@ -75,12 +67,9 @@ pub struct Engine {
     pub(crate) job_key: u64,
     cfg: Config,
     epoch: Instant,
-    pub(crate) transport: Option<Box<dyn Transport>>,
     peer_addrs: Vec<SocketAddrV4>,
-    gbn: Gbn,
-    pub(crate) urtp: Urtp,
-    /// Shared-memory rings to the other ranks of this host, if in use.
-    shm: Option<Box<phalanx_shm::ShmTransport>>,
+    /// Every medium's link, and the medium of each peer (decided at start-up).
+    pub(crate) links: Links,
     /// The segment's collective board (blocking collectives among ranks of this host).
     pub(crate) board: Option<phalanx_shm::Board>,
     /// Per world rank: index of its host (boot id + network namespace), numbered in
@@ -91,18 +80,11 @@ pub struct Engine {
     pub(crate) shm_wanted: bool,
     /// Per world rank: its pid when this rank may `process_vm_readv` from it, else 0.
     pub(crate) single_copy_pids: Vec<i32>,
-    /// Careful protocol for UDP peers when the network is declared reliable.
-    careful: Option<phalanx_proto::careful::Careful>,
     /// Careful peers whose final counts arrived (Finalize), and how many are expected.
     careful_counts_seen: usize,
-    /// Careful frames delivered but not yet taken by the message layer.
-    careful_held: careful_net::Held,
     careful_counts_expected: usize,
     /// A broken careful link, reported by the next wait.
     link_error: Option<Error>,
-    /// The medium that carries point-to-point traffic to each peer, decided once at
-    /// start-up ([`Link`]).
-    links: Vec<Link>,
     /// Every other rank is reached over shared memory.
     all_peers_shm: bool,
     pub(crate) coll_out: VecDeque<crate::coll::net::Pending>,
@@ -118,8 +100,6 @@ pub struct Engine {
     spin: Duration,
     pub(crate) reqs: Requests,
     p2p: p2p::P2p,
-    /// Datagrams a rank sent to itself, delivered in order by `progress`.
-    local: VecDeque<Vec<u8>>,
     pub(crate) stats: Stats,
     pub(crate) coll: crate::coll::CollState,
     waiting: Waiting,
@@ -128,6 +108,8 @@ pub struct Engine {
     last_now: u64,
     /// Drain every socket in the next progress round (after a sleep).
     drain_all_next: bool,
+    /// The links are halted ([`Engine::halt_links`]).
+    halted: bool,
     finalized: bool,
 }
 
@@ -164,7 +146,7 @@ impl Engine {
             // A process started without the launcher: a job of one.
             let mut engine = Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1);
             engine.all_peers_shm = true;
-            engine.decide_links();
+            engine.links.decide(0, 1);
             return Ok(engine);
         };
         let udp = UdpTransport::bind(cfg.ip)
@@ -224,8 +206,9 @@ impl Engine {
             Some(boot),
             local_ranks,
         );
-        engine.careful =
-            careful_net::setup(reliable_net, careful_stall, &table, env.rank, env.size);
+        engine.links.careful =
+            careful_net::setup(reliable_net, careful_stall, &table, env.rank, env.size)
+                .map(|c| CarefulLink::new(c, env.size));
         let mut hosts: Vec<(&str, u64)> = Vec::new();
         for (r, e) in table.endpoints.iter().enumerate() {
             let h = (e.host.boot_id.as_str(), e.host.netns_ino);
@@ -250,44 +233,26 @@ impl Engine {
                     engine.single_copy_pids[p as usize] = t.peer_pid(p).unwrap_or(0);
                 }
             }
-            engine.shm = Some(Box::new(t));
+            engine.links.shm = Some(Box::new(ShmLink::new(t)));
         }
-        engine.decide_links();
+        engine.links.decide(engine.rank, engine.size);
         // Every peer on shared memory, or alone in the job (nothing arrives from a
         // network): progress takes the fast path (sockets and timers every few rounds).
         engine.all_peers_shm = engine.size == 1
-            || (engine.shm.is_some()
+            || (engine.links.shm.is_some()
                 && engine
                     .links
+                    .media()
                     .iter()
-                    .all(|l| matches!(l, Link::Local | Link::Shm)));
+                    .all(|l| matches!(l, Medium::Local | Medium::Shm)));
         Ok(engine)
     }
 
-    /// Maps every peer to its link, once: itself, shared memory, the careful protocol
-    /// over UDP (a network declared reliable) or go-back-n over UDP.
-    fn decide_links(&mut self) {
-        // The shared-memory peers, ascending.
-        let shm: &[u32] = self.shm.as_ref().map_or(&[], |t| t.peers());
-        self.links = (0..self.size)
-            .map(|p| {
-                if p == self.rank {
-                    Link::Local
-                } else if shm.binary_search(&p).is_ok() {
-                    Link::Shm
-                } else if self.careful.is_some() {
-                    Link::Careful
-                } else {
-                    Link::Gbn
-                }
-            })
-            .collect();
-    }
-
-    /// The link to `peer` (go-back-n for a rank out of range: the caller checked it).
+    /// The medium of point-to-point traffic to `peer` (go-back-n for a rank out of
+    /// range: the caller checked it).
     #[inline]
-    pub(super) fn link(&self, peer: u32) -> Link {
-        self.links.get(peer as usize).copied().unwrap_or(Link::Gbn)
+    pub(super) fn link(&self, peer: u32) -> Medium {
+        self.links.medium(peer)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -321,31 +286,30 @@ impl Engine {
             .clamp(1, u32::MAX as u128) as u32;
         let mut urtp = Urtp::new(ucfg, job_key, rank, size);
         urtp.set_max_datagram(max_dgram);
+        let links = Links::new(
+            Net::new(transport, rank),
+            GbnLink::new(Gbn::new(gbn_config(&cfg), job_key, rank, size)),
+            UrtpLink::new(urtp),
+        );
         Engine {
             rank,
             size,
             job_key,
-            gbn: Gbn::new(gbn_config(&cfg), job_key, rank, size),
-            urtp,
-            shm: None,
+            links,
             board: None,
             single_copy_pids: vec![0; size as usize],
             host_of: vec![0; size as usize],
             shm_wanted: false,
             shm_eager_limit: cfg.eager_limit.unwrap_or(SHM_EAGER_LIMIT),
             readable_by: vec![false; size as usize],
-            careful: None,
             careful_counts_seen: 0,
-            careful_held: careful_net::Held::default(),
             careful_counts_expected: 0,
             link_error: None,
-            links: Vec::new(),
             all_peers_shm: false,
             coll_out: VecDeque::new(),
             want_scratch: Vec::new(),
             cfg,
             epoch: Instant::now(),
-            transport,
             peer_addrs,
             boot,
             max_payload,
@@ -353,13 +317,13 @@ impl Engine {
             spin,
             reqs: Requests::default(),
             p2p: p2p::P2p::new(size),
-            local: VecDeque::new(),
             stats: Stats::default(),
             coll: Default::default(),
             waiting: Waiting::Nothing,
             iterations: 0,
             last_now: 0,
             drain_all_next: false,
+            halted: false,
             finalized: false,
         }
     }
@@ -382,11 +346,11 @@ impl Engine {
         if self.all_peers_shm
             && !self.drain_all_next
             && !self.iterations.is_multiple_of(256)
-            && self.local.is_empty()
+            && self.links.local.is_empty()
             && self.coll.idle()
             && self.coll_out.is_empty()
-            && self.gbn.poll_timeout().is_none()
-            && self.urtp.poll_timeout().is_none()
+            && self.links.gbn.proto.poll_timeout().is_none()
+            && self.links.urtp.proto.poll_timeout().is_none()
         {
             self.iterations = self.iterations.wrapping_add(1);
             if self.iterations.is_multiple_of(8192) {
@@ -407,15 +371,16 @@ impl Engine {
             n
         };
         let mut did = false;
-        let coll_busy = !self.coll.idle() || !self.coll_out.is_empty() || !self.urtp.all_acked();
+        let coll_busy =
+            !self.coll.idle() || !self.coll_out.is_empty() || !self.links.urtp.proto.all_acked();
         // When every peer is on shared memory the sockets carry collectives only: skip
         // their system calls on most rounds of the point-to-point fast path.
         let sockets_due = !self.all_peers_shm
             || self.drain_all_next
-            || self.gbn.poll_timeout().is_some()
+            || self.links.gbn.proto.poll_timeout().is_some()
             || self.iterations.is_multiple_of(16);
         let taken = if sockets_due {
-            self.transport.take()
+            self.links.net.transport.take()
         } else {
             None
         };
@@ -434,36 +399,35 @@ impl Engine {
                     let _ = t.service(now);
                 }
             }
-            self.transport = Some(t);
+            self.links.net.transport = Some(t);
             did |= r? > 0;
         }
-        if self.shm.is_some() {
+        if self.links.shm.is_some() {
             did |= self.shm_recv()? > 0;
         }
-        while let Some(d) = self.local.pop_front() {
+        while let Some(d) = self.links.local.pop() {
             did = true;
             if let Ok(pkt) = Packet::new_checked(&d) {
                 self.on_message(&pkt, true);
             }
         }
-        if self.gbn.poll_timeout().is_some_and(|t| t <= now) {
-            self.gbn.handle_timeout(now);
-        }
-        if !self.coll.idle() || !self.coll_out.is_empty() || self.urtp.poll_timeout().is_some() {
+        if !self.coll.idle()
+            || !self.coll_out.is_empty()
+            || self.links.urtp.proto.poll_timeout().is_some()
+        {
             did |= self.urtp_progress(now)?;
         } else {
             // Acknowledgements and REQ answers may be owed even with no collective.
             did |= self.urtp_flush(now);
         }
-        if let Some(GbnEvent::PeerUnresponsive { peer }) = self.gbn.poll_event() {
-            return Err(Error::PeerUnresponsive { peer });
-        }
         did |= self.progress_collectives();
         did |= self.pump_all(now);
-        if self.careful.is_some() {
+        if self.links.careful.is_some() {
             did |= self.careful_progress(now)?;
         }
-        did |= self.flush(now);
+        // Go-back-n: due timers, an unresponsive peer, what is owed on the wire.
+        let l = &mut self.links;
+        did |= l.gbn.poll(&mut l.net, now)?;
         self.iterations = self.iterations.wrapping_add(1);
         if self.iterations.is_multiple_of(8192) {
             self.service_boot()?;
@@ -496,10 +460,10 @@ impl Engine {
                 return;
             }
         }
-        match self.gbn.handle_packet(now, &pkt) {
+        match self.links.gbn.input(now, &pkt) {
             Verdict::Deliver => {
                 if self.on_message(&pkt, false) {
-                    self.gbn.accept(now, pkt.src());
+                    self.links.gbn.accept(now, pkt.src());
                 } else {
                     self.stats.drop_no_buffer += 1;
                 }
@@ -536,33 +500,10 @@ impl Engine {
         }
     }
 
-    /// Puts every datagram the protocol wants sent on the wire.
+    /// Puts every datagram go-back-n owes on the wire.
     fn flush(&mut self, now: u64) -> bool {
-        let Some(t) = self.transport.as_mut() else {
-            return false;
-        };
-        let mut did = false;
-        let retransmits = self.gbn.stats().retransmits;
-        while let Some((peer, bytes)) = self.gbn.poll_transmit(now) {
-            did = true;
-            self.stats.datagrams_sent += 1;
-            if let Err(e) = t.send_to(peer, bytes) {
-                // The protocol retransmits; a persistent error shows up as an
-                // unresponsive peer.
-                self.stats.send_errors += 1;
-                if self.stats.send_errors < 4 {
-                    tracing::warn!(
-                        "phalanx: rank {}: send to rank {peer} failed: {e}",
-                        self.rank
-                    );
-                }
-            }
-        }
-        let again = self.gbn.stats().retransmits - retransmits;
-        if again > 0 {
-            tracing::debug!(rank = self.rank, count = again, "retransmitted datagrams");
-        }
-        did
+        let l = &mut self.links;
+        l.gbn.flush(&mut l.net, now)
     }
 
     fn service_boot(&mut self) -> Result<()> {
@@ -596,23 +537,34 @@ impl Engine {
     }
 
     /// Bytes that unexpected messages may hold.
+    /// While the links are halted every valid datagram is taken (see [`gang`]).
     pub(crate) fn unexpected_limit(&self) -> usize {
-        self.cfg.unexpected_limit
+        if self.halted {
+            usize::MAX
+        } else {
+            self.cfg.unexpected_limit
+        }
     }
 
     /// The per-rank counters, merged from every layer.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
-        let g = self.gbn.stats();
+        s.datagrams_sent += self.links.net.sent;
+        s.send_errors += self.links.net.errors;
+        if let Some(l) = self.links.shm.as_ref() {
+            s.shm_sent = l.sent;
+            s.send_errors += l.errors;
+        }
+        let g = self.links.gbn.proto.stats();
         s.retransmits = g.retransmits;
         s.pure_acks = g.pure_acks_sent;
         s.dup_acks = g.dup_acks_sent;
-        let u = self.urtp.stats();
+        let u = self.links.urtp.proto.stats();
         s.urtp_data = u.data_sent;
         s.urtp_multicasts = u.multicasts_sent;
         s.urtp_resent = u.resent;
         s.urtp_reqs = u.reqs_sent;
-        if let Some(t) = self.transport.as_ref() {
+        if let Some(t) = self.links.net.transport.as_ref() {
             let ts = t.stats();
             s.kernel_drops = ts.kernel_drops;
             s.faults_dropped = ts.faults_dropped;

@@ -12,8 +12,9 @@
 //! retransmits later — flow control without extra messages.
 
 use super::requests::{RawStatus, Req, ReqId, Requests, SendBuf, SendReq};
-use super::{Engine, Link, Waiting};
+use super::{Engine, Waiting};
 use crate::error::{Error, Result};
+use crate::link::Medium;
 use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
 use std::collections::VecDeque;
 
@@ -292,7 +293,7 @@ impl Engine {
             && dest == self.rank
             && len as usize <= SELF_DIRECT
             && self.p2p.jobs[dest as usize].is_empty()
-            && self.local.is_empty()
+            && self.links.local.is_empty()
         {
             let mut tmp = [0u8; SELF_DIRECT];
             let data = &mut tmp[..len as usize];
@@ -363,30 +364,24 @@ impl Engine {
         did
     }
 
-    /// Cuts datagrams from `peer`'s jobs while its window has room.
+    /// Cuts datagrams from `peer`'s jobs while its link has room. The link is looked up
+    /// once; a full link (window closed, ring full) cuts nothing — no copy of the data,
+    /// no request completed early — and the round does not count as progress, so a wait
+    /// yields or sleeps instead of spinning on it.
     fn pump(&mut self, now: u64, peer: u32) -> bool {
         let mut did = false;
-        let link = self.link(peer);
+        let medium = self.link(peer);
+        let payload = self.payload_to(medium);
         loop {
-            let full = match link {
-                Link::Careful => self
-                    .careful
-                    .as_ref()
-                    .is_none_or(|c| c.send_space(&[peer]) == 0),
-                Link::Gbn => self.gbn.send_space(peer) == 0,
-                // A full ring: nothing is cut (no copy of the data, no request completed
-                // early) and the round does not count as progress, so a wait yields or
-                // sleeps instead of spinning on it.
-                Link::Shm => match self.front_len(peer) {
-                    Some(len) => !self.shm.as_mut().is_some_and(|t| t.has_room(peer, len)),
-                    None => false,
-                },
-                Link::Local => false,
+            let Some(len) = self.front_len(peer, payload) else {
+                return did;
             };
-            if full {
+            let Some((link, _)) = self.links.get(medium) else {
+                return did;
+            };
+            if !link.has_room(&[peer], len) {
                 return did;
             }
-            let payload = self.payload_to(link);
             let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
                 return did;
             };
@@ -405,8 +400,8 @@ impl Engine {
                         self.p2p.queued_jobs -= 1;
                         continue;
                     };
-                    let room = payload - if rreq.is_some() { 8 } else { 0 };
-                    let n = room.min((*total - *next) as usize);
+                    let pre = if rreq.is_some() { 8 } else { 0 };
+                    let n = (payload - pre).min((*total - *next) as usize);
                     let msg = if rreq.is_some() {
                         MsgKind::RndvData
                     } else {
@@ -414,7 +409,6 @@ impl Engine {
                     };
                     let mut h = data_header(self.job_key, self.rank, msg, *ctx, s.tag, *total);
                     h.aux = *next;
-                    let pre = if rreq.is_some() { 8 } else { 0 };
                     // Built by appending, so the payload is written once (no zeroing).
                     let mut hdr = [0u8; HEADER_LEN];
                     let _ = h.emit(&mut hdr);
@@ -452,28 +446,11 @@ impl Engine {
                     }),
                 );
             }
-            // A datagram the link cannot take now goes back to the front of the queue.
-            let refused = match link {
-                Link::Local => {
-                    self.local.push_back(dgram);
-                    None
-                }
-                Link::Careful => match self.careful.as_mut() {
-                    Some(c) => c.send(now, &[peer], dgram).err().map(|r| r.datagram),
-                    None => Some(dgram),
-                },
-                // Ring full: the receiver's consumer index is the flow control.
-                Link::Shm => (!self.shm_send(peer, &dgram)).then_some(dgram),
-                Link::Gbn => match self.gbn.send(now, peer, dgram) {
-                    // On the wire at once: the receiver copies one fragment while the
-                    // next is cut.
-                    Ok(()) => {
-                        self.flush(now);
-                        None
-                    }
-                    // send_space said there was room; keep the datagram, never lose it.
-                    Err(d) => Some(d),
-                },
+            // A datagram the link cannot take now goes back to the front of the queue
+            // (`has_room` said it would be taken: never lose it anyway).
+            let refused = match self.links.get(medium) {
+                Some((link, net)) => link.send(net, now, &[peer], dgram).err(),
+                None => Some(dgram),
             };
             if let Some(d) = refused {
                 self.p2p.jobs[peer as usize].push_front(Job::Control(d));
@@ -487,9 +464,9 @@ impl Engine {
     /// Payload bytes per datagram over `link`: the socket's limit, and over shared memory
     /// also what one frame of the ring holds (rings shrink when many ranks share a host).
     #[inline]
-    fn payload_to(&self, link: Link) -> usize {
-        match (link, self.shm.as_ref()) {
-            (Link::Shm, Some(t)) => self
+    fn payload_to(&self, link: Medium) -> usize {
+        match (link, self.links.shm.as_ref()) {
+            (Medium::Shm, Some(t)) => self
                 .max_payload
                 .min(t.max_frame().saturating_sub(HEADER_LEN + 8))
                 .max(256),
@@ -497,15 +474,16 @@ impl Engine {
         }
     }
 
-    /// The length of the next datagram `peer`'s first job would cut.
-    fn front_len(&self, peer: u32) -> Option<usize> {
+    /// The length of the next datagram `peer`'s first job would cut, `payload` bytes of
+    /// payload per datagram.
+    fn front_len(&self, peer: u32, payload: usize) -> Option<usize> {
         Some(match self.p2p.jobs[peer as usize].front()? {
             Job::Control(d) => d.len(),
             Job::Frags {
                 total, next, rreq, ..
             } => {
                 let pre = if rreq.is_some() { 8 } else { 0 };
-                let n = (self.payload_to(self.link(peer)) - pre).min((*total - *next) as usize);
+                let n = (payload - pre).min((*total - *next) as usize);
                 HEADER_LEN + pre + n
             }
         })

@@ -15,6 +15,7 @@
 
 use super::Engine;
 use crate::error::{Error, Result};
+use crate::link::{parse_compact, Compact, Medium};
 use phalanx_boot::{BootClient, Control, Endpoint, ShmOutcome, Table};
 use phalanx_shm::{ShmConfig, ShmTransport};
 use phalanx_transport::TransportKind;
@@ -176,33 +177,19 @@ fn test_fail_join(hook: Option<&str>, rank: u32) -> Option<String> {
     ))
 }
 
-/// First two bytes of a compact frame: a whole eager message (one frame) behind a
-/// [`COMPACT_HEADER`]-byte header (magic, 2 reserved bytes, source rank, context, tag,
-/// length; little endian) instead of the 56-byte datagram header, so that messages of up
-/// to 32 bytes fit one cache line of the ring (the fast slot). Only on shared memory,
-/// where the ring is private to the job and reliable. The wire magic of full datagrams
-/// differs, so the two never mix up.
-const COMPACT_MAGIC: u16 = 0xc0fa;
-const COMPACT_HEADER: usize = 24;
-
 impl Engine {
-    /// A compact frame from `from` (see [`COMPACT_MAGIC`]). False: no buffer yet.
-    fn on_compact(&mut self, from: u32, b: &[u8]) -> bool {
-        let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        if b.len() < COMPACT_HEADER {
-            self.stats.drop_malformed += 1;
-            return true;
-        }
-        let (src, ctx, tag) = (word(4), word(8), word(12) as i32);
-        let mut len = [0u8; 8];
-        len.copy_from_slice(&b[16..24]);
-        let total = u64::from_le_bytes(len);
-        let data = &b[COMPACT_HEADER..];
-        if src != from || total != data.len() as u64 {
-            self.stats.drop_malformed += 1;
-            return true;
-        }
-        let ok = self.on_eager_parts(src, tag, ctx, total, 0, data, false);
+    /// A compact frame from `from` ([`crate::link::parse_compact`]). False: no buffer yet.
+    #[inline]
+    fn on_compact(&mut self, from: u32, c: std::result::Result<Compact<'_>, ()>) -> bool {
+        let c = match c {
+            Ok(c) if c.src == from => c,
+            _ => {
+                self.stats.drop_malformed += 1;
+                return true;
+            }
+        };
+        let total = c.data.len() as u64;
+        let ok = self.on_eager_parts(c.src, c.tag, c.ctx, total, 0, c.data, false);
         if ok {
             self.stats.shm_received += 1;
         } else {
@@ -214,7 +201,7 @@ impl Engine {
     /// Whether `peer` is reached over shared memory.
     #[inline]
     pub(crate) fn via_shm(&self, peer: u32) -> bool {
-        self.link(peer) == super::Link::Shm
+        self.link(peer) == Medium::Shm
     }
 
     /// Bytes per board slot if every one of `world` (world ranks) is this rank or on this
@@ -230,7 +217,8 @@ impl Engine {
 
     /// Can every one of `world` (ranks of this host) pull from every other one's memory?
     pub(crate) fn single_copy_among(&self, world: &[u32]) -> bool {
-        self.shm
+        self.links
+            .shm
             .as_ref()
             .is_some_and(|t| t.single_copy_among(world))
     }
@@ -262,7 +250,7 @@ impl Engine {
         peer: u32,
         id: crate::engine::requests::ReqId,
     ) -> Option<u64> {
-        let t = self.shm.as_ref()?;
+        let t = self.links.shm.as_ref()?;
         if !self.via_shm(peer) || !t.can_be_read_by(peer).unwrap_or(false) {
             return None;
         }
@@ -306,76 +294,31 @@ impl Engine {
     /// Wakes those of `peers` (world ranks) that sleep on shared memory (after a board
     /// publication or a board read they may wait for).
     pub(crate) fn shm_wake(&self, peers: impl IntoIterator<Item = u32>) {
-        if let Some(t) = self.shm.as_ref() {
+        if let Some(t) = self.links.shm.as_ref() {
             t.wake(peers);
         }
     }
 
-    /// Writes a whole eager message as one compact frame (see [`COMPACT_MAGIC`]) straight
-    /// into `peer`'s ring. False if it does not fit one frame or the ring is full (the
-    /// caller queues it the usual way).
+    /// Writes a whole eager message as one compact frame straight into `peer`'s ring.
+    /// False if it does not fit one frame or the ring is full (the caller queues it the
+    /// usual way).
+    #[inline]
     pub(crate) fn shm_send_compact(&mut self, peer: u32, ctx: u32, tag: i32, data: &[u8]) -> bool {
         let src = self.rank;
-        let Some(t) = self.shm.as_mut() else {
-            return false;
-        };
-        let n = data.len();
-        // The ring's frame header, the compact header, the bytes: one cache line up to
-        // FAST_FRAME - COMPACT_HEADER = 32 bytes.
-        let total = COMPACT_HEADER + n;
-        if total > t.max_frame() {
-            return false;
-        }
-        // The header as three little-endian words (magic and 2 reserved bytes with the
-        // source, context with tag, length).
-        let w0 = u64::from(COMPACT_MAGIC) | u64::from(src) << 32;
-        let w1 = u64::from(ctx) | u64::from(tag as u32) << 32;
-        let w2 = n as u64;
-        let written = t.write_frame(peer, total, |frame| {
-            let (head, body) = frame.split_at_mut(COMPACT_HEADER);
-            head[0..8].copy_from_slice(&w0.to_le_bytes());
-            head[8..16].copy_from_slice(&w1.to_le_bytes());
-            head[16..24].copy_from_slice(&w2.to_le_bytes());
-            body.copy_from_slice(data);
-        });
-        if !matches!(written, Ok(true)) {
-            return false;
-        }
-        self.stats.shm_sent += 1;
-        true
-    }
-
-    /// Puts a datagram in `peer`'s ring; false if the ring is full (try again later).
-    pub(crate) fn shm_send(&mut self, peer: u32, d: &[u8]) -> bool {
-        let Some(t) = self.shm.as_mut() else {
-            return false;
-        };
-        match t.send(peer, d) {
-            Ok(sent) => {
-                if sent {
-                    self.stats.shm_sent += 1;
-                }
-                sent
-            }
-            Err(e) => {
-                self.stats.send_errors += 1;
-                tracing::warn!(
-                    "phalanx: rank {}: shared-memory send to rank {peer} failed: {e}",
-                    self.rank
-                );
-                false
-            }
+        match self.links.shm.as_mut() {
+            Some(l) => l.send_compact(src, peer, ctx, tag, data),
+            None => false,
         }
     }
 
     /// Hands frames waiting in the rings to the message layer. Returns how many.
     pub(crate) fn shm_recv(&mut self) -> Result<usize> {
-        let Some(mut t) = self.shm.take() else {
+        let Some(mut t) = self.links.shm.take() else {
             return Ok(0);
         };
         let r = t.recv(&mut |from, bytes| {
-            if bytes.get(..2) == Some(&COMPACT_MAGIC.to_le_bytes()[..]) {
-                return self.on_compact(from, bytes);
+            if let Some(c) = parse_compact(bytes) {
+                return self.on_compact(from, c);
             }
             let Ok(pkt) = Packet::new_checked(bytes) else {
                 self.stats.drop_malformed += 1;
@@ -393,7 +336,7 @@ impl Engine {
             }
             ok
         });
-        self.shm = Some(t);
+        self.links.shm = Some(t);
         r.map_err(Error::Io)
     }
 }

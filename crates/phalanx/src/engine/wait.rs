@@ -41,12 +41,24 @@ impl Engine {
             } => format!(
                 "in {kind} on shared memory (communicator {ctx:#x}, call #{seq}), waiting for rank {peer}"
             ),
-            Waiting::Finalize => format!(
-                "in finalize, waiting for acknowledgements from ranks {:?} (or for the release)",
-                self.gbn
+            Waiting::Halt => format!(
+                "halted, draining what is in flight on its links: {:?}",
+                self.links
+                    .gbn
+                    .proto
                     .unacked_peers()
                     .into_iter()
-                    .chain(self.urtp.unacked_peers())
+                    .chain(self.links.urtp.proto.unacked_peers())
+                    .collect::<Vec<_>>()
+            ),
+            Waiting::Finalize => format!(
+                "in finalize, waiting for acknowledgements from ranks {:?} (or for the release)",
+                self.links
+                    .gbn
+                    .proto
+                    .unacked_peers()
+                    .into_iter()
+                    .chain(self.links.urtp.proto.unacked_peers())
                     .collect::<Vec<_>>()
             ),
         }
@@ -64,23 +76,17 @@ impl Engine {
     pub(super) fn block(&mut self, recheck: &mut dyn FnMut(&mut Engine) -> bool) -> Result<bool> {
         let now = self.now();
         let mut deadline = now + 100_000_000;
-        if let Some(t) = self.gbn.poll_timeout() {
-            deadline = deadline.min(t);
-        }
-        if let Some(t) = self.urtp.poll_timeout() {
-            deadline = deadline.min(t);
-        }
-        if let Some(t) = self.careful.as_ref().and_then(|c| c.poll_timeout()) {
+        if let Some(t) = self.links.poll_timeout() {
             deadline = deadline.min(t);
         }
         let mut fds = Vec::with_capacity(3);
-        if let Some(t) = self.transport.as_ref() {
+        if let Some(t) = self.links.net.transport.as_ref() {
             if let Some(d) = t.next_deadline() {
                 deadline = deadline.min(d);
             }
             fds.extend(t.fds());
         }
-        if !self.local.is_empty() {
+        if !self.links.local.is_empty() || self.links.shm.as_ref().is_some_and(|l| l.has_replay()) {
             return Ok(false);
         }
         if let Some(b) = self.boot.as_ref() {
@@ -89,19 +95,19 @@ impl Engine {
         if deadline <= now {
             return Ok(false);
         }
-        if let Some(mut t) = self.shm.take() {
+        if let Some(mut t) = self.links.shm.take() {
             // Shared-memory producers do not fence before checking our sleep flag: a
             // wake-up lost to that costs at most this bound (see phalanx_shm's docs).
             deadline = deadline.min(now + SHM_SLEEP_MAX_NS);
             if !t.prepare_sleep() {
                 // A frame (or ring space) arrived meanwhile: no sleep.
-                self.shm = Some(t);
+                self.links.shm = Some(t);
                 return Ok(false);
             }
             fds.push(t.fd());
-            self.shm = Some(t);
+            self.links.shm = Some(t);
             if recheck(self) {
-                if let Some(t) = self.shm.as_mut() {
+                if let Some(t) = self.links.shm.as_mut() {
                     t.finish_sleep();
                 }
                 return Ok(true);
@@ -126,7 +132,7 @@ impl Engine {
         self.waiting = Waiting::Nothing;
         // Back to the program, which may compute for long: the cells consumed meanwhile
         // go back to their producers now (shared-memory flow control).
-        if let Some(t) = self.shm.as_mut() {
+        if let Some(t) = self.links.shm.as_mut() {
             t.publish_consumed();
         }
         r
@@ -145,7 +151,7 @@ impl Engine {
             if idle_rounds > 0 && self.all_peers_shm && !self.spin.is_zero() {
                 // Spinning with nothing to do: watch the rings with plain loads and run a
                 // full progress round only when a frame is there (or now and then).
-                if let Some(t) = self.shm.as_ref() {
+                if let Some(t) = self.links.shm.as_ref() {
                     let mut k = 0;
                     while k < 64 && !t.poll_readable() {
                         k += 1;
@@ -211,23 +217,23 @@ impl Engine {
     /// On a careful link, silence from the peer a receive or send waits on is suspicious:
     /// tells the protocol that this rank now waits on it (the peer, to [`stall_end`](Self::stall_end)).
     pub(super) fn stall_begin(&mut self, waiting: &Waiting) -> Option<u32> {
-        self.careful.as_ref()?;
+        self.links.careful.as_ref()?;
         let p = match waiting {
             Waiting::Recv { src: Some(p), .. } | Waiting::Send { peer: p, .. } => *p,
             _ => return None,
         };
-        if p == self.rank || self.link(p) == super::Link::Shm {
+        if p == self.rank || self.link(p) == Medium::Shm {
             return None;
         }
         let now = self.epoch.elapsed().as_nanos() as u64;
-        self.careful.as_mut()?.waiting_on(now, p);
+        self.links.careful.as_mut()?.proto.waiting_on(now, p);
         Some(p)
     }
 
     /// Ends what [`stall_begin`](Self::stall_begin) started.
     pub(super) fn stall_end(&mut self, peer: Option<u32>) {
-        if let (Some(p), Some(c)) = (peer, self.careful.as_mut()) {
-            c.stop_waiting(p);
+        if let (Some(p), Some(c)) = (peer, self.links.careful.as_mut()) {
+            c.proto.stop_waiting(p);
         }
     }
 
@@ -247,8 +253,8 @@ impl Engine {
         let start = Instant::now();
         let limit = self.cfg.finalize_timeout;
         let now = self.now();
-        self.gbn.flush_acks(now);
-        self.urtp.flush_acks(now);
+        self.links.gbn.proto.flush_acks(now);
+        self.links.urtp.proto.flush_acks(now);
         self.waiting = Waiting::Finalize;
         let mut warning = None;
         let mut counts_sent = false;
@@ -261,10 +267,10 @@ impl Engine {
             }
             if counts_sent
                 && e.p2p.idle()
-                && e.gbn.all_acked()
+                && e.links.gbn.proto.all_acked()
                 && e.coll_out.is_empty()
-                && e.urtp.all_acked()
-                && e.careful.as_ref().is_none_or(|c| c.is_idle())
+                && e.links.urtp.proto.all_acked()
+                && e.links.careful.as_ref().is_none_or(|c| c.proto.is_idle())
                 && e.careful_counts_seen >= e.careful_counts_expected
             {
                 return true;
@@ -275,10 +281,12 @@ impl Engine {
                      acknowledged, messages may be lost",
                     e.rank,
                     limit,
-                    e.gbn
+                    e.links
+                        .gbn
+                        .proto
                         .unacked_peers()
                         .into_iter()
-                        .chain(e.urtp.unacked_peers())
+                        .chain(e.links.urtp.proto.unacked_peers())
                         .collect::<Vec<_>>()
                 ));
                 return true;
@@ -286,8 +294,8 @@ impl Engine {
             false
         });
         let now = self.now();
-        self.gbn.flush_acks(now);
-        self.urtp.flush_acks(now);
+        self.links.gbn.proto.flush_acks(now);
+        self.links.urtp.proto.flush_acks(now);
         self.flush(now);
         self.urtp_flush(now);
         if let Some(e) = self
@@ -297,12 +305,12 @@ impl Engine {
         {
             return Err(e);
         }
-        if self.urtp.buffered() > 0 {
+        if self.links.urtp.proto.buffered() > 0 {
             return Err(Error::InvalidArg(format!(
                 "rank {}: {} collective packets arrived that no collective call of this rank \
                  consumed (mismatched collectives)",
                 self.rank,
-                self.urtp.buffered()
+                self.links.urtp.proto.buffered()
             )));
         }
         if self.cfg.stats {

@@ -44,6 +44,12 @@ impl Careful {
         self.timers.first()
     }
 
+    /// Moves every stall deadline `by` nanoseconds later (the process was stopped for that
+    /// long: the stopped time is no silence of the peer).
+    pub fn postpone_timers(&mut self, by: u64) {
+        self.timers.postpone(by);
+    }
+
     /// Fires the stall deadlines due at `now`: one [`CarefulEvent::SuspectedLoss`] per
     /// wait episode (re-armed only by a frame from that peer).
     pub fn handle_timeout(&mut self, now: u64) {

@@ -44,6 +44,12 @@ impl Urtp {
         self.timers.first()
     }
 
+    /// Moves every deadline `by` nanoseconds later (the process was stopped for that long:
+    /// no re-send, REQ or liveness count is owed to the stopped time).
+    pub fn postpone_timers(&mut self, by: u64) {
+        self.timers.postpone(by);
+    }
+
     /// Fires every deadline due at `now`, in (deadline, peer, kind) order.
     pub fn handle_timeout(&mut self, now: u64) {
         let max_backoff = self.cfg.req_backoff_max_ns;

@@ -302,7 +302,7 @@ impl Engine {
         let need = total as usize;
         if !local
             && !self.p2p.unexpected.is_empty()
-            && self.p2p.unexpected_bytes.saturating_add(need) > self.cfg.unexpected_limit
+            && self.p2p.unexpected_bytes.saturating_add(need) > self.unexpected_limit()
         {
             return false;
         }

@@ -1,0 +1,151 @@
+//! The job manager's hooks on a rank's links (seed 001): halt, report, save, restore,
+//! resume — the same calls on every medium, through [`crate::link::Link`].
+//!
+//! Contract:
+//! * [`Engine::halt_links`] stops every link taking new datagrams: sends stay queued in
+//!   the message layer at a packet boundary; every protocol keeps receiving,
+//!   acknowledging and retransmitting, so what is in flight drains. While halted the
+//!   rank takes every valid datagram that arrives, past the unexpected-message limit
+//!   (a refused datagram would stay in flight: its bytes count as the job's saved
+//!   buffers instead).
+//! * [`Engine::quiesce`] makes progress until no link of this rank has anything in
+//!   flight, or ends after `limit` with an error naming the media and peers still
+//!   owing acknowledgements. Every rank of the job must halt and quiesce together
+//!   (the job manager's halt): a rank outside the library acknowledges nothing.
+//! * [`Engine::save_links`] (halted and quiet) moves what every link holds for this
+//!   rank into ordinary memory; [`Engine::restore_links`] puts it back, delivered before
+//!   anything newer.
+//! * [`Engine::resume_links`] takes datagrams again and moves every protocol timer later
+//!   by the time the process was stopped, so that no retransmission, delayed
+//!   acknowledgement, REQ or peer timeout counts it.
+
+use super::{Engine, Waiting};
+use crate::error::{Error, Result};
+use crate::link::{LinkReport, Medium, Saved};
+use std::time::{Duration, Instant};
+
+/// What every link of a rank held, in ordinary memory ([`Engine::save_links`]).
+#[derive(Debug, Default)]
+pub struct SavedLinks {
+    parts: Vec<(Medium, Saved)>,
+}
+
+impl SavedLinks {
+    /// Datagrams saved, over every link.
+    pub fn datagrams(&self) -> usize {
+        self.parts.iter().map(|(_, s)| s.len()).sum()
+    }
+
+    /// Bytes saved, over every link.
+    pub fn bytes(&self) -> usize {
+        self.parts.iter().map(|(_, s)| s.bytes()).sum()
+    }
+}
+
+impl Engine {
+    /// Stops every link taking new datagrams (see the module docs).
+    pub fn halt_links(&mut self) {
+        for m in self.links.present() {
+            if let Some((l, _)) = self.links.get(m) {
+                l.halt();
+            }
+        }
+        self.halted = true;
+    }
+
+    /// What every link has in flight and holds.
+    pub fn link_reports(&mut self) -> Vec<(Medium, LinkReport)> {
+        let mut out = Vec::new();
+        for m in self.links.present() {
+            if let Some((l, _)) = self.links.get(m) {
+                out.push((m, l.report()));
+            }
+        }
+        out
+    }
+
+    /// Nothing in flight on any link.
+    fn links_quiet(&mut self) -> bool {
+        self.link_reports().iter().all(|(_, r)| r.quiet())
+    }
+
+    /// Makes progress until nothing is in flight on any link (the links must be halted),
+    /// for at most `limit`.
+    pub fn quiesce(&mut self, limit: Duration) -> Result<()> {
+        if !self.halted {
+            return Err(Error::Quiesce(format!(
+                "rank {}: quiesce without halting the links first",
+                self.rank
+            )));
+        }
+        let start = Instant::now();
+        let mut late = false;
+        self.wait_until(Waiting::Halt, |e| {
+            if e.links_quiet() {
+                return true;
+            }
+            late = start.elapsed() >= limit;
+            late
+        })?;
+        if late {
+            let owing: Vec<String> = self
+                .link_reports()
+                .into_iter()
+                .filter(|(_, r)| !r.quiet())
+                .map(|(m, r)| format!("{m}: {} in flight to ranks {:?}", r.in_flight, r.peers))
+                .collect();
+            return Err(Error::Quiesce(format!(
+                "rank {}: links did not quiesce within {limit:?}: {}",
+                self.rank,
+                owing.join("; ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Moves what every link holds for this rank into ordinary memory (the links must be
+    /// halted and quiet).
+    pub fn save_links(&mut self) -> Result<SavedLinks> {
+        if !self.halted || !self.links_quiet() {
+            return Err(Error::Quiesce(format!(
+                "rank {}: saving links that are not halted and quiet",
+                self.rank
+            )));
+        }
+        let mut parts = Vec::new();
+        for m in self.links.present() {
+            if let Some((l, _)) = self.links.get(m) {
+                parts.push((m, l.save()));
+            }
+        }
+        Ok(SavedLinks { parts })
+    }
+
+    /// Puts back what [`save_links`](Self::save_links) took.
+    pub fn restore_links(&mut self, saved: SavedLinks) {
+        for (m, s) in saved.parts {
+            if let Some((l, _)) = self.links.get(m) {
+                l.restore(s);
+            }
+        }
+    }
+
+    /// Takes datagrams again; every protocol timer moves `stopped` later.
+    pub fn resume_links(&mut self, stopped: Duration) {
+        let ns = u64::try_from(stopped.as_nanos()).unwrap_or(u64::MAX);
+        for m in self.links.present() {
+            if let Some((l, _)) = self.links.get(m) {
+                l.resume(ns);
+            }
+        }
+        self.halted = false;
+        // Sends queued while halted go now.
+        let now = self.now();
+        self.pump_all(now);
+    }
+
+    /// Whether the links are halted.
+    pub fn links_halted(&self) -> bool {
+        self.halted
+    }
+}
