@@ -85,6 +85,26 @@ pub mod testing {
     pub fn stats() -> Option<crate::engine::Stats> {
         crate::environment::with_engine(|e| Ok(e.stats())).ok()
     }
+    /// One context switch of this rank, as the job manager will drive it (every rank of
+    /// the job calls it together): halt the links, drain what is in flight (at most
+    /// `limit`), save what they hold, stay stopped for `stop` (a sleep stands in for
+    /// SIGSTOP), restore, resume. Returns the datagrams and bytes saved.
+    pub fn context_switch(
+        stop: std::time::Duration,
+        limit: std::time::Duration,
+    ) -> Result<(usize, usize), crate::Error> {
+        crate::environment::with_engine(|e| {
+            e.halt_links();
+            e.quiesce(limit)?;
+            let saved = e.save_links()?;
+            let got = (saved.datagrams(), saved.bytes());
+            let t = std::time::Instant::now();
+            std::thread::sleep(stop);
+            e.restore_links(saved);
+            e.resume_links(t.elapsed());
+            Ok(got)
+        })
+    }
 }
 
 /// Support for the C interface (`phalanx-capi`); not a stable API.

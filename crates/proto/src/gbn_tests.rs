@@ -358,3 +358,48 @@ fn retx_burst_is_clocked_by_acks() {
     assert_eq!(r2.len(), 4, "released by ACK progress");
     assert_eq!(pkt(&r2[0].1).seq(), 4);
 }
+
+/// A process stopped with packets in flight (gang scheduling) postpones its timers by the
+/// stopped time when it resumes: the stop costs no retransmission and no back-off, and
+/// the retransmission timer still fires as late as it would have without the stop.
+#[test]
+fn postponed_timers_do_not_count_a_stop() {
+    const STOP: u64 = 3_600_000_000_000;
+    let c = GbnConfig {
+        max_backoffs: 2,
+        ..cfg()
+    };
+    let (mut a, mut b) = pair(c);
+    a.send(0, 1, data(0, 1)).expect("space");
+    let out = drain(&mut a, 0);
+    assert_eq!(out.len(), 1);
+    assert_eq!(a.unacked(1), 1);
+    let rto = a.poll_timeout().expect("retransmission timer armed");
+    // Stopped at 0 for an hour, resumed: the timer moves by the stopped time.
+    a.postpone_timers(STOP);
+    assert_eq!(a.poll_timeout(), Some(rto + STOP));
+    a.handle_timeout(STOP + rto - 1);
+    assert!(
+        drain(&mut a, STOP + rto - 1).is_empty(),
+        "nothing is due yet"
+    );
+    assert_eq!(a.stats().timeouts, 0);
+    assert!(
+        a.poll_event().is_none(),
+        "the stop is no silence of the peer"
+    );
+    // The datagram arrives after all: acknowledged, nothing was retransmitted.
+    assert_eq!(feed(&mut b, STOP + 1, &out[0].1), Verdict::Deliver);
+    b.flush_acks(STOP + 1);
+    for (_, d) in drain(&mut b, STOP + 1) {
+        feed(&mut a, STOP + 2, &d);
+    }
+    assert!(a.all_acked());
+    assert_eq!(a.stats().retransmits, 0);
+    // Without the postponement the same stop would have fired the timer.
+    let (mut a2, _) = pair(cfg());
+    a2.send(0, 1, data(0, 1)).expect("space");
+    drain(&mut a2, 0);
+    a2.handle_timeout(STOP);
+    assert_eq!(a2.stats().timeouts, 1);
+}

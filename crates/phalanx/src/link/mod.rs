@@ -327,3 +327,87 @@ impl Links {
         .min()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phalanx_proto::gbn::{Gbn, GbnConfig};
+    use phalanx_proto::urtp::{Urtp, UrtpConfig};
+
+    fn links(rank: u32, size: u32) -> Links {
+        Links::new(
+            Net::default(),
+            GbnLink::new(Gbn::new(GbnConfig::default(), 1, rank, size)),
+            UrtpLink::new(Urtp::new(UrtpConfig::default(), 1, rank, size)),
+        )
+    }
+
+    #[test]
+    fn peers_map_to_media_once() {
+        let mut l = links(1, 3);
+        l.decide(1, 3);
+        assert_eq!(l.media(), &[Medium::Gbn, Medium::Local, Medium::Gbn]);
+        // Out of range: go-back-n (the caller checked the rank).
+        assert_eq!(l.medium(9), Medium::Gbn);
+        assert!(l.get(Medium::Shm).is_none());
+        assert!(l.get(Medium::Careful).is_none());
+        assert_eq!(l.present(), [Medium::Local, Medium::Gbn, Medium::Urtp]);
+    }
+
+    #[test]
+    fn halted_links_refuse_and_give_the_datagram_back() {
+        let mut l = links(0, 2);
+        l.decide(0, 2);
+        for m in [Medium::Local, Medium::Gbn, Medium::Urtp] {
+            let (link, net) = l.get(m).expect("present");
+            link.halt();
+            assert!(!link.has_room(&[1], 10), "{m}");
+            let d = vec![7u8; 80];
+            assert_eq!(link.send(net, 0, &[1], d.clone()), Err(d), "{m}");
+            assert!(link.report().halted);
+            link.resume(0);
+            assert!(!link.report().halted);
+        }
+    }
+
+    #[test]
+    fn local_save_and_restore_keep_the_order() {
+        let mut l = LocalLink::default();
+        let mut net = Net::default();
+        for i in 0..3u8 {
+            l.send(&mut net, 0, &[0], vec![i]).expect("taken");
+        }
+        // A multi-send to itself twice: two copies.
+        l.send(&mut net, 0, &[0, 0], vec![9]).expect("taken");
+        assert_eq!(l.report().held, 5);
+        let saved = l.save();
+        assert_eq!(saved.len(), 5);
+        assert!(l.is_empty());
+        l.send(&mut net, 0, &[0], vec![42]).expect("taken");
+        l.restore(saved);
+        let got: Vec<u8> = std::iter::from_fn(|| l.pop()).map(|d| d[0]).collect();
+        assert_eq!(got, [0, 1, 2, 9, 9, 42]);
+    }
+
+    #[test]
+    fn gbn_multi_send_checks_every_window_first() {
+        let cfg = GbnConfig {
+            window: 2,
+            ..GbnConfig::default()
+        };
+        let mut g = GbnLink::new(Gbn::new(cfg, 1, 0, 3));
+        let mut net = Net::default();
+        let mut h = phalanx_wire::Header::new(phalanx_wire::Kind::GbnData, 1, 0);
+        h.msg = phalanx_wire::MsgKind::Eager;
+        let d = h.to_datagram(&[1, 2, 3]);
+        // Fill peer 2's window; a send to {1, 2} is then refused whole.
+        g.send(&mut net, 0, &[2], d.clone()).expect("room");
+        g.send(&mut net, 0, &[2], d.clone()).expect("room");
+        assert!(!g.has_room(&[1, 2], d.len()));
+        assert_eq!(g.send(&mut net, 0, &[1, 2], d.clone()), Err(d.clone()));
+        assert_eq!(g.proto.unacked(1), 0, "nothing went to peer 1");
+        g.send(&mut net, 0, &[1], d).expect("room");
+        let r = g.report();
+        assert_eq!((r.in_flight, r.peers), (3, vec![1, 2]));
+    }
+}

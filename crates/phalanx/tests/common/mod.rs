@@ -34,6 +34,7 @@ fn ensure_built() {
             && dir.join("examples/matmul").exists()
             && dir.join("examples/spmv").exists()
             && dir.join("examples/jacobi").exists()
+            && dir.join("examples/switch").exists()
         {
             return;
         }
