@@ -136,6 +136,38 @@ fn mr_collectives_schedules_over_shared_memory() {
     assert_eq!(board_calls(&r.stderr), vec![0; 4], "{}", r.dump());
 }
 
+/// A network declared reliable: collectives take the careful links, one multi-target
+/// frame per fragment to several readers (seed 003), and nothing goes through URTP.
+#[test]
+fn mr_collectives_on_careful_links_use_multi_target_frames() {
+    let ex = example("collectives").display().to_string();
+    let env = [
+        ("PHALANX_TRANSPORT", "udp"),
+        ("PHALANX_RELIABLE_NET", "1"),
+        ("PHALANX_STATS", "1"),
+    ];
+    let r = run(&["-n", "4", &ex, "65536"], &env, LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all collectives ok").count(),
+        4,
+        "{}",
+        r.dump()
+    );
+    let sum = |key: &str| -> u64 {
+        r.stderr
+            .lines()
+            .filter(|l| l.starts_with("phalanx stats"))
+            .flat_map(|l| l.split_whitespace())
+            .filter_map(|w| w.strip_prefix(key))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum()
+    };
+    assert!(sum("careful_multi=") > 0, "{}", r.dump());
+    assert_eq!(sum("urtp_data="), 0, "{}", r.dump());
+    assert_eq!(sum("retransmits="), 0, "{}", r.dump());
+}
+
 #[test]
 fn mr_collectives_p8() {
     collectives(8, 1 << 17, None);

@@ -11,6 +11,7 @@
 //! machinery armed for it.
 
 use crate::engine::Engine;
+use crate::link::Medium;
 use phalanx_proto::urtp::{Targets, UrtpEvent, UrtpSendError, UrtpVerdict};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
 
@@ -59,17 +60,40 @@ impl Engine {
         h
     }
 
-    /// Collective fragments to ranks of this host go through the shared-memory rings, in
-    /// order with the point-to-point traffic to them (same format: signature + data).
-    fn coll_send_shm(&mut self, to: &[u32], ctx: u32, seq: u32, step: i32, sig: u64, data: &[u8]) {
-        let room = self.max_payload.saturating_sub(8).max(1);
+    /// Collective fragments over the point-to-point links of `to` (one medium: the
+    /// shared-memory rings, or careful links), in order with the point-to-point traffic
+    /// to them (same format: signature + data). A fragment for several of them is one
+    /// multi-send: one multi-target frame on careful links (the smallest window among
+    /// its readers decides), one write per ring on shared memory.
+    fn coll_send_links(
+        &mut self,
+        to: &[u32],
+        ctx: u32,
+        seq: u32,
+        step: i32,
+        sig: u64,
+        data: &[u8],
+    ) {
+        let Some(&first) = to.first() else {
+            return;
+        };
+        let medium = self.link(first);
+        // A multi-target careful frame carries its readers' frame numbers after the
+        // header.
+        let ext = if medium == Medium::Careful && to.len() > 1 {
+            phalanx_wire::mcast::ext_len(self.size, to.len())
+        } else {
+            0
+        };
+        let room = self.payload_to(medium).saturating_sub(8 + ext).max(1);
         let total = data.len();
-        let mut frames = Vec::new();
+        let mut frames = Vec::with_capacity(total / room + 1);
         let mut off = 0;
         loop {
             let n = room.min(total - off);
             let h = self.coll_header(Kind::GbnData, ctx, seq, step, total, off);
-            let mut d = vec![0u8; phalanx_wire::HEADER_LEN];
+            let mut d = Vec::with_capacity(phalanx_wire::HEADER_LEN + 8 + n);
+            d.resize(phalanx_wire::HEADER_LEN, 0);
             let _ = h.emit(&mut d);
             d.extend_from_slice(&sig.to_le_bytes());
             d.extend_from_slice(&data[off..off + n]);
@@ -79,9 +103,7 @@ impl Engine {
                 break;
             }
         }
-        for &dst in to {
-            self.queue_frames(dst, frames.clone());
-        }
+        self.send_frames_to(to, frames);
     }
 
     /// Sends `data` as collective fragments to the world ranks `to` (one multicast packet
@@ -97,10 +119,16 @@ impl Engine {
     ) {
         let (local, net): (Vec<u32>, Vec<u32>) = to.iter().partition(|&&r| self.via_shm(r));
         if !local.is_empty() {
-            self.coll_send_shm(&local, ctx, seq, step, sig, data);
+            self.coll_send_links(&local, ctx, seq, step, sig, data);
         }
         let to = &net[..];
         if to.is_empty() {
+            return;
+        }
+        if self.links.careful.is_some() {
+            // A network declared reliable: the careful links carry collectives too, as
+            // seed 003 does (no acknowledgements, no REQs).
+            self.coll_send_links(to, ctx, seq, step, sig, data);
             return;
         }
         let now = self.now();
@@ -235,8 +263,8 @@ impl Engine {
         let mut srcs = std::mem::take(&mut self.want_scratch);
         srcs.clear();
         srcs.extend(self.coll.waiting_on());
-        // Shared-memory peers never need REQs.
-        srcs.retain(|&r| !self.via_shm(r));
+        // Only URTP's peers need REQs (not shared memory, not careful links).
+        srcs.retain(|&r| self.link(r) == Medium::Gbn);
         for &src in &srcs {
             self.links.urtp.proto.want(now, src);
             // Packets refused earlier for lack of buffer may fit now.

@@ -251,7 +251,7 @@ impl Engine {
     /// The medium of point-to-point traffic to `peer` (go-back-n for a rank out of
     /// range: the caller checked it).
     #[inline]
-    pub(super) fn link(&self, peer: u32) -> Medium {
+    pub(crate) fn link(&self, peer: u32) -> Medium {
         self.links.medium(peer)
     }
 
@@ -559,6 +559,9 @@ impl Engine {
         s.retransmits = g.retransmits;
         s.pure_acks = g.pure_acks_sent;
         s.dup_acks = g.dup_acks_sent;
+        if let Some(c) = self.links.careful.as_ref() {
+            s.careful_multi = c.proto.stats().multi_sent;
+        }
         let u = self.links.urtp.proto.stats();
         s.urtp_data = u.data_sent;
         s.urtp_multicasts = u.multicasts_sent;

@@ -345,6 +345,37 @@ impl Engine {
         self.pump(now, peer);
     }
 
+    /// Sends ready datagrams to every one of `to` (distinct peers on one medium, not this
+    /// rank), each behind its earlier traffic: a datagram goes to all of them with one
+    /// multi-send when none has traffic queued and the link has room for all of them;
+    /// otherwise each peer gets its own copy in its queue (and so do the datagrams after
+    /// it, which keeps every peer's order).
+    pub(crate) fn send_frames_to(&mut self, to: &[u32], frames: Vec<Vec<u8>>) {
+        let now = self.now();
+        let medium = to.first().map(|&p| self.link(p));
+        for mut d in frames {
+            if let Some(m) = medium.filter(|_| to.len() > 1) {
+                if to.iter().all(|&p| self.p2p.jobs[p as usize].is_empty()) {
+                    if let Some((link, net)) = self.links.get(m) {
+                        match link.send(net, now, to, d) {
+                            Ok(()) => {
+                                self.stats.multi_sends += 1;
+                                continue;
+                            }
+                            Err(back) => d = back,
+                        }
+                    }
+                }
+            }
+            for &p in to {
+                self.push_job(p, Job::Control(d.clone()));
+            }
+        }
+        for &p in to {
+            self.pump(now, p);
+        }
+    }
+
     fn push_job(&mut self, peer: u32, job: Job) {
         self.p2p.jobs[peer as usize].push_back(job);
         self.p2p.queued_jobs += 1;
@@ -464,7 +495,7 @@ impl Engine {
     /// Payload bytes per datagram over `link`: the socket's limit, and over shared memory
     /// also what one frame of the ring holds (rings shrink when many ranks share a host).
     #[inline]
-    fn payload_to(&self, link: Medium) -> usize {
+    pub(crate) fn payload_to(&self, link: Medium) -> usize {
         match (link, self.links.shm.as_ref()) {
             (Medium::Shm, Some(t)) => self
                 .max_payload

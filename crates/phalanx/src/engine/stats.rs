@@ -64,6 +64,10 @@ pub struct Stats {
     pub careful_held: u64,
     /// Held careful frames moved to ordinary memory on the protocol's advice.
     pub careful_copied_out: u64,
+    /// Datagrams handed to a link for several destinations in one call (multi-send).
+    pub multi_sends: u64,
+    /// Careful frames sent to several readers as one multi-target frame.
+    pub careful_multi: u64,
 }
 
 impl fmt::Display for Stats {
@@ -76,7 +80,7 @@ impl fmt::Display for Stats {
              faults_dropped={} faults_duplicated={} faults_reordered={} drop_not_target={} \
              urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
              shm_received={} single_copies={} board_collectives={} hier_collectives={} \
-             careful_held={} careful_copied_out={}",
+             careful_held={} careful_copied_out={} multi_sends={} careful_multi={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -105,7 +109,9 @@ impl fmt::Display for Stats {
             self.board_collectives,
             self.hier_collectives,
             self.careful_held,
-            self.careful_copied_out
+            self.careful_copied_out,
+            self.multi_sends,
+            self.careful_multi
         )
     }
 }
