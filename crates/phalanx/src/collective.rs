@@ -11,8 +11,6 @@
 
 use crate::coll::algorithm::Algorithm;
 use crate::coll::algos::{self, Shape};
-use crate::coll::board::BoardCall;
-use crate::coll::hier::HierCall;
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
@@ -22,7 +20,11 @@ use crate::environment::call;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
 use crate::topology::{Communicator, SimpleCommunicator};
+use board::BoardCall;
+use hier::HierCall;
 
+mod board;
+mod hier;
 mod root;
 pub use root::Root;
 
@@ -95,7 +97,7 @@ fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
         };
         let hosts = if blocking && board == 0 && e.shm_wanted {
             let h: Vec<u32> = world.iter().map(|&w| e.host_of[w as usize]).collect();
-            if crate::coll::hier::worthwhile(&h) {
+            if hier::worthwhile(&h) {
                 h
             } else {
                 Vec::new()
@@ -154,13 +156,11 @@ fn choose_board(
     p2p: Algorithm,
 ) -> Chosen {
     let forced = crate::coll::algorithm::choices().forced(kind);
-    if crate::coll::board::fits(kind, s.board, need, s.p)
-        && forced.is_none_or(|a| a == Algorithm::Shm)
-    {
+    if board::fits(kind, s.board, need, s.p) && forced.is_none_or(|a| a == Algorithm::Shm) {
         return Chosen::plain(Algorithm::Shm);
     }
     if !s.hosts.is_empty()
-        && crate::coll::hier::supported(kind, need, s.multicast)
+        && hier::supported(kind, need, s.multicast)
         && forced.is_none_or(|a| a == Algorithm::Hier)
     {
         // The leaders' network algorithm (multicast or not) is part of the choice.

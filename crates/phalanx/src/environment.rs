@@ -124,7 +124,11 @@ impl Drop for Universe {
             // never sends to a failed job. The non-zero exit ends the job.
             return;
         }
-        let r = with_engine(|e| e.finalize());
+        let r = with_engine(|e| {
+            // The board first: its last call may still be read by other ranks.
+            e.board_finalize()?;
+            e.finalize()
+        });
         if let Err(e) = r {
             fatal("finalize", e);
         }

@@ -42,6 +42,7 @@ pub mod link;
 mod log;
 pub mod point_to_point;
 pub mod request;
+pub mod requests;
 pub mod topology;
 
 pub use environment::{initialize, try_initialize, Threading, Universe};

@@ -13,16 +13,15 @@
 
 pub mod algorithm;
 pub mod algos;
-pub(crate) mod board;
-pub(crate) mod hier;
-pub(crate) mod net;
+mod exec;
 pub mod ops;
 pub mod schedule;
 
+pub(crate) use exec::CollIo;
+
 use crate::datatype::Datatype;
-use crate::engine::requests::{RawStatus, Req, ReqId};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::requests::ReqId;
 use ops::OpKind;
 use phalanx_wire::Packet;
 use schedule::{Buf, CommOp, LocalOp, Plan, Region};
@@ -179,7 +178,7 @@ struct Partial {
     sig: u64,
 }
 
-struct Sched {
+pub(crate) struct Sched {
     ctx: u32,
     seq: u32,
     sig: u64,
@@ -199,9 +198,6 @@ struct Sched {
 
 /// Step id of a signature probe: no data, only the sender's signature for the call.
 pub(crate) const PROBE_STEP: i32 = -1;
-/// A round waiting this long sends signature probes to the ranks it waits on, so calls
-/// where every rank waits to receive (mismatched roots) still end in a mismatch error.
-const PROBE_AFTER_NS: u64 = 200_000_000;
 
 impl Sched {
     fn ptr(&mut self, r: Region) -> *mut u8 {
@@ -427,260 +423,5 @@ impl CollState {
             }
         }
         Ok(true)
-    }
-}
-
-impl Engine {
-    /// Starts a collective described by `call` with the plan for this rank.
-    pub fn start_collective(&mut self, call: CollCall, plan: Plan) -> Result<ReqId> {
-        let tmps = plan.tmps.iter().map(|&n| vec![0u8; n]).collect();
-        let s = Sched {
-            ctx: call.ctx,
-            seq: call.seq,
-            sig: call.sig,
-            op: call.op,
-            dt: call.dt,
-            send: call.send,
-            recv: call.recv,
-            tmps,
-            plan,
-            cur: 0,
-            in_round: false,
-            outstanding: 0,
-            round_since: 0,
-            probed: false,
-        };
-        s.check()?;
-        if let Some(&(src, sig)) = self.coll.early.get(&(call.ctx, call.seq)) {
-            if sig != call.sig {
-                return Err(CollState::mismatch(
-                    self.rank, call.ctx, call.seq, call.sig, src, sig,
-                ));
-            }
-        }
-        self.coll.early.remove(&(call.ctx, call.seq));
-        self.coll.sigs.insert((call.ctx, call.seq), call.sig);
-        // Keep a bounded history for checking late arrivals.
-        if self.coll.sigs.len() > 4096 {
-            let (ctx, seq) = (call.ctx, call.seq);
-            self.coll
-                .sigs
-                .retain(|&(c, s), _| c != ctx || seq.wrapping_sub(s) < 1024);
-        }
-        let id = self.reqs.insert(Req::Coll)?;
-        self.coll.scheds.insert(id, s);
-        self.coll.active.push(id);
-        self.advance_collective(id);
-        Ok(id)
-    }
-
-    /// Advances every active schedule; returns whether any moved.
-    pub(crate) fn progress_collectives(&mut self) -> bool {
-        if self.coll.active.is_empty() {
-            return false;
-        }
-        let ids = self.coll.active.clone();
-        let mut did = false;
-        for id in ids {
-            did |= self.advance_collective(id);
-        }
-        did
-    }
-
-    fn advance_collective(&mut self, id: ReqId) -> bool {
-        let mut did = false;
-        let now_ns = self.now();
-        loop {
-            let Some(s) = self.coll.scheds.get_mut(&id) else {
-                return did;
-            };
-            if s.outstanding > 0 {
-                if !s.probed && now_ns.saturating_sub(s.round_since) > PROBE_AFTER_NS {
-                    s.probed = true;
-                    let (ctx, seq, sig) = (s.ctx, s.seq, s.sig);
-                    let mut from: Vec<u32> = self
-                        .coll
-                        .posted
-                        .iter()
-                        .filter(|(_, p)| p.sched == id)
-                        .map(|(k, _)| k.0)
-                        .collect();
-                    from.sort_unstable();
-                    from.dedup();
-                    self.coll_send(&from, ctx, seq, PROBE_STEP, sig, &[]);
-                }
-                return did;
-            }
-            did = true;
-            if s.in_round {
-                let round = s.cur;
-                let local = s.plan.rounds[round].local.clone();
-                for op in local {
-                    if let Err(e) = run_local(s, &op) {
-                        self.finish_collective(id, Err(e));
-                        return true;
-                    }
-                }
-                s.cur += 1;
-                s.in_round = false;
-            }
-            if s.cur == s.plan.rounds.len() {
-                let bytes = s.recv.1 as u64;
-                self.finish_collective(id, Ok(bytes));
-                return true;
-            }
-            s.in_round = true;
-            s.probed = false;
-            s.round_since = now_ns;
-            let comm = s.plan.rounds[s.cur].comm.clone();
-            let (ctx, seq, sig) = (s.ctx, s.seq, s.sig);
-            for c in comm {
-                match c {
-                    CommOp::Send { to, step, from } => {
-                        let Some(s) = self.coll.scheds.get_mut(&id) else {
-                            return true;
-                        };
-                        let p = s.ptr(from) as *const u8;
-                        // SAFETY: the region was bounds-checked at start and the buffer
-                        // outlives the collective.
-                        let data = unsafe { std::slice::from_raw_parts(p, from.len) };
-                        self.coll_send(&to, ctx, seq, step, sig, data);
-                    }
-                    CommOp::Recv { from, step, into } => {
-                        self.coll_post(id, (from, ctx, seq, step), into)
-                    }
-                }
-            }
-        }
-    }
-
-    fn finish_collective(&mut self, id: ReqId, r: Result<u64>) {
-        self.coll.scheds.remove(&id);
-        self.coll.active.retain(|&x| x != id);
-        let rank = self.rank;
-        self.reqs.complete(
-            id,
-            r.map(|bytes| RawStatus {
-                source: rank,
-                tag: 0,
-                bytes,
-            }),
-        );
-    }
-
-    fn coll_post(&mut self, id: ReqId, key: Key, into: Region) {
-        let Some(s) = self.coll.scheds.get_mut(&id) else {
-            return;
-        };
-        let ptr = s.ptr(into);
-        s.outstanding += 1;
-        let mut posted = Posted {
-            sched: id,
-            ptr,
-            len: into.len,
-            got: 0,
-            started: false,
-        };
-        if let Some(part) = self.coll.unexpected.remove(&key) {
-            self.coll.unexpected_bytes = self
-                .coll
-                .unexpected_bytes
-                .saturating_sub(part.total as usize);
-            let mine = self.coll.scheds.get(&id).map_or(part.sig, |s| s.sig);
-            if part.sig != mine {
-                let e = CollState::mismatch(self.rank, key.1, key.2, mine, key.0, part.sig);
-                self.coll.error.get_or_insert(e);
-            } else if part.total as usize != into.len {
-                let e = self
-                    .coll
-                    .size_mismatch(self.rank, key, into.len, part.total);
-                self.coll.error.get_or_insert(e);
-            }
-            let n = part.data.len().min(into.len);
-            // SAFETY: `ptr` addresses `into.len` bytes of a checked region.
-            unsafe { std::ptr::copy_nonoverlapping(part.data.as_ptr(), ptr, n) };
-            posted.got = part.data.len();
-            posted.started = true;
-            if part.data.len() as u64 >= part.total {
-                self.coll.recv_done(id);
-                return;
-            }
-        }
-        self.coll.posted.insert(key, posted);
-    }
-
-    /// What collective `id` waits for (for the launcher's timeout report).
-    pub(crate) fn describe_collective(&self, id: ReqId) -> String {
-        let Some(s) = self.coll.scheds.get(&id) else {
-            return "in a collective that just finished".into();
-        };
-        let mut from: Vec<u32> = self
-            .coll
-            .posted
-            .iter()
-            .filter(|(_, p)| p.sched == id)
-            .map(|(k, _)| k.0)
-            .collect();
-        from.sort_unstable();
-        format!(
-            "in {} (communicator {:#x}, call #{}), round {} of {}, waiting for data from ranks {:?}",
-            describe(s.sig),
-            s.ctx,
-            s.seq,
-            s.cur + 1,
-            s.plan.rounds.len(),
-            from
-        )
-    }
-
-    /// Error for collective data nobody consumed (checked at Finalize).
-    pub(crate) fn leftover_collectives(&self) -> Option<Error> {
-        let (&(src, ctx, seq, _), _) = self.coll.unexpected.iter().next()?;
-        let remote = self.coll.early.get(&(ctx, seq)).map_or(0, |e| e.1);
-        let local = self.coll.sigs.get(&(ctx, seq)).copied();
-        Some(Error::CollectiveMismatch {
-            context: ctx,
-            seq,
-            local: self.rank,
-            local_call: local.map_or("no matching collective call".into(), describe),
-            remote: src,
-            remote_call: if remote == 0 {
-                "a collective whose data was never consumed".into()
-            } else {
-                describe(remote)
-            },
-        })
-    }
-}
-
-fn run_local(s: &mut Sched, op: &LocalOp) -> Result<()> {
-    match *op {
-        LocalOp::Copy { from, to } => {
-            let (a, b) = (s.ptr(from) as *const u8, s.ptr(to));
-            if from.len > 0 && !std::ptr::eq(a, b) {
-                // SAFETY: both regions were bounds-checked; `copy` allows overlap.
-                unsafe { std::ptr::copy(a, b, from.len.min(to.len)) };
-            }
-            Ok(())
-        }
-        LocalOp::Reduce { from, into } => {
-            let Some(kind) = s.op else {
-                return Err(Error::InvalidOp(
-                    "reduction step without an operation".into(),
-                ));
-            };
-            let dt = s.dt.clone();
-            let a = s.ptr(from) as *const u8;
-            let b = s.ptr(into);
-            // SAFETY: bounds-checked regions of distinct buffers (algorithms never
-            // reduce a region into itself).
-            let (src, acc) = unsafe {
-                (
-                    std::slice::from_raw_parts(a, from.len),
-                    std::slice::from_raw_parts_mut(b, into.len),
-                )
-            };
-            ops::apply(kind, &dt, acc, src)
-        }
     }
 }

@@ -9,12 +9,16 @@
 //! window, reports `drained` to the launcher and keeps answering until released.
 
 mod careful_net;
+mod coll_net;
+mod collectives;
 mod gang;
 mod p2p;
-pub mod requests;
 mod shm;
 mod stats;
 mod wait;
+
+/// The request table (kept at `engine::requests` for its users).
+pub use crate::requests;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -87,7 +91,7 @@ pub struct Engine {
     link_error: Option<Error>,
     /// Every other rank is reached over shared memory.
     all_peers_shm: bool,
-    pub(crate) coll_out: VecDeque<crate::coll::net::Pending>,
+    pub(crate) coll_out: VecDeque<coll_net::Pending>,
     pub(crate) want_scratch: Vec<u32>,
     boot: Option<BootClient>,
     /// Payload bytes per datagram after the header.

@@ -249,7 +249,6 @@ impl Engine {
     /// timeout), `drained` reported, protocol traffic answered until the launcher
     /// releases the job.
     pub fn finalize(&mut self) -> Result<()> {
-        self.board_finalize()?;
         let start = Instant::now();
         let limit = self.cfg.finalize_timeout;
         let now = self.now();

@@ -18,7 +18,7 @@
 //!   compares what the other members announced for this call (and for its own previous,
 //!   still unread publication) and reports a mismatch the same way instead of hanging.
 
-use super::{describe, ops, CollCall, CollKind};
+use crate::coll::{describe, ops, CollCall, CollKind};
 use crate::engine::{Engine, Waiting};
 use crate::error::{Error, Result};
 use phalanx_shm::Board;

@@ -23,10 +23,10 @@
 //! therefore combine in (host, rank) order; with floating point the result can differ in
 //! rounding from a flat reduction, as MPI allows.
 
-use super::algos::{self, Shape};
 use super::board::BoardCall;
-use super::schedule::{Buf, Plan};
-use super::{CollCall, CollKind};
+use crate::coll::algos::{self, Shape};
+use crate::coll::schedule::{Buf, Plan};
+use crate::coll::{CollCall, CollKind};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 
