@@ -241,7 +241,7 @@ static void header(const char *title, const char *column)
 
 static void row(long size, double value)
 {
-    printf("%-10ld%18.2f\n", size, value);
+    printf("%-10ld%18.3f\n", size, value);
     fflush(stdout);
 }
 
@@ -424,7 +424,7 @@ static void run_barrier(const struct plan *p, int rank, int nprocs)
     if (rank == 0) {
         printf("# OSU-style C/MPI %s Test\n", TEST_TITLES[TEST_BARRIER]);
         printf("# Avg Latency(us)\n");
-        printf("%18.2f\n", mean * 1e6);
+        printf("%18.3f\n", mean * 1e6);
         fflush(stdout);
     }
 }

@@ -34,8 +34,9 @@
 //!   each other can deadlock). The consumer publishes its index when
 //!   [`ShmTransport::recv`] or [`ShmTransport::peek`] finds a ring empty, whenever a
 //!   quarter of a ring has been consumed since the last publication, before it sleeps,
-//!   and when its caller is about to leave the library
-//!   ([`ShmTransport::publish_consumed`]) — not right after each frame, so that the
+//!   and when its caller is about to leave the library with a sixteenth of a ring
+//!   consumed or its producer waiting for room ([`ShmTransport::publish_consumed`]) —
+//!   not right after each frame, so that the
 //!   answer to a frame does not queue behind stores to the cells it came in.
 //! * The largest frame is [`ShmTransport::max_frame`] = `ring_bytes - 8`.
 //!

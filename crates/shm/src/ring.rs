@@ -395,6 +395,16 @@ impl RxRing {
         false
     }
 
+    /// Whether leaving the library should publish now: a sixteenth of the ring is
+    /// consumed and unpublished, or the producer waits for room. (Fewer cells can wait:
+    /// the next poll that finds the ring empty publishes them, and a producer held back
+    /// by them alone still has fifteen sixteenths of the ring.)
+    #[inline]
+    pub fn worth_publishing(&self) -> bool {
+        let n = self.tail - self.published;
+        n > 0 && (n >= self.publish_every / 4 || self.r.pwait().load(Ordering::Relaxed) != 0)
+    }
+
     /// Make consumed cells visible to the producer, the first word of each zeroed first
     /// (module docs). Returns true if it is waiting for room and must be woken.
     ///

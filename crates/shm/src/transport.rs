@@ -586,13 +586,15 @@ impl ShmTransport {
         Ok(total)
     }
 
-    /// Hands every consumed cell back to its producer now (flow control), waking a
+    /// Hands consumed cells back to their producers now (flow control), waking a
     /// producer that sleeps on a full ring: for a consumer about to leave the library,
-    /// so that a producer is never held back by cells consumed before the consumer went
-    /// away to compute.
+    /// so that a producer is not held back by cells consumed before the consumer went
+    /// away to compute. Rings with fewer than a sixteenth consumed, whose producer does
+    /// not wait, are left to the next poll (the store would only delay this rank's next
+    /// send, which is most often the answer the producer waits for).
     pub fn publish_consumed(&mut self) {
         for s in 0..self.rx.len() {
-            if self.rx[s].publish() {
+            if self.rx[s].worth_publishing() && self.rx[s].publish() {
                 sys::eventfd_signal(self.peer_fds[s].as_raw_fd());
             }
         }
