@@ -44,7 +44,8 @@ pub struct Config {
     pub coll: crate::coll::algorithm::Choices,
     /// Medium between ranks of one host. `PHALANX_TRANSPORT` (`auto`, `udp`, `shm`).
     pub transport: phalanx_transport::TransportKind,
-    /// Injected faults (forces UDP). `PHALANX_FAULTS`.
+    /// Injected faults, under the protocols: `auto` then takes UDP, `shm` runs the
+    /// protocols over the rings. `PHALANX_FAULTS`.
     pub faults: Option<phalanx_transport::FaultConfig>,
     /// Multicast on or off and its group. `PHALANX_MCAST`, `PHALANX_MCAST_GROUP`.
     pub mcast: phalanx_transport::McastSetting,

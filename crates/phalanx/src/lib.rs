@@ -38,7 +38,7 @@ pub mod datatype;
 pub mod engine;
 pub mod environment;
 pub mod error;
-pub mod link;
+mod link;
 mod log;
 pub mod point_to_point;
 pub mod request;

@@ -442,6 +442,10 @@ impl<T: Transport> Transport for Faulty<T> {
         self.inner.max_datagram()
     }
 
+    fn prepare_sleep(&mut self) -> bool {
+        self.inner.prepare_sleep()
+    }
+
     fn stats(&self) -> TransportStats {
         let mut s = self.inner.stats();
         s.faults_dropped += self.dropped;

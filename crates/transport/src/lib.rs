@@ -97,6 +97,11 @@ pub struct TransportStats {
     pub faults_duplicated: u64,
     /// Datagrams deliberately held back (reordered) by fault injection.
     pub faults_reordered: u64,
+    /// Of `sent`, datagrams that went into a shared-memory ring (a medium that joins
+    /// the rings to a socket).
+    pub ring_sent: u64,
+    /// Of `received`, datagrams that came out of a shared-memory ring.
+    pub ring_received: u64,
 }
 
 /// A datagram transport used by the phalanx progress engine. Nonblocking.
@@ -155,6 +160,12 @@ pub trait Transport {
     }
     /// Cumulative counters.
     fn stats(&self) -> TransportStats;
+    /// About to sleep in `poll()` on [`fds`](Self::fds): a medium whose senders wake a
+    /// sleeper only when asked (shared-memory rings) announces it here, and returns false
+    /// if data arrived meanwhile (do not sleep). Sockets need nothing: the default.
+    fn prepare_sleep(&mut self) -> bool {
+        true
+    }
 }
 
 /// The transports that can be selected with `PHALANX_TRANSPORT`.

@@ -1,5 +1,5 @@
 //! The job manager's hooks on a rank's links (seed 001): halt, report, save, restore,
-//! resume — the same calls on every medium, through [`crate::link::Link`].
+//! resume — the same calls on every medium, through the link interface (`crate::link`).
 //!
 //! Contract:
 //! * [`Engine::halt_links`] stops every link taking new datagrams: sends stay queued in

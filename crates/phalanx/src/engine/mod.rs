@@ -22,7 +22,7 @@ pub use crate::requests;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::link::{CarefulLink, GbnLink, Link, Links, Medium, Net, ShmLink, UrtpLink};
+use crate::link::{CarefulLink, GbnLink, HostMedium, Link, Links, Net, ShmLink, UrtpLink};
 use phalanx_boot::{BootClient, BootEnv, Control, Endpoint, HostInfo};
 use phalanx_proto::gbn::{Gbn, GbnConfig, Verdict};
 use phalanx_proto::urtp::{Urtp, UrtpConfig};
@@ -33,6 +33,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::time::{Duration, Instant};
 
+pub use crate::link::{LinkReport, Medium};
 pub use gang::SavedLinks;
 pub use requests::{RawStatus, RecvBuf, SendBuf};
 pub use stats::Stats;
@@ -196,9 +197,15 @@ impl Engine {
         let shm = shm::setup(&cfg, &table, &me, env.rank, &mut boot)?;
         let (reliable_net, careful_stall) = (cfg.reliable_net, cfg.careful_stall_ns);
         let board_bytes = cfg.shm.board_bytes;
-        let transport: Box<dyn Transport> = match faults {
-            Some(f) => Box::new(Faulty::new(udp, f, env.rank)),
-            None => Box::new(udp),
+        // Faults on shared memory (`PHALANX_TRANSPORT=shm` with `PHALANX_FAULTS`): the
+        // rings join UDP as one medium under the protocols and the fault injector.
+        let (transport, shm): (Box<dyn Transport>, _) = match (faults, shm) {
+            (Some(f), Some(rings)) => {
+                let host = HostMedium::new(Box::new(udp), rings, addrs.clone());
+                (Box::new(Faulty::new(host, f, env.rank)), None)
+            }
+            (Some(f), None) => (Box::new(Faulty::new(udp, f, env.rank)), None),
+            (None, shm) => (Box::new(udp), shm),
         };
         let mut engine = Self::build(
             cfg,
@@ -227,8 +234,9 @@ impl Engine {
         engine.shm_wanted = match kind {
             phalanx_transport::TransportKind::Udp => false,
             phalanx_transport::TransportKind::Shm => true,
-            phalanx_transport::TransportKind::Auto => no_faults,
-        } && board_bytes > 0;
+            phalanx_transport::TransportKind::Auto => true,
+        } && no_faults
+            && board_bytes > 0;
         if let Some(t) = shm {
             engine.board = t.board();
             for &p in t.peers() {
@@ -577,6 +585,9 @@ impl Engine {
             s.faults_dropped = ts.faults_dropped;
             s.faults_duplicated = ts.faults_duplicated;
             s.faults_reordered = ts.faults_reordered;
+            // Datagrams through rings under the protocols (faults on shared memory).
+            s.shm_sent += ts.ring_sent;
+            s.shm_received += ts.ring_received;
         }
         s
     }

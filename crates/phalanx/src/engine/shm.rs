@@ -1,8 +1,8 @@
 //! Point-to-point traffic between the ranks of one host over shared memory.
 //!
 //! Contract: with `PHALANX_TRANSPORT=shm` or `auto` (the default) and no
-//! `PHALANX_FAULTS` (which forces UDP on every pair so fault tests keep testing the lossy
-//! protocols), the ranks of one host — same kernel boot id and network namespace — share
+//! `PHALANX_FAULTS` (with it, `auto` takes UDP on every pair and `shm` runs the lossy
+//! protocols over the rings: [`crate::link::HostMedium`]), the ranks of one host — same kernel boot id and network namespace — share
 //! a segment of per-pair rings ([`phalanx_shm`]). A peer reached that way gets the same
 //! message-layer datagrams as over UDP, but no reliability protocol: the ring is reliable
 //! and ordered, and its consumer index is the flow control (a frame the engine cannot

@@ -95,6 +95,13 @@ impl Engine {
         if deadline <= now {
             return Ok(false);
         }
+        // A medium whose senders wake sleepers only when asked (rings under the
+        // protocols) is told now; data that came meanwhile means no sleep.
+        if let Some(t) = self.links.net.transport.as_mut() {
+            if !t.prepare_sleep() {
+                return Ok(false);
+            }
+        }
         if let Some(mut t) = self.links.shm.take() {
             // Shared-memory producers do not fence before checking our sleep flag: a
             // wake-up lost to that costs at most this bound (see phalanx_shm's docs).

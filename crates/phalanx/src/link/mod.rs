@@ -25,19 +25,23 @@
 //! * Datagrams from the UDP socket ([`Net`]) are demultiplexed by kind by the engine and
 //!   handed to the link of their protocol; shared memory and self are drained by the
 //!   engine from [`ShmLink`] and [`LocalLink`].
-//! * The fault-injecting wrapper ([`phalanx_transport::Faulty`]) sits under every link
-//!   that has a protocol to recover from faults: it wraps the datagram medium ([`Net`])
-//!   that go-back-n, careful and URTP share. Shared memory and self have no recovery
-//!   protocol; with `PHALANX_FAULTS` every pair takes UDP.
+//! * The fault-injecting wrapper ([`phalanx_transport::Faulty`]) wraps the datagram
+//!   medium ([`Net`]) under the protocol links — go-back-n, careful, URTP — on UDP, and on
+//!   shared memory too: with `PHALANX_TRANSPORT=shm` and `PHALANX_FAULTS` the rings join
+//!   the socket as one medium ([`HostMedium`]) and the host's ranks are reached through
+//!   go-back-n (or careful) over faulty rings instead of the protocol-less [`ShmLink`].
+//!   Self has nothing to inject into.
 
 mod careful;
 mod gbn;
+mod host;
 mod local;
 mod ring;
 mod urtp;
 
 pub(crate) use careful::CarefulLink;
 pub(crate) use gbn::GbnLink;
+pub(crate) use host::HostMedium;
 pub(crate) use local::LocalLink;
 pub(crate) use ring::{parse_compact, Compact, ShmLink};
 pub(crate) use urtp::UrtpLink;
@@ -105,11 +109,6 @@ impl Saved {
     /// Datagrams saved.
     pub fn len(&self) -> usize {
         self.frames.len()
-    }
-
-    /// Nothing saved.
-    pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
     }
 
     /// Bytes saved.
