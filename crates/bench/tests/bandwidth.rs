@@ -1,7 +1,8 @@
 //! The windowed bandwidth tests (bw, bibw, mbw_mr) complete at tiny sizes and print one
 //! row per size with the expected columns; mbw_mr also with two pairs and with an odd
 //! rank count (the last rank idle, as in osu_mbw_mr). Only completion and the table's
-//! shape are asserted, never the figures beyond being positive.
+//! shape are asserted, never the figures beyond being numbers (positive at the largest
+//! size: a loaded machine may print 0.00 MB/s for one byte).
 
 mod common;
 
@@ -43,9 +44,18 @@ fn table(n: u32, test: &str, columns: usize) {
         assert_eq!(row.len(), 1 + columns, "{test} -n {n}\n{stdout}");
         for value in &row[1..] {
             let v: f64 = value.parse().expect("a number");
-            assert!(v > 0.0, "{test} -n {n}\n{stdout}");
+            // Two decimals of MB/s: a loaded machine can print 0.00 for a few bytes.
+            assert!(v >= 0.0, "{test} -n {n}\n{stdout}");
         }
     }
+    // The largest size moves some bytes whatever the load.
+    let last = rows.last().expect("rows");
+    assert!(
+        last[1..]
+            .iter()
+            .all(|v| v.parse::<f64>().is_ok_and(|v| v > 0.0)),
+        "{test} -n {n}\n{stdout}"
+    );
 }
 
 #[test]
