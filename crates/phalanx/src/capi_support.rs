@@ -11,9 +11,9 @@
 //! sent to the fatal handler: the C layer applies the communicator's error handler.
 
 use crate::engine::{RawStatus, RecvBuf, SendBuf};
-use crate::environment::with_engine;
 use crate::error::Result;
 use crate::point_to_point::{Source, Status};
+use crate::runtime::with_engine;
 use crate::topology::{Communicator, SimpleCommunicator};
 use std::rc::Rc;
 
@@ -23,8 +23,8 @@ pub use crate::engine::requests::ReqId;
 /// received, without receiving it (`MPI_Iprobe`).
 pub fn immediate_probe_tag<S: Source>(src: &S, tag: Option<crate::Tag>) -> Option<Status> {
     let found = iprobe(src.source_world(), tag, src.comm().context());
-    let raw = found.unwrap_or_else(|e| crate::environment::fatal("iprobe", e));
-    raw.map(|raw| Status::from_raw(raw, src.comm()))
+    let raw = found.unwrap_or_else(|e| crate::runtime::fatal("iprobe", e));
+    raw.map(|raw| src.comm().status(raw))
 }
 
 /// What a transfer needs of a communicator: its context, its size and the world rank of

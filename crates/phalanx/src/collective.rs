@@ -16,12 +16,14 @@ use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
 use crate::engine::requests::ReqId;
-use crate::environment::call;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
-use crate::topology::{Communicator, SimpleCommunicator};
+use crate::runtime::call;
+use crate::topology::{Color, Communicator, SimpleCommunicator};
+use crate::Rank;
 use board::BoardCall;
 use hier::HierCall;
+use std::rc::Rc;
 
 mod board;
 mod hier;
@@ -679,3 +681,33 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
 }
 
 impl CommunicatorCollectives for SimpleCommunicator {}
+
+/// Splitting takes an allgather of (color, key): it lives with the collectives, so that
+/// communicators need nothing above them.
+impl SimpleCommunicator {
+    /// Splits into one communicator per color, members ordered by rank. Collective.
+    pub fn split_by_color(&self, color: Color) -> Option<SimpleCommunicator> {
+        self.split_by_color_with_key(color, 0)
+    }
+
+    /// Splits into one communicator per color, members ordered by (key, rank).
+    /// Collective; members with [`Color::undefined`] get `None`.
+    pub fn split_by_color_with_key(&self, color: Color, key: i32) -> Option<SimpleCommunicator> {
+        let mine = [color.0, key];
+        let mut all = vec![0i32; 2 * self.size as usize];
+        self.all_gather_into(&mine[..], &mut all[..]);
+        let ctx = self.derive_context(color.0 as u32 as u64 + 1);
+        if color.0 == Color::undefined().0 {
+            return None;
+        }
+        let mut group: Vec<(i32, Rank)> = (0..self.size)
+            .filter(|&r| all[2 * r as usize] == color.0)
+            .map(|r| (all[2 * r as usize + 1], r))
+            .collect();
+        group.sort();
+        let members: Vec<u32> = group.iter().map(|&(_, r)| self.world_rank(r)).collect();
+        let rank = group.iter().position(|&(_, r)| r == self.rank)? as Rank;
+        let size = members.len() as Rank;
+        Some(self.sub(ctx, rank, Some(Rc::new(members)), size))
+    }
+}

@@ -1,4 +1,5 @@
-//! Initialization, the universe, the thread-local engine and the error handler.
+//! Initialization and the universe (the thread-local engine and the error handler are
+//! `runtime`'s).
 //!
 //! Contract: [`initialize`] starts the engine once per process on the calling thread;
 //! dropping the [`Universe`] runs Finalize (drain, report to the launcher, wait for
@@ -8,59 +9,14 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+pub use crate::runtime::launched_rank;
+pub(crate) use crate::runtime::{call, fatal, with_engine};
 use crate::topology::SimpleCommunicator;
-use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-thread_local! {
-    static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
-}
-
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
-
-/// Runs `f` on this thread's engine.
-#[inline]
-pub(crate) fn with_engine<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
-    ENGINE.with(|cell| {
-        let mut guard = cell.try_borrow_mut().map_err(|_| Error::NotInitialized)?;
-        match guard.as_mut() {
-            Some(e) => f(e),
-            None => Err(Error::NotInitialized),
-        }
-    })
-}
-
-/// The fatal error handler: prints the error naming the rank and the call, then ends
-/// the process with a non-zero code (the launcher then ends the job).
-pub(crate) fn fatal(call: &str, err: Error) -> ! {
-    let rank = ENGINE
-        .with(|c| c.try_borrow().ok().and_then(|g| g.as_ref().map(|e| e.rank)))
-        .map(|r| r.to_string())
-        .unwrap_or_else(launched_rank);
-    // One write, so the launcher never forwards half a line.
-    let line = format!(
-        "phalanx: rank {rank}: {call}: {err} (error class {:?})\n",
-        err.class()
-    );
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-    std::process::exit(1)
-}
-
-/// The rank the launcher gave this process (before the engine exists), or `?`.
-pub fn launched_rank() -> String {
-    std::env::var(phalanx_boot::ENV_RANK).unwrap_or_else(|_| "?".into())
-}
-
-/// Runs a core call, sending an error to the fatal handler.
-#[inline]
-pub(crate) fn call<T>(name: &str, f: impl FnOnce(&mut Engine) -> Result<T>) -> T {
-    match with_engine(f) {
-        Ok(v) => v,
-        Err(e) => fatal(name, e),
-    }
-}
 
 /// Supported thread levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,7 +52,7 @@ pub fn try_initialize() -> Result<Universe> {
         return Err(Error::Init("already initialized".into()));
     }
     let engine = Engine::init()?;
-    ENGINE.with(|c| *c.borrow_mut() = Some(engine));
+    crate::runtime::install(engine);
     Ok(Universe {
         _not_send: PhantomData,
     })
@@ -132,7 +88,7 @@ impl Drop for Universe {
         if let Err(e) = r {
             fatal("finalize", e);
         }
-        ENGINE.with(|c| c.borrow_mut().take());
+        crate::runtime::take();
     }
 }
 

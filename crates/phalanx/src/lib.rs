@@ -43,6 +43,8 @@ mod log;
 pub mod point_to_point;
 pub mod request;
 pub mod requests;
+mod runtime;
+pub mod status;
 pub mod topology;
 
 pub use environment::{initialize, try_initialize, Threading, Universe};
@@ -70,21 +72,21 @@ pub mod traits {
 pub mod testing {
     /// The UDP address of `rank`, for tests that aim foreign traffic at a rank.
     pub fn peer_addr(rank: u32) -> Option<std::net::SocketAddrV4> {
-        crate::environment::with_engine(|e| Ok(e.peer_addr(rank)))
+        crate::runtime::with_engine(|e| Ok(e.peer_addr(rank)))
             .ok()
             .flatten()
     }
     /// Payload bytes of one collective packet.
     pub fn coll_packet() -> Option<usize> {
-        crate::environment::with_engine(|e| Ok(e.coll_packet())).ok()
+        crate::runtime::with_engine(|e| Ok(e.coll_packet())).ok()
     }
     /// Whether collectives use real multicast.
     pub fn multicast() -> Option<bool> {
-        crate::environment::with_engine(|e| Ok(e.coll_multicast())).ok()
+        crate::runtime::with_engine(|e| Ok(e.coll_multicast())).ok()
     }
     /// This rank's counters so far.
     pub fn stats() -> Option<crate::engine::Stats> {
-        crate::environment::with_engine(|e| Ok(e.stats())).ok()
+        crate::runtime::with_engine(|e| Ok(e.stats())).ok()
     }
     /// One context switch of this rank, as the job manager will drive it (every rank of
     /// the job calls it together): halt the links, drain what is in flight (at most
@@ -94,7 +96,7 @@ pub mod testing {
         stop: std::time::Duration,
         limit: std::time::Duration,
     ) -> Result<(usize, usize), crate::Error> {
-        crate::environment::with_engine(|e| {
+        crate::runtime::with_engine(|e| {
             e.halt_links();
             e.quiesce(limit)?;
             let saved = e.save_links()?;

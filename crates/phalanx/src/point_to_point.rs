@@ -7,69 +7,13 @@
 
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
 use crate::engine::{RawStatus, RecvBuf, SendBuf};
-use crate::environment::call;
 use crate::error::Error;
 use crate::request::{Request, Scope};
+use crate::runtime::call;
+pub use crate::status::Status;
 use crate::topology::{AnyProcess, Process, SimpleCommunicator};
-use crate::{Count, Rank, Tag};
+use crate::Tag;
 use std::mem::MaybeUninit;
-
-/// What a completed receive reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Status {
-    source: Rank,
-    tag: Tag,
-    bytes: u64,
-}
-
-impl Status {
-    pub(crate) fn from_raw(raw: RawStatus, comm: &SimpleCommunicator) -> Status {
-        Status {
-            source: comm.comm_rank(raw.source),
-            tag: raw.tag,
-            bytes: raw.bytes,
-        }
-    }
-    pub(crate) fn from_raw_members(raw: RawStatus, members: &[u32]) -> Status {
-        Status {
-            source: members
-                .iter()
-                .position(|&w| w == raw.source)
-                .map_or(-1, |p| p as Rank),
-            tag: raw.tag,
-            bytes: raw.bytes,
-        }
-    }
-    pub(crate) fn from_raw_world(raw: RawStatus) -> Status {
-        Status {
-            source: raw.source as Rank,
-            tag: raw.tag,
-            bytes: raw.bytes,
-        }
-    }
-    /// Rank of the sender in the communicator.
-    pub fn source_rank(&self) -> Rank {
-        self.source
-    }
-    /// Tag of the message.
-    pub fn tag(&self) -> Tag {
-        self.tag
-    }
-    /// Number of elements of `dt` in the message (`MPI_UNDEFINED` = -32766 if not whole).
-    pub fn count(&self, dt: Datatype) -> Count {
-        if dt.size() == 0 {
-            return 0;
-        }
-        if !self.bytes.is_multiple_of(dt.size() as u64) {
-            return -32766;
-        }
-        (self.bytes / dt.size() as u64) as Count
-    }
-    /// Bytes in the message.
-    pub fn byte_count(&self) -> u64 {
-        self.bytes
-    }
-}
 
 fn send_buf<B: ?Sized + Buffer>(buf: &B) -> SendBuf {
     let dt = buf.datatype();
@@ -130,13 +74,13 @@ pub trait Source {
     fn probe_with_tag(&self, tag: Tag) -> Status {
         let (src, ctx) = (self.source_world(), self.comm().context());
         let raw = call("probe", |e| e.probe(src, Some(tag), ctx));
-        Status::from_raw(raw, self.comm())
+        self.comm().status(raw)
     }
     /// Waits until a message with any tag can be received, without receiving it.
     fn probe(&self) -> Status {
         let (src, ctx) = (self.source_world(), self.comm().context());
         let raw = call("probe", |e| e.probe(src, None, ctx));
-        Status::from_raw(raw, self.comm())
+        self.comm().status(raw)
     }
     /// Checks once whether a message with any tag can be received.
     fn immediate_probe(&self) -> Option<Status> {
@@ -145,7 +89,7 @@ pub trait Source {
             e.progress()?;
             Ok(e.iprobe(src, None, ctx))
         })
-        .map(|raw| Status::from_raw(raw, self.comm()))
+        .map(|raw| self.comm().status(raw))
     }
     /// Starts receiving into `buf` a message with `tag`.
     fn immediate_receive_into_with_tag<'a, Sc, Buf>(
@@ -182,7 +126,7 @@ fn receive_into_impl<S: Source + ?Sized, B: ?Sized + BufferMut>(
     let rb = recv_buf(buf.buffer_mut_ptr(), buf.count(), buf.datatype());
     let (src, ctx) = (s.source_world(), s.comm().context());
     let raw = call("receive", |e| e.recv(rb, src, tag, ctx));
-    Status::from_raw(raw, s.comm())
+    s.comm().status(raw)
 }
 
 fn immediate_receive_impl<'a, S, Sc, B>(
@@ -218,7 +162,7 @@ fn receive_one<S: Source + ?Sized, M: Equivalence>(s: &S, tag: Option<Tag>) -> (
         Ok(st)
     });
     // SAFETY: exactly size() bytes were written and Equivalence makes any bytes valid.
-    (unsafe { v.assume_init() }, Status::from_raw(raw, s.comm()))
+    (unsafe { v.assume_init() }, s.comm().status(raw))
 }
 
 fn receive_vec_impl<S: Source + ?Sized, M: Equivalence>(
@@ -247,7 +191,7 @@ fn receive_vec_impl<S: Source + ?Sized, M: Equivalence>(
         unsafe { v.set_len((got.bytes / elem as u64) as usize) };
         Ok((v, got))
     });
-    (v, Status::from_raw(raw, s.comm()))
+    (v, s.comm().status(raw))
 }
 
 /// Something messages can be sent to: a [`Process`].

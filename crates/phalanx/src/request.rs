@@ -9,9 +9,8 @@
 //! write into or hang a failing job.
 
 use crate::engine::requests::ReqId;
-use crate::environment::call;
-use crate::point_to_point::Status;
-use crate::topology::SimpleCommunicator;
+use crate::runtime::call;
+use crate::status::Status;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
@@ -95,7 +94,7 @@ impl Drop for ScopeGuard<'_, '_> {
             dying();
         }
         for id in left {
-            let _ = crate::environment::with_engine(|e| e.wait(id));
+            let _ = crate::runtime::with_engine(|e| e.wait(id));
         }
     }
 }
@@ -104,6 +103,12 @@ impl Drop for ScopeGuard<'_, '_> {
 fn dying() -> ! {
     eprintln!("phalanx: a panic unwound through requests in flight; ending the rank");
     std::process::exit(101)
+}
+
+/// What a request needs of its communicator: the world rank of each member (`None`:
+/// its ranks are world ranks), to translate the status's source.
+pub(crate) trait Members {
+    fn members(&self) -> Option<&std::rc::Rc<Vec<u32>>>;
 }
 
 /// A nonblocking operation on a buffer borrowed for `'a`.
@@ -121,7 +126,7 @@ pub struct Request<'a, Buf: ?Sized, S: Scope<'a> = StaticScope> {
 }
 
 impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
-    pub(crate) fn new(id: ReqId, scope: S, comm: &SimpleCommunicator) -> Self {
+    pub(crate) fn new(id: ReqId, scope: S, comm: &impl Members) -> Self {
         scope.register(id);
         Request {
             id,
@@ -135,11 +140,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
 
     /// A request that completed when it started, with status `raw`: nothing to wait
     /// for, nothing registered.
-    pub(crate) fn complete(
-        raw: crate::engine::RawStatus,
-        scope: S,
-        comm: &SimpleCommunicator,
-    ) -> Self {
+    pub(crate) fn complete(raw: crate::engine::RawStatus, scope: S, comm: &impl Members) -> Self {
         Request {
             id: 0,
             members: comm.members().cloned(),
@@ -182,7 +183,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
         if let Some(st) = self.take_early() {
             return Ok(st);
         }
-        let r = crate::environment::with_engine(|e| e.wait(self.id));
+        let r = crate::runtime::with_engine(|e| e.wait(self.id));
         self.done = true;
         self.scope.unregister(self.id);
         r.map(|raw| self.status(raw))
@@ -194,7 +195,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
         if let Some(st) = self.take_early() {
             return Ok(Ok(st));
         }
-        match crate::environment::with_engine(|e| e.test(self.id)) {
+        match crate::runtime::with_engine(|e| e.test(self.id)) {
             Ok(Some(raw)) => {
                 self.done = true;
                 self.scope.unregister(self.id);
@@ -231,7 +232,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for Request<'a, Buf, S> {
             if std::thread::panicking() {
                 dying();
             }
-            let _ = crate::environment::with_engine(|e| e.wait(self.id));
+            let _ = crate::runtime::with_engine(|e| e.wait(self.id));
             self.scope.unregister(self.id);
         }
     }

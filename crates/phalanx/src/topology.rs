@@ -12,10 +12,10 @@ use std::rc::Rc;
 #[derive(Debug, Clone)]
 pub struct SimpleCommunicator {
     ctx: u32,
-    rank: Rank,
+    pub(crate) rank: Rank,
     /// World rank of each member; `None` for the identity (world).
     members: Option<Rc<Vec<u32>>>,
-    size: Rank,
+    pub(crate) size: Rank,
     /// Communicators derived from this one so far (all ranks derive in the same order).
     derived: Rc<std::cell::Cell<u32>>,
     /// Collective calls made so far (all ranks count the same calls).
@@ -46,7 +46,7 @@ impl SimpleCommunicator {
 
     /// The next derived context id: a mix of (parent context, derivation number, salt);
     /// every member derives in the same order, so all agree without messages. Never 0.
-    fn derive_context(&self, salt: u64) -> u32 {
+    pub(crate) fn derive_context(&self, salt: u64) -> u32 {
         let n = self.derived.get() + 1;
         self.derived.set(n);
         let mut z = ((self.ctx as u64) << 32 | n as u64)
@@ -57,7 +57,13 @@ impl SimpleCommunicator {
         ((z ^ (z >> 31)) as u32).max(1)
     }
 
-    fn sub(&self, ctx: u32, rank: Rank, members: Option<Rc<Vec<u32>>>, size: Rank) -> Self {
+    pub(crate) fn sub(
+        &self,
+        ctx: u32,
+        rank: Rank,
+        members: Option<Rc<Vec<u32>>>,
+        size: Rank,
+    ) -> Self {
         SimpleCommunicator {
             ctx,
             rank,
@@ -67,33 +73,6 @@ impl SimpleCommunicator {
             coll_seq: Rc::new(std::cell::Cell::new(0)),
             _not_send: PhantomData,
         }
-    }
-
-    /// Splits into one communicator per color, members ordered by rank. Collective.
-    pub fn split_by_color(&self, color: Color) -> Option<SimpleCommunicator> {
-        self.split_by_color_with_key(color, 0)
-    }
-
-    /// Splits into one communicator per color, members ordered by (key, rank).
-    /// Collective; members with [`Color::undefined`] get `None`.
-    pub fn split_by_color_with_key(&self, color: Color, key: i32) -> Option<SimpleCommunicator> {
-        use crate::collective::CommunicatorCollectives;
-        let mine = [color.0, key];
-        let mut all = vec![0i32; 2 * self.size as usize];
-        self.all_gather_into(&mine[..], &mut all[..]);
-        let ctx = self.derive_context(color.0 as u32 as u64 + 1);
-        if color.0 == Color::undefined().0 {
-            return None;
-        }
-        let mut group: Vec<(i32, Rank)> = (0..self.size)
-            .filter(|&r| all[2 * r as usize] == color.0)
-            .map(|r| (all[2 * r as usize + 1], r))
-            .collect();
-        group.sort();
-        let members: Vec<u32> = group.iter().map(|&(_, r)| self.world_rank(r)).collect();
-        let rank = group.iter().position(|&(_, r)| r == self.rank)? as Rank;
-        let size = members.len() as Rank;
-        Some(self.sub(ctx, rank, Some(Rc::new(members)), size))
     }
 
     /// This communicator's group.
@@ -147,6 +126,11 @@ impl SimpleCommunicator {
         }
     }
     /// Communicator rank of world rank `w`.
+    /// The status of `raw` (world ranks) in this communicator's ranks.
+    pub(crate) fn status(&self, raw: crate::requests::RawStatus) -> crate::status::Status {
+        crate::status::Status::with_source(raw, self.comm_rank(raw.source))
+    }
+
     pub(crate) fn comm_rank(&self, w: u32) -> Rank {
         match &self.members {
             Some(m) => m.iter().position(|&x| x == w).map_or(-1, |p| p as Rank),
@@ -157,7 +141,7 @@ impl SimpleCommunicator {
 
 /// A split color: members with the same color land in the same communicator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Color(i32);
+pub struct Color(pub(crate) i32);
 
 impl Color {
     /// A defined color (non-negative).
@@ -195,7 +179,7 @@ impl Group {
         let mut members = Vec::with_capacity(ranks.len());
         for &r in ranks {
             let Some(&m) = usize::try_from(r).ok().and_then(|i| self.members.get(i)) else {
-                crate::environment::fatal(
+                crate::runtime::fatal(
                     "Group::include",
                     crate::Error::InvalidRank {
                         rank: r,
@@ -204,7 +188,7 @@ impl Group {
                 );
             };
             if members.contains(&m) {
-                crate::environment::fatal(
+                crate::runtime::fatal(
                     "Group::include",
                     crate::Error::InvalidArg(format!("rank {r} given twice")),
                 );
@@ -258,7 +242,7 @@ pub trait Communicator {
     fn process_at_rank(&self, r: Rank) -> Process<'_> {
         let c = self.as_simple();
         if r < 0 || r >= c.size {
-            crate::environment::fatal(
+            crate::runtime::fatal(
                 "process_at_rank",
                 crate::Error::InvalidRank {
                     rank: r,
@@ -314,4 +298,10 @@ impl Process<'_> {
 #[derive(Debug, Clone, Copy)]
 pub struct AnyProcess<'a> {
     pub(crate) comm: &'a SimpleCommunicator,
+}
+
+impl crate::request::Members for SimpleCommunicator {
+    fn members(&self) -> Option<&Rc<Vec<u32>>> {
+        SimpleCommunicator::members(self)
+    }
 }
