@@ -154,15 +154,7 @@ fn mr_collectives_on_careful_links_use_multi_target_frames() {
         "{}",
         r.dump()
     );
-    let sum = |key: &str| -> u64 {
-        r.stderr
-            .lines()
-            .filter(|l| l.starts_with("phalanx stats"))
-            .flat_map(|l| l.split_whitespace())
-            .filter_map(|w| w.strip_prefix(key))
-            .filter_map(|v| v.parse::<u64>().ok())
-            .sum()
-    };
+    let sum = |key: &str| r.stat(key);
     assert!(sum("careful_multi=") > 0, "{}", r.dump());
     assert_eq!(sum("urtp_data="), 0, "{}", r.dump());
     assert_eq!(sum("retransmits="), 0, "{}", r.dump());

@@ -11,17 +11,6 @@ fn stress_with_faults(seeds: std::ops::Range<u64>) {
     stress_with_faults_on(seeds, &[]);
 }
 
-/// Sums `key=N` over the ranks' stats lines.
-fn stat(r: &Run, key: &str) -> u64 {
-    r.stderr
-        .lines()
-        .filter(|l| l.starts_with("phalanx stats"))
-        .flat_map(|l| l.split_whitespace())
-        .filter_map(|w| w.strip_prefix(key))
-        .filter_map(|v| v.parse::<u64>().ok())
-        .sum()
-}
-
 fn stress_with_faults_on(seeds: std::ops::Range<u64>, env: &[(&str, &str)]) {
     for seed in seeds {
         let faults = format!("loss=0.1,dup=0.02,reorder=0.05,seed={seed}");
@@ -53,7 +42,7 @@ fn stress_with_faults_on(seeds: std::ops::Range<u64>, env: &[(&str, &str)]) {
             "fault seed {seed}:\n{}",
             r.dump()
         );
-        let sum = |key: &str| stat(&r, key);
+        let sum = |key: &str| r.stat(key);
         assert!(
             sum("faults_dropped=") > 0,
             "seed {seed}: no loss injected\n{}",
@@ -106,7 +95,7 @@ fn mr_stress_faults_on_shared_memory_rings() {
         Duration::from_secs(100),
     );
     assert!(r.ok(), "{}", r.dump());
-    assert!(stat(&r, "shm_sent=") > 0, "no ring traffic\n{}", r.dump());
+    assert!(r.stat("shm_sent=") > 0, "no ring traffic\n{}", r.dump());
 }
 
 /// The careful protocol over faulty rings (a network declared reliable that is not):

@@ -105,14 +105,7 @@ impl CollState {
                 if !s.probed && now_ns.saturating_sub(s.round_since) > PROBE_AFTER_NS {
                     s.probed = true;
                     let (ctx, seq, sig) = (s.ctx, s.seq, s.sig);
-                    let mut from: Vec<u32> = self
-                        .posted
-                        .iter()
-                        .filter(|(_, p)| p.sched == id)
-                        .map(|(k, _)| k.0)
-                        .collect();
-                    from.sort_unstable();
-                    from.dedup();
+                    let from = self.sources_of(id);
                     io.send(&from, ctx, seq, PROBE_STEP, sig, &[]);
                 }
                 return did;
@@ -202,11 +195,8 @@ impl CollState {
         self.posted.insert(key, posted);
     }
 
-    /// What collective `id` waits for (for the launcher's timeout report).
-    pub(crate) fn describe_wait(&self, id: ReqId) -> String {
-        let Some(s) = self.scheds.get(&id) else {
-            return "in a collective that just finished".into();
-        };
+    /// The ranks schedule `id` waits for data from, ascending, each once.
+    fn sources_of(&self, id: ReqId) -> Vec<u32> {
         let mut from: Vec<u32> = self
             .posted
             .iter()
@@ -214,6 +204,16 @@ impl CollState {
             .map(|(k, _)| k.0)
             .collect();
         from.sort_unstable();
+        from.dedup();
+        from
+    }
+
+    /// What collective `id` waits for (for the launcher's timeout report).
+    pub(crate) fn describe_wait(&self, id: ReqId) -> String {
+        let Some(s) = self.scheds.get(&id) else {
+            return "in a collective that just finished".into();
+        };
+        let from = self.sources_of(id);
         format!(
             "in {} (communicator {:#x}, call #{}), round {} of {}, waiting for data from ranks {:?}",
             describe(s.sig),

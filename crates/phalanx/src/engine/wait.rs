@@ -43,25 +43,20 @@ impl Engine {
             ),
             Waiting::Halt => format!(
                 "halted, draining what is in flight on its links: {:?}",
-                self.links
-                    .gbn
-                    .proto
-                    .unacked_peers()
-                    .into_iter()
-                    .chain(self.links.urtp.proto.unacked_peers())
-                    .collect::<Vec<_>>()
+                self.unacked_peers()
             ),
             Waiting::Finalize => format!(
                 "in finalize, waiting for acknowledgements from ranks {:?} (or for the release)",
-                self.links
-                    .gbn
-                    .proto
-                    .unacked_peers()
-                    .into_iter()
-                    .chain(self.links.urtp.proto.unacked_peers())
-                    .collect::<Vec<_>>()
+                self.unacked_peers()
             ),
         }
+    }
+
+    /// Peers that owe this rank acknowledgements (go-back-n, then URTP).
+    fn unacked_peers(&self) -> Vec<u32> {
+        let mut v = self.links.gbn.proto.unacked_peers();
+        v.extend(self.links.urtp.proto.unacked_peers());
+        v
     }
 
     /// Sleeps until something may have happened: a socket or the launcher connection is
@@ -287,13 +282,7 @@ impl Engine {
                      acknowledged, messages may be lost",
                     e.rank,
                     limit,
-                    e.links
-                        .gbn
-                        .proto
-                        .unacked_peers()
-                        .into_iter()
-                        .chain(e.links.urtp.proto.unacked_peers())
-                        .collect::<Vec<_>>()
+                    e.unacked_peers()
                 ));
                 return true;
             }

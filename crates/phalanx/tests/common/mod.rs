@@ -78,6 +78,17 @@ impl Run {
             self.code, self.stdout, self.stderr
         )
     }
+    /// The sum over the ranks' `phalanx stats` lines (`PHALANX_STATS=1`) of counter `key`
+    /// (e.g. `"retransmits="`).
+    pub fn stat(&self, key: &str) -> u64 {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with("phalanx stats"))
+            .flat_map(|l| l.split_whitespace())
+            .filter_map(|w| w.strip_prefix(key))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum()
+    }
     /// Pids printed by the `crash` example (`pid RANK PID` lines).
     pub fn pids(&self) -> Vec<i32> {
         self.stdout
