@@ -68,6 +68,9 @@ impl BootClient {
                         "shared-memory decision before the table".into(),
                     ))
                 }
+                Next::Msg(LauncherMsg::Halt { .. } | LauncherMsg::Continue) => {
+                    return Err(BootError::Protocol("halt before the table".into()))
+                }
                 Next::Eof => return Err(BootError::LauncherGone),
                 Next::Pending => return Err(BootError::Timeout),
             }
@@ -92,6 +95,10 @@ impl BootClient {
             Next::Msg(LauncherMsg::Release) => Ok(Some(Control::Release)),
             Next::Msg(LauncherMsg::Abort { reason }) => Ok(Some(Control::Abort(reason))),
             Next::Msg(LauncherMsg::Shm { use_shm }) => Ok(Some(Control::Shm(use_shm))),
+            Next::Msg(LauncherMsg::Halt { limit_ms }) => {
+                Ok(Some(Control::Halt(Duration::from_millis(limit_ms))))
+            }
+            Next::Msg(LauncherMsg::Continue) => Ok(Some(Control::Continue)),
             Next::Msg(LauncherMsg::Table(_)) => {
                 Err(BootError::Protocol("second table from the launcher".into()))
             }
@@ -109,6 +116,22 @@ impl BootClient {
     /// The rank must then keep serving its peers until [`Control::Release`].
     pub fn send_drained(&mut self, warning: Option<String>) -> Result<(), BootError> {
         self.send(&RankMsg::Drained { warning })
+    }
+
+    /// Answers [`Control::Halt`]: halted, with what was saved (or why the drain failed).
+    pub fn send_halted(
+        &mut self,
+        datagrams: u64,
+        bytes: u64,
+        ms: u64,
+        error: Option<String>,
+    ) -> Result<(), BootError> {
+        self.send(&RankMsg::Halted {
+            datagrams,
+            bytes,
+            ms,
+            error,
+        })
     }
 
     /// Reports how joining the host's shared memory went (once, right after the table).
@@ -130,9 +153,9 @@ impl BootClient {
                 Some(Control::Shm(b)) => return Ok(b),
                 Some(Control::Query) => self.reply_status(status)?,
                 Some(Control::Abort(reason)) => return Err(BootError::Aborted(reason)),
-                Some(Control::Release) => {
+                Some(Control::Release | Control::Halt(_) | Control::Continue) => {
                     return Err(BootError::Protocol(
-                        "release before the shared-memory decision".into(),
+                        "release or halt before the shared-memory decision".into(),
                     ))
                 }
                 None => {

@@ -12,13 +12,19 @@
 //! rank of a host with the same [`LauncherMsg::Shm`] (exactly once) — `use_shm: true`
 //! only when every rank of that host joined, `false` as soon as one of them failed (ranks
 //! still connecting then give up at once) or did not try.
+//!
+//! Suspending a running job (the job manager's halt and release, seed 001): the launcher
+//! sends [`LauncherMsg::Halt`]; the rank halts its links at a packet boundary, drains
+//! what is in flight, saves what they hold and answers [`RankMsg::Halted`] (once per
+//! `Halt`); the launcher then stops it (SIGSTOP) and, after SIGCONT, sends
+//! [`LauncherMsg::Continue`], on which the rank restores and resumes its links.
 
 use crate::env::HostInfo;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddrV4;
 
 /// Version of this protocol and of the data-plane ABI; ranks of one job must agree.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// How peers reach a rank: its data socket address and the host it runs on.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -96,6 +102,18 @@ pub enum RankMsg {
     },
     /// Sent once, right after the table: how joining the host's shared memory went.
     Shm(ShmOutcome),
+    /// Answer to [`LauncherMsg::Halt`]: the links are halted (and, without `error`,
+    /// drained and saved); the rank waits for [`LauncherMsg::Continue`].
+    Halted {
+        /// Datagrams the links held, moved to ordinary memory.
+        datagrams: u64,
+        /// Their bytes.
+        bytes: u64,
+        /// Milliseconds from the halt to this answer.
+        ms: u64,
+        /// Why the drain did not complete (the rank is halted anyway).
+        error: Option<String>,
+    },
 }
 
 /// launcher → rank.
@@ -119,6 +137,13 @@ pub enum LauncherMsg {
         /// Every rank of the host joined: keep the segment.
         use_shm: bool,
     },
+    /// Halt the links, drain them within `limit_ms`, save, answer [`RankMsg::Halted`].
+    Halt {
+        /// Bound on the drain, in milliseconds.
+        limit_ms: u64,
+    },
+    /// The job was continued after a halt: restore and resume the links.
+    Continue,
 }
 
 /// A launcher message a rank can receive while the job runs.
@@ -132,6 +157,10 @@ pub enum Control {
     Abort(String),
     /// The shared-memory decision for this rank's host (see [`LauncherMsg::Shm`]).
     Shm(bool),
+    /// Halt the links, draining for at most this long (see [`LauncherMsg::Halt`]).
+    Halt(std::time::Duration),
+    /// Resume after a halt (see [`LauncherMsg::Continue`]).
+    Continue,
 }
 
 #[cfg(test)]

@@ -43,6 +43,8 @@ Each rank gets PHALANX_RANK, PHALANX_SIZE and PHALANX_BOOT in its environment.
 With --hostfile, ranks placed on a `netns:NAME` host run in that network namespace.
 If a rank fails (non-zero exit, killed by a signal, or exit without completing Finalize),
 all other ranks are terminated (SIGTERM, then SIGKILL after the grace period).
+Ctrl-Z (SIGTSTP) halts every rank's network traffic, then stops the job; SIGCONT (fg)
+resumes it.
 
 Exit status: 0 when every rank completed Finalize and exited 0; the failed rank's exit code
 (128+N if it was killed by signal N); 124 when --timeout expired; 128+N when phalanx itself

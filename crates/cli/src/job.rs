@@ -26,6 +26,9 @@
 //! - `--timeout`: every connected rank gets `Query`; statuses are collected for up to
 //!   [`QUERY_WINDOW`] and printed one line per rank, then the job is torn down.
 
+#[path = "suspend.rs"]
+mod suspend;
+
 use crate::hosts::{boot_ip_for, Host};
 use crate::output::{self, Dest};
 use crate::signals::{pollfd, wait_readable, Signals};
@@ -124,6 +127,8 @@ struct Rank {
     status: Option<String>,
     /// What the rank reported about joining its host's shared memory.
     shm: Option<ShmOutcome>,
+    /// Its answer to the last halt (see [`suspend`]).
+    halted: Option<suspend::Halted>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -225,6 +230,7 @@ pub fn run(cfg: Config) -> i32 {
             stats: Vec::new(),
             status: None,
             shm: None,
+            halted: None,
         });
         for (src, dest) in pipes.into_iter().flatten() {
             if let Err(e) = output::forward(rank, src, dest, job.cfg.tag_output, done_tx.clone()) {
@@ -274,6 +280,9 @@ impl Job {
     fn supervise(&mut self) -> Result<(), Failure> {
         loop {
             self.wait_events();
+            if self.signals.take_suspend() {
+                self.suspend()?;
+            }
             if let Some(sig) = self.signals.take_termination() {
                 return Err(Failure::new(
                     format!("interrupted by {}; terminating all ranks", signal_text(sig)),
@@ -424,6 +433,19 @@ impl Job {
         for _ in 0..MAX_MSGS_PER_READ {
             match conn.reader.next_msg::<RankMsg, _>(&mut conn.stream) {
                 Ok(Next::Msg(RankMsg::Status { text })) => rank.status = Some(text),
+                Ok(Next::Msg(RankMsg::Halted {
+                    datagrams,
+                    bytes,
+                    ms,
+                    error,
+                })) => {
+                    rank.halted = Some(suspend::Halted {
+                        datagrams,
+                        bytes,
+                        ms,
+                        error,
+                    })
+                }
                 Ok(Next::Msg(RankMsg::Drained { warning })) => {
                     rank.drained = true;
                     rank.warning = warning;

@@ -1,25 +1,30 @@
 //! Signal handling for the launcher: a self-pipe that wakes the event loop.
 //!
-//! Contract: after [`Signals::install`], SIGINT, SIGTERM, SIGHUP and SIGCHLD each write one
-//! byte to a nonblocking, close-on-exec pipe whose read end is [`Signals::fd`], so a
-//! `poll` on it returns when a child exits or the user interrupts. The last termination
-//! signal is remembered until [`Signals::take_termination`] reads it. Handlers do only
+//! Contract: after [`Signals::install`], SIGINT, SIGTERM, SIGHUP, SIGCHLD and SIGTSTP each
+//! write one byte to a nonblocking, close-on-exec pipe whose read end is [`Signals::fd`],
+//! so a `poll` on it returns when a child exits or the user interrupts or suspends the
+//! job. The last termination signal is remembered until [`Signals::take_termination`]
+//! reads it, a suspension (SIGTSTP: Ctrl-Z) until [`Signals::take_suspend`] does — the
+//! launcher then halts the job and stops itself; it is not stopped by the signal. Handlers do only
 //! async-signal-safe work (an atomic store and `write(2)`), and they reset to default in
 //! the children on `exec`. [`wait_readable`] is a thin `poll(2)` wrapper.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 static TERMINATION: AtomicI32 = AtomicI32::new(0);
+static SUSPEND: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     // SAFETY: __errno_location returns this thread's errno slot; saving and restoring it
     // keeps the interrupted code's errno intact.
     let errno = unsafe { *libc::__errno_location() };
-    if sig != libc::SIGCHLD {
+    if sig == libc::SIGTSTP {
+        SUSPEND.store(true, Ordering::SeqCst);
+    } else if sig != libc::SIGCHLD {
         TERMINATION.store(sig, Ordering::SeqCst);
     }
     let fd = PIPE_WRITE.load(Ordering::SeqCst);
@@ -50,7 +55,13 @@ impl Signals {
         // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         PIPE_WRITE.store(write.as_raw_fd(), Ordering::SeqCst);
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGCHLD,
+            libc::SIGTSTP,
+        ] {
             // SAFETY: a zeroed sigaction is a valid starting value; the handler is an
             // `extern "C" fn(c_int)` that only performs async-signal-safe operations.
             unsafe {
@@ -91,6 +102,11 @@ impl Signals {
                 break;
             }
         }
+    }
+
+    /// Whether a suspension (SIGTSTP) arrived since the last call.
+    pub fn take_suspend(&self) -> bool {
+        SUSPEND.swap(false, Ordering::SeqCst)
     }
 
     /// The termination signal (SIGINT/SIGTERM/SIGHUP) received since the last call, if any.

@@ -2,7 +2,8 @@
 //! traffic, drains what is in flight, saves what the links hold, stays stopped, restores
 //! and resumes — over shared memory, go-back-n, careful and go-back-n under injected
 //! faults — and every message still arrives intact and in order. A rank that stays out
-//! of the library makes the others' drain end in an error naming it.
+//! of the library makes the others' drain end in an error naming it. The same, driven by
+//! the launcher: `phalanx run` suspended with SIGTSTP and continued with SIGCONT.
 
 mod common;
 use common::*;
@@ -65,4 +66,81 @@ fn mr_switch_drain_names_a_rank_outside_the_library() {
         "{}",
         r.dump()
     );
+}
+
+/// `phalanx run` suspended (SIGTSTP, as Ctrl-Z sends) and continued (SIGCONT): the launcher
+/// halts every rank's links, stops the job and itself, and on SIGCONT resumes it; the job
+/// completes with every checksum right.
+fn suspend_and_continue(env: &[(&str, &str)]) {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+    let mut cmd = Command::new(phalanx());
+    cmd.args(["run", "-n", "4"])
+        .arg(example("stress"))
+        .args(["20", "200", "1"])
+        .env_remove("PHALANX_FAULTS")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn the launcher");
+    let pid = child.id() as i32;
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let state = || -> Option<char> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        s.rsplit(')').next()?.trim_start().chars().next()
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGTSTP) };
+    // The launcher stops itself once every rank halted (or the halt bound passed).
+    let t = Instant::now();
+    while state() != Some('T') && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = state() == Some('T');
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (out_t.join().unwrap(), err_t.join().unwrap());
+    let dump = format!("{status:?}\n{stdout}\n{stderr}");
+    assert!(stopped, "the launcher never stopped\n{dump}");
+    assert!(status.success(), "{dump}");
+    assert_eq!(stdout.matches("all checksums ok").count(), 4, "{dump}");
+    assert!(stderr.contains("job halted in"), "{dump}");
+    assert!(stderr.contains("job continued after"), "{dump}");
+    assert!(!stderr.contains("did not halt"), "{dump}");
+}
+
+#[test]
+fn mr_suspend_and_continue_on_shared_memory() {
+    suspend_and_continue(&[("PHALANX_TRANSPORT", "shm")]);
+}
+
+#[test]
+fn mr_suspend_and_continue_over_udp() {
+    suspend_and_continue(&[("PHALANX_TRANSPORT", "udp")]);
 }

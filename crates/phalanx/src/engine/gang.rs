@@ -18,6 +18,13 @@
 //! * [`Engine::resume_links`] takes datagrams again and moves every protocol timer later
 //!   by the time the process was stopped, so that no retransmission, delayed
 //!   acknowledgement, REQ or peer timeout counts it.
+//! * Driven by the launcher (`phalanx run` suspended with Ctrl-Z or SIGTSTP): a halt it
+//!   asks for is carried out at the next safe point — a wait, or a test — never inside
+//!   a progress round: halt, drain, save, answer `Halted`, then wait (answering peers)
+//!   for `Continue`, during which the launcher stops and continues the process; then
+//!   restore and resume, with the timers moved by the whole halted time, and go on with
+//!   the interrupted wait. A rank computing outside the library halts when it next
+//!   enters it.
 
 use super::{Engine, Waiting};
 use crate::error::{Error, Result};
@@ -142,6 +149,39 @@ impl Engine {
         // Sends queued while halted go now.
         let now = self.now();
         self.pump_all(now);
+    }
+
+    /// The halt the launcher asked for (module docs): halt, drain, save, report, wait
+    /// for `Continue`, restore, resume. The interrupted wait's description is kept.
+    pub(super) fn job_halt(&mut self) -> Result<()> {
+        let Some(limit) = self.halt_asked.take() else {
+            return Ok(());
+        };
+        if self.halted {
+            return Ok(());
+        }
+        let outer = std::mem::take(&mut self.waiting);
+        let start = Instant::now();
+        self.continued = false;
+        self.halt_links();
+        let saved = self.quiesce(limit).and_then(|()| self.save_links());
+        let (n, bytes, error) = match &saved {
+            Ok(s) => (s.datagrams() as u64, s.bytes() as u64, None),
+            Err(e) => (0, 0, Some(e.to_string())),
+        };
+        let ms = start.elapsed().as_millis() as u64;
+        if let Some(b) = self.boot.as_mut() {
+            b.send_halted(n, bytes, ms, error)
+                .map_err(|e| Error::Launcher(e.to_string()))?;
+        }
+        let halted_at = Instant::now();
+        let r = self.wait_until(Waiting::Halt, |e| e.continued);
+        if let Ok(s) = saved {
+            self.restore_links(s);
+        }
+        self.resume_links(halted_at.elapsed());
+        self.waiting = outer;
+        r
     }
 
     /// Whether the links are halted.

@@ -115,6 +115,10 @@ pub struct Engine {
     drain_all_next: bool,
     /// The links are halted ([`Engine::halt_links`]).
     halted: bool,
+    /// The launcher asked for a halt (with this bound on the drain), not yet done.
+    halt_asked: Option<Duration>,
+    /// The launcher continued the job after a halt.
+    continued: bool,
     finalized: bool,
 }
 
@@ -336,6 +340,8 @@ impl Engine {
             last_now: 0,
             drain_all_next: false,
             halted: false,
+            halt_asked: None,
+            continued: false,
             finalized: false,
         }
     }
@@ -545,6 +551,9 @@ impl Engine {
                         "protocol error: a second shared-memory decision".into(),
                     ))
                 }
+                // Halted at the next safe point of a wait (`gang::job_halt`).
+                Ok(Some(Control::Halt(limit))) => self.halt_asked = Some(limit),
+                Ok(Some(Control::Continue)) => self.continued = true,
                 Err(e) => return Err(Error::Launcher(e.to_string())),
             }
         }

@@ -152,9 +152,9 @@ fn watch(
                 cancel.store(true, Ordering::Release);
                 return Err(phalanx_boot::BootError::Aborted(reason));
             }
-            Some(Control::Release) => {
+            Some(Control::Release | Control::Halt(_) | Control::Continue) => {
                 return Err(phalanx_boot::BootError::Protocol(
-                    "release during start-up".into(),
+                    "release or halt during start-up".into(),
                 ))
             }
             None => std::thread::sleep(Duration::from_millis(2)),

@@ -147,6 +147,9 @@ impl Engine {
             if let Some(e) = self.coll.take_error().or_else(|| self.link_error.take()) {
                 return Err(e);
             }
+            if self.halt_asked.is_some() {
+                self.job_halt()?;
+            }
             if done(self) {
                 return Ok(());
             }
@@ -243,6 +246,9 @@ impl Engine {
     pub fn test(&mut self, id: ReqId) -> Result<Option<RawStatus>> {
         if !self.reqs.is_done(id) {
             self.progress()?;
+            if self.halt_asked.is_some() {
+                self.job_halt()?;
+            }
         }
         self.reqs.take_done(id).transpose()
     }
