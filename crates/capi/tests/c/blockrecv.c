@@ -139,6 +139,29 @@ int main(int argc, char **argv) {
             CHECK(n == sizes[k] && same(b, n, i));
         }
     }
+    /* 6. Small messages out of receive order, from one sender (the receive looks at
+     * that sender's ring first and takes its next frame only if it matches): tag 2 is
+     * received before tag 1, a message on the duplicate before one on the world, and a
+     * wildcard tag takes the oldest. */
+    if (rank == 0) {
+        int v[4] = {11, 12, 13, 14};
+        OK(MPI_Recv(&ack, 1, MPI_INT, 1, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Send(&v[0], 1, MPI_INT, 1, 1, MPI_COMM_WORLD));
+        OK(MPI_Send(&v[1], 1, MPI_INT, 1, 2, MPI_COMM_WORLD));
+        OK(MPI_Send(&v[2], 1, MPI_INT, 1, 3, MPI_COMM_WORLD));
+        OK(MPI_Send(&v[3], 1, MPI_INT, 1, 3, dup));
+    } else if (rank == 1) {
+        int v = -1;
+        OK(MPI_Send(&ack, 1, MPI_INT, 0, 98, MPI_COMM_WORLD));
+        OK(MPI_Recv(&v, 1, MPI_INT, 0, 3, dup, &st));
+        CHECK(v == 14 && st.MPI_TAG == 3);
+        OK(MPI_Recv(&v, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, &st));
+        CHECK(v == 12 && st.MPI_TAG == 2);
+        OK(MPI_Recv(&v, 1, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        CHECK(v == 11 && st.MPI_TAG == 1);
+        OK(MPI_Recv(&v, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, &st));
+        CHECK(v == 13 && st.MPI_TAG == 3 && st.MPI_SOURCE == 0);
+    }
     OK(MPI_Comm_free(&dup));
 
     free(a);

@@ -18,7 +18,7 @@ use crate::link::Medium;
 use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
 use std::collections::VecDeque;
 
-mod direct;
+pub(super) mod direct;
 mod recv;
 
 /// `aux32` of an RTS whose payload is the sender's buffer address (single copy).

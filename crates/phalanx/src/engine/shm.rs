@@ -16,6 +16,9 @@
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::link::{parse_compact, Compact, Medium};
+
+/// Polls of one ring a blocking receive makes before it arms (`recv_from_ring`).
+const RING_SPIN: u32 = 256;
 use phalanx_boot::{BootClient, Control, Endpoint, ShmOutcome, Table};
 use phalanx_shm::{ShmConfig, ShmTransport};
 use phalanx_transport::TransportKind;
@@ -196,6 +199,48 @@ impl Engine {
             self.stats.drop_no_buffer += 1;
         }
         ok
+    }
+
+    /// A blocking receive from `src` whose message is the next frame of `src`'s ring, as a
+    /// compact frame: copied out at once, for at most [`RING_SPIN`] polls of that ring
+    /// (see `p2p::direct`). `None` when that is not the case: nothing was taken.
+    #[inline]
+    pub(super) fn recv_from_ring(
+        &mut self,
+        buf: &mut crate::requests::RecvBuf,
+        src: u32,
+        tag: Option<i32>,
+        ctx: u32,
+    ) -> Option<Result<crate::requests::RawStatus>> {
+        if !self.via_shm(src)
+            || self.halted
+            || self.halt_asked.is_some()
+            || !self.links.local.is_empty()
+        {
+            return None;
+        }
+        let l = self.links.shm.as_mut()?;
+        if l.has_replay() {
+            return None;
+        }
+        for _ in 0..RING_SPIN {
+            let Ok(peeked) = l.peek(src) else {
+                return None;
+            };
+            let Some(frame) = peeked else {
+                continue;
+            };
+            let c = match parse_compact(frame) {
+                Some(Ok(c)) if c.src == src && c.ctx == ctx && tag.is_none_or(|t| t == c.tag) => c,
+                _ => return None,
+            };
+            let (tag, total) = (c.tag, c.data.len() as u64);
+            buf.write(0, c.data);
+            let _ = l.release(src);
+            self.stats.shm_received += 1;
+            return Some(super::p2p::direct::finish_buf(buf, src, tag, total));
+        }
+        None
     }
 
     /// Whether `peer` is reached over shared memory.

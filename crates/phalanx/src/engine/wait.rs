@@ -156,10 +156,27 @@ impl Engine {
             if idle_rounds > 0 && self.all_peers_shm && !self.spin.is_zero() {
                 // Spinning with nothing to do: watch the rings with plain loads and run a
                 // full progress round only when a frame is there (or now and then).
+                let mut ready = false;
                 if let Some(t) = self.links.shm.as_ref() {
                     let mut k = 0;
-                    while k < 64 && !t.poll_readable() {
+                    while k < 64 {
+                        if t.poll_readable() {
+                            ready = true;
+                            break;
+                        }
                         k += 1;
+                    }
+                }
+                // The frame is what this idle wait needs and nothing else can be pending
+                // (every peer is on shared memory, no collective runs, nothing to self):
+                // take it straight from the rings, then move what it queued.
+                if ready && self.coll.idle() && self.links.local.is_empty() {
+                    let got = self.shm_recv()?;
+                    self.pump_all(self.last_now);
+                    if got > 0 {
+                        idle_since = None;
+                        idle_rounds = 0;
+                        continue;
                     }
                 }
             }

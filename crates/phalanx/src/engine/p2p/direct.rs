@@ -12,6 +12,13 @@
 //! reentrant); a nested or concurrent one takes the ordinary path. However the wait ends
 //! — its message, an error (reported even when the message came in the same round), a
 //! panic — the slot is disarmed and no request is left pointing at the caller's buffer.
+//!
+//! Before arming, a receive from one rank on shared memory looks at that rank's ring
+//! alone for a short spin (`Engine::recv_from_ring`): when the next frame there is the
+//! whole message (a compact frame) and matches, it is copied out and the receive is done
+//! without a progress round. Order is kept: only the *next* frame from that rank is
+//! taken, nothing older can match (the conditions above), and any other frame ends the
+//! spin, untouched.
 
 use super::super::requests::{RawStatus, RecvBuf, RecvReq, Req, ReqId};
 use super::super::{Engine, Waiting};
@@ -130,6 +137,12 @@ impl Engine {
         if let Some(t) = tag {
             if t < 0 {
                 return Err(Error::InvalidTag(t));
+            }
+        }
+        let mut buf = buf;
+        if let Some(s) = src {
+            if let Some(r) = self.recv_from_ring(&mut buf, s, tag, ctx) {
+                return r;
             }
         }
         let d = &mut self.p2p.direct;
