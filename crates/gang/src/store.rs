@@ -1,0 +1,405 @@
+//! The master's job store: every job, its state, placement and exit, in an embedded
+//! SQLite database (rusqlite with its bundled SQLite), so that a master killed and
+//! restarted knows every job.
+//!
+//! Contract:
+//! * One table `jobs`; ids are assigned by SQLite, increasing, never reused. Every
+//!   change is one statement, committed before the call returns (the database is in WAL
+//!   mode with `synchronous=NORMAL`: a crash of the master loses no committed change; a
+//!   crash of the machine may lose the last ones).
+//! * States follow Slurm's letters ([`JobState`]); a finished job (CD, F, CA) never
+//!   changes again — a late update of it is refused, not applied.
+//! * Text read back that does not parse (a damaged row) is an error naming the job,
+//!   never a panic.
+
+use crate::matrix::Placement;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A job's state, with Slurm's letters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobState {
+    /// PD: waiting for a place in the matrix.
+    Pending,
+    /// R: its slot is the current one.
+    Running,
+    /// S: placed, its slot is switched out (halted and stopped).
+    Suspended,
+    /// CD: every rank exited 0.
+    Completed,
+    /// F: a rank failed, or its node went down.
+    Failed,
+    /// CA: cancelled.
+    Cancelled,
+}
+
+impl JobState {
+    /// Slurm's letters.
+    pub fn code(self) -> &'static str {
+        match self {
+            JobState::Pending => "PD",
+            JobState::Running => "R",
+            JobState::Suspended => "S",
+            JobState::Completed => "CD",
+            JobState::Failed => "F",
+            JobState::Cancelled => "CA",
+        }
+    }
+
+    /// The state of `code` (Slurm's letters).
+    pub fn from_code(code: &str) -> Option<JobState> {
+        Some(match code {
+            "PD" => JobState::Pending,
+            "R" => JobState::Running,
+            "S" => JobState::Suspended,
+            "CD" => JobState::Completed,
+            "F" => JobState::Failed,
+            "CA" => JobState::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// No further change: completed, failed or cancelled.
+    pub fn finished(self) -> bool {
+        matches!(
+            self,
+            JobState::Completed | JobState::Failed | JobState::Cancelled
+        )
+    }
+}
+
+/// One job as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: u64,
+    pub name: String,
+    /// Ranks of the job.
+    pub ranks: u32,
+    /// Nodes it asked for.
+    pub nodes: u32,
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    pub state: JobState,
+    /// Where it runs (placed jobs).
+    pub placement: Option<Placement>,
+    pub exit_code: Option<i32>,
+    /// Why it failed or was cancelled, for `queue` and `logs`.
+    pub message: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub submitted_ms: u64,
+    pub started_ms: Option<u64>,
+    pub ended_ms: Option<u64>,
+}
+
+/// Errors of the job store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("job database: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("job {id}: damaged row: {what}")]
+    Damaged { id: u64, what: String },
+    #[error("job {0} does not exist")]
+    NoSuchJob(u64),
+    #[error("job {id} is already {state} and cannot change")]
+    Finished { id: u64, state: &'static str },
+}
+
+/// The job store.
+pub struct Store {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS jobs (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    name         TEXT    NOT NULL,
+    ranks        INTEGER NOT NULL,
+    nodes        INTEGER NOT NULL,
+    argv         TEXT    NOT NULL,
+    state        TEXT    NOT NULL,
+    placement    TEXT,
+    exit_code    INTEGER,
+    message      TEXT,
+    submitted_ms INTEGER NOT NULL,
+    started_ms   INTEGER,
+    ended_ms     INTEGER
+);";
+
+const COLUMNS: &str = "id, name, ranks, nodes, argv, state, placement, exit_code, message, \
+                       submitted_ms, started_ms, ended_ms";
+
+impl Store {
+    /// Opens (creating if needed) the store at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Self::with(conn)
+    }
+
+    /// A store in memory (tests).
+    pub fn in_memory() -> Result<Store, StoreError> {
+        Self::with(Connection::open_in_memory()?)
+    }
+
+    fn with(conn: Connection) -> Result<Store, StoreError> {
+        conn.execute_batch(SCHEMA)?;
+        Ok(Store { conn })
+    }
+
+    /// Records a new pending job; its id.
+    pub fn submit(
+        &self,
+        name: &str,
+        ranks: u32,
+        nodes: u32,
+        argv: &[String],
+        now_ms: u64,
+    ) -> Result<u64, StoreError> {
+        let argv = serde_json::to_string(argv).unwrap_or_else(|_| "[]".into());
+        self.conn.execute(
+            "INSERT INTO jobs (name, ranks, nodes, argv, state, submitted_ms) \
+             VALUES (?1, ?2, ?3, ?4, 'PD', ?5)",
+            params![name, ranks, nodes, argv, now_ms as i64],
+        )?;
+        Ok(self.conn.last_insert_rowid() as u64)
+    }
+
+    /// The job `id`.
+    pub fn get(&self, id: u64) -> Result<Option<JobRecord>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1");
+        let raw = self
+            .conn
+            .query_row(&sql, params![id as i64], Raw::read)
+            .optional()?;
+        raw.map(Raw::parse).transpose()
+    }
+
+    /// Every job, by id.
+    pub fn list(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.query(&format!("SELECT {COLUMNS} FROM jobs ORDER BY id"))
+    }
+
+    /// The jobs not finished yet (what a restarted master takes over), by id.
+    pub fn unfinished(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.query(&format!(
+            "SELECT {COLUMNS} FROM jobs WHERE state IN ('PD', 'R', 'S') ORDER BY id"
+        ))
+    }
+
+    fn query(&self, sql: &str) -> Result<Vec<JobRecord>, StoreError> {
+        let mut st = self.conn.prepare(sql)?;
+        let rows = st.query_map([], Raw::read)?;
+        rows.map(|r| Raw::parse(r?)).collect()
+    }
+
+    /// Refuses a change to a finished (or missing) job.
+    fn changeable(&self, id: u64) -> Result<JobRecord, StoreError> {
+        let job = self.get(id)?.ok_or(StoreError::NoSuchJob(id))?;
+        if job.state.finished() {
+            return Err(StoreError::Finished {
+                id,
+                state: job.state.code(),
+            });
+        }
+        Ok(job)
+    }
+
+    /// A pending job placed in the matrix, in `state` (R or S); the start time is set the
+    /// first time.
+    pub fn place(
+        &self,
+        id: u64,
+        placement: &Placement,
+        state: JobState,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.changeable(id)?;
+        let p = serde_json::to_string(placement).unwrap_or_default();
+        self.conn.execute(
+            "UPDATE jobs SET placement = ?2, state = ?3, \
+             started_ms = COALESCE(started_ms, ?4) WHERE id = ?1",
+            params![id as i64, p, state.code(), now_ms as i64],
+        )?;
+        Ok(())
+    }
+
+    /// A running job switched out (S) or in (R).
+    pub fn set_state(&self, id: u64, state: JobState) -> Result<(), StoreError> {
+        self.changeable(id)?;
+        self.conn.execute(
+            "UPDATE jobs SET state = ?2 WHERE id = ?1",
+            params![id as i64, state.code()],
+        )?;
+        Ok(())
+    }
+
+    /// The job ended in `state` (CD, F or CA) with its exit code and a message.
+    pub fn finish(
+        &self,
+        id: u64,
+        state: JobState,
+        exit_code: Option<i32>,
+        message: Option<&str>,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.changeable(id)?;
+        self.conn.execute(
+            "UPDATE jobs SET state = ?2, exit_code = ?3, message = ?4, ended_ms = ?5 \
+             WHERE id = ?1",
+            params![id as i64, state.code(), exit_code, message, now_ms as i64],
+        )?;
+        Ok(())
+    }
+}
+
+/// A row as read, before its text columns are parsed.
+struct Raw {
+    id: i64,
+    name: String,
+    ranks: i64,
+    nodes: i64,
+    argv: String,
+    state: String,
+    placement: Option<String>,
+    exit_code: Option<i32>,
+    message: Option<String>,
+    submitted_ms: i64,
+    started_ms: Option<i64>,
+    ended_ms: Option<i64>,
+}
+
+impl Raw {
+    fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+        Ok(Raw {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            ranks: r.get(2)?,
+            nodes: r.get(3)?,
+            argv: r.get(4)?,
+            state: r.get(5)?,
+            placement: r.get(6)?,
+            exit_code: r.get(7)?,
+            message: r.get(8)?,
+            submitted_ms: r.get(9)?,
+            started_ms: r.get(10)?,
+            ended_ms: r.get(11)?,
+        })
+    }
+
+    fn parse(self) -> Result<JobRecord, StoreError> {
+        let id = self.id as u64;
+        let damaged = |what: String| StoreError::Damaged { id, what };
+        let state = JobState::from_code(&self.state)
+            .ok_or_else(|| damaged(format!("state {:?}", self.state)))?;
+        let argv: Vec<String> =
+            serde_json::from_str(&self.argv).map_err(|e| damaged(format!("argv: {e}")))?;
+        let placement = match self.placement {
+            None => None,
+            Some(p) => {
+                Some(serde_json::from_str(&p).map_err(|e| damaged(format!("placement: {e}")))?)
+            }
+        };
+        let count =
+            |v: i64, what: &str| u32::try_from(v).map_err(|_| damaged(format!("{what} {v}")));
+        Ok(JobRecord {
+            id,
+            name: self.name,
+            ranks: count(self.ranks, "ranks")?,
+            nodes: count(self.nodes, "nodes")?,
+            argv,
+            state,
+            placement,
+            exit_code: self.exit_code,
+            message: self.message,
+            submitted_ms: self.submitted_ms.max(0) as u64,
+            started_ms: self.started_ms.map(|v| v.max(0) as u64),
+            ended_ms: self.ended_ms.map(|v| v.max(0) as u64),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv() -> Vec<String> {
+        vec!["./jacobi".into(), "64".into()]
+    }
+
+    #[test]
+    fn a_job_goes_from_pending_to_completed_and_stays_there() {
+        let s = Store::in_memory().unwrap();
+        let a = s.submit("jacobi", 8, 4, &argv(), 1000).unwrap();
+        let b = s.submit("matmul", 4, 2, &argv(), 1001).unwrap();
+        assert!(b > a);
+        let j = s.get(a).unwrap().unwrap();
+        assert_eq!(
+            (j.state, j.ranks, j.nodes, j.argv),
+            (JobState::Pending, 8, 4, argv())
+        );
+        let p = Placement {
+            slot: 1,
+            nodes: vec![0, 1, 2, 3],
+        };
+        s.place(a, &p, JobState::Running, 2000).unwrap();
+        s.set_state(a, JobState::Suspended).unwrap();
+        s.place(a, &p, JobState::Running, 3000).unwrap();
+        let j = s.get(a).unwrap().unwrap();
+        assert_eq!(j.placement, Some(p));
+        assert_eq!(j.started_ms, Some(2000), "set at the first start only");
+        s.finish(a, JobState::Completed, Some(0), None, 4000)
+            .unwrap();
+        assert!(matches!(
+            s.set_state(a, JobState::Running),
+            Err(StoreError::Finished { state: "CD", .. })
+        ));
+        assert!(matches!(
+            s.set_state(99, JobState::Running),
+            Err(StoreError::NoSuchJob(99))
+        ));
+        let ids: Vec<u64> = s.unfinished().unwrap().iter().map(|j| j.id).collect();
+        assert_eq!(ids, vec![b]);
+        assert_eq!(s.list().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_reopened_store_knows_every_job() {
+        let dir = std::env::temp_dir().join(format!("phalanx-gang-store-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("jobs.db");
+        let _ = std::fs::remove_file(&path);
+        {
+            let s = Store::open(&path).unwrap();
+            let a = s.submit("a", 2, 1, &argv(), 1).unwrap();
+            s.finish(a, JobState::Failed, Some(3), Some("node 2 down"), 5)
+                .unwrap();
+            s.submit("b", 2, 1, &argv(), 2).unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let jobs = s.list().unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].state, JobState::Failed);
+        assert_eq!(jobs[0].message.as_deref(), Some("node 2 down"));
+        assert_eq!(jobs[0].exit_code, Some(3));
+        assert_eq!(jobs[1].state, JobState::Pending);
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_damaged_row_is_an_error_naming_the_job() {
+        let s = Store::in_memory().unwrap();
+        let a = s.submit("a", 2, 1, &argv(), 1).unwrap();
+        s.conn
+            .execute(
+                "UPDATE jobs SET state = 'ZZ' WHERE id = ?1",
+                params![a as i64],
+            )
+            .unwrap();
+        let e = s.get(a).unwrap_err().to_string();
+        assert!(e.contains(&format!("job {a}")) && e.contains("ZZ"), "{e}");
+    }
+}
