@@ -36,6 +36,9 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// The job manager: gang-scheduled jobs sharing this machine's nodes (`up`, `submit`,
+    /// `queue`, `matrix`, `nodes`, `cancel`, `logs`, `down`).
+    Gang(crate::gang::GangArgs),
 }
 
 const RUN_AFTER_HELP: &str = "\
@@ -175,7 +178,9 @@ mod tests {
         v.extend(args);
         Cli::try_parse_from(v).map(|c| match c.command {
             Command::Run(r) => r,
-            Command::Cc { .. } => unreachable!("parse() builds `phalanx run` lines"),
+            Command::Cc { .. } | Command::Gang(_) => {
+                unreachable!("parse() builds `phalanx run` lines")
+            }
         })
     }
 

@@ -3,10 +3,11 @@
 //! Modules: [`args`] (command line), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
 //! (rank processes), [`output`] (line forwarding), [`signals`] (self-pipe), [`status`]
 //! (exit-status wording), [`cc`] (`phalanx cc`, the
-//! mpicc of the C ABI).
+//! mpicc of the C ABI), [`gang`] (`phalanx gang`, the job manager).
 
 mod args;
 mod cc;
+mod gang;
 mod hosts;
 mod job;
 mod output;
@@ -27,6 +28,7 @@ fn main() {
             }
         },
         args::Command::Cc { args } => cc::run(args),
+        args::Command::Gang(g) => gang::run(g),
     };
     std::process::exit(code);
 }

@@ -9,6 +9,7 @@
 //! hooks, driven today by `phalanx run` on SIGTSTP/SIGCONT).
 
 pub mod matrix;
+pub mod proto;
 pub mod store;
 
 pub use matrix::{JobId, Matrix, PlaceError, Placement};

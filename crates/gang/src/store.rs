@@ -226,6 +226,17 @@ impl Store {
         Ok(())
     }
 
+    /// A pending job given its place in the matrix; it stays pending until it starts.
+    pub fn assign(&self, id: u64, placement: &Placement) -> Result<(), StoreError> {
+        self.changeable(id)?;
+        let p = serde_json::to_string(placement).unwrap_or_default();
+        self.conn.execute(
+            "UPDATE jobs SET placement = ?2 WHERE id = ?1",
+            params![id as i64, p],
+        )?;
+        Ok(())
+    }
+
     /// A running job switched out (S) or in (R).
     pub fn set_state(&self, id: u64, state: JobState) -> Result<(), StoreError> {
         self.changeable(id)?;

@@ -35,6 +35,7 @@ fn ensure_built() {
             && dir.join("examples/spmv").exists()
             && dir.join("examples/jacobi").exists()
             && dir.join("examples/switch").exists()
+            && dir.join("examples/hello").exists()
         {
             return;
         }

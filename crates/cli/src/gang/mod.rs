@@ -1,0 +1,409 @@
+//! `phalanx gang …`: the job manager's commands (seed 001) in Slurm's conventions.
+//!
+//! Contract: `up` creates the cluster's state directory (`--dir`, else
+//! `$PHALANX_GANG_DIR`, else `/tmp/phalanx-gang-<uid>`) with a fresh secret readable only
+//! by its owner, starts the master in the background and returns once it listens; `down`
+//! stops it and every job. Every other command reads the secret and the master's port
+//! from that directory and sends one request ([`phalanx_gang::proto`]). Bad input —
+//! an unknown job, more nodes than the cluster has, a program that does not exist, a
+//! second `up` — gets a one-line error and a non-zero exit.
+
+mod master;
+
+use clap::{Args, Subcommand};
+use phalanx_gang::proto::{Hello, Reply, Request, MAX_LINE};
+use phalanx_gang::{JobRecord, JobState};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// `phalanx gang` and its subcommands.
+#[derive(Args, Debug)]
+pub struct GangArgs {
+    /// The cluster's state directory (default `$PHALANX_GANG_DIR`, else
+    /// `/tmp/phalanx-gang-<uid>`).
+    #[arg(long, global = true)]
+    dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: GangCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum GangCommand {
+    /// Start the master (in the background) for a cluster of N nodes.
+    Up {
+        #[arg(long, default_value_t = 4)]
+        nodes: u32,
+        /// Time slice of each slot, in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        quantum: u64,
+        /// Time slots of the gang matrix.
+        #[arg(long, default_value_t = 8)]
+        slots: u32,
+    },
+    /// Stop the master and every job.
+    Down,
+    /// Submit a job; prints its id.
+    Submit {
+        /// Ranks.
+        #[arg(short = 'n', long = "ranks")]
+        ranks: u32,
+        /// Nodes (default: as many as the ranks, at most the cluster's).
+        #[arg(long)]
+        nodes: Option<u32>,
+        #[arg(long, default_value = "")]
+        name: String,
+        /// Stay attached: stream the job's output, exit with its exit code.
+        #[arg(long)]
+        wait: bool,
+        /// The program and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        argv: Vec<String>,
+    },
+    /// Every job: JOBID NAME ST SLOT NODES TIME.
+    Queue {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The gang matrix: slots × nodes.
+    Matrix {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The nodes and their jobs.
+    Nodes {
+        #[arg(long)]
+        json: bool,
+    },
+    /// End a job.
+    Cancel { id: u64 },
+    /// A job's output (`-f`: follow until it ends).
+    Logs {
+        id: u64,
+        #[arg(short = 'f')]
+        follow: bool,
+    },
+    /// Run the master in the foreground (what `up` starts).
+    #[command(hide = true)]
+    Master {
+        #[arg(long)]
+        nodes: u32,
+        #[arg(long)]
+        quantum: u64,
+        #[arg(long)]
+        slots: u32,
+    },
+}
+
+fn default_dir() -> PathBuf {
+    std::env::var_os("PHALANX_GANG_DIR").map_or_else(
+        // SAFETY: getuid(2) cannot fail.
+        || PathBuf::from(format!("/tmp/phalanx-gang-{}", unsafe { libc::getuid() })),
+        PathBuf::from,
+    )
+}
+
+/// Runs a `phalanx gang` command; its exit code.
+pub fn run(args: GangArgs) -> i32 {
+    let dir = args.dir.unwrap_or_else(default_dir);
+    let r = match args.command {
+        GangCommand::Up {
+            nodes,
+            quantum,
+            slots,
+        } => up(&dir, nodes, quantum, slots),
+        GangCommand::Master {
+            nodes,
+            quantum,
+            slots,
+        } => {
+            return master::run(master::MasterConfig {
+                dir,
+                nodes,
+                slots,
+                quantum: Duration::from_millis(quantum.max(10)),
+            })
+        }
+        GangCommand::Down => request(&dir, &Request::Shutdown).map(|_| {
+            println!("phalanx gang: stopped");
+            0
+        }),
+        GangCommand::Submit {
+            ranks,
+            nodes,
+            name,
+            wait,
+            argv,
+        } => submit(&dir, ranks, nodes, name, wait, argv),
+        GangCommand::Queue { json } => queue(&dir, json),
+        GangCommand::Matrix { json } => matrix(&dir, json),
+        GangCommand::Nodes { json } => nodes(&dir, json),
+        GangCommand::Cancel { id } => request(&dir, &Request::Cancel { id }).map(|_| 0),
+        GangCommand::Logs { id, follow } => logs(&dir, id, follow).map(|(code, _)| code),
+    };
+    r.unwrap_or_else(|e| {
+        eprintln!("phalanx gang: {e}");
+        1
+    })
+}
+
+fn up(dir: &PathBuf, nodes: u32, quantum: u64, slots: u32) -> Result<i32, String> {
+    if nodes == 0 {
+        return Err("--nodes must be at least 1".into());
+    }
+    if request(dir, &Request::Queue).is_ok() {
+        return Err(format!("a cluster is already up in {}", dir.display()));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(dir.join("port"));
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .map_err(|e| format!("no randomness for the secret: {e}"))?;
+    let secret: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    let path = dir.join("secret");
+    let _ = std::fs::remove_file(&path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(secret.as_bytes()))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let log = std::fs::File::create(dir.join("master.log")).map_err(|e| e.to_string())?;
+    let child = std::process::Command::new(exe)
+        .arg("gang")
+        .arg("--dir")
+        .arg(dir)
+        .arg("master")
+        .args(["--nodes", &nodes.to_string()])
+        .args(["--quantum", &quantum.to_string()])
+        .args(["--slots", &slots.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start the master: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(port) = std::fs::read_to_string(dir.join("port")) {
+            println!(
+                "phalanx gang: master pid {} on 127.0.0.1:{} with {nodes} nodes (state in {})",
+                child.id(),
+                port.trim(),
+                dir.display()
+            );
+            return Ok(0);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!(
+        "the master did not start; see {}",
+        dir.join("master.log").display()
+    ))
+}
+
+/// Sends one request to the master of `dir`; its reply (an error reply is an `Err`).
+fn request(dir: &std::path::Path, req: &Request) -> Result<Reply, String> {
+    let secret = std::fs::read_to_string(dir.join("secret"))
+        .map_err(|_| format!("no cluster in {} (phalanx gang up)", dir.display()))?;
+    let port: u16 = std::fs::read_to_string(dir.join("port"))
+        .ok()
+        .and_then(|p| p.trim().parse().ok())
+        .ok_or_else(|| format!("no cluster is up in {}", dir.display()))?;
+    let mut s = TcpStream::connect(("127.0.0.1", port))
+        .map_err(|e| format!("cannot reach the master on port {port}: {e}"))?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+    let hello = Hello {
+        secret: secret.trim().to_string(),
+    };
+    let mut text = serde_json::to_string(&hello).map_err(|e| e.to_string())?;
+    text.push('\n');
+    text += &serde_json::to_string(req).map_err(|e| e.to_string())?;
+    text.push('\n');
+    s.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    BufReader::new(s.take(2 * MAX_LINE as u64))
+        .read_line(&mut line)
+        .map_err(|e| format!("no answer from the master: {e}"))?;
+    match serde_json::from_str::<Reply>(&line) {
+        Ok(Reply::Error { message }) => Err(message),
+        Ok(r) => Ok(r),
+        Err(_) => Err("no answer from the master".into()),
+    }
+}
+
+fn submit(
+    dir: &std::path::Path,
+    ranks: u32,
+    nodes: Option<u32>,
+    name: String,
+    wait: bool,
+    argv: Vec<String>,
+) -> Result<i32, String> {
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let nodes = match nodes {
+        Some(n) => n,
+        None => match request(dir, &Request::Nodes)? {
+            Reply::Nodes { nodes } => ranks.min(nodes.iter().filter(|n| n.up).count() as u32),
+            _ => ranks,
+        },
+    };
+    let req = Request::Submit {
+        name,
+        ranks,
+        nodes,
+        argv,
+        cwd: cwd.to_string_lossy().into_owned(),
+    };
+    let Reply::Submitted { id } = request(dir, &req)? else {
+        return Err("unexpected answer".into());
+    };
+    println!("{id}");
+    if !wait {
+        return Ok(0);
+    }
+    let (_, job) = logs(dir, id, true)?;
+    Ok(job.and_then(|j| j.exit_code).unwrap_or(1))
+}
+
+/// Prints job `id`'s output (following it until the job ends); the exit code for
+/// `logs` and the job as it ended.
+fn logs(dir: &std::path::Path, id: u64, follow: bool) -> Result<(i32, Option<JobRecord>), String> {
+    let mut from = 0;
+    loop {
+        let Reply::Log {
+            text,
+            next,
+            finished,
+        } = request(dir, &Request::Logs { id, from })?
+        else {
+            return Err("unexpected answer".into());
+        };
+        print!("{text}");
+        let _ = std::io::stdout().flush();
+        let more = next > from;
+        from = next;
+        if !follow || (finished && !more) {
+            let job = jobs(dir)?.into_iter().find(|j| j.id == id);
+            return Ok((0, job));
+        }
+        if !more {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+fn jobs(dir: &std::path::Path) -> Result<Vec<JobRecord>, String> {
+    match request(dir, &Request::Queue)? {
+        Reply::Jobs { jobs } => Ok(jobs),
+        _ => Err("unexpected answer".into()),
+    }
+}
+
+fn queue(dir: &std::path::Path, json: bool) -> Result<i32, String> {
+    let jobs = jobs(dir)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&jobs).map_err(|e| e.to_string())?
+        );
+        return Ok(0);
+    }
+    println!(
+        "{:>6} {:<16} {:>2} {:>4} {:<12} {:>9}",
+        "JOBID", "NAME", "ST", "SLOT", "NODES", "TIME"
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    for j in jobs {
+        let slot = j
+            .placement
+            .as_ref()
+            .map_or("-".to_string(), |p| p.slot.to_string());
+        let nodes = j.placement.as_ref().map_or("-".to_string(), |p| {
+            p.nodes
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        let time = j.started_ms.map_or("0:00".to_string(), |s| {
+            let end = j.ended_ms.unwrap_or(now);
+            let secs = end.saturating_sub(s) / 1000;
+            format!("{}:{:02}", secs / 60, secs % 60)
+        });
+        let name: String = j.name.chars().take(16).collect();
+        println!(
+            "{:>6} {:<16} {:>2} {:>4} {:<12} {:>9}",
+            j.id,
+            name,
+            j.state.code(),
+            slot,
+            nodes,
+            time
+        );
+        if matches!(j.state, JobState::Failed | JobState::Cancelled) {
+            if let Some(m) = &j.message {
+                println!("{:>6} {m}", "");
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn matrix(dir: &std::path::Path, json: bool) -> Result<i32, String> {
+    let Reply::Matrix { cells, current } = request(dir, &Request::Matrix)? else {
+        return Err("unexpected answer".into());
+    };
+    if json {
+        let v = serde_json::json!({ "cells": cells, "current": current });
+        println!("{v}");
+        return Ok(0);
+    }
+    let width = cells.first().map_or(0, |r| r.len());
+    print!("{:>6}", "SLOT");
+    for n in 0..width {
+        print!(" {:>6}", format!("node{n}"));
+    }
+    println!();
+    for (s, row) in cells.iter().enumerate() {
+        let mark = if s as u32 == current { "*" } else { " " };
+        print!("{:>5}{mark}", s);
+        for c in row {
+            print!(" {:>6}", c.map_or("-".to_string(), |j| j.to_string()));
+        }
+        println!();
+    }
+    Ok(0)
+}
+
+fn nodes(dir: &std::path::Path, json: bool) -> Result<i32, String> {
+    let Reply::Nodes { nodes } = request(dir, &Request::Nodes)? else {
+        return Err("unexpected answer".into());
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&nodes).map_err(|e| e.to_string())?
+        );
+        return Ok(0);
+    }
+    println!("{:>5} {:<5} JOBS", "NODE", "STATE");
+    for n in nodes {
+        let jobs: Vec<String> = n.jobs.iter().map(|j| j.to_string()).collect();
+        println!(
+            "{:>5} {:<5} {}",
+            n.node,
+            if n.up { "up" } else { "down" },
+            jobs.join(",")
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,173 @@
+//! The job manager on this machine (`phalanx gang`): a master started with `up`, jobs
+//! that share the nodes alternate between running and suspended (each switch halts the
+//! outgoing job's network through its launcher), finish with correct results and their
+//! exit codes; `cancel`, `logs`, `--wait`, bad input and `down` behave as documented.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Cluster {
+    dir: std::path::PathBuf,
+}
+
+impl Cluster {
+    fn gang(&self, args: &[&str]) -> Run {
+        let mut cmd = Command::new(phalanx());
+        cmd.arg("gang").arg("--dir").arg(&self.dir).args(args);
+        cmd.env_remove("PHALANX_FAULTS").env_remove("PHALANX_BOOT");
+        run_cmd(cmd, Duration::from_secs(120))
+    }
+
+    fn states(&self) -> Vec<(u64, String)> {
+        let r = self.gang(&["queue", "--json"]);
+        assert!(r.ok(), "{}", r.dump());
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("queue --json");
+        v.as_array()
+            .expect("an array")
+            .iter()
+            .map(|j| {
+                (
+                    j["id"].as_u64().unwrap(),
+                    j["state"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.gang(&["down"]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn mr_gang_jobs_alternate_and_finish() {
+    let c = Cluster {
+        dir: std::env::temp_dir().join(format!("phalanx-gang-test-{}", std::process::id())),
+    };
+    let _ = std::fs::remove_dir_all(&c.dir);
+    let r = c.gang(&["up", "--nodes", "2", "--quantum", "200"]);
+    assert!(r.ok() && r.stdout.contains("master pid"), "{}", r.dump());
+    let again = c.gang(&["up", "--nodes", "2"]);
+    assert!(
+        !again.ok() && again.stderr.contains("already up"),
+        "{}",
+        again.dump()
+    );
+    let master_pid: i32 = std::fs::read_to_string(c.dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+
+    // Bad input: one line each, non-zero.
+    let stress = example("stress").display().to_string();
+    for (args, want) in [
+        (
+            vec!["submit", "-n", "4", "--nodes", "3", &stress],
+            "has 2 up",
+        ),
+        (
+            vec!["submit", "-n", "2", "/no/such/program"],
+            "does not exist",
+        ),
+        (vec!["cancel", "999"], "no job 999"),
+    ] {
+        let r = c.gang(&args);
+        assert!(!r.ok() && r.stderr.contains(want), "{args:?}\n{}", r.dump());
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
+    }
+
+    // Two jobs that each need both nodes: two slots, switched every quantum.
+    let a = c.gang(&[
+        "submit", "-n", "2", "--name", "a", &stress, "20", "200", "1",
+    ]);
+    let b = c.gang(&[
+        "submit", "-n", "2", "--name", "b", &stress, "20", "200", "2",
+    ]);
+    assert!(a.ok() && b.ok(), "{}\n{}", a.dump(), b.dump());
+    let ids: Vec<u64> = [&a, &b]
+        .iter()
+        .map(|r| r.stdout.trim().parse().unwrap())
+        .collect();
+    let mut seen_alternation = false;
+    let t = Instant::now();
+    loop {
+        let s = c.states();
+        let st = |id| s.iter().find(|(i, _)| *i == id).unwrap().1.clone();
+        let (sa, sb) = (st(ids[0]), st(ids[1]));
+        if (sa == "Running" && sb == "Suspended") || (sa == "Suspended" && sb == "Running") {
+            seen_alternation = true;
+        }
+        if sa == "Completed" && sb == "Completed" {
+            break;
+        }
+        assert!(
+            !["Failed", "Cancelled"].contains(&sa.as_str())
+                && !["Failed", "Cancelled"].contains(&sb.as_str()),
+            "{s:?}\n{}",
+            c.gang(&["logs", &ids[0].to_string()]).stdout
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(90),
+            "jobs did not finish: {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(seen_alternation, "the two jobs never alternated");
+    for id in &ids {
+        let log = c.gang(&["logs", &id.to_string()]);
+        assert_eq!(
+            log.stdout.matches("all checksums ok").count(),
+            2,
+            "{}",
+            log.dump()
+        );
+        assert!(log.stdout.contains("job halted in"), "{}", log.dump());
+    }
+    let m = c.gang(&["matrix"]);
+    assert!(m.ok() && m.stdout.contains("node1"), "{}", m.dump());
+
+    // A failing program ends F with its code; a long job cancelled ends CA.
+    let f = c.gang(&["submit", "-n", "1", "--wait", "false"]);
+    assert!(!f.ok(), "{}", f.dump());
+    let long = c.gang(&["submit", "-n", "2", &stress, "100000", "200", "3"]);
+    let long_id = long.stdout.trim().to_string();
+    std::thread::sleep(Duration::from_millis(500));
+    let r = c.gang(&["cancel", &long_id]);
+    assert!(r.ok(), "{}", r.dump());
+    let q = c.gang(&["queue"]);
+    assert!(
+        q.stdout.contains(" F ") && q.stdout.contains(" CA "),
+        "{}",
+        q.dump()
+    );
+
+    // --wait streams the output and exits with the job's code.
+    let hello = example("hello").display().to_string();
+    let w = c.gang(&["submit", "-n", "2", "--wait", &hello]);
+    assert!(
+        w.ok() && w.stdout.contains("hello from rank 1"),
+        "{}",
+        w.dump()
+    );
+
+    // down stops the master and leaves nothing running.
+    let d = c.gang(&["down"]);
+    assert!(d.ok(), "{}", d.dump());
+    let t = Instant::now();
+    // SAFETY: signal 0 only checks that the process exists.
+    while unsafe { libc::kill(master_pid, 0) } == 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: as above.
+    assert_ne!(
+        unsafe { libc::kill(master_pid, 0) },
+        0,
+        "the master is still running"
+    );
+}
