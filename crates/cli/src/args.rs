@@ -77,6 +77,10 @@ pub struct RunArgs {
     /// Prefix every output line with "\[rank\] ".
     #[arg(long)]
     pub tag_output: bool,
+    /// Write the launcher's exit code to this file when it ends (for a job manager that
+    /// may outlive its child relationship with the launcher).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub status_file: Option<PathBuf>,
 
     /// Stop the job after SECONDS: print what every rank is waiting on, then terminate all.
     #[arg(long, value_name = "SECONDS", value_parser = parse_secs)]

@@ -20,13 +20,25 @@ use clap::Parser;
 fn main() {
     let cli = args::Cli::parse();
     let code = match cli.command {
-        args::Command::Run(run) => match run.into_config() {
-            Ok(cfg) => job::run(cfg),
-            Err(e) => {
-                eprintln!("phalanx: {e}");
-                2
+        args::Command::Run(run) => {
+            let status_file = run.status_file.clone();
+            let code = match run.into_config() {
+                Ok(cfg) => job::run(cfg),
+                Err(e) => {
+                    eprintln!("phalanx: {e}");
+                    2
+                }
+            };
+            if let Some(f) = status_file {
+                // Written whole under another name, then renamed: a reader never sees
+                // half a code.
+                let tmp = f.with_extension("tmp");
+                if std::fs::write(&tmp, code.to_string()).is_ok() {
+                    let _ = std::fs::rename(&tmp, &f);
+                }
             }
-        },
+            code
+        }
         args::Command::Cc { args } => cc::run(args),
         args::Command::Gang(g) => gang::run(g),
     };

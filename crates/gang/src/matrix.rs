@@ -137,6 +137,41 @@ impl Matrix {
         Ok(p)
     }
 
+    /// Puts `job` back exactly at `p` (a restarted master taking over its jobs): the
+    /// cells must be free and on nodes of the matrix; rows are opened as needed.
+    pub fn insert(&mut self, job: JobId, p: &Placement) -> Result<(), PlaceError> {
+        if self.placed.contains_key(&job) {
+            return Err(PlaceError::Placed(job));
+        }
+        let slot = p.slot as usize;
+        let fits = p.slot < self.max_slots
+            && !p.nodes.is_empty()
+            && p.nodes.iter().all(|&n| {
+                n < self.nodes && self.rows.get(slot).is_none_or(|r| r[n as usize].is_none())
+            });
+        if !fits {
+            return Err(PlaceError::Full {
+                want: p.nodes.len() as u32,
+                slots: self.max_slots,
+            });
+        }
+        while self.rows.len() <= slot {
+            self.rows.push(vec![None; self.nodes as usize]);
+        }
+        for &n in &p.nodes {
+            self.rows[slot][n as usize] = Some(job);
+        }
+        self.placed.insert(job, p.clone());
+        Ok(())
+    }
+
+    /// Makes `slot` current (a restarted master: the slot whose jobs run).
+    pub fn set_current(&mut self, slot: u32) {
+        if (slot as usize) < self.rows.len() {
+            self.current = slot;
+        }
+    }
+
     /// Frees `job`'s cells; its placement, if it had one.
     pub fn remove(&mut self, job: JobId) -> Option<Placement> {
         let p = self.placed.remove(&job)?;

@@ -90,6 +90,8 @@ pub struct JobRecord {
     pub submitted_ms: u64,
     pub started_ms: Option<u64>,
     pub ended_ms: Option<u64>,
+    /// The pid of the process that runs it (its launcher), once started.
+    pub pid: Option<u32>,
 }
 
 /// Errors of the job store.
@@ -124,11 +126,12 @@ CREATE TABLE IF NOT EXISTS jobs (
     message      TEXT,
     submitted_ms INTEGER NOT NULL,
     started_ms   INTEGER,
-    ended_ms     INTEGER
+    ended_ms     INTEGER,
+    pid          INTEGER
 );";
 
 const COLUMNS: &str = "id, name, ranks, nodes, argv, state, placement, exit_code, message, \
-                       submitted_ms, started_ms, ended_ms";
+                       submitted_ms, started_ms, ended_ms, pid";
 
 impl Store {
     /// Opens (creating if needed) the store at `path`.
@@ -237,6 +240,16 @@ impl Store {
         Ok(())
     }
 
+    /// The pid of the process that runs the job.
+    pub fn set_pid(&self, id: u64, pid: u32) -> Result<(), StoreError> {
+        self.changeable(id)?;
+        self.conn.execute(
+            "UPDATE jobs SET pid = ?2 WHERE id = ?1",
+            params![id as i64, pid as i64],
+        )?;
+        Ok(())
+    }
+
     /// A running job switched out (S) or in (R).
     pub fn set_state(&self, id: u64, state: JobState) -> Result<(), StoreError> {
         self.changeable(id)?;
@@ -280,6 +293,7 @@ struct Raw {
     submitted_ms: i64,
     started_ms: Option<i64>,
     ended_ms: Option<i64>,
+    pid: Option<i64>,
 }
 
 impl Raw {
@@ -297,6 +311,7 @@ impl Raw {
             submitted_ms: r.get(9)?,
             started_ms: r.get(10)?,
             ended_ms: r.get(11)?,
+            pid: r.get(12)?,
         })
     }
 
@@ -328,6 +343,7 @@ impl Raw {
             submitted_ms: self.submitted_ms.max(0) as u64,
             started_ms: self.started_ms.map(|v| v.max(0) as u64),
             ended_ms: self.ended_ms.map(|v| v.max(0) as u64),
+            pid: self.pid.and_then(|p| u32::try_from(p).ok()),
         })
     }
 }

@@ -171,3 +171,70 @@ fn mr_gang_jobs_alternate_and_finish() {
         "the master is still running"
     );
 }
+
+/// The master killed with SIGKILL in the middle of a run and started again: it takes
+/// over both jobs (one running, one suspended), goes on switching, and both finish
+/// with correct results.
+#[test]
+fn mr_gang_master_restart_loses_no_job() {
+    let c = Cluster {
+        dir: std::env::temp_dir().join(format!("phalanx-gang-restart-{}", std::process::id())),
+    };
+    let _ = std::fs::remove_dir_all(&c.dir);
+    let r = c.gang(&["up", "--nodes", "2", "--quantum", "200"]);
+    assert!(r.ok(), "{}", r.dump());
+    let stress = example("stress").display().to_string();
+    let mut ids = Vec::new();
+    for seed in ["1", "2"] {
+        let r = c.gang(&["submit", "-n", "2", &stress, "30", "200", seed]);
+        assert!(r.ok(), "{}", r.dump());
+        ids.push(r.stdout.trim().parse::<u64>().unwrap());
+    }
+    // Both started (one running, one suspended), then the master dies.
+    let t = Instant::now();
+    while !c
+        .states()
+        .iter()
+        .all(|(_, s)| s == "Running" || s == "Suspended")
+    {
+        assert!(t.elapsed() < Duration::from_secs(30), "{:?}", c.states());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pid: i32 = std::fs::read_to_string(c.dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: killing the master this test started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(300));
+    let r = c.gang(&["up", "--nodes", "2", "--quantum", "200"]);
+    assert!(r.ok(), "{}", r.dump());
+    let t = Instant::now();
+    loop {
+        let s = c.states();
+        if s.iter().all(|(_, st)| st == "Completed") {
+            break;
+        }
+        assert!(
+            !s.iter().any(|(_, st)| st == "Failed" || st == "Cancelled"),
+            "{s:?}\n{}",
+            c.gang(&["queue"]).stdout
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(90),
+            "jobs did not finish: {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for id in ids {
+        let log = c.gang(&["logs", &id.to_string()]);
+        assert_eq!(
+            log.stdout.matches("all checksums ok").count(),
+            2,
+            "{}",
+            log.dump()
+        );
+    }
+}

@@ -16,6 +16,11 @@
 //!   leaves the matrix; its state is CD for exit 0, else F with the launcher's code.
 //! * `cancel` ends a job (SIGTERM to its launcher, continued if stopped, which ends the
 //!   ranks), `shutdown` cancels every job and exits, removing the port and pid files.
+//! * A master killed and restarted loses no job: launchers run in their own process
+//!   groups and outlive it, each writes its exit code to `DIR/jobs/ID.exit`, and the new
+//!   master takes over every job whose launcher is still alive (its placement back in
+//!   the matrix, running or suspended as the process is), finishes those whose launcher
+//!   ended meanwhile with the code it left, and places the pending ones again.
 //! * Today every node is this machine: the ranks of a job all run here, through one
 //!   launcher per job (node daemons and network namespaces come next).
 
@@ -46,9 +51,24 @@ pub struct MasterConfig {
 
 /// A job whose launcher was started.
 struct Started {
-    child: Child,
+    /// The launcher, when this master started it (else taken over after a restart).
+    child: Option<Child>,
+    pid: u32,
     /// Its launcher was told to suspend (and is stopped or stopping).
     suspended: bool,
+}
+
+impl Started {
+    /// Whether the launcher has ended (reaping it if it is our child).
+    fn ended(&mut self) -> Option<Option<std::process::ExitStatus>> {
+        match self.child.as_mut() {
+            Some(c) => match c.try_wait() {
+                Ok(Some(st)) => Some(Some(st)),
+                _ => None,
+            },
+            None => (!alive(self.pid)).then_some(None),
+        }
+    }
 }
 
 struct Master {
@@ -123,21 +143,69 @@ fn write_file(p: &Path, text: &str) -> Result<(), String> {
 }
 
 impl Master {
-    /// Jobs a previous master left unfinished: their launchers died with it (they were
-    /// its children), so running ones are failed; pending ones wait again.
+    /// Takes over the jobs a previous master left (module docs).
     fn recover(&mut self) -> Result<(), String> {
+        let mut running_slot = None;
         for j in self.store.unfinished().map_err(|e| e.to_string())? {
-            if j.state != JobState::Pending || j.started_ms.is_some() {
-                let _ = self.store.finish(
-                    j.id,
-                    JobState::Failed,
-                    None,
-                    Some("the master restarted while the job ran"),
-                    now_ms(),
-                );
+            let Some(pid) = j.pid.filter(|_| j.started_ms.is_some()) else {
+                continue; // pending: placed again by the scheduler
+            };
+            match j.placement.as_ref() {
+                Some(p) if self.launcher_of(j.id, pid) && self.matrix.insert(j.id, p).is_ok() => {
+                    let suspended = stopped(pid);
+                    if !suspended {
+                        running_slot = Some(p.slot);
+                    }
+                    let state = if suspended {
+                        JobState::Suspended
+                    } else {
+                        JobState::Running
+                    };
+                    let _ = self.store.set_state(j.id, state);
+                    self.started.insert(
+                        j.id,
+                        Started {
+                            child: None,
+                            pid,
+                            suspended,
+                        },
+                    );
+                }
+                _ => self.ended(j.id, None),
             }
         }
+        if let Some(s) = running_slot {
+            self.matrix.set_current(s);
+        }
         Ok(())
+    }
+
+    /// Whether `pid` is alive and is job `id`'s launcher (not a process that took over
+    /// its pid): its command line names the job's exit file.
+    fn launcher_of(&self, id: JobId, pid: u32) -> bool {
+        let exit = format!("jobs/{id}.exit");
+        alive(pid)
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&exit))
+    }
+
+    /// Job `id`'s launcher ended: its state from the code it left (or `status`).
+    fn ended(&mut self, id: JobId, status: Option<std::process::ExitStatus>) {
+        self.matrix.remove(id);
+        let path = self.cfg.dir.join("jobs").join(format!("{id}.exit"));
+        let code = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|c| c.trim().parse::<i32>().ok())
+            .or_else(|| status.and_then(|s| s.code()));
+        let (state, msg) = match code {
+            Some(0) => (JobState::Completed, None),
+            Some(c) => (JobState::Failed, Some(format!("exit code {c}"))),
+            None => (
+                JobState::Failed,
+                Some("the launcher ended without an exit code".to_string()),
+            ),
+        };
+        let _ = self.store.finish(id, state, code, msg.as_deref(), now_ms());
     }
 
     /// Serves one command; true on shutdown.
@@ -271,7 +339,7 @@ impl Master {
             return error(&format!("job {id} already ended ({})", job.state.code()));
         }
         if let Some(mut s) = self.started.remove(&id) {
-            end_launcher(&mut s.child);
+            end_launcher(&mut s);
         }
         self.matrix.remove(id);
         let _ = self
@@ -321,22 +389,13 @@ impl Master {
     fn reap(&mut self) {
         let mut ended = Vec::new();
         for (&id, s) in self.started.iter_mut() {
-            if let Ok(Some(st)) = s.child.try_wait() {
+            if let Some(st) = s.ended() {
                 ended.push((id, st));
             }
         }
         for (id, st) in ended {
             self.started.remove(&id);
-            self.matrix.remove(id);
-            let code = st.code().unwrap_or(1);
-            let (state, msg) = if st.success() {
-                (JobState::Completed, None)
-            } else {
-                (JobState::Failed, Some(format!("launcher exited with {st}")))
-            };
-            let _ = self
-                .store
-                .finish(id, state, Some(code), msg.as_deref(), now_ms());
+            self.ended(id, st);
         }
     }
 
@@ -361,15 +420,15 @@ impl Master {
         let outgoing = self.matrix.jobs_in(current);
         for id in &outgoing {
             if let Some(s) = self.started.get_mut(id) {
-                signal(s.child.id(), libc::SIGTSTP);
+                signal(s.pid, libc::SIGTSTP);
                 s.suspended = true;
             }
         }
         let deadline = Instant::now() + STOP_WAIT;
         for id in &outgoing {
             if let Some(s) = self.started.get_mut(id) {
-                while !stopped(s.child.id()) && Instant::now() < deadline {
-                    if let Ok(Some(_)) = s.child.try_wait() {
+                while !stopped(s.pid) && Instant::now() < deadline {
+                    if !alive(s.pid) {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(5));
@@ -386,7 +445,7 @@ impl Master {
         for id in self.matrix.jobs_in(slot) {
             match self.started.get_mut(&id) {
                 Some(s) if s.suspended => {
-                    signal(s.child.id(), libc::SIGCONT);
+                    signal(s.pid, libc::SIGCONT);
                     s.suspended = false;
                     let _ = self.store.set_state(id, JobState::Running);
                 }
@@ -409,15 +468,19 @@ impl Master {
             .map_or((".", &[][..]), |(c, a)| (c.as_str(), a));
         let log = std::fs::File::create(self.log_path(id));
         let exe = std::env::current_exe().unwrap_or_else(|_| "phalanx".into());
+        let exit_file = self.cfg.dir.join("jobs").join(format!("{id}.exit"));
+        let _ = std::fs::remove_file(&exit_file);
         let mut cmd = Command::new(exe);
         cmd.arg("run")
             .arg("-n")
             .arg(job.ranks.to_string())
             .arg("--tag-output")
+            .arg("--status-file")
+            .arg(&exit_file)
             .args(argv)
             .current_dir(cwd)
-            .stdin(Stdio::null())
-            .process_group(0);
+            .stdin(Stdio::null());
+        new_session(&mut cmd);
         match log.and_then(|f| Ok((f.try_clone()?, f))) {
             Ok((out, err)) => {
                 cmd.stdout(out).stderr(err);
@@ -428,14 +491,17 @@ impl Master {
         }
         match cmd.spawn() {
             Ok(child) => {
+                let pid = child.id();
                 self.started.insert(
                     id,
                     Started {
-                        child,
+                        child: Some(child),
+                        pid,
                         suspended: false,
                     },
                 );
                 let _ = self.store.place(id, &p, JobState::Running, now_ms());
+                let _ = self.store.set_pid(id, pid);
             }
             Err(e) => {
                 self.matrix.remove(id);
@@ -491,21 +557,49 @@ fn stopped(pid: u32) -> bool {
 
 /// Ends a launcher: SIGTERM (it ends its ranks), SIGCONT if it was stopped, then waits
 /// (bounded), SIGKILL to its group after that.
-fn end_launcher(child: &mut Child) {
-    let pid = child.id();
+fn end_launcher(s: &mut Started) {
+    let pid = s.pid;
     signal(pid, libc::SIGTERM);
     // A stopped launcher (and its stopped ranks) must run to handle the termination.
     signal(pid, libc::SIGCONT);
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
+        if s.ended().is_some() {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     // SAFETY: kill(2) on the launcher's process group.
     unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
-    let _ = child.wait();
+    if let Some(c) = s.child.as_mut() {
+        let _ = c.wait();
+    }
+}
+
+/// Starts the process of `cmd` in a session of its own: when the master dies, a stopped
+/// launcher's process group is not orphaned within the master's session, so the kernel
+/// does not hang it up (SIGHUP) — it waits, stopped, for the next master.
+pub(super) fn new_session(cmd: &mut Command) {
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; the
+    // closure runs in the forked child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .map(|r| !r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }
 
 /// Whether `prog` is found on `PATH`.

@@ -16,7 +16,6 @@ use phalanx_gang::{JobRecord, JobState};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -175,7 +174,9 @@ fn up(dir: &PathBuf, nodes: u32, quantum: u64, slots: u32) -> Result<i32, String
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("master.log")).map_err(|e| e.to_string())?;
-    let child = std::process::Command::new(exe)
+    let mut cmd = std::process::Command::new(exe);
+    master::new_session(&mut cmd);
+    let child = cmd
         .arg("gang")
         .arg("--dir")
         .arg(dir)
@@ -186,7 +187,6 @@ fn up(dir: &PathBuf, nodes: u32, quantum: u64, slots: u32) -> Result<i32, String
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
         .stderr(log)
-        .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start the master: {e}"))?;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -289,7 +289,8 @@ fn logs(dir: &std::path::Path, id: u64, follow: bool) -> Result<(i32, Option<Job
         let _ = std::io::stdout().flush();
         let more = next > from;
         from = next;
-        if !follow || (finished && !more) {
+        // The whole log in chunks; with -f until the job ended and nothing is left.
+        if !more && (!follow || finished) {
             let job = jobs(dir)?.into_iter().find(|j| j.id == id);
             return Ok((0, job));
         }
