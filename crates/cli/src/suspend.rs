@@ -10,8 +10,9 @@
 //! links and resume with every protocol timer moved by the stopped time — no
 //! retransmission or peer timeout counts the stop. A rank that does not answer in time
 //! (computing outside the library, say) is stopped anyway and named. The `--timeout`
-//! clock does not run while the job is stopped. Before the ranks have their table there
-//! is no network to halt: the job is stopped and continued as it is.
+//! clock does not run while the job is stopped. Before every rank has its table and its
+//! host's shared-memory decision there is no network to halt: the job is stopped and
+//! continued as it is.
 
 use super::{Failure, Job, Phase, SEND_TIMEOUT};
 use crate::spawn::signal_group;
@@ -38,7 +39,10 @@ impl Job {
     /// Halts, stops, and (once continued) resumes the job (module docs).
     pub(super) fn suspend(&mut self) -> Result<(), Failure> {
         let t0 = Instant::now();
-        let halting = self.phase == Phase::Running;
+        // Only ranks past start-up (the table and their host's shared-memory decision)
+        // can halt: before that the job is stopped as it is.
+        let halting =
+            self.phase == Phase::Running && self.host_groups.iter().all(|(_, sent)| *sent);
         if halting {
             for r in &mut self.ranks {
                 r.halted = None;
@@ -52,7 +56,7 @@ impl Job {
                 self.wait_events();
                 if self.signals.take_termination().is_some() {
                     // Handled by the main loop: continue the ranks so they can be ended.
-                    self.continue_ranks();
+                    self.continue_ranks(halting);
                     return Ok(());
                 }
                 for r in 0..self.ranks.len() {
@@ -99,7 +103,7 @@ impl Job {
         unsafe { libc::raise(libc::SIGSTOP) };
         let stopped = stop.elapsed();
         self.started += stopped;
-        self.continue_ranks();
+        self.continue_ranks(halting);
         eprintln!(
             "phalanx: job continued after {:.1} s stopped",
             stopped.as_secs_f64()
@@ -121,10 +125,11 @@ impl Job {
         }
     }
 
-    /// SIGCONT to every rank, then `Continue` to the connected ones.
-    fn continue_ranks(&mut self) {
+    /// SIGCONT to every rank, then `Continue` to the connected ones when they were asked
+    /// to halt (`halted`; a rank that had not answered yet takes both in order).
+    fn continue_ranks(&mut self, halted: bool) {
         self.signal_live(libc::SIGCONT);
-        if self.phase == Phase::Running {
+        if halted {
             self.broadcast(&encode(&LauncherMsg::Continue), SEND_TIMEOUT);
         }
         for r in &mut self.ranks {

@@ -37,6 +37,19 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// A cluster of two nodes with a 200 ms quantum in a fresh directory named `name`.
+    fn up(name: &str) -> Cluster {
+        let c = Cluster {
+            dir: std::env::temp_dir().join(format!("phalanx-gang-{name}-{}", std::process::id())),
+        };
+        let _ = std::fs::remove_dir_all(&c.dir);
+        let r = c.gang(&["up", "--nodes", "2", "--quantum", "200"]);
+        assert!(r.ok() && r.stdout.contains("master pid"), "{}", r.dump());
+        c
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = self.gang(&["down"]);
@@ -46,12 +59,7 @@ impl Drop for Cluster {
 
 #[test]
 fn mr_gang_jobs_alternate_and_finish() {
-    let c = Cluster {
-        dir: std::env::temp_dir().join(format!("phalanx-gang-test-{}", std::process::id())),
-    };
-    let _ = std::fs::remove_dir_all(&c.dir);
-    let r = c.gang(&["up", "--nodes", "2", "--quantum", "200"]);
-    assert!(r.ok() && r.stdout.contains("master pid"), "{}", r.dump());
+    let c = Cluster::up("alternate");
     let again = c.gang(&["up", "--nodes", "2"]);
     assert!(
         !again.ok() && again.stderr.contains("already up"),
@@ -177,12 +185,7 @@ fn mr_gang_jobs_alternate_and_finish() {
 /// with correct results.
 #[test]
 fn mr_gang_master_restart_loses_no_job() {
-    let c = Cluster {
-        dir: std::env::temp_dir().join(format!("phalanx-gang-restart-{}", std::process::id())),
-    };
-    let _ = std::fs::remove_dir_all(&c.dir);
-    let r = c.gang(&["up", "--nodes", "2", "--quantum", "200"]);
-    assert!(r.ok(), "{}", r.dump());
+    let c = Cluster::up("restart");
     let stress = example("stress").display().to_string();
     let mut ids = Vec::new();
     for seed in ["1", "2"] {

@@ -543,16 +543,15 @@ fn signal(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
-/// Whether process `pid` is stopped (state T in /proc).
+/// The state letter of process `pid` in /proc (R, S, T, Z, …), if it exists.
+fn proc_state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit(')').next()?.trim_start().chars().next()
+}
+
+/// Whether process `pid` is stopped (state T).
 fn stopped(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .map(|r| r.trim_start().starts_with('T'))
-        })
-        .unwrap_or(false)
+    proc_state(pid) == Some('T')
 }
 
 /// Ends a launcher: SIGTERM (it ends its ranks), SIGCONT if it was stopped, then waits
@@ -592,14 +591,7 @@ pub(super) fn new_session(cmd: &mut Command) {
 
 /// Whether process `pid` exists and is not a zombie.
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .map(|r| !r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
+    proc_state(pid).is_some_and(|c| c != 'Z')
 }
 
 /// Whether `prog` is found on `PATH`.
