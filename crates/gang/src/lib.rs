@@ -3,14 +3,16 @@
 //! Contract of this crate: pure scheduling state and its persistence, no processes and
 //! no sockets — [`matrix`] is the Ousterhout gang matrix (time slots × nodes, first-fit
 //! placement, round-robin switching, node failures), [`store`] the master's job store in
-//! SQLite (jobs survive a master restart). The master and node daemons (`phalanx gang`)
-//! drive them; the context switch itself — halt the network at a packet boundary, save
-//! and restore the links' buffers, release — is the runtime's (`phalanx::engine`'s link
-//! hooks, driven today by `phalanx run` on SIGTSTP/SIGCONT).
+//! SQLite (jobs and switch timings survive a master restart), [`proto`] the commands'
+//! protocol, and [`netmgmt`] the network-management interface of seed 001 through which
+//! the daemons (`phalanx gang`) reach communication — halt the network at a packet
+//! boundary, switch buffers, release; phalanx implements it with its launcher and the
+//! engine's link hooks.
 
 pub mod matrix;
+pub mod netmgmt;
 pub mod proto;
 pub mod store;
 
 pub use matrix::{JobId, Matrix, PlaceError, Placement};
-pub use store::{JobRecord, JobState, Store, StoreError};
+pub use store::{JobRecord, JobState, Store, StoreError, SwitchRecord};

@@ -43,6 +43,8 @@ pub enum Request {
     Cancel { id: JobId },
     /// A job's output from byte `from` on (at most [`MAX_LINE`] / 2 bytes).
     Logs { id: JobId, from: u64 },
+    /// The last context switches, with the time of each stage.
+    Switches { last: u32 },
     /// Stops the master and every job.
     Shutdown,
 }
@@ -66,6 +68,10 @@ pub enum Reply {
     },
     /// Per node: up, and the jobs with a cell on it.
     Nodes { nodes: Vec<NodeInfo> },
+    /// The last context switches, oldest first.
+    Switches {
+        switches: Vec<crate::store::SwitchRecord>,
+    },
     /// Output bytes (lossy UTF-8) and the offset after them; whether the job finished.
     Log {
         text: String,

@@ -94,6 +94,22 @@ pub struct JobRecord {
     pub pid: Option<u32>,
 }
 
+/// One context switch and the time of each of its three stages (seed 001).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchRecord {
+    /// Milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    pub from_slot: u32,
+    pub to_slot: u32,
+    /// Stage 1, halting the outgoing jobs' networks (the slowest job), microseconds.
+    pub halt_us: u64,
+    /// Stage 2, the buffer switch.
+    pub switch_us: u64,
+    /// Stage 3, releasing (or starting) the incoming jobs.
+    pub release_us: u64,
+    pub warning: Option<String>,
+}
+
 /// Errors of the job store.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -128,6 +144,16 @@ CREATE TABLE IF NOT EXISTS jobs (
     started_ms   INTEGER,
     ended_ms     INTEGER,
     pid          INTEGER
+);
+CREATE TABLE IF NOT EXISTS switches (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms        INTEGER NOT NULL,
+    from_slot    INTEGER NOT NULL,
+    to_slot      INTEGER NOT NULL,
+    halt_us      INTEGER NOT NULL,
+    switch_us    INTEGER NOT NULL,
+    release_us   INTEGER NOT NULL,
+    warning      TEXT
 );";
 
 const COLUMNS: &str = "id, name, ranks, nodes, argv, state, placement, exit_code, message, \
@@ -238,6 +264,44 @@ impl Store {
             params![id as i64, p],
         )?;
         Ok(())
+    }
+
+    /// Records a context switch.
+    pub fn record_switch(&self, r: &SwitchRecord) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO switches (at_ms, from_slot, to_slot, halt_us, switch_us, release_us, \
+             warning) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                r.at_ms as i64,
+                r.from_slot,
+                r.to_slot,
+                r.halt_us as i64,
+                r.switch_us as i64,
+                r.release_us as i64,
+                r.warning
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The last `n` context switches, oldest first.
+    pub fn switches(&self, n: u32) -> Result<Vec<SwitchRecord>, StoreError> {
+        let mut st = self.conn.prepare(
+            "SELECT at_ms, from_slot, to_slot, halt_us, switch_us, release_us, warning \
+             FROM (SELECT * FROM switches ORDER BY seq DESC LIMIT ?1) ORDER BY seq",
+        )?;
+        let rows = st.query_map(params![n], |r| {
+            Ok(SwitchRecord {
+                at_ms: r.get::<_, i64>(0)?.max(0) as u64,
+                from_slot: r.get(1)?,
+                to_slot: r.get(2)?,
+                halt_us: r.get::<_, i64>(3)?.max(0) as u64,
+                switch_us: r.get::<_, i64>(4)?.max(0) as u64,
+                release_us: r.get::<_, i64>(5)?.max(0) as u64,
+                warning: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// The pid of the process that runs the job.
@@ -414,6 +478,25 @@ mod tests {
         assert_eq!(jobs[1].state, JobState::Pending);
         drop(s);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn switches_are_recorded_in_order() {
+        let s = Store::in_memory().unwrap();
+        for i in 0..5u32 {
+            s.record_switch(&SwitchRecord {
+                at_ms: u64::from(i),
+                from_slot: i,
+                to_slot: i + 1,
+                halt_us: 10,
+                switch_us: 0,
+                release_us: 5,
+                warning: None,
+            })
+            .unwrap();
+        }
+        let last: Vec<u32> = s.switches(3).unwrap().iter().map(|r| r.from_slot).collect();
+        assert_eq!(last, vec![2, 3, 4]);
     }
 
     #[test]

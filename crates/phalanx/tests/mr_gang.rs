@@ -139,6 +139,13 @@ fn mr_gang_jobs_alternate_and_finish() {
     }
     let m = c.gang(&["matrix"]);
     assert!(m.ok() && m.stdout.contains("node1"), "{}", m.dump());
+    // Every switch is recorded with the time of its three stages.
+    let sw = c.gang(&["switches", "--json"]);
+    assert!(sw.ok(), "{}", sw.dump());
+    let v: serde_json::Value = serde_json::from_str(&sw.stdout).expect("switches --json");
+    let recs = v.as_array().expect("an array");
+    assert!(!recs.is_empty(), "{}", sw.dump());
+    assert!(recs.iter().any(|r| r["halt_us"].as_u64().unwrap() > 0), "{}", sw.dump());
 
     // A failing program ends F with its code; a long job cancelled ends CA.
     let f = c.gang(&["submit", "-n", "1", "--wait", "false"]);

@@ -8,36 +8,34 @@
 //!   `DIR/jobs/ID.log`.
 //! * Scheduling is the gang matrix ([`phalanx_gang::Matrix`]): a pending job is placed
 //!   first fit; the jobs of the current slot run, the others are suspended; every
-//!   quantum (when more than one slot holds a job) the master switches: it suspends the
-//!   current slot's jobs — SIGTSTP to each job's launcher, which halts every rank's
-//!   links at a packet boundary, drains and saves them, stops the ranks and itself
-//!   (`phalanx run`'s suspension) — waits until every such launcher is stopped (bounded
-//!   by [`STOP_WAIT`]), then continues or starts the next slot's jobs. A job that ends
-//!   leaves the matrix; its state is CD for exit 0, else F with the launcher's code.
+//!   quantum (when more than one slot holds a job) the master switches through the
+//!   network-management interface ([`phalanx_gang::netmgmt::NetworkManager`], here
+//!   [`Launchers`]): `halt_network` for each outgoing job (its network halted at a packet
+//!   boundary, drained, saved, its processes stopped), `context_switch`, then
+//!   `release_network` (or `init_job`) for the incoming slot's jobs. Every switch and the
+//!   time of each stage is recorded (`phalanx gang switches`). A job that ends leaves the
+//!   matrix; its state is CD for exit 0, else F with the launcher's code.
 //! * `cancel` ends a job (SIGTERM to its launcher, continued if stopped, which ends the
 //!   ranks), `shutdown` cancels every job and exits, removing the port and pid files.
-//! * A master killed and restarted loses no job: launchers run in their own process
-//!   groups and outlive it, each writes its exit code to `DIR/jobs/ID.exit`, and the new
+//! * A master killed and restarted loses no job: launchers run in sessions of their own
+//!   and outlive it, each writes its exit code to `DIR/jobs/ID.exit`, and the new
 //!   master takes over every job whose launcher is still alive (its placement back in
 //!   the matrix, running or suspended as the process is), finishes those whose launcher
 //!   ended meanwhile with the code it left, and places the pending ones again.
 //! * Today every node is this machine: the ranks of a job all run here, through one
 //!   launcher per job (node daemons and network namespaces come next).
 
+use super::launchers::Launchers;
+use phalanx_gang::netmgmt::{JobSpec, NetworkManager};
 use phalanx_gang::proto::{same_secret, Hello, NodeInfo, Reply, Request, MAX_LINE};
 use phalanx_gang::{JobId, JobState, Matrix, Store};
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Bound on one command's connection.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Bound on a suspended launcher reaching the stopped state (its halt bound and more).
-const STOP_WAIT: Duration = Duration::from_secs(20);
 /// The scheduler's tick.
 const TICK: Duration = Duration::from_millis(20);
 
@@ -49,34 +47,13 @@ pub struct MasterConfig {
     pub quantum: Duration,
 }
 
-/// A job whose launcher was started.
-struct Started {
-    /// The launcher, when this master started it (else taken over after a restart).
-    child: Option<Child>,
-    pid: u32,
-    /// Its launcher was told to suspend (and is stopped or stopping).
-    suspended: bool,
-}
-
-impl Started {
-    /// Whether the launcher has ended (reaping it if it is our child).
-    fn ended(&mut self) -> Option<Option<std::process::ExitStatus>> {
-        match self.child.as_mut() {
-            Some(c) => match c.try_wait() {
-                Ok(Some(st)) => Some(Some(st)),
-                _ => None,
-            },
-            None => (!alive(self.pid)).then_some(None),
-        }
-    }
-}
-
 struct Master {
     cfg: MasterConfig,
     secret: String,
     store: Store,
     matrix: Matrix,
-    started: HashMap<JobId, Started>,
+    /// The communication layer: the only way the master touches a job's network.
+    net: Launchers,
     next_switch: Instant,
 }
 
@@ -107,14 +84,18 @@ fn serve(cfg: MasterConfig) -> Result<(), String> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| e.to_string())?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let dir = cfg.dir.clone();
     let mut m = Master {
         matrix: Matrix::new(cfg.nodes, cfg.slots),
         next_switch: Instant::now() + cfg.quantum,
         cfg,
         secret,
+        net: Launchers::new(dir.clone()),
         store,
-        started: HashMap::new(),
     };
+    for n in 0..m.cfg.nodes {
+        let _ = m.net.init_node(n, m.cfg.nodes);
+    }
     m.recover()?;
     write_file(&m.cfg.dir.join("pid"), &std::process::id().to_string())?;
     write_file(&m.cfg.dir.join("port"), &port.to_string())?;
@@ -150,28 +131,29 @@ impl Master {
             let Some(pid) = j.pid.filter(|_| j.started_ms.is_some()) else {
                 continue; // pending: placed again by the scheduler
             };
-            match j.placement.as_ref() {
-                Some(p) if self.launcher_of(j.id, pid) && self.matrix.insert(j.id, p).is_ok() => {
-                    let suspended = stopped(pid);
-                    if !suspended {
-                        running_slot = Some(p.slot);
+            let adopted = match j.placement.as_ref() {
+                Some(p) if self.matrix.insert(j.id, p).is_ok() => {
+                    let halted = self.net.adopt(j.id, pid);
+                    if halted.is_none() {
+                        self.matrix.remove(j.id);
                     }
-                    let state = if suspended {
+                    halted.map(|h| (h, p.slot))
+                }
+                _ => None,
+            };
+            match adopted {
+                Some((halted, slot)) => {
+                    if !halted {
+                        running_slot = Some(slot);
+                    }
+                    let state = if halted {
                         JobState::Suspended
                     } else {
                         JobState::Running
                     };
                     let _ = self.store.set_state(j.id, state);
-                    self.started.insert(
-                        j.id,
-                        Started {
-                            child: None,
-                            pid,
-                            suspended,
-                        },
-                    );
                 }
-                _ => self.ended(j.id, None),
+                None => self.ended(j.id, None),
             }
         }
         if let Some(s) = running_slot {
@@ -180,22 +162,12 @@ impl Master {
         Ok(())
     }
 
-    /// Whether `pid` is alive and is job `id`'s launcher (not a process that took over
-    /// its pid): its command line names the job's exit file.
-    fn launcher_of(&self, id: JobId, pid: u32) -> bool {
-        let exit = format!("jobs/{id}.exit");
-        alive(pid)
-            && std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&exit))
-    }
-
     /// Job `id`'s launcher ended: its state from the code it left (or `status`).
     fn ended(&mut self, id: JobId, status: Option<std::process::ExitStatus>) {
         self.matrix.remove(id);
-        let path = self.cfg.dir.join("jobs").join(format!("{id}.exit"));
-        let code = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|c| c.trim().parse::<i32>().ok())
+        let code = self
+            .net
+            .exit_code(id)
             .or_else(|| status.and_then(|s| s.code()));
         let (state, msg) = match code {
             Some(0) => (JobState::Completed, None),
@@ -275,6 +247,10 @@ impl Master {
                     .collect(),
             },
             Request::Cancel { id } => self.cancel(id),
+            Request::Switches { last } => match self.store.switches(last) {
+                Ok(switches) => Reply::Switches { switches },
+                Err(e) => error(&e.to_string()),
+            },
             Request::Logs { id, from } => self.logs(id, from),
             Request::Shutdown => Reply::Ok,
         }
@@ -338,9 +314,7 @@ impl Master {
         if job.state.finished() {
             return error(&format!("job {id} already ended ({})", job.state.code()));
         }
-        if let Some(mut s) = self.started.remove(&id) {
-            end_launcher(&mut s);
-        }
+        let _ = self.net.end_job(id);
         self.matrix.remove(id);
         let _ = self
             .store
@@ -355,7 +329,7 @@ impl Master {
             Err(e) => return error(&e.to_string()),
         };
         let mut bytes = Vec::new();
-        if let Ok(mut f) = std::fs::File::open(self.log_path(id)) {
+        if let Ok(mut f) = std::fs::File::open(self.net.log_path(id)) {
             use std::io::Seek;
             let _ = f.seek(std::io::SeekFrom::Start(from));
             let _ = f.take(MAX_LINE as u64 / 2).read_to_end(&mut bytes);
@@ -365,10 +339,6 @@ impl Master {
             next: from + bytes.len() as u64,
             finished: job.state.finished(),
         }
-    }
-
-    fn log_path(&self, id: JobId) -> PathBuf {
-        self.cfg.dir.join("jobs").join(format!("{id}.log"))
     }
 
     /// Ends of launchers, placement of pending jobs, the quantum's switch.
@@ -387,14 +357,7 @@ impl Master {
     }
 
     fn reap(&mut self) {
-        let mut ended = Vec::new();
-        for (&id, s) in self.started.iter_mut() {
-            if let Some(st) = s.ended() {
-                ended.push((id, st));
-            }
-        }
-        for (id, st) in ended {
-            self.started.remove(&id);
+        for (id, st) in self.net.reap() {
             self.ended(id, st);
         }
     }
@@ -414,43 +377,55 @@ impl Master {
         }
     }
 
-    /// Suspends the current slot's jobs and makes the next busy slot current.
+    /// The quantum's context switch (seed 001's three stages through the network
+    /// manager): halt the current slot's started jobs, switch buffers, make the next busy
+    /// slot current; its jobs are released (or started) by [`run_slot`](Self::run_slot).
+    /// Each stage's time is recorded.
     fn switch(&mut self) {
-        let current = self.matrix.current();
-        let outgoing = self.matrix.jobs_in(current);
-        for id in &outgoing {
-            if let Some(s) = self.started.get_mut(id) {
-                signal(s.pid, libc::SIGTSTP);
-                s.suspended = true;
+        let from = self.matrix.current();
+        let outgoing: Vec<JobId> = (self.matrix.jobs_in(from).into_iter())
+            .filter(|&id| self.net.has(id))
+            .collect();
+        let mut halt = Duration::ZERO;
+        let mut warnings = Vec::new();
+        for &id in &outgoing {
+            if let Ok(r) = self.net.halt_network(id) {
+                halt = halt.max(r.took);
+                warnings.extend(r.warning);
             }
+            let _ = self.store.set_state(id, JobState::Suspended);
         }
-        let deadline = Instant::now() + STOP_WAIT;
-        for id in &outgoing {
-            if let Some(s) = self.started.get_mut(id) {
-                while !stopped(s.pid) && Instant::now() < deadline {
-                    if !alive(s.pid) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                let _ = self.store.set_state(*id, JobState::Suspended);
-            }
-        }
-        self.matrix.advance();
+        let to = self.matrix.advance().unwrap_or(from);
+        let incoming = self.matrix.jobs_in(to);
+        let swap = self
+            .net
+            .context_switch(&outgoing, &incoming)
+            .map_or(Duration::ZERO, |r| r.took);
+        let t = Instant::now();
+        self.run_slot(to);
+        let release = t.elapsed();
+        let _ = self
+            .store
+            .record_switch(&phalanx_gang::store::SwitchRecord {
+                at_ms: now_ms(),
+                from_slot: from,
+                to_slot: to,
+                halt_us: halt.as_micros() as u64,
+                switch_us: swap.as_micros() as u64,
+                release_us: release.as_micros() as u64,
+                warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+            });
         self.next_switch = Instant::now() + self.cfg.quantum;
     }
 
-    /// Runs every job of `slot`: continues the suspended, starts the new.
+    /// Runs every job of `slot`: releases the halted, starts the new.
     fn run_slot(&mut self, slot: u32) {
         for id in self.matrix.jobs_in(slot) {
-            match self.started.get_mut(&id) {
-                Some(s) if s.suspended => {
-                    signal(s.pid, libc::SIGCONT);
-                    s.suspended = false;
-                    let _ = self.store.set_state(id, JobState::Running);
-                }
-                Some(_) => {}
-                None => self.start(id),
+            if self.net.halted(id) {
+                let _ = self.net.release_network(id);
+                let _ = self.store.set_state(id, JobState::Running);
+            } else if !self.net.has(id) {
+                self.start(id);
             }
         }
     }
@@ -465,47 +440,25 @@ impl Master {
         let (cwd, argv) = job
             .argv
             .split_first()
-            .map_or((".", &[][..]), |(c, a)| (c.as_str(), a));
-        let log = std::fs::File::create(self.log_path(id));
-        let exe = std::env::current_exe().unwrap_or_else(|_| "phalanx".into());
-        let exit_file = self.cfg.dir.join("jobs").join(format!("{id}.exit"));
-        let _ = std::fs::remove_file(&exit_file);
-        let mut cmd = Command::new(exe);
-        cmd.arg("run")
-            .arg("-n")
-            .arg(job.ranks.to_string())
-            .arg("--tag-output")
-            .arg("--status-file")
-            .arg(&exit_file)
-            .args(argv)
-            .current_dir(cwd)
-            .stdin(Stdio::null());
-        new_session(&mut cmd);
-        match log.and_then(|f| Ok((f.try_clone()?, f))) {
-            Ok((out, err)) => {
-                cmd.stdout(out).stderr(err);
-            }
-            Err(_) => {
-                cmd.stdout(Stdio::null()).stderr(Stdio::null());
-            }
-        }
-        match cmd.spawn() {
-            Ok(child) => {
-                let pid = child.id();
-                self.started.insert(
-                    id,
-                    Started {
-                        child: Some(child),
-                        pid,
-                        suspended: false,
-                    },
-                );
+            .map_or((".".to_string(), Vec::new()), |(c, a)| {
+                (c.clone(), a.to_vec())
+            });
+        let spec = JobSpec {
+            ranks: job.ranks,
+            nodes: p.nodes.clone(),
+            argv,
+            cwd,
+        };
+        match self.net.init_job(id, &spec) {
+            Ok(()) => {
                 let _ = self.store.place(id, &p, JobState::Running, now_ms());
-                let _ = self.store.set_pid(id, pid);
+                if let Some(pid) = self.net.pid(id) {
+                    let _ = self.store.set_pid(id, pid);
+                }
             }
             Err(e) => {
                 self.matrix.remove(id);
-                let msg = format!("cannot start the launcher: {e}");
+                let msg = e.to_string();
                 let _ = self
                     .store
                     .finish(id, JobState::Failed, Some(2), Some(&msg), now_ms());
@@ -514,7 +467,7 @@ impl Master {
     }
 
     fn shutdown(&mut self) {
-        let ids: Vec<JobId> = self.started.keys().copied().collect();
+        let ids = self.net.ids();
         for id in ids {
             self.cancel(id);
         }
@@ -536,62 +489,6 @@ fn error(message: &str) -> Reply {
     Reply::Error {
         message: message.to_string(),
     }
-}
-
-fn signal(pid: u32, sig: i32) {
-    // SAFETY: kill(2) on a child process of ours; no memory involved.
-    unsafe { libc::kill(pid as libc::pid_t, sig) };
-}
-
-/// The state letter of process `pid` in /proc (R, S, T, Z, …), if it exists.
-fn proc_state(pid: u32) -> Option<char> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit(')').next()?.trim_start().chars().next()
-}
-
-/// Whether process `pid` is stopped (state T).
-fn stopped(pid: u32) -> bool {
-    proc_state(pid) == Some('T')
-}
-
-/// Ends a launcher: SIGTERM (it ends its ranks), SIGCONT if it was stopped, then waits
-/// (bounded), SIGKILL to its group after that.
-fn end_launcher(s: &mut Started) {
-    let pid = s.pid;
-    signal(pid, libc::SIGTERM);
-    // A stopped launcher (and its stopped ranks) must run to handle the termination.
-    signal(pid, libc::SIGCONT);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if s.ended().is_some() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // SAFETY: kill(2) on the launcher's process group.
-    unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
-    if let Some(c) = s.child.as_mut() {
-        let _ = c.wait();
-    }
-}
-
-/// Starts the process of `cmd` in a session of its own: when the master dies, a stopped
-/// launcher's process group is not orphaned within the master's session, so the kernel
-/// does not hang it up (SIGHUP) — it waits, stopped, for the next master.
-pub(super) fn new_session(cmd: &mut Command) {
-    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; the
-    // closure runs in the forked child before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-}
-
-/// Whether process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    proc_state(pid).is_some_and(|c| c != 'Z')
 }
 
 /// Whether `prog` is found on `PATH`.

@@ -8,6 +8,7 @@
 //! an unknown job, more nodes than the cluster has, a program that does not exist, a
 //! second `up` — gets a one-line error and a non-zero exit.
 
+mod launchers;
 mod master;
 
 use clap::{Args, Subcommand};
@@ -79,6 +80,13 @@ enum GangCommand {
     },
     /// End a job.
     Cancel { id: u64 },
+    /// The last context switches: the time of each stage (halt, buffer switch, release).
+    Switches {
+        #[arg(long, default_value_t = 20)]
+        last: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// A job's output (`-f`: follow until it ends).
     Logs {
         id: u64,
@@ -141,6 +149,7 @@ pub fn run(args: GangArgs) -> i32 {
         GangCommand::Matrix { json } => matrix(&dir, json),
         GangCommand::Nodes { json } => nodes(&dir, json),
         GangCommand::Cancel { id } => request(&dir, &Request::Cancel { id }).map(|_| 0),
+        GangCommand::Switches { last, json } => switches(&dir, last, json),
         GangCommand::Logs { id, follow } => logs(&dir, id, follow).map(|(code, _)| code),
     };
     r.unwrap_or_else(|e| {
@@ -175,7 +184,7 @@ fn up(dir: &PathBuf, nodes: u32, quantum: u64, slots: u32) -> Result<i32, String
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("master.log")).map_err(|e| e.to_string())?;
     let mut cmd = std::process::Command::new(exe);
-    master::new_session(&mut cmd);
+    launchers::new_session(&mut cmd);
     let child = cmd
         .arg("gang")
         .arg("--dir")
@@ -381,6 +390,35 @@ fn matrix(dir: &std::path::Path, json: bool) -> Result<i32, String> {
             print!(" {:>6}", c.map_or("-".to_string(), |j| j.to_string()));
         }
         println!();
+    }
+    Ok(0)
+}
+
+fn switches(dir: &std::path::Path, last: u32, json: bool) -> Result<i32, String> {
+    let Reply::Switches { switches } = request(dir, &Request::Switches { last })? else {
+        return Err("unexpected answer".into());
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&switches).map_err(|e| e.to_string())?
+        );
+        return Ok(0);
+    }
+    println!(
+        "{:>5} {:>5} {:>10} {:>10} {:>10}",
+        "FROM", "TO", "HALT_us", "SWITCH_us", "RELEASE_us"
+    );
+    for s in switches {
+        println!(
+            "{:>5} {:>5} {:>10} {:>10} {:>10}{}",
+            s.from_slot,
+            s.to_slot,
+            s.halt_us,
+            s.switch_us,
+            s.release_us,
+            s.warning.map_or(String::new(), |w| format!("  {w}"))
+        );
     }
     Ok(0)
 }

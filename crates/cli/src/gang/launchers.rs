@@ -1,0 +1,315 @@
+//! phalanx's implementation of the network-management interface
+//! ([`phalanx_gang::netmgmt::NetworkManager`]) on this machine: one `phalanx run` launcher
+//! per job.
+//!
+//! Contract: `init_job` starts the job's launcher (its own session, output to the job's
+//! log, exit code to `jobs/ID.exit`) — the launcher's rendezvous is the job's
+//! communication context, and no rank sends before every rank has the table.
+//! `halt_network` sends the launcher SIGTSTP: every rank halts its links at a packet
+//! boundary, drains what is in flight and saves what they hold (the buffer switch of
+//! stage 2 happens there, rank by rank), then ranks and launcher stop; it returns once
+//! the launcher is stopped (bounded by [`STOP_WAIT`]). `context_switch` has nothing left
+//! to move at this level. `release_network` sends SIGCONT: the ranks restore and resume
+//! their links. `end_job` ends the launcher (SIGTERM, continued if stopped; SIGKILL to its
+//! group after a bound). Nodes are bookkeeping only: every node is this machine.
+
+use phalanx_gang::netmgmt::{JobSpec, NetworkManager, NodeId, StageReport};
+use phalanx_gang::JobId;
+use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Bound on a suspended launcher reaching the stopped state (its halt bound and more).
+pub const STOP_WAIT: Duration = Duration::from_secs(20);
+
+/// An error of the launcher-based network manager.
+#[derive(Debug)]
+pub struct NetError(pub String);
+
+impl std::fmt::Display for NetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NetError {}
+
+/// A job's launcher.
+struct Launcher {
+    /// The process, when this master started it (else taken over after a restart).
+    child: Option<Child>,
+    pid: u32,
+    /// Halted (stopped or stopping).
+    halted: bool,
+}
+
+impl Launcher {
+    /// Whether it has ended (reaping it if it is our child), with its status if known.
+    fn ended(&mut self) -> Option<Option<ExitStatus>> {
+        match self.child.as_mut() {
+            Some(c) => match c.try_wait() {
+                Ok(Some(st)) => Some(Some(st)),
+                _ => None,
+            },
+            None => (!alive(self.pid)).then_some(None),
+        }
+    }
+}
+
+/// The launchers of the jobs started on this machine.
+pub struct Launchers {
+    dir: PathBuf,
+    jobs: HashMap<JobId, Launcher>,
+    nodes_up: Vec<bool>,
+}
+
+impl Launchers {
+    pub fn new(dir: PathBuf) -> Launchers {
+        Launchers {
+            dir,
+            jobs: HashMap::new(),
+            nodes_up: Vec::new(),
+        }
+    }
+
+    fn path(&self, id: JobId, ext: &str) -> PathBuf {
+        self.dir.join("jobs").join(format!("{id}.{ext}"))
+    }
+
+    /// The job's output file.
+    pub fn log_path(&self, id: JobId) -> PathBuf {
+        self.path(id, "log")
+    }
+
+    /// The exit code job `id`'s launcher left, if any.
+    pub fn exit_code(&self, id: JobId) -> Option<i32> {
+        std::fs::read_to_string(self.path(id, "exit"))
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+    }
+
+    /// Whether job `id` has a launcher here.
+    pub fn has(&self, id: JobId) -> bool {
+        self.jobs.contains_key(&id)
+    }
+
+    /// Whether job `id`'s launcher is halted.
+    pub fn halted(&self, id: JobId) -> bool {
+        self.jobs.get(&id).is_some_and(|l| l.halted)
+    }
+
+    /// Its pid.
+    pub fn pid(&self, id: JobId) -> Option<u32> {
+        self.jobs.get(&id).map(|l| l.pid)
+    }
+
+    /// The jobs started here.
+    pub fn ids(&self) -> Vec<JobId> {
+        self.jobs.keys().copied().collect()
+    }
+
+    /// Takes over job `id`'s launcher `pid` after a restart, if it is alive and is that
+    /// job's launcher (its command line names the job's exit file); whether it did, and
+    /// whether the launcher is stopped.
+    pub fn adopt(&mut self, id: JobId, pid: u32) -> Option<bool> {
+        let exit = format!("jobs/{id}.exit");
+        let ours = alive(pid)
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&exit));
+        if !ours {
+            return None;
+        }
+        let halted = stopped(pid);
+        self.jobs.insert(
+            id,
+            Launcher {
+                child: None,
+                pid,
+                halted,
+            },
+        );
+        Some(halted)
+    }
+
+    /// The jobs whose launcher ended since the last call, with the status when known.
+    pub fn reap(&mut self) -> Vec<(JobId, Option<ExitStatus>)> {
+        let mut ended = Vec::new();
+        for (&id, l) in self.jobs.iter_mut() {
+            if let Some(st) = l.ended() {
+                ended.push((id, st));
+            }
+        }
+        for (id, _) in &ended {
+            self.jobs.remove(id);
+        }
+        ended
+    }
+}
+
+impl NetworkManager for Launchers {
+    type Error = NetError;
+
+    fn init_node(&mut self, node: NodeId, nodes: u32) -> Result<(), NetError> {
+        self.nodes_up = vec![true; nodes as usize];
+        self.add_node(node)
+    }
+
+    fn add_node(&mut self, node: NodeId) -> Result<(), NetError> {
+        match self.nodes_up.get_mut(node as usize) {
+            Some(u) => {
+                *u = true;
+                Ok(())
+            }
+            None => Err(NetError(format!("no node {node}"))),
+        }
+    }
+
+    fn remove_node(&mut self, node: NodeId) -> Result<(), NetError> {
+        match self.nodes_up.get_mut(node as usize) {
+            Some(u) => {
+                *u = false;
+                Ok(())
+            }
+            None => Err(NetError(format!("no node {node}"))),
+        }
+    }
+
+    fn init_job(&mut self, id: JobId, spec: &JobSpec) -> Result<(), NetError> {
+        let exit_file = self.path(id, "exit");
+        let _ = std::fs::remove_file(&exit_file);
+        let exe = std::env::current_exe().unwrap_or_else(|_| "phalanx".into());
+        let mut cmd = Command::new(exe);
+        cmd.arg("run")
+            .arg("-n")
+            .arg(spec.ranks.to_string())
+            .arg("--tag-output")
+            .arg("--status-file")
+            .arg(&exit_file)
+            .args(&spec.argv)
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::null());
+        new_session(&mut cmd);
+        match std::fs::File::create(self.log_path(id)).and_then(|f| Ok((f.try_clone()?, f))) {
+            Ok((out, err)) => {
+                cmd.stdout(out).stderr(err);
+            }
+            Err(_) => {
+                cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            }
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| NetError(format!("cannot start the launcher: {e}")))?;
+        let pid = child.id();
+        self.jobs.insert(
+            id,
+            Launcher {
+                child: Some(child),
+                pid,
+                halted: false,
+            },
+        );
+        Ok(())
+    }
+
+    fn end_job(&mut self, id: JobId) -> Result<(), NetError> {
+        let Some(mut l) = self.jobs.remove(&id) else {
+            return Ok(());
+        };
+        signal(l.pid, libc::SIGTERM);
+        // A stopped launcher (and its stopped ranks) must run to handle the termination.
+        signal(l.pid, libc::SIGCONT);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if l.ended().is_some() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SAFETY: kill(2) on the launcher's process group.
+        unsafe { libc::kill(-(l.pid as libc::pid_t), libc::SIGKILL) };
+        if let Some(c) = l.child.as_mut() {
+            let _ = c.wait();
+        }
+        Ok(())
+    }
+
+    fn halt_network(&mut self, id: JobId) -> Result<StageReport, NetError> {
+        let t = Instant::now();
+        let Some(l) = self.jobs.get_mut(&id) else {
+            return Err(NetError(format!("job {id} is not running here")));
+        };
+        signal(l.pid, libc::SIGTSTP);
+        l.halted = true;
+        while !stopped(l.pid) && t.elapsed() < STOP_WAIT && alive(l.pid) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let warning = (alive(l.pid) && !stopped(l.pid))
+            .then(|| format!("job {id} did not stop within {} s", STOP_WAIT.as_secs()));
+        Ok(StageReport {
+            took: t.elapsed(),
+            warning,
+            ..StageReport::default()
+        })
+    }
+
+    fn context_switch(
+        &mut self,
+        _outgoing: &[JobId],
+        _incoming: &[JobId],
+    ) -> Result<StageReport, NetError> {
+        // Each rank moved its links' buffers while halting and puts them back when
+        // released: nothing is left to move here.
+        Ok(StageReport::default())
+    }
+
+    fn release_network(&mut self, id: JobId) -> Result<StageReport, NetError> {
+        let t = Instant::now();
+        let Some(l) = self.jobs.get_mut(&id) else {
+            return Err(NetError(format!("job {id} is not running here")));
+        };
+        signal(l.pid, libc::SIGCONT);
+        l.halted = false;
+        Ok(StageReport {
+            took: t.elapsed(),
+            ..StageReport::default()
+        })
+    }
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a launcher of ours; no memory involved.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// The state letter of process `pid` in /proc (R, S, T, Z, …), if it exists.
+fn proc_state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit(')').next()?.trim_start().chars().next()
+}
+
+/// Whether process `pid` is stopped (state T).
+fn stopped(pid: u32) -> bool {
+    proc_state(pid) == Some('T')
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    proc_state(pid).is_some_and(|c| c != 'Z')
+}
+
+/// Starts the process of `cmd` in a session of its own: when the master dies, a stopped
+/// launcher's process group is not orphaned within the master's session, so the kernel
+/// does not hang it up (SIGHUP) — it waits, stopped, for the next master.
+pub fn new_session(cmd: &mut Command) {
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; the
+    // closure runs in the forked child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+}
