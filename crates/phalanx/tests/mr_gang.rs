@@ -145,7 +145,11 @@ fn mr_gang_jobs_alternate_and_finish() {
     let v: serde_json::Value = serde_json::from_str(&sw.stdout).expect("switches --json");
     let recs = v.as_array().expect("an array");
     assert!(!recs.is_empty(), "{}", sw.dump());
-    assert!(recs.iter().any(|r| r["halt_us"].as_u64().unwrap() > 0), "{}", sw.dump());
+    assert!(
+        recs.iter().any(|r| r["halt_us"].as_u64().unwrap() > 0),
+        "{}",
+        sw.dump()
+    );
 
     // A failing program ends F with its code; a long job cancelled ends CA.
     let f = c.gang(&["submit", "-n", "1", "--wait", "false"]);
