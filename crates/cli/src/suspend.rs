@@ -16,6 +16,7 @@
 
 use super::{Failure, Job, Phase, SEND_TIMEOUT};
 use crate::spawn::signal_group;
+use crate::status::signal_text;
 use phalanx_boot::frame::encode;
 use phalanx_boot::LauncherMsg;
 use std::time::{Duration, Instant};
@@ -54,10 +55,13 @@ impl Job {
             let deadline = t0 + HALT_DRAIN + HALT_ANSWER;
             while Instant::now() < deadline && !self.unhalted().is_empty() {
                 self.wait_events();
-                if self.signals.take_termination().is_some() {
-                    // Handled by the main loop: continue the ranks so they can be ended.
+                if let Some(sig) = self.signals.take_termination() {
+                    // Continue the ranks so that they can be ended, then end the job.
                     self.continue_ranks(halting);
-                    return Ok(());
+                    return Err(Failure::new(
+                        format!("interrupted by {}; terminating all ranks", signal_text(sig)),
+                        128 + sig,
+                    ));
                 }
                 for r in 0..self.ranks.len() {
                     self.read_rank(r)?;

@@ -304,6 +304,26 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// A placed job started by process `pid`: running, with its placement, start time
+    /// (the first time) and pid in one statement (a master that dies meanwhile leaves
+    /// either all of it or none).
+    pub fn start(
+        &self,
+        id: u64,
+        placement: &Placement,
+        pid: u32,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.changeable(id)?;
+        let p = serde_json::to_string(placement).unwrap_or_default();
+        self.conn.execute(
+            "UPDATE jobs SET placement = ?2, state = 'R', pid = ?3, \
+             started_ms = COALESCE(started_ms, ?4) WHERE id = ?1",
+            params![id as i64, p, pid as i64, now_ms as i64],
+        )?;
+        Ok(())
+    }
+
     /// The pid of the process that runs the job.
     pub fn set_pid(&self, id: u64, pid: u32) -> Result<(), StoreError> {
         self.changeable(id)?;

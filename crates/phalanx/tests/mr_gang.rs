@@ -38,6 +38,19 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// Every job's log and the master's, for a failure message.
+    fn all_logs(&self) -> String {
+        let mut out = String::new();
+        for (id, st) in self.states() {
+            out += &format!(
+                "--- job {id} ({st})\n{}",
+                self.gang(&["logs", &id.to_string()]).stdout
+            );
+        }
+        out + "--- master\n"
+            + &std::fs::read_to_string(self.dir.join("master.log")).unwrap_or_default()
+    }
+
     /// A cluster of two nodes with a 200 ms quantum in a fresh directory named `name`.
     fn up(name: &str) -> Cluster {
         let c = Cluster {
@@ -118,7 +131,7 @@ fn mr_gang_jobs_alternate_and_finish() {
             !["Failed", "Cancelled"].contains(&sa.as_str())
                 && !["Failed", "Cancelled"].contains(&sb.as_str()),
             "{s:?}\n{}",
-            c.gang(&["logs", &ids[0].to_string()]).stdout
+            c.all_logs()
         );
         assert!(
             t.elapsed() < Duration::from_secs(90),
@@ -233,8 +246,9 @@ fn mr_gang_master_restart_loses_no_job() {
         }
         assert!(
             !s.iter().any(|(_, st)| st == "Failed" || st == "Cancelled"),
-            "{s:?}\n{}",
-            c.gang(&["queue"]).stdout
+            "{s:?}\n{}\n{}",
+            c.gang(&["queue"]).stdout,
+            c.all_logs()
         );
         assert!(
             t.elapsed() < Duration::from_secs(90),

@@ -128,8 +128,12 @@ impl Master {
     fn recover(&mut self) -> Result<(), String> {
         let mut running_slot = None;
         for j in self.store.unfinished().map_err(|e| e.to_string())? {
-            let Some(pid) = j.pid.filter(|_| j.started_ms.is_some()) else {
+            if j.started_ms.is_none() {
                 continue; // pending: placed again by the scheduler
+            }
+            let Some(pid) = j.pid else {
+                self.ended(j.id, None);
+                continue;
             };
             let adopted = match j.placement.as_ref() {
                 Some(p) if self.matrix.insert(j.id, p).is_ok() => {
@@ -451,10 +455,8 @@ impl Master {
         };
         match self.net.init_job(id, &spec) {
             Ok(()) => {
-                let _ = self.store.place(id, &p, JobState::Running, now_ms());
-                if let Some(pid) = self.net.pid(id) {
-                    let _ = self.store.set_pid(id, pid);
-                }
+                let pid = self.net.pid(id).unwrap_or(0);
+                let _ = self.store.start(id, &p, pid, now_ms());
             }
             Err(e) => {
                 self.matrix.remove(id);

@@ -100,11 +100,12 @@ impl Engine {
         match c.proto.handle_packet(now, pkt) {
             Verdict::Deliver => {
                 let src = pkt.src();
+                // Nothing from `src` waits before it (saved frames wait until restored).
                 let held = |e: &Engine| {
                     e.links
                         .careful
                         .as_ref()
-                        .is_none_or(|c| c.held.is_empty_for(src))
+                        .is_none_or(|c| !c.saved_out && c.held.is_empty_for(src))
                 };
                 let take = match pkt.msg_kind() {
                     // The start of a message: taken if a receive wants it and nothing from
@@ -251,7 +252,7 @@ impl Engine {
             .links
             .careful
             .as_ref()
-            .is_some_and(|c| c.held.count > 0)
+            .is_some_and(|c| c.held.count > 0 && !c.saved_out)
         {
             did |= self.careful_release(now);
         }

@@ -154,15 +154,17 @@ impl Engine {
     /// The halt the launcher asked for (module docs): halt, drain, save, report, wait
     /// for `Continue`, restore, resume. The interrupted wait's description is kept.
     pub(super) fn job_halt(&mut self) -> Result<()> {
-        let Some(limit) = self.halt_asked.take() else {
-            return Ok(());
-        };
+        // A halt asked while halted is carried out after this one resumes (it stays
+        // asked); a `Continue` read with its `Halt` (a rank that answered late) stays
+        // read: it ends this halt's wait at once.
         if self.halted {
             return Ok(());
         }
+        let Some(limit) = self.halt_asked.take() else {
+            return Ok(());
+        };
         let outer = std::mem::take(&mut self.waiting);
         let start = Instant::now();
-        self.continued = false;
         self.halt_links();
         let saved = self.quiesce(limit).and_then(|()| self.save_links());
         let (n, bytes, error) = match &saved {
@@ -176,6 +178,7 @@ impl Engine {
         }
         let halted_at = Instant::now();
         let r = self.wait_until(Waiting::Halt, |e| e.continued);
+        self.continued = false;
         if let Ok(s) = saved {
             self.restore_links(s);
         }

@@ -147,7 +147,7 @@ impl Engine {
             if let Some(e) = self.coll.take_error().or_else(|| self.link_error.take()) {
                 return Err(e);
             }
-            if self.halt_asked.is_some() {
+            if self.halt_asked.is_some() && !self.halted {
                 self.job_halt()?;
             }
             if done(self) {

@@ -44,6 +44,8 @@ pub(crate) struct CarefulLink {
     pub(crate) held: Held,
     size: u32,
     halted: bool,
+    /// Saved and not restored yet: every new frame is held behind the saved ones.
+    pub(crate) saved_out: bool,
 }
 
 impl CarefulLink {
@@ -53,6 +55,7 @@ impl CarefulLink {
             held: Held::default(),
             size,
             halted: false,
+            saved_out: false,
         }
     }
 }
@@ -77,7 +80,9 @@ impl Link for CarefulLink {
     }
 
     fn poll(&mut self, net: &mut Net, now: u64) -> Result<bool> {
-        if self.proto.poll_timeout().is_some_and(|d| d <= now) {
+        // A halted job is silent by design: no stall is suspected while halted (the
+        // timers move by the halted time on resume).
+        if !self.halted && self.proto.poll_timeout().is_some_and(|d| d <= now) {
             self.proto.handle_timeout(now);
         }
         let mut did = false;
@@ -123,6 +128,7 @@ impl Link for CarefulLink {
             frames.extend(q.drain(..).map(|d| (src as u32, d)));
         }
         self.held.count = 0;
+        self.saved_out = true;
         Saved { frames }
     }
 
@@ -136,6 +142,7 @@ impl Link for CarefulLink {
                 self.held.push(self.size, src as u32, d);
             }
         }
+        self.saved_out = false;
     }
 
     fn resume(&mut self, stopped_ns: u64) {

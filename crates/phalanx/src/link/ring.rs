@@ -7,8 +7,9 @@
 //! message behind a 24-byte header, so that a message of up to 32 bytes fits one cache
 //! line. A multi-send writes the frame into every destination's ring, or into none.
 //! What [`ShmLink::save`](super::Link::save) takes is every frame waiting in this rank's
-//! incoming rings (which hands their cells back to the producers); restored frames are
-//! delivered before anything newer.
+//! incoming rings (which hands their cells back to the producers); until `restore` the
+//! rings are not read (peers still draining keep their frames there), and restored
+//! frames are delivered before anything newer.
 
 use super::{Link, LinkReport, Net, Saved};
 use crate::error::Result;
@@ -64,6 +65,9 @@ pub(crate) struct ShmLink {
     halted: bool,
     /// Frames moved out by `save` and put back by `restore`, delivered first.
     replay: VecDeque<(u32, Vec<u8>)>,
+    /// Saved and not restored yet: the rings are not read (a newer frame must not
+    /// overtake the saved ones).
+    saved_out: bool,
     /// Frames written.
     pub(crate) sent: u64,
     /// Send errors (a frame longer than the ring takes: a bug, reported).
@@ -89,6 +93,7 @@ impl ShmLink {
             t,
             halted: false,
             replay: VecDeque::new(),
+            saved_out: false,
             sent: 0,
             errors: 0,
         }
@@ -136,6 +141,9 @@ impl ShmLink {
     /// refuses stays. Returns how many were taken.
     #[inline]
     pub(crate) fn recv(&mut self, f: &mut dyn FnMut(u32, &[u8]) -> bool) -> std::io::Result<usize> {
+        if self.saved_out {
+            return Ok(0);
+        }
         let mut n = 0;
         if !self.replay.is_empty() {
             while let Some((from, d)) = self.replay.front() {
@@ -235,6 +243,7 @@ impl Link for ShmLink {
         {}
         // Drained rings go back to their producers at once.
         self.t.publish_consumed();
+        self.saved_out = true;
         Saved { frames }
     }
 
@@ -242,6 +251,7 @@ impl Link for ShmLink {
         for f in saved.frames.into_iter().rev() {
             self.replay.push_front(f);
         }
+        self.saved_out = false;
     }
 
     fn resume(&mut self, _stopped_ns: u64) {
