@@ -236,25 +236,6 @@ impl Store {
         Ok(job)
     }
 
-    /// A pending job placed in the matrix, in `state` (R or S); the start time is set the
-    /// first time.
-    pub fn place(
-        &self,
-        id: u64,
-        placement: &Placement,
-        state: JobState,
-        now_ms: u64,
-    ) -> Result<(), StoreError> {
-        self.changeable(id)?;
-        let p = serde_json::to_string(placement).unwrap_or_default();
-        self.conn.execute(
-            "UPDATE jobs SET placement = ?2, state = ?3, \
-             started_ms = COALESCE(started_ms, ?4) WHERE id = ?1",
-            params![id as i64, p, state.code(), now_ms as i64],
-        )?;
-        Ok(())
-    }
-
     /// A pending job given its place in the matrix; it stays pending until it starts.
     pub fn assign(&self, id: u64, placement: &Placement) -> Result<(), StoreError> {
         self.changeable(id)?;
@@ -320,16 +301,6 @@ impl Store {
             "UPDATE jobs SET placement = ?2, state = 'R', pid = ?3, \
              started_ms = COALESCE(started_ms, ?4) WHERE id = ?1",
             params![id as i64, p, pid as i64, now_ms as i64],
-        )?;
-        Ok(())
-    }
-
-    /// The pid of the process that runs the job.
-    pub fn set_pid(&self, id: u64, pid: u32) -> Result<(), StoreError> {
-        self.changeable(id)?;
-        self.conn.execute(
-            "UPDATE jobs SET pid = ?2 WHERE id = ?1",
-            params![id as i64, pid as i64],
         )?;
         Ok(())
     }
@@ -455,9 +426,9 @@ mod tests {
             slot: 1,
             nodes: vec![0, 1, 2, 3],
         };
-        s.place(a, &p, JobState::Running, 2000).unwrap();
+        s.start(a, &p, 42, 2000).unwrap();
         s.set_state(a, JobState::Suspended).unwrap();
-        s.place(a, &p, JobState::Running, 3000).unwrap();
+        s.start(a, &p, 42, 3000).unwrap();
         let j = s.get(a).unwrap().unwrap();
         assert_eq!(j.placement, Some(p));
         assert_eq!(j.started_ms, Some(2000), "set at the first start only");

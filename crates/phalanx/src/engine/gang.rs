@@ -186,9 +186,4 @@ impl Engine {
         self.waiting = outer;
         r
     }
-
-    /// Whether the links are halted.
-    pub fn links_halted(&self) -> bool {
-        self.halted
-    }
 }
