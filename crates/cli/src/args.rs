@@ -74,6 +74,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "IP", requires = "hostfile")]
     pub boot_ip: Option<Ipv4Addr>,
 
+    /// The secret file of the job manager's cluster, for `node:` hosts (their agents).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub agent_secret: Option<PathBuf>,
+
     /// Prefix every output line with "\[rank\] ".
     #[arg(long)]
     pub tag_output: bool,
@@ -150,7 +154,9 @@ impl RunArgs {
                 } else {
                     Vec::new()
                 },
+                cwd: None,
             },
+            agent_secret: self.agent_secret,
             tag_output: self.tag_output,
             timeout: self.timeout,
             startup_timeout: self.startup_timeout,

@@ -3,8 +3,11 @@
 //! Contract:
 //! * A hostfile has one host per line: `localhost [slots=N]` or `netns:NAME [slots=N]`
 //!   (a Linux network namespace on this machine, as made by `ip netns add`); `slots`
-//!   defaults to 1; `#` starts a comment; blank lines are ignored. Anything else (ssh
-//!   hosts) is an error naming the line.
+//!   defaults to 1; `#` starts a comment; blank lines are ignored. `node:LABEL@IP:PORT`
+//!   is a node daemon of the job manager (`phalanx gang node`) whose agent listens on
+//!   IP:PORT: its ranks are started by that daemon (see [`crate::agents`]), and the
+//!   launcher needs the cluster secret (`--agent-secret`). Anything else (ssh hosts) is
+//!   an error naming the line.
 //! * [`place`] fills hosts in file order, `slots` ranks each, and wraps around when there
 //!   are more ranks than slots (oversubscription).
 //! * Ranks in a namespace are started as `ip netns exec NAME prog args…` (which execs the
@@ -12,7 +15,7 @@
 //!   the launcher at [`boot_ip_for`]: the root-namespace address on the namespace's subnet
 //!   (e.g. the bridge it hangs off), unless `--boot-ip` says otherwise.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::Command;
 
 /// One host of a job.
@@ -22,6 +25,8 @@ pub enum Host {
     Local,
     /// A network namespace on this machine.
     Netns(String),
+    /// A node daemon's agent: ranks there are started by it.
+    Node { label: String, agent: SocketAddrV4 },
 }
 
 /// A hostfile line.
@@ -51,6 +56,17 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<HostEntry>, String> {
                 return Err(bad("bad namespace name"));
             }
             Host::Netns(ns.to_string())
+        } else if let Some(node) = name.strip_prefix("node:") {
+            let parsed = node
+                .split_once('@')
+                .and_then(|(l, a)| Some((l, a.parse::<SocketAddrV4>().ok()?)));
+            match parsed {
+                Some((label, agent)) if !label.is_empty() => Host::Node {
+                    label: label.to_string(),
+                    agent,
+                },
+                _ => return Err(bad("expected `node:LABEL@IP:PORT`")),
+            }
         } else {
             return Err(bad(
                 "only `localhost` and `netns:NAME` hosts are supported (no remote hosts yet)",
@@ -169,6 +185,14 @@ mod tests {
             }
         );
         assert_eq!(total_slots(&e), 4);
+        let n = parse_hostfile("node:node2@10.1.2.3:4567 slots=2\n").unwrap();
+        assert_eq!(
+            n[0].host,
+            Host::Node {
+                label: "node2".into(),
+                agent: "10.1.2.3:4567".parse().unwrap()
+            }
+        );
         let a = Host::Netns("a".into());
         let b = Host::Netns("b".into());
         assert_eq!(place(&e, 4), [a.clone(), a.clone(), Host::Local, b.clone()]);
@@ -186,6 +210,8 @@ mod tests {
             ("netns:x slots=two\n", 1),
             ("netns:\n", 1),
             ("netns:a/b\n", 1),
+            ("node:n1@10.0.0.1\n", 1),
+            ("node:@10.0.0.1:5\n", 1),
         ] {
             let e = parse_hostfile(text).unwrap_err();
             assert!(e.contains(&format!("line {line}")), "{text:?}: {e}");

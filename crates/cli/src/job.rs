@@ -29,6 +29,7 @@
 #[path = "suspend.rs"]
 mod suspend;
 
+use crate::agents::{Agents, Event};
 use crate::hosts::{boot_ip_for, Host};
 use crate::output::{self, Dest};
 use crate::signals::{pollfd, wait_readable, Signals};
@@ -42,6 +43,7 @@ use rand::RngCore;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -82,6 +84,8 @@ pub struct Config {
     pub startup_timeout: Duration,
     /// Time between SIGTERM and SIGKILL when tearing down.
     pub kill_grace: Duration,
+    /// The job manager's cluster secret, for `node:` hosts.
+    pub agent_secret: Option<std::path::PathBuf>,
 }
 
 /// Why the job failed, and the launcher's exit code.
@@ -115,7 +119,10 @@ impl Conn {
 
 /// The launcher's view of one rank.
 struct Rank {
-    child: Child,
+    /// The process, when the launcher started it (else `agent` did).
+    child: Option<Child>,
+    /// The node daemon that started it.
+    agent: Option<usize>,
     pid: u32,
     exit: Option<ExitStatus>,
     endpoint: Option<Endpoint>,
@@ -153,6 +160,8 @@ struct Job {
     /// The ranks of each host (known once the table is sent), and whether that host's
     /// shared-memory decision has been sent.
     host_groups: Vec<(Vec<usize>, bool)>,
+    /// The node daemons that started ranks of this job.
+    agents: Option<Agents>,
 }
 
 /// Runs the job described by `cfg`; returns the launcher's exit code.
@@ -163,7 +172,11 @@ pub fn run(cfg: Config) -> i32 {
         Err(e) => return fatal(&format!("cannot install signal handlers: {e}")),
     };
     // Ranks in other network namespaces cannot reach our 127.0.0.1.
-    let remote = cfg.hosts.iter().any(|h| *h != Host::Local);
+    let remote = cfg.hosts.iter().any(|h| match h {
+        Host::Local => false,
+        Host::Netns(_) => true,
+        Host::Node { agent, .. } => !agent.ip().is_loopback(),
+    });
     let listen_ip = if remote {
         Ipv4Addr::UNSPECIFIED
     } else {
@@ -195,10 +208,27 @@ pub fn run(cfg: Config) -> i32 {
         outputs: 0,
         outputs_done,
         host_groups: Vec::new(),
+        agents: None,
         cfg,
+    };
+    let secret = job.cfg.agent_secret.as_deref();
+    let of_rank = match Agents::connect(&job.cfg.hosts, secret, job.cfg.tag_output) {
+        Ok((agents, of_rank)) => {
+            job.agents = Some(agents);
+            of_rank
+        }
+        Err(e) => return job.finish(Some(Failure::new(e, 2))),
     };
     for rank in 0..job.cfg.size {
         let (boot, host) = (boots[rank as usize], &job.cfg.hosts[rank as usize]);
+        if let (Some(i), Some(agents)) = (of_rank[rank as usize], job.agents.as_mut()) {
+            let spec = remote_spec(&job.cfg, rank, boot);
+            if let Err(e) = agents.spawn(i, spec) {
+                return job.finish(Some(Failure::new(e, 2)));
+            }
+            job.ranks.push(Rank::new(None, Some(i), 0));
+            continue;
+        }
         let mut child = match spawn_rank(&job.cfg.program, rank, job.cfg.size, boot, host) {
             Ok(c) => c,
             Err(e) => {
@@ -218,20 +248,7 @@ pub fn run(cfg: Config) -> i32 {
                 .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stderr)),
         ];
         let pid = child.id();
-        job.ranks.push(Rank {
-            child,
-            pid,
-            exit: None,
-            endpoint: None,
-            conn: None,
-            conn_lost: None,
-            drained: false,
-            warning: None,
-            stats: Vec::new(),
-            status: None,
-            shm: None,
-            halted: None,
-        });
+        job.ranks.push(Rank::new(Some(child), None, pid));
         for (src, dest) in pipes.into_iter().flatten() {
             if let Err(e) = output::forward(rank, src, dest, job.cfg.tag_output, done_tx.clone()) {
                 return job.finish(Some(Failure::new(
@@ -255,6 +272,10 @@ fn boot_addresses(cfg: &Config, port: u16) -> Result<Vec<SocketAddr>, String> {
     for host in &cfg.hosts {
         let ip = match host {
             Host::Local => Ipv4Addr::LOCALHOST,
+            Host::Node { agent, .. } if agent.ip().is_loopback() => Ipv4Addr::LOCALHOST,
+            Host::Node { label, .. } => cfg.boot_ip.ok_or_else(|| {
+                format!("node {label} is not on loopback: --boot-ip must say how it reaches us")
+            })?,
             Host::Netns(ns) => match (cfg.boot_ip, per_ns.get(ns.as_str())) {
                 (Some(ip), _) => ip,
                 (None, Some(&ip)) => ip,
@@ -295,6 +316,7 @@ impl Job {
                 self.read_rank(r)?;
             }
             self.reap()?;
+            self.agent_events()?;
             self.decide_shm()?;
             self.check_lost()?;
             if self.phase == Phase::Rendezvous && self.ranks.iter().all(|r| r.endpoint.is_some()) {
@@ -489,19 +511,81 @@ impl Job {
             if self.ranks[r].exit.is_some() {
                 continue;
             }
-            let status = match self.ranks[r].child.try_wait() {
+            let Some(child) = self.ranks[r].child.as_mut() else {
+                continue;
+            };
+            let status = match child.try_wait() {
                 Ok(Some(s)) => s,
                 Ok(None) => continue,
                 Err(e) => return Err(Failure::new(format!("cannot wait for rank {r}: {e}"), 1)),
             };
-            self.ranks[r].exit = Some(status);
-            // Whatever it sent before exiting (typically `Drained`) is already buffered.
-            self.read_rank(r)?;
-            // A required shared-memory join that failed is the cause, not the exit.
-            self.decide_shm()?;
-            self.judge_exit(r, status)?;
+            self.exited(r, status)?;
         }
         Ok(())
+    }
+
+    /// Rank `r` ended with `status`: is that a failure?
+    fn exited(&mut self, r: usize, status: ExitStatus) -> Result<(), Failure> {
+        self.ranks[r].exit = Some(status);
+        // Whatever it sent before exiting (typically `Drained`) is already buffered.
+        self.read_rank(r)?;
+        // A required shared-memory join that failed is the cause, not the exit.
+        self.decide_shm()?;
+        self.judge_exit(r, status)
+    }
+
+    /// What the node daemons reported since the last call.
+    fn agent_events(&mut self) -> Result<(), Failure> {
+        while let Some(ev) = self.agents.as_ref().and_then(Agents::try_event) {
+            match ev {
+                Event::Spawned { rank, pid } => {
+                    if let Some(r) = self.ranks.get_mut(rank as usize) {
+                        r.pid = pid;
+                    }
+                }
+                Event::SpawnFailed {
+                    rank,
+                    node,
+                    message,
+                } => {
+                    let prog = self.cfg.program.prog.to_string_lossy().into_owned();
+                    return Err(Failure::new(
+                        format!("cannot start {prog} (rank {rank}) on {node}: {message}"),
+                        2,
+                    ));
+                }
+                Event::Exited { rank, status } => {
+                    let r = rank as usize;
+                    if r < self.ranks.len() && self.ranks[r].exit.is_none() {
+                        self.exited(r, status)?;
+                    }
+                }
+                Event::Lost { agent, node, why } => {
+                    self.agent_lost(agent);
+                    return Err(Failure::new(format!("lost node {node}: {why}"), 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Node daemon `agent` is gone and its ranks with it (its lifeline contract).
+    fn agent_lost(&mut self, agent: usize) {
+        for r in self.ranks.iter_mut() {
+            if r.agent == Some(agent) && r.exit.is_none() {
+                r.exit = Some(ExitStatus::from_raw(libc::SIGKILL));
+            }
+        }
+    }
+
+    /// Sends `sig` to rank `r`'s process group (through its node daemon if it has one).
+    pub(crate) fn signal_rank(&mut self, r: usize, sig: i32) {
+        let rank = &self.ranks[r];
+        match (rank.agent, self.agents.as_mut()) {
+            (Some(i), Some(agents)) => agents.signal(i, r as u32, sig),
+            (Some(_), None) => {}
+            (None, _) => signal_group(rank.pid, sig),
+        }
     }
 
     fn judge_exit(&self, r: usize, status: ExitStatus) -> Result<(), Failure> {
@@ -717,9 +801,11 @@ impl Job {
             self.terminate();
         }
         // Whatever a rank left behind in its process group goes too: no orphans, ever.
-        for rank in &self.ranks {
-            signal_group(rank.pid, libc::SIGKILL);
+        for r in 0..self.ranks.len() {
+            self.signal_rank(r, libc::SIGKILL);
         }
+        // Closing the node daemons' connections makes them kill what they started.
+        self.agents = None;
         self.listener = None;
         self.pending.clear();
         for rank in &mut self.ranks {
@@ -748,14 +834,27 @@ impl Job {
     /// SIGTERM to every live rank's group, SIGKILL after the grace period (or at once on a
     /// further termination signal), then reap everything.
     fn terminate(&mut self) {
-        for rank in self.ranks.iter().filter(|r| r.exit.is_none()) {
-            signal_group(rank.pid, libc::SIGTERM);
+        for r in 0..self.ranks.len() {
+            if self.ranks[r].exit.is_none() {
+                self.signal_rank(r, libc::SIGTERM);
+            }
         }
         let deadline = Instant::now() + self.cfg.kill_grace;
         loop {
             for rank in self.ranks.iter_mut().filter(|r| r.exit.is_none()) {
-                if let Ok(Some(s)) = rank.child.try_wait() {
+                if let Some(Ok(Some(s))) = rank.child.as_mut().map(Child::try_wait) {
                     rank.exit = Some(s);
+                }
+            }
+            while let Some(ev) = self.agents.as_ref().and_then(Agents::try_event) {
+                match ev {
+                    Event::Exited { rank, status } => {
+                        if let Some(r) = self.ranks.get_mut(rank as usize) {
+                            r.exit.get_or_insert(status);
+                        }
+                    }
+                    Event::Lost { agent, .. } => self.agent_lost(agent),
+                    Event::Spawned { .. } | Event::SpawnFailed { .. } => {}
                 }
             }
             let now = Instant::now();
@@ -769,10 +868,58 @@ impl Job {
             let _ = wait_readable(&mut fds, (deadline - now).min(Duration::from_millis(50)));
             self.signals.drain();
         }
-        for rank in self.ranks.iter_mut().filter(|r| r.exit.is_none()) {
-            signal_group(rank.pid, libc::SIGKILL);
-            let _ = rank.child.kill();
-            rank.exit = rank.child.wait().ok();
+        for r in 0..self.ranks.len() {
+            if self.ranks[r].exit.is_some() {
+                continue;
+            }
+            self.signal_rank(r, libc::SIGKILL);
+            let rank = &mut self.ranks[r];
+            rank.exit = match rank.child.as_mut() {
+                Some(c) => {
+                    let _ = c.kill();
+                    c.wait().ok()
+                }
+                // Its node daemon kills and reaps it; the launcher will not hear more.
+                None => Some(ExitStatus::from_raw(libc::SIGKILL)),
+            };
+        }
+    }
+}
+
+/// What rank `rank` is started with by its node daemon: what `spawn_rank` would use.
+fn remote_spec(cfg: &Config, rank: u32, boot: SocketAddr) -> phalanx_gang::proto::SpawnSpec {
+    let lossy = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
+    let p = &cfg.program;
+    phalanx_gang::proto::SpawnSpec {
+        rank,
+        size: cfg.size,
+        boot: boot.to_string(),
+        prog: lossy(&p.prog),
+        args: p.args.iter().map(|a| lossy(a)).collect(),
+        env: p.env.iter().map(|(k, v)| (lossy(k), lossy(v))).collect(),
+        cwd: std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| ".".into()),
+        bind: !p.cpus.is_empty(),
+    }
+}
+
+impl Rank {
+    fn new(child: Option<Child>, agent: Option<usize>, pid: u32) -> Rank {
+        Rank {
+            child,
+            agent,
+            pid,
+            exit: None,
+            endpoint: None,
+            conn: None,
+            conn_lost: None,
+            drained: false,
+            warning: None,
+            stats: Vec::new(),
+            status: None,
+            shm: None,
+            halted: None,
         }
     }
 }

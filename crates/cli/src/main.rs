@@ -1,10 +1,11 @@
 //! `phalanx`: the launcher binary. Thin: parse the command line, run, exit with the code.
 //!
-//! Modules: [`args`] (command line), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
+//! Modules: [`args`] (command line), [`agents`] (ranks started by node daemons), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
 //! (rank processes), [`output`] (line forwarding), [`signals`] (self-pipe), [`status`]
 //! (exit-status wording), [`cc`] (`phalanx cc`, the
 //! mpicc of the C ABI), [`gang`] (`phalanx gang`, the job manager).
 
+mod agents;
 mod args;
 mod cc;
 mod gang;

@@ -52,7 +52,7 @@ pub fn forward(
 
 /// Calls `sink` with every line of `src` (prefixed, newline-terminated, at most `max`
 /// bytes of content each) until EOF or a read error.
-fn copy_lines(src: impl Read, prefix: &[u8], max: u64, mut sink: impl FnMut(&[u8])) {
+pub(crate) fn copy_lines(src: impl Read, prefix: &[u8], max: u64, mut sink: impl FnMut(&[u8])) {
     let mut reader = BufReader::with_capacity(64 * 1024, src);
     let mut line = Vec::with_capacity(1024);
     loop {

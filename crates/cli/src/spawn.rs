@@ -34,6 +34,8 @@ pub struct Program {
     pub env: Vec<(OsString, OsString)>,
     /// CPUs to bind ranks to, round robin by rank (`--bind-to core`); empty: no binding.
     pub cpus: Vec<usize>,
+    /// Working directory (default: the launcher's).
+    pub cwd: Option<std::path::PathBuf>,
 }
 
 /// The CPUs this process may run on (its affinity mask), ascending; empty if unknown.
@@ -79,6 +81,11 @@ pub fn spawn_rank(
         }
     });
     let mut cmd = match host {
+        Host::Node { label, .. } => {
+            return Err(io::Error::other(format!(
+                "ranks on {label} are started by its node daemon"
+            )))
+        }
         Host::Local => Command::new(&p.prog),
         Host::Netns(name) => {
             let mut c = Command::new("ip");
@@ -96,6 +103,7 @@ pub fn spawn_rank(
         .env(phalanx_boot::ENV_BOOT, boot.to_string())
         .envs((!p.cpus.is_empty()).then(|| (ENV_CPUS, p.cpus.len().to_string())))
         .stdin(Stdio::null())
+        .current_dir(p.cwd.as_deref().unwrap_or(std::path::Path::new(".")))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);

@@ -15,7 +15,6 @@
 //! continued as it is.
 
 use super::{Failure, Job, Phase, SEND_TIMEOUT};
-use crate::spawn::signal_group;
 use crate::status::signal_text;
 use phalanx_boot::frame::encode;
 use phalanx_boot::LauncherMsg;
@@ -123,9 +122,11 @@ impl Job {
             .collect()
     }
 
-    fn signal_live(&self, sig: i32) {
-        for r in self.ranks.iter().filter(|r| r.exit.is_none()) {
-            signal_group(r.pid, sig);
+    fn signal_live(&mut self, sig: i32) {
+        for r in 0..self.ranks.len() {
+            if self.ranks[r].exit.is_none() {
+                self.signal_rank(r, sig);
+            }
         }
     }
 

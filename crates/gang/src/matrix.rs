@@ -246,6 +246,13 @@ impl Matrix {
         v
     }
 
+    /// Marks `node` up (again): it gets cells.
+    pub fn node_up(&mut self, node: u32) {
+        if let Some(d) = self.down.get_mut(node as usize) {
+            *d = false;
+        }
+    }
+
     /// Whether `node` is down.
     pub fn is_down(&self, node: u32) -> bool {
         self.down.get(node as usize).copied().unwrap_or(true)

@@ -6,6 +6,18 @@
 //! closes. Every line is one JSON object, at most [`MAX_LINE`] bytes; a longer line, a
 //! wrong secret or an unparsable request is answered with [`Reply::Error`] (the secret
 //! is compared in constant time) and nothing else happens.
+//!
+//! Node daemons use the same port: after the [`Hello`] a node sends
+//! [`Request::RegisterNode`] (its index, the address of its agent, its pid), gets
+//! [`Reply::Ok`], and keeps the connection open, sending [`Request::Beat`] every
+//! [`BEAT`]; the master marks a node down when its connection closes or stays silent for
+//! [`NODE_SILENCE`], and tells it to exit with [`Reply::Stop`].
+//!
+//! A job's launcher talks to the agent of each node daemon it has ranks on (one TCP
+//! connection per node, also opened with a [`Hello`]): [`AgentRequest`]s go in,
+//! [`AgentEvent`]s come back, one JSON object per line, at most [`MAX_LINE`] bytes. The
+//! connection is the job's lifeline on that node: when it closes, the node daemon kills
+//! every rank it started for it.
 
 use crate::matrix::JobId;
 use crate::store::JobRecord;
@@ -47,6 +59,60 @@ pub enum Request {
     Switches { last: u32 },
     /// Stops the master and every job.
     Shutdown,
+    /// A node daemon joins: node `node`, its agent listening on `agent` (ip:port).
+    RegisterNode { node: u32, agent: String, pid: u32 },
+    /// A registered node daemon is alive.
+    Beat,
+}
+
+/// How often a node daemon says it is alive.
+pub const BEAT: std::time::Duration = std::time::Duration::from_millis(500);
+/// Silence after which the master marks a node down.
+pub const NODE_SILENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What a launcher asks a node daemon's agent.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentRequest {
+    /// Start one rank.
+    Spawn(SpawnSpec),
+    /// Send `sig` to rank `rank`'s process group.
+    Signal { rank: u32, sig: i32 },
+}
+
+/// One rank to start: everything `phalanx run` would give it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SpawnSpec {
+    pub rank: u32,
+    pub size: u32,
+    /// The launcher's rendezvous address as seen from this node (PHALANX_BOOT).
+    pub boot: String,
+    pub prog: String,
+    pub args: Vec<String>,
+    /// Extra environment, before the PHALANX_* variables.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub cwd: String,
+    /// Bind the rank to a CPU of the node (round robin by rank).
+    pub bind: bool,
+}
+
+/// What a node daemon's agent tells the launcher.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// Rank `rank` runs as process `pid` (its own process group).
+    Spawned { rank: u32, pid: u32 },
+    /// Rank `rank` could not be started.
+    SpawnFailed { rank: u32, message: String },
+    /// A line of the rank's stdout (or stderr), newline included.
+    Output {
+        rank: u32,
+        stderr: bool,
+        line: String,
+    },
+    /// Rank `rank` ended; its wait(2) status. Sent after its output.
+    Exited { rank: u32, status: i32 },
 }
 
 /// The master's answer.
@@ -72,6 +138,8 @@ pub enum Reply {
     Switches {
         switches: Vec<crate::store::SwitchRecord>,
     },
+    /// To a node daemon: exit (the cluster is going down).
+    Stop,
     /// Output bytes (lossy UTF-8) and the offset after them; whether the job finished.
     Log {
         text: String,
@@ -84,8 +152,20 @@ pub enum Reply {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NodeInfo {
     pub node: u32,
+    /// Registered and alive.
     pub up: bool,
     pub jobs: Vec<JobId>,
+    /// `up`, `down` or `starting` (not registered yet).
+    #[serde(default)]
+    pub state: String,
+    /// The node daemon's pid and agent address, once registered.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Why it is down.
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 /// Compares two secrets in time independent of where they differ.
@@ -116,5 +196,8 @@ mod tests {
         assert!(same_secret("abc", "abc"));
         assert!(!same_secret("abc", "abd"));
         assert!(!same_secret("abc", "ab"));
+        let e = AgentEvent::Exited { rank: 3, status: 9 };
+        let line = serde_json::to_string(&e).unwrap();
+        assert_eq!(serde_json::from_str::<AgentEvent>(&line).unwrap(), e);
     }
 }

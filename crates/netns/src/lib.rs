@@ -1,5 +1,5 @@
 //! Test hosts as Linux network namespaces on a private bridge, for tests anywhere in the
-//! workspace (a dev-dependency; it shells out to iproute2's `ip`).
+//! workspace and the job manager's emulated nodes (it shells out to iproute2's `ip`).
 //!
 //! Contract:
 //! * [`TestNet::create`]`(n)` makes a bridge in the root namespace and `n` namespaces, each
@@ -15,6 +15,9 @@
 //!   first; the choice of subnet is serialized between processes with a lock file.
 //! * `Drop` deletes the namespaces (their veths go with them) and the bridge — also when
 //!   the test panics. A run killed with SIGKILL leaves them for the next run to collect.
+//! * [`TestNet::create_cluster`]`(tag, n)` makes the same shape under names of its own
+//!   (`phxg-TAG-i`) that outlive the process: the job manager's emulated nodes
+//!   (`phalanx gang up --netns`), removed by [`TestNet::remove_cluster`]`(tag)`.
 //! * [`TestNet::available`] says why namespaces cannot be made (not root, no `ip`, `ip
 //!   netns add` fails). `create` fails with that reason: tests must propagate it as a
 //!   failure (`expect`), never skip silently.
@@ -32,6 +35,8 @@ pub const NS_PREFIX: &str = "phxt-";
 pub const NS_IFNAME: &str = "veth0";
 const BRIDGE_PREFIX: &str = "pxb";
 const VETH_PREFIX: &str = "pxv";
+/// Prefix of the namespaces of [`TestNet::create_cluster`].
+pub const CLUSTER_PREFIX: &str = "phxg-";
 const LOCK_PATH: &str = "/run/phalanx-netns.lock";
 /// Most namespaces one [`TestNet`] can hold (addresses .10 to .249).
 pub const MAX_HOSTS: usize = 240;
@@ -41,6 +46,8 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 /// A bridge and `n` network namespaces on it. See the crate docs.
 #[derive(Debug)]
 pub struct TestNet {
+    /// Kept when dropped (a cluster's).
+    persistent: bool,
     bridge: String,
     names: Vec<String>,
     ips: Vec<Ipv4Addr>,
@@ -71,18 +78,7 @@ impl TestNet {
 
     /// Creates the bridge and `n` namespaces (1 ≤ n ≤ [`MAX_HOSTS`]).
     pub fn create(n: usize) -> io::Result<TestNet> {
-        if n == 0 || n > MAX_HOSTS {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("TestNet::create({n}): between 1 and {MAX_HOSTS} namespaces"),
-            ));
-        }
-        TestNet::available().map_err(|why| {
-            io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!("cannot create test network namespaces: {why}"),
-            )
-        })?;
+        check_count(n)?;
         cleanup_stale();
         let pid = std::process::id();
         let call = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -90,63 +86,72 @@ impl TestNet {
         let names: Vec<String> = (0..n)
             .map(|i| format!("{NS_PREFIX}{pid}-{call}-{i}"))
             .collect();
-        // Same names from a dead process that had our pid: they are stale.
-        for name in &names {
-            let _ = ip(&["netns", "del", name]);
-        }
-        let _ = ip(&["link", "del", &bridge]);
+        let veths: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    "{VETH_PREFIX}{:06x}{:02x}{:02x}",
+                    pid & 0xff_ffff,
+                    call & 0xff,
+                    i
+                )
+            })
+            .collect();
+        build(bridge, names, veths, pid.wrapping_add(call), false)
+    }
 
-        let lock = lock_file()?;
-        let base = choose_subnet(pid, call)?;
-        let host = |last: u8| {
-            let o = base.octets();
-            Ipv4Addr::new(o[0], o[1], o[2], last)
-        };
-        let mut net = TestNet {
-            bridge: bridge.clone(),
-            names: Vec::new(),
-            ips: Vec::new(),
-            bridge_ip: host(1),
-        };
-        // From here on `net` owns whatever exists: an error drops it and cleans up.
-        ip(&[
-            "link",
-            "add",
-            &bridge,
-            "type",
-            "bridge",
-            "mcast_snooping",
-            "0",
-        ])?;
-        ip(&["addr", "add", &format!("{}/24", host(1)), "dev", &bridge])?;
-        ip(&["link", "set", &bridge, "up"])?;
-        drop(lock);
-        for (i, name) in names.iter().enumerate() {
-            let veth = format!(
-                "{VETH_PREFIX}{:06x}{:02x}{:02x}",
-                pid & 0xff_ffff,
-                call & 0xff,
-                i
-            );
-            let addr = host(10 + i as u8);
-            ip(&["netns", "add", name])?;
-            net.names.push(name.clone());
-            ip(&[
-                "link", "add", &veth, "type", "veth", "peer", "name", NS_IFNAME, "netns", name,
-            ])?;
-            ip(&["link", "set", &veth, "mtu", "1500", "master", &bridge, "up"])?;
-            let nsip = |args: &[&str]| {
-                let mut v = vec!["-n", name.as_str()];
-                v.extend_from_slice(args);
-                ip(&v)
-            };
-            nsip(&["link", "set", "lo", "up"])?;
-            nsip(&["link", "set", NS_IFNAME, "mtu", "1500", "up"])?;
-            nsip(&["addr", "add", &format!("{addr}/24"), "dev", NS_IFNAME])?;
-            nsip(&["route", "add", "224.0.0.0/4", "dev", NS_IFNAME])?;
-            net.ips.push(addr);
+    /// The namespaces of a long-lived cluster (the job manager's emulated nodes):
+    /// `phxg-TAG-i`, bridge `pxgTAGb`, veths `pxgTAGvII` (`tag`: 1 to 6 characters of
+    /// `[a-z0-9]`). They are not collected as stale and not deleted on drop: they last
+    /// until [`TestNet::remove_cluster`]`(tag)`. Leftovers of the same tag are removed
+    /// first.
+    pub fn create_cluster(tag: &str, n: usize) -> io::Result<TestNet> {
+        check_count(n)?;
+        if tag.is_empty()
+            || tag.len() > 6
+            || !tag
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("cluster tag {tag:?}: 1 to 6 characters of [a-z0-9]"),
+            ));
         }
-        Ok(net)
+        TestNet::remove_cluster(tag);
+        let names = (0..n)
+            .map(|i| format!("{CLUSTER_PREFIX}{tag}-{i}"))
+            .collect();
+        let veths = (0..n).map(|i| format!("pxg{tag}v{i:02x}")).collect();
+        let seed = tag.bytes().fold(0u32, |h, b| h.wrapping_mul(31) ^ b as u32);
+        build(format!("pxg{tag}b"), names, veths, seed, true)
+    }
+
+    /// Deletes the namespaces and bridge of cluster `tag` (see
+    /// [`create_cluster`](TestNet::create_cluster)); what does not exist is skipped.
+    pub fn remove_cluster(tag: &str) {
+        let prefix = format!("{CLUSTER_PREFIX}{tag}-");
+        if let Ok(list) = ip(&["netns", "list"]) {
+            for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
+                if name
+                    .strip_prefix(&prefix)
+                    .is_some_and(|i| i.parse::<u32>().is_ok())
+                {
+                    let _ = ip(&["netns", "del", name]);
+                }
+            }
+        }
+        let _ = ip(&["link", "del", &format!("pxg{tag}b")]);
+        // A veth goes with its namespace, but asynchronously: delete them now.
+        if let Ok(list) = ip(&["-o", "link", "show"]) {
+            let veth = format!("pxg{tag}v");
+            for line in list.lines() {
+                let name = line.split(':').nth(1).map(str::trim).unwrap_or_default();
+                let name = name.split('@').next().unwrap_or(name);
+                if name.starts_with(&veth) {
+                    let _ = ip(&["link", "del", name]);
+                }
+            }
+        }
     }
 
     /// The namespaces' names (for `ip netns exec NAME …`), index = host.
@@ -197,6 +202,9 @@ impl TestNet {
 
 impl Drop for TestNet {
     fn drop(&mut self) {
+        if self.persistent {
+            return;
+        }
         for name in &self.names {
             if let Err(e) = ip(&["netns", "del", name]) {
                 eprintln!("phalanx-netns: cannot delete namespace {name}: {e}");
@@ -206,6 +214,85 @@ impl Drop for TestNet {
             eprintln!("phalanx-netns: cannot delete bridge {}: {e}", self.bridge);
         }
     }
+}
+
+fn check_count(n: usize) -> io::Result<()> {
+    if n == 0 || n > MAX_HOSTS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("TestNet: between 1 and {MAX_HOSTS} namespaces, not {n}"),
+        ));
+    }
+    TestNet::available().map_err(|why| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("cannot create test network namespaces: {why}"),
+        )
+    })
+}
+
+/// Makes the bridge and the namespaces with these names (module docs); `seed` picks
+/// where the search for a free /24 starts.
+fn build(
+    bridge: String,
+    names: Vec<String>,
+    veths: Vec<String>,
+    seed: u32,
+    persistent: bool,
+) -> io::Result<TestNet> {
+    // Same names from a dead process that had our pid: they are stale.
+    for name in &names {
+        let _ = ip(&["netns", "del", name]);
+    }
+    let _ = ip(&["link", "del", &bridge]);
+
+    let lock = lock_file()?;
+    let base = choose_subnet(seed, 0)?;
+    let host = |last: u8| {
+        let o = base.octets();
+        Ipv4Addr::new(o[0], o[1], o[2], last)
+    };
+    // Not persistent until complete: an error drops it and cleans up.
+    let mut net = TestNet {
+        persistent: false,
+        bridge: bridge.clone(),
+        names: Vec::new(),
+        ips: Vec::new(),
+        bridge_ip: host(1),
+    };
+    ip(&[
+        "link",
+        "add",
+        &bridge,
+        "type",
+        "bridge",
+        "mcast_snooping",
+        "0",
+    ])?;
+    ip(&["addr", "add", &format!("{}/24", host(1)), "dev", &bridge])?;
+    ip(&["link", "set", &bridge, "up"])?;
+    drop(lock);
+    for (i, (name, veth)) in names.iter().zip(&veths).enumerate() {
+        let addr = host(10 + i as u8);
+        ip(&["netns", "add", name])?;
+        net.names.push(name.clone());
+        ip(&[
+            "link", "add", veth, "type", "veth", "peer", "name", NS_IFNAME, "netns", name,
+        ])?;
+        ip(&["link", "set", veth, "mtu", "1500", "master", &bridge, "up"])?;
+        let nsip = |args: &[&str]| {
+            let mut v = vec!["-n", name.as_str()];
+            v.extend_from_slice(args);
+            ip(&v)
+        };
+        nsip(&["link", "set", "lo", "up"])?;
+        nsip(&["link", "set", NS_IFNAME, "mtu", "1500", "up"])?;
+        nsip(&["addr", "add", &format!("{addr}/24"), "dev", NS_IFNAME])?;
+        nsip(&["route", "add", "224.0.0.0/4", "dev", NS_IFNAME])?;
+        net.ips.push(addr);
+    }
+    net.persistent = persistent;
+    Ok(net)
 }
 
 /// Runs `ip args…`; an error carries the command and its stderr.

@@ -89,6 +89,9 @@
 //! 4. If the creator is dropped before every rank attached (a rank never came, or connect
 //!    failed), it unlinks the file itself; a late rank then fails its bounded wait with an
 //!    error naming the segment.
+//! 5. A creator killed before step 3 (SIGKILL, a node gone down) leaves the file behind:
+//!    every later `create` sweeps files of the same name prefix whose creator no longer
+//!    exists and that are older than a minute ([`sweep_stale`]).
 //!
 //! # Safety model
 //! All ranks of a job trust each other (they are the same program). Shared words are only
@@ -105,7 +108,7 @@ mod sys;
 mod transport;
 
 pub use board::{Board, Published};
-pub use segment::{ShmConfig, ShmSegment, MIN_AUTO_RING};
+pub use segment::{sweep_stale, ShmConfig, ShmSegment, MIN_AUTO_RING};
 pub use sys::read_remote;
 pub use transport::{ShmTransport, SingleCopy};
 

@@ -380,6 +380,7 @@ impl ShmSegment {
             cfg.board_bytes,
         );
         let path = cfg.dir.join(name);
+        sweep_stale(&cfg.dir, name);
         if let Some(limit) = cfg.size_limit {
             if layout.total as u64 > limit {
                 return Err(too_small(
@@ -684,9 +685,112 @@ impl Drop for ShmSegment {
     }
 }
 
+/// How old a segment file without a live creator must be before [`sweep_stale`] takes it.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the segment files in `dir` whose creator is dead: a job killed (by SIGKILL, a
+/// node that went down) before every rank attached leaves its file behind, and nobody
+/// else would remove it. A file is taken only when it has this crate's name prefix (the
+/// part of `name` up to its first `-`, plus `-`), a complete header (magic), a creator
+/// pid that no longer exists, and is older than [`STALE_AFTER`]; at most 1024 entries
+/// are looked at per call. Returns how many files were removed.
+pub fn sweep_stale(dir: &Path, name: &str) -> usize {
+    let prefix = match name.split_once('-') {
+        Some((p, _)) if !p.is_empty() => format!("{p}-"),
+        _ => return 0,
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten().take(1024) {
+        let file_name = entry.file_name();
+        if !file_name.to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let path = entry.path();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if old && creator_dead(&path) && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether `path` is a complete segment whose creator process no longer exists.
+fn creator_dead(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; H_CREATOR_PID + 4];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+    if read.is_err() {
+        return false;
+    }
+    let word = |at: usize, n: usize| {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&head[at..at + n]);
+        u64::from_le_bytes(b)
+    };
+    if word(H_MAGIC, 8) != MAGIC {
+        return false;
+    }
+    let pid = word(H_CREATOR_PID, 4);
+    pid != 0 && !Path::new(&format!("/proc/{pid}")).exists()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stale_segments_of_dead_creators_are_swept() {
+        let dir = std::env::temp_dir().join(format!("phx-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let old = std::time::SystemTime::now() - 2 * STALE_AFTER;
+        let make = |name: &str, pid: u32, magic: bool, when| {
+            let mut head = vec![0u8; 4096];
+            if magic {
+                head[..8].copy_from_slice(&MAGIC.to_le_bytes());
+            }
+            head[H_CREATOR_PID..H_CREATOR_PID + 4].copy_from_slice(&pid.to_le_bytes());
+            let p = dir.join(name);
+            std::fs::write(&p, &head).unwrap();
+            File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        };
+        let dead = u32::MAX - 1; // above any pid_max
+        make("phalanx-dead", dead, true, old);
+        make("phalanx-alive", std::process::id(), true, old);
+        make("phalanx-young", dead, true, std::time::SystemTime::now());
+        make("phalanx-half", dead, false, old);
+        make("other-dead", dead, true, old);
+        assert_eq!(sweep_stale(&dir, "phalanx-0123-4"), 1);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "other-dead",
+                "phalanx-alive",
+                "phalanx-half",
+                "phalanx-young"
+            ]
+        );
+        assert_eq!(sweep_stale(&dir, "noprefix"), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn layout_is_disjoint_and_aligned() {

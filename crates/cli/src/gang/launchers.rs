@@ -1,21 +1,26 @@
 //! phalanx's implementation of the network-management interface
 //! ([`phalanx_gang::netmgmt::NetworkManager`]) on this machine: one `phalanx run` launcher
-//! per job.
+//! per job, whose ranks the node daemons start.
 //!
 //! Contract: `init_job` starts the job's launcher (its own session, output to the job's
-//! log, exit code to `jobs/ID.exit`) — the launcher's rendezvous is the job's
-//! communication context, and no rank sends before every rank has the table.
+//! log, exit code to `jobs/ID.exit`) with a hostfile (`jobs/ID.hosts`) naming the node
+//! daemons of the job's nodes (`node:nodeK@AGENT`, the ranks split evenly, lower nodes
+//! taking the remainder): the launcher asks each daemon to start its ranks, and its
+//! rendezvous is the job's communication context — no rank sends before every rank has
+//! the table of all. A node without a registered daemon fails the start.
 //! `halt_network` sends the launcher SIGTSTP: every rank halts its links at a packet
 //! boundary, drains what is in flight and saves what they hold (the buffer switch of
 //! stage 2 happens there, rank by rank), then ranks and launcher stop; it returns once
 //! the launcher is stopped (bounded by [`STOP_WAIT`]). `context_switch` has nothing left
 //! to move at this level. `release_network` sends SIGCONT: the ranks restore and resume
 //! their links. `end_job` ends the launcher (SIGTERM, continued if stopped; SIGKILL to its
-//! group after a bound). Nodes are bookkeeping only: every node is this machine.
+//! group after a bound); the node daemons kill the job's ranks when the launcher's
+//! connection closes.
 
 use phalanx_gang::netmgmt::{JobSpec, NetworkManager, NodeId, StageReport};
 use phalanx_gang::JobId;
 use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -63,15 +68,41 @@ pub struct Launchers {
     dir: PathBuf,
     jobs: HashMap<JobId, Launcher>,
     nodes_up: Vec<bool>,
+    /// Each node daemon's agent, once registered.
+    agents: HashMap<NodeId, SocketAddrV4>,
+    /// The launchers' address on the nodes' network (None: loopback).
+    boot_ip: Option<Ipv4Addr>,
 }
 
 impl Launchers {
-    pub fn new(dir: PathBuf) -> Launchers {
+    pub fn new(dir: PathBuf, boot_ip: Option<Ipv4Addr>) -> Launchers {
         Launchers {
             dir,
             jobs: HashMap::new(),
             nodes_up: Vec::new(),
+            agents: HashMap::new(),
+            boot_ip,
         }
+    }
+
+    /// Node `node`'s daemon takes ranks at `agent`.
+    pub fn set_agent(&mut self, node: NodeId, agent: SocketAddrV4) {
+        self.agents.insert(node, agent);
+    }
+
+    /// The hostfile of a job: its ranks over its nodes' daemons.
+    fn hostfile(&self, spec: &JobSpec) -> Result<String, NetError> {
+        let k = spec.nodes.len() as u32;
+        let mut text = String::new();
+        for (i, node) in spec.nodes.iter().enumerate() {
+            let agent = match (self.agents.get(node), self.nodes_up.get(*node as usize)) {
+                (Some(a), Some(true)) => a,
+                _ => return Err(NetError(format!("node {node} has no daemon up"))),
+            };
+            let slots = spec.ranks / k + u32::from((i as u32) < spec.ranks % k);
+            text += &format!("node:node{node}@{agent} slots={slots}\n");
+        }
+        Ok(text)
     }
 
     fn path(&self, id: JobId, ext: &str) -> PathBuf {
@@ -179,11 +210,19 @@ impl NetworkManager for Launchers {
     fn init_job(&mut self, id: JobId, spec: &JobSpec) -> Result<(), NetError> {
         let exit_file = self.path(id, "exit");
         let _ = std::fs::remove_file(&exit_file);
+        let hosts = self.path(id, "hosts");
+        std::fs::write(&hosts, self.hostfile(spec)?)
+            .map_err(|e| NetError(format!("cannot write {}: {e}", hosts.display())))?;
         let exe = std::env::current_exe().unwrap_or_else(|_| "phalanx".into());
         let mut cmd = Command::new(exe);
         cmd.arg("run")
             .arg("-n")
             .arg(spec.ranks.to_string())
+            .arg("--hostfile")
+            .arg(&hosts)
+            .arg("--agent-secret")
+            .arg(self.dir.join("secret"))
+            .args(self.boot_ip.map(|ip| format!("--boot-ip={ip}")))
             .arg("--tag-output")
             .arg("--status-file")
             .arg(&exit_file)

@@ -26,10 +26,12 @@
 //!   launcher per job (node daemons and network namespaces come next).
 
 use super::launchers::Launchers;
+use phalanx_boot::frame::{encode, LineReader, Next};
 use phalanx_gang::netmgmt::{JobSpec, NetworkManager};
-use phalanx_gang::proto::{same_secret, Hello, NodeInfo, Reply, Request, MAX_LINE};
+use phalanx_gang::proto::{same_secret, Hello, NodeInfo, Reply, Request, MAX_LINE, NODE_SILENCE};
 use phalanx_gang::{JobId, JobState, Matrix, Store};
 use std::io::{BufRead, BufReader, Read, Write};
+use std::net::Ipv4Addr;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -38,6 +40,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The scheduler's tick.
 const TICK: Duration = Duration::from_millis(20);
+/// How long a node daemon may take to register after the master starts.
+pub const NODE_START: Duration = Duration::from_secs(20);
 
 /// The master's settings.
 pub struct MasterConfig {
@@ -45,6 +49,30 @@ pub struct MasterConfig {
     pub nodes: u32,
     pub slots: u32,
     pub quantum: Duration,
+    /// The master's address on the nodes' network (`up --netns`: the bridge), where it
+    /// also listens for node daemons; `None`: they are on loopback.
+    pub node_ip: Option<Ipv4Addr>,
+}
+
+/// What the master knows of a node daemon.
+enum NodeState {
+    /// Not registered (yet) since the master started.
+    Starting(Instant),
+    Up {
+        stream: TcpStream,
+        reader: LineReader,
+        last: Instant,
+        pid: u32,
+        agent: String,
+    },
+    Down(String),
+}
+
+/// What a connection turned out to be.
+enum Client {
+    Served,
+    Shutdown,
+    Node(u32, TcpStream, u32, String),
 }
 
 struct Master {
@@ -55,6 +83,7 @@ struct Master {
     /// The communication layer: the only way the master touches a job's network.
     net: Launchers,
     next_switch: Instant,
+    nodes: Vec<NodeState>,
 }
 
 fn now_ms() -> u64 {
@@ -84,13 +113,27 @@ fn serve(cfg: MasterConfig) -> Result<(), String> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| e.to_string())?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let node_listener = match cfg.node_ip {
+        Some(ip) => {
+            let l = TcpListener::bind((ip, 0))
+                .map_err(|e| format!("cannot listen for node daemons on {ip}: {e}"))?;
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let p = l.local_addr().map_err(|e| e.to_string())?.port();
+            write_file(&cfg.dir.join("node-port"), &p.to_string())?;
+            Some(l)
+        }
+        None => None,
+    };
     let dir = cfg.dir.clone();
     let mut m = Master {
         matrix: Matrix::new(cfg.nodes, cfg.slots),
         next_switch: Instant::now() + cfg.quantum,
+        nodes: (0..cfg.nodes)
+            .map(|_| NodeState::Starting(Instant::now()))
+            .collect(),
+        net: Launchers::new(dir.clone(), cfg.node_ip),
         cfg,
         secret,
-        net: Launchers::new(dir.clone()),
         store,
     };
     for n in 0..m.cfg.nodes {
@@ -99,21 +142,23 @@ fn serve(cfg: MasterConfig) -> Result<(), String> {
     m.recover()?;
     write_file(&m.cfg.dir.join("pid"), &std::process::id().to_string())?;
     write_file(&m.cfg.dir.join("port"), &port.to_string())?;
-    loop {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if m.client(stream) {
-                    break;
-                }
-                continue;
+    'serve: loop {
+        for l in std::iter::once(&listener).chain(node_listener.as_ref()) {
+            match l.accept() {
+                Ok((stream, _)) => match m.client(stream) {
+                    Client::Served => {}
+                    Client::Shutdown => break 'serve,
+                    Client::Node(n, stream, pid, agent) => m.node_up(n, stream, pid, agent),
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => eprintln!("phalanx gang master: accept: {e}"),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => eprintln!("phalanx gang master: accept: {e}"),
         }
         m.tick();
         std::thread::sleep(TICK);
     }
     m.shutdown();
+    let _ = std::fs::remove_file(m.cfg.dir.join("node-port"));
     let _ = std::fs::remove_file(m.cfg.dir.join("port"));
     let _ = std::fs::remove_file(m.cfg.dir.join("pid"));
     Ok(())
@@ -184,8 +229,8 @@ impl Master {
         let _ = self.store.finish(id, state, code, msg.as_deref(), now_ms());
     }
 
-    /// Serves one command; true on shutdown.
-    fn client(&mut self, stream: TcpStream) -> bool {
+    /// Serves one command (or takes a node daemon's registration).
+    fn client(&mut self, stream: TcpStream) -> Client {
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_read_timeout(Some(CLIENT_TIMEOUT));
         let _ = stream.set_write_timeout(Some(CLIENT_TIMEOUT));
@@ -201,22 +246,124 @@ impl Master {
                 match reader.read_line(&mut line).ok().and_then(|n| {
                     (n <= MAX_LINE).then(|| serde_json::from_str::<Request>(&line).ok())?
                 }) {
-                    Some(Request::Shutdown) => (Reply::Ok, true),
-                    Some(r) => (self.handle(r), false),
-                    None => (error("malformed or oversized request"), false),
+                    Some(Request::Shutdown) => (Reply::Ok, Client::Shutdown),
+                    Some(Request::RegisterNode { node, agent, pid }) => {
+                        if node < self.cfg.nodes && agent.parse::<std::net::SocketAddrV4>().is_ok()
+                        {
+                            let s = reader.into_inner().into_inner();
+                            return match s.try_clone() {
+                                Ok(mut w) => {
+                                    let _ = w.write_all(&encode(&Reply::Ok));
+                                    Client::Node(node, s, pid, agent)
+                                }
+                                Err(_) => Client::Served,
+                            };
+                        }
+                        (
+                            error(&format!("no node {node} with agent {agent:?} here")),
+                            Client::Served,
+                        )
+                    }
+                    Some(r) => (self.handle(r), Client::Served),
+                    None => (error("malformed or oversized request"), Client::Served),
                 }
             }
             _ => (
                 error("not authenticated: wrong or missing cluster secret"),
-                false,
+                Client::Served,
             ),
         };
         let mut stream = reader.into_inner().into_inner();
-        if let Ok(mut text) = serde_json::to_string(&reply) {
-            text.push('\n');
-            let _ = stream.write_all(text.as_bytes());
-        }
+        let _ = stream.write_all(&encode(&reply));
         stop
+    }
+
+    /// Node daemon `n` registered (or came back).
+    fn node_up(&mut self, n: u32, stream: TcpStream, pid: u32, agent: String) {
+        if stream.set_nonblocking(true).is_err() {
+            return;
+        }
+        let Ok(addr) = agent.parse() else { return };
+        eprintln!("phalanx gang master: node {n} up (pid {pid}, agent {agent})");
+        self.net.set_agent(n, addr);
+        let _ = self.net.add_node(n);
+        self.matrix.node_up(n);
+        self.nodes[n as usize] = NodeState::Up {
+            stream,
+            reader: LineReader::new(MAX_LINE),
+            last: Instant::now(),
+            pid,
+            agent,
+        };
+    }
+
+    /// Beats, closed connections, silence (module docs); a node found down ends its jobs.
+    fn check_nodes(&mut self) {
+        let now = Instant::now();
+        for n in 0..self.nodes.len() {
+            let why = match &mut self.nodes[n] {
+                NodeState::Starting(since) if now > *since + NODE_START => Some(format!(
+                    "its daemon did not register within {} s",
+                    NODE_START.as_secs()
+                )),
+                NodeState::Up {
+                    stream,
+                    reader,
+                    last,
+                    pid,
+                    ..
+                } => {
+                    let mut why = None;
+                    loop {
+                        match reader.next_msg::<Request, _>(stream) {
+                            Ok(Next::Msg(_)) => *last = now,
+                            Ok(Next::Pending) => break,
+                            Ok(Next::Eof) | Err(_) => {
+                                why = Some(format!(
+                                    "its daemon (pid {pid}) closed its connection (killed?)"
+                                ));
+                                break;
+                            }
+                        }
+                    }
+                    why.or_else(|| {
+                        (now > *last + NODE_SILENCE).then(|| {
+                            format!(
+                                "its daemon (pid {pid}) was silent for {} s",
+                                NODE_SILENCE.as_secs()
+                            )
+                        })
+                    })
+                }
+                _ => None,
+            };
+            if let Some(why) = why {
+                self.node_down(n as u32, &why);
+            }
+        }
+    }
+
+    /// Node `n` is down: every job with a cell on it ends as F, naming the node.
+    fn node_down(&mut self, n: u32, why: &str) {
+        eprintln!("phalanx gang master: node {n} down: {why}");
+        self.nodes[n as usize] = NodeState::Down(why.to_string());
+        let _ = self.net.remove_node(n);
+        for id in self.matrix.node_down(n) {
+            let _ = self.net.end_job(id);
+            self.matrix.remove(id);
+            let msg = format!("node {n} went down: {why}");
+            let _ = self
+                .store
+                .finish(id, JobState::Failed, None, Some(&msg), now_ms());
+        }
+    }
+
+    /// Whether every node has registered or been given up on.
+    fn nodes_settled(&self) -> bool {
+        !self
+            .nodes
+            .iter()
+            .any(|n| matches!(n, NodeState::Starting(_)))
     }
 
     fn handle(&mut self, r: Request) -> Reply {
@@ -238,18 +385,12 @@ impl Master {
             },
             Request::Nodes => Reply::Nodes {
                 nodes: (0..self.matrix.nodes())
-                    .map(|n| NodeInfo {
-                        node: n,
-                        up: !self.matrix.is_down(n),
-                        jobs: self
-                            .matrix
-                            .placements()
-                            .filter(|(_, p)| p.nodes.contains(&n))
-                            .map(|(j, _)| *j)
-                            .collect(),
-                    })
+                    .map(|n| self.node_info(n))
                     .collect(),
             },
+            Request::RegisterNode { .. } | Request::Beat => {
+                error("node messages belong on a registered node's connection")
+            }
             Request::Cancel { id } => self.cancel(id),
             Request::Switches { last } => match self.store.switches(last) {
                 Ok(switches) => Reply::Switches { switches },
@@ -257,6 +398,27 @@ impl Master {
             },
             Request::Logs { id, from } => self.logs(id, from),
             Request::Shutdown => Reply::Ok,
+        }
+    }
+
+    fn node_info(&self, n: u32) -> NodeInfo {
+        let jobs = (self.matrix.placements())
+            .filter(|(_, p)| p.nodes.contains(&n))
+            .map(|(j, _)| *j)
+            .collect();
+        let (state, pid, agent, message) = match &self.nodes[n as usize] {
+            NodeState::Starting(_) => ("starting", None, None, None),
+            NodeState::Up { pid, agent, .. } => ("up", Some(*pid), Some(agent.clone()), None),
+            NodeState::Down(why) => ("down", None, None, Some(why.clone())),
+        };
+        NodeInfo {
+            node: n,
+            up: state == "up",
+            jobs,
+            state: state.into(),
+            pid,
+            agent,
+            message,
         }
     }
 
@@ -347,8 +509,12 @@ impl Master {
 
     /// Ends of launchers, placement of pending jobs, the quantum's switch.
     fn tick(&mut self) {
+        // A node's loss first: its jobs end naming it, not by their launchers' codes.
+        self.check_nodes();
         self.reap();
-        self.place_pending();
+        if self.nodes_settled() {
+            self.place_pending();
+        }
         let busy = (0..self.matrix.slots())
             .filter(|&s| !self.matrix.jobs_in(s).is_empty())
             .count();
@@ -472,6 +638,16 @@ impl Master {
         let ids = self.net.ids();
         for id in ids {
             self.cancel(id);
+        }
+        for n in &mut self.nodes {
+            if let NodeState::Up { stream, .. } = n {
+                let _ = phalanx_boot::frame::send_line_blocking(
+                    stream,
+                    &encode(&Reply::Stop),
+                    CLIENT_TIMEOUT,
+                    true,
+                );
+            }
         }
         if let Ok(jobs) = self.store.unfinished() {
             for j in jobs {

@@ -10,6 +10,8 @@
 
 mod launchers;
 mod master;
+mod node;
+mod nodes;
 
 use clap::{Args, Subcommand};
 use phalanx_gang::proto::{Hello, Reply, Request, MAX_LINE};
@@ -33,10 +35,14 @@ pub struct GangArgs {
 
 #[derive(Subcommand, Debug)]
 enum GangCommand {
-    /// Start the master (in the background) for a cluster of N nodes.
+    /// Start the master and N node daemons (in the background).
     Up {
         #[arg(long, default_value_t = 4)]
         nodes: u32,
+        /// Each node daemon (and its ranks) in a network namespace of its own, on a
+        /// bridge: ranks on different nodes talk over UDP and multicast.
+        #[arg(long)]
+        netns: bool,
         /// Time slice of each slot, in milliseconds.
         #[arg(long, default_value_t = 1000)]
         quantum: u64,
@@ -102,6 +108,24 @@ enum GangCommand {
         quantum: u64,
         #[arg(long)]
         slots: u32,
+        /// Listen for node daemons on this address too (the nodes' bridge).
+        #[arg(long)]
+        node_ip: Option<std::net::Ipv4Addr>,
+    },
+    /// Run a node daemon in the foreground (what `up` starts).
+    #[command(hide = true)]
+    Node {
+        #[arg(long)]
+        node: u32,
+        /// The master's address (default 127.0.0.1).
+        #[arg(long, default_value = "127.0.0.1")]
+        master: std::net::Ipv4Addr,
+        /// The address the agent listens on (default 127.0.0.1).
+        #[arg(long, default_value = "127.0.0.1")]
+        listen: std::net::Ipv4Addr,
+        /// The daemon lives in a network namespace of its own.
+        #[arg(long)]
+        netns: bool,
     },
 }
 
@@ -119,25 +143,45 @@ pub fn run(args: GangArgs) -> i32 {
     let r = match args.command {
         GangCommand::Up {
             nodes,
+            netns,
             quantum,
             slots,
-        } => up(&dir, nodes, quantum, slots),
+        } => up(&dir, nodes, netns, quantum, slots),
         GangCommand::Master {
             nodes,
             quantum,
             slots,
+            node_ip,
         } => {
             return master::run(master::MasterConfig {
                 dir,
                 nodes,
                 slots,
                 quantum: Duration::from_millis(quantum.max(10)),
+                node_ip,
             })
         }
-        GangCommand::Down => request(&dir, &Request::Shutdown).map(|_| {
-            println!("phalanx gang: stopped");
-            0
-        }),
+        GangCommand::Node {
+            node,
+            master,
+            listen,
+            netns,
+        } => {
+            let port_file = dir.join(if master.is_loopback() {
+                "port"
+            } else {
+                "node-port"
+            });
+            return node::run(node::NodeConfig {
+                dir,
+                node,
+                master_ip: master,
+                port_file,
+                listen_ip: listen,
+                netns,
+            });
+        }
+        GangCommand::Down => down(&dir),
         GangCommand::Submit {
             ranks,
             nodes,
@@ -158,15 +202,76 @@ pub fn run(args: GangArgs) -> i32 {
     })
 }
 
-fn up(dir: &PathBuf, nodes: u32, quantum: u64, slots: u32) -> Result<i32, String> {
-    if nodes == 0 {
-        return Err("--nodes must be at least 1".into());
+fn up(dir: &PathBuf, nodes: u32, netns: bool, quantum: u64, slots: u32) -> Result<i32, String> {
+    if nodes == 0 || nodes > nodes::MAX_NODES {
+        return Err(format!(
+            "--nodes must be between 1 and {}",
+            nodes::MAX_NODES
+        ));
     }
     if request(dir, &Request::Queue).is_ok() {
         return Err(format!("a cluster is already up in {}", dir.display()));
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let _ = std::fs::remove_file(dir.join("port"));
+    let _ = std::fs::remove_file(dir.join("node-port"));
+    // A restart (the master died; node daemons may live on) keeps the cluster's secret
+    // and network; a fresh cluster gets new ones.
+    let restart = nodes::any_alive(dir, nodes);
+    if !restart {
+        write_secret(dir)?;
+    }
+    let net = nodes::network(dir, nodes, netns, restart)?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let log = std::fs::File::create(dir.join("master.log")).map_err(|e| e.to_string())?;
+    let mut cmd = std::process::Command::new(&exe);
+    launchers::new_session(&mut cmd);
+    let child = cmd
+        .arg("gang")
+        .arg("--dir")
+        .arg(dir)
+        .arg("master")
+        .args(["--nodes", &nodes.to_string()])
+        .args(["--quantum", &quantum.to_string()])
+        .args(["--slots", &slots.to_string()])
+        .args(net.as_ref().map(|n| format!("--node-ip={}", n.bridge_ip)))
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot start the master: {e}"))?;
+    nodes::start_daemons(dir, &exe, nodes, net.as_ref())?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let up = match request(dir, &Request::Nodes) {
+            Ok(Reply::Nodes { nodes }) => nodes.iter().filter(|n| n.up).count(),
+            _ => 0,
+        };
+        if up == nodes as usize {
+            let port = std::fs::read_to_string(dir.join("port")).unwrap_or_default();
+            println!(
+                "phalanx gang: master pid {} on 127.0.0.1:{} with {nodes} nodes{} (state in {})",
+                child.id(),
+                port.trim(),
+                match &net {
+                    Some(n) => format!(" in network namespaces {}", n.names.join(", ")),
+                    None => String::new(),
+                },
+                dir.display()
+            );
+            return Ok(0);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!(
+        "the cluster did not come up; see {} and {}",
+        dir.join("master.log").display(),
+        dir.join("nodes").display()
+    ))
+}
+
+/// A fresh cluster secret, readable only by its owner.
+fn write_secret(dir: &std::path::Path) -> Result<(), String> {
     let mut key = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut key))
@@ -180,41 +285,35 @@ fn up(dir: &PathBuf, nodes: u32, quantum: u64, slots: u32) -> Result<i32, String
         .mode(0o600)
         .open(&path)
         .and_then(|mut f| f.write_all(secret.as_bytes()))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let log = std::fs::File::create(dir.join("master.log")).map_err(|e| e.to_string())?;
-    let mut cmd = std::process::Command::new(exe);
-    launchers::new_session(&mut cmd);
-    let child = cmd
-        .arg("gang")
-        .arg("--dir")
-        .arg(dir)
-        .arg("master")
-        .args(["--nodes", &nodes.to_string()])
-        .args(["--quantum", &quantum.to_string()])
-        .args(["--slots", &slots.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone().map_err(|e| e.to_string())?)
-        .stderr(log)
-        .spawn()
-        .map_err(|e| format!("cannot start the master: {e}"))?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(port) = std::fs::read_to_string(dir.join("port")) {
-            println!(
-                "phalanx gang: master pid {} on 127.0.0.1:{} with {nodes} nodes (state in {})",
-                child.id(),
-                port.trim(),
-                dir.display()
-            );
-            return Ok(0);
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Stops the master (which ends every job and tells the node daemons to exit), then
+/// makes sure nothing is left: node daemons by their pid files, the namespaces.
+fn down(dir: &std::path::Path) -> Result<i32, String> {
+    let master_pid: Option<i32> = std::fs::read_to_string(dir.join("pid"))
+        .ok()
+        .and_then(|p| p.trim().parse().ok());
+    let asked = request(dir, &Request::Shutdown);
+    if let Some(pid) = master_pid.filter(|_| asked.is_ok()) {
+        let t = Instant::now();
+        // SAFETY: kill(pid, 0) only checks that the master still exists.
+        while unsafe { libc::kill(pid, 0) } == 0 && t.elapsed() < Duration::from_secs(15) {
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    Err(format!(
-        "the master did not start; see {}",
-        dir.join("master.log").display()
-    ))
+    let left = nodes::clean_up(dir);
+    match (asked, left) {
+        (Ok(_), _) => {
+            println!("phalanx gang: stopped");
+            Ok(0)
+        }
+        (Err(_), true) => {
+            println!("phalanx gang: the master was not running; cleaned up what was left");
+            Ok(0)
+        }
+        (Err(e), false) => Err(e),
+    }
 }
 
 /// Sends one request to the master of `dir`; its reply (an error reply is an `Err`).
@@ -434,15 +533,23 @@ fn nodes(dir: &std::path::Path, json: bool) -> Result<i32, String> {
         );
         return Ok(0);
     }
-    println!("{:>5} {:<5} JOBS", "NODE", "STATE");
+    println!(
+        "{:>5} {:<8} {:>8} {:<22} JOBS",
+        "NODE", "STATE", "PID", "AGENT"
+    );
     for n in nodes {
         let jobs: Vec<String> = n.jobs.iter().map(|j| j.to_string()).collect();
         println!(
-            "{:>5} {:<5} {}",
+            "{:>5} {:<8} {:>8} {:<22} {}",
             n.node,
-            if n.up { "up" } else { "down" },
+            n.state,
+            n.pid.map_or("-".into(), |p| p.to_string()),
+            n.agent.as_deref().unwrap_or("-"),
             jobs.join(",")
         );
+        if let Some(m) = &n.message {
+            println!("{:>5} {m}", "");
+        }
     }
     Ok(0)
 }
