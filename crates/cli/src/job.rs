@@ -26,6 +26,8 @@
 //! - `--timeout`: every connected rank gets `Query`; statuses are collected for up to
 //!   [`QUERY_WINDOW`] and printed one line per rank, then the job is torn down.
 
+#[path = "remote.rs"]
+mod remote;
 #[path = "suspend.rs"]
 mod suspend;
 
@@ -33,7 +35,7 @@ use crate::agents::{Agents, Event};
 use crate::hosts::{boot_ip_for, Host};
 use crate::output::{self, Dest};
 use crate::signals::{pollfd, wait_readable, Signals};
-use crate::spawn::{self, signal_group, spawn_rank, Program};
+use crate::spawn::{self, spawn_rank, Program};
 use crate::status::{describe, signal_text};
 use phalanx_boot::frame::{encode, send_line_blocking, LineReader, Next};
 use phalanx_boot::{
@@ -222,7 +224,7 @@ pub fn run(cfg: Config) -> i32 {
     for rank in 0..job.cfg.size {
         let (boot, host) = (boots[rank as usize], &job.cfg.hosts[rank as usize]);
         if let (Some(i), Some(agents)) = (of_rank[rank as usize], job.agents.as_mut()) {
-            let spec = remote_spec(&job.cfg, rank, boot);
+            let spec = remote::spec(&job.cfg, rank, boot);
             if let Err(e) = agents.spawn(i, spec) {
                 return job.finish(Some(Failure::new(e, 2)));
             }
@@ -534,60 +536,6 @@ impl Job {
         self.judge_exit(r, status)
     }
 
-    /// What the node daemons reported since the last call.
-    fn agent_events(&mut self) -> Result<(), Failure> {
-        while let Some(ev) = self.agents.as_ref().and_then(Agents::try_event) {
-            match ev {
-                Event::Spawned { rank, pid } => {
-                    if let Some(r) = self.ranks.get_mut(rank as usize) {
-                        r.pid = pid;
-                    }
-                }
-                Event::SpawnFailed {
-                    rank,
-                    node,
-                    message,
-                } => {
-                    let prog = self.cfg.program.prog.to_string_lossy().into_owned();
-                    return Err(Failure::new(
-                        format!("cannot start {prog} (rank {rank}) on {node}: {message}"),
-                        2,
-                    ));
-                }
-                Event::Exited { rank, status } => {
-                    let r = rank as usize;
-                    if r < self.ranks.len() && self.ranks[r].exit.is_none() {
-                        self.exited(r, status)?;
-                    }
-                }
-                Event::Lost { agent, node, why } => {
-                    self.agent_lost(agent);
-                    return Err(Failure::new(format!("lost node {node}: {why}"), 1));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Node daemon `agent` is gone and its ranks with it (its lifeline contract).
-    fn agent_lost(&mut self, agent: usize) {
-        for r in self.ranks.iter_mut() {
-            if r.agent == Some(agent) && r.exit.is_none() {
-                r.exit = Some(ExitStatus::from_raw(libc::SIGKILL));
-            }
-        }
-    }
-
-    /// Sends `sig` to rank `r`'s process group (through its node daemon if it has one).
-    pub(crate) fn signal_rank(&mut self, r: usize, sig: i32) {
-        let rank = &self.ranks[r];
-        match (rank.agent, self.agents.as_mut()) {
-            (Some(i), Some(agents)) => agents.signal(i, r as u32, sig),
-            (Some(_), None) => {}
-            (None, _) => signal_group(rank.pid, sig),
-        }
-    }
-
     fn judge_exit(&self, r: usize, status: ExitStatus) -> Result<(), Failure> {
         let rank = &self.ranks[r];
         if !status.success() {
@@ -883,24 +831,6 @@ impl Job {
                 None => Some(ExitStatus::from_raw(libc::SIGKILL)),
             };
         }
-    }
-}
-
-/// What rank `rank` is started with by its node daemon: what `spawn_rank` would use.
-fn remote_spec(cfg: &Config, rank: u32, boot: SocketAddr) -> phalanx_gang::proto::SpawnSpec {
-    let lossy = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
-    let p = &cfg.program;
-    phalanx_gang::proto::SpawnSpec {
-        rank,
-        size: cfg.size,
-        boot: boot.to_string(),
-        prog: lossy(&p.prog),
-        args: p.args.iter().map(|a| lossy(a)).collect(),
-        env: p.env.iter().map(|(k, v)| (lossy(k), lossy(v))).collect(),
-        cwd: std::env::current_dir()
-            .map(|d| d.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| ".".into()),
-        bind: !p.cpus.is_empty(),
     }
 }
 

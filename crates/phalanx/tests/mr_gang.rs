@@ -2,6 +2,9 @@
 //! that share the nodes alternate between running and suspended (each switch halts the
 //! outgoing job's network through its launcher), finish with correct results and their
 //! exit codes; `cancel`, `logs`, `--wait`, bad input and `down` behave as documented.
+//! Ranks are started by the node daemons; with `--netns` each node is a network
+//! namespace, and a node whose daemon is killed takes its jobs down (F, naming it)
+//! without leaving a process behind.
 
 mod common;
 use common::*;
@@ -53,13 +56,34 @@ impl Cluster {
 
     /// A cluster of two nodes with a 200 ms quantum in a fresh directory named `name`.
     fn up(name: &str) -> Cluster {
+        Cluster::up_with(name, &["--nodes", "2", "--quantum", "200"])
+    }
+
+    /// A cluster brought up with `args` in a fresh directory named `name`.
+    fn up_with(name: &str, args: &[&str]) -> Cluster {
         let c = Cluster {
             dir: std::env::temp_dir().join(format!("phalanx-gang-{name}-{}", std::process::id())),
         };
         let _ = std::fs::remove_dir_all(&c.dir);
-        let r = c.gang(&["up", "--nodes", "2", "--quantum", "200"]);
+        let mut v = vec!["up"];
+        v.extend_from_slice(args);
+        let r = c.gang(&v);
         assert!(r.ok() && r.stdout.contains("master pid"), "{}", r.dump());
         c
+    }
+
+    /// Submits `args`; the job id.
+    fn submit(&self, args: &[&str]) -> u64 {
+        let mut v = vec!["submit"];
+        v.extend_from_slice(args);
+        let r = self.gang(&v);
+        assert!(r.ok(), "{}", r.dump());
+        r.stdout.trim().parse().expect("a job id")
+    }
+
+    fn state(&self, id: u64) -> String {
+        let s = self.states();
+        s.iter().find(|(i, _)| *i == id).expect("the job").1.clone()
     }
 }
 
@@ -264,5 +288,190 @@ fn mr_gang_master_restart_loses_no_job() {
             "{}",
             log.dump()
         );
+    }
+}
+
+/// Processes whose command line contains `marker` (an argument unique to a test's jobs).
+fn processes_with(marker: &str) -> Vec<i32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| {
+            st.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        });
+        if args.contains(&marker.as_bytes()) && !zombie {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// Four nodes, each a network namespace with its node daemon: three jobs that each need
+/// all four nodes alternate and finish with correct results; `logs -f` and `cancel`
+/// work; killing a node daemon with SIGKILL ends its jobs as F naming the node within
+/// 10 s and leaves none of their processes; `down` leaves no daemon and no namespace.
+#[test]
+fn mr_gang_four_namespace_nodes_share_jobs_and_survive_a_node_loss() {
+    let c = Cluster::up_with("netns", &["--nodes", "4", "--netns", "--quantum", "300"]);
+    let nodes = c.gang(&["nodes", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&nodes.stdout).expect("nodes --json");
+    let nodes = v.as_array().expect("an array");
+    assert_eq!(nodes.len(), 4, "{v}");
+    for n in nodes {
+        assert_eq!(n["state"], "up", "{v}");
+        // Each daemon listens on its namespace's own address, not loopback.
+        assert!(!n["agent"].as_str().unwrap().starts_with("127."), "{v}");
+    }
+    let net: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(c.dir.join("netns.json")).unwrap()).unwrap();
+    let namespaces: Vec<String> = net["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+
+    let (jacobi, matmul, stress) = (
+        example("jacobi").display().to_string(),
+        example("matmul").display().to_string(),
+        example("stress").display().to_string(),
+    );
+    let ids = [
+        c.submit(&["-n", "4", &jacobi, "64", "300"]),
+        c.submit(&["-n", "4", &matmul, "192", "2"]),
+        c.submit(&["-n", "4", &stress, "20", "200", "5"]),
+    ];
+    let mut seen = [(false, false); 3];
+    let t = Instant::now();
+    loop {
+        let st: Vec<String> = ids.iter().map(|&id| c.state(id)).collect();
+        for (i, s) in st.iter().enumerate() {
+            seen[i].0 |= s == "Running";
+            seen[i].1 |= s == "Suspended";
+        }
+        if st.iter().all(|s| s == "Completed") {
+            break;
+        }
+        assert!(
+            !st.iter().any(|s| s == "Failed" || s == "Cancelled"),
+            "{st:?}\n{}",
+            c.all_logs()
+        );
+        assert!(t.elapsed() < Duration::from_secs(150), "{st:?}");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    assert!(
+        seen.iter().filter(|(r, s)| *r && *s).count() >= 2,
+        "jobs were not time-sliced: {seen:?}"
+    );
+    let log = |id: u64| c.gang(&["logs", &id.to_string()]).stdout;
+    assert!(log(ids[0]).contains("bit-identical"), "{}", log(ids[0]));
+    assert!(
+        log(ids[1]).contains("max abs error 0.000e0"),
+        "{}",
+        log(ids[1])
+    );
+    assert_eq!(
+        log(ids[2]).matches("all checksums ok").count(),
+        4,
+        "{}",
+        log(ids[2])
+    );
+
+    // logs -f follows a job to its end; cancel ends one as CA.
+    let f = c.submit(&["-n", "4", &stress, "10", "100", "6"]);
+    let follow = c.gang(&["logs", "-f", &f.to_string()]);
+    assert_eq!(
+        follow.stdout.matches("all checksums ok").count(),
+        4,
+        "{}",
+        follow.dump()
+    );
+    let long = c.submit(&["-n", "4", &stress, "100000", "200", "7"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(c.gang(&["cancel", &long.to_string()]).ok());
+    assert_eq!(c.state(long), "Cancelled");
+
+    // Node 2's daemon killed: both jobs on it end F naming it, and nothing of theirs
+    // is left on any node.
+    let marker = "4242";
+    let doomed = [
+        c.submit(&["-n", "4", &stress, "100000", "200", marker]),
+        c.submit(&["-n", "8", &stress, "100000", "200", marker]),
+    ];
+    let t = Instant::now();
+    while !doomed
+        .iter()
+        .all(|&id| ["Running", "Suspended"].contains(&c.state(id).as_str()))
+    {
+        assert!(t.elapsed() < Duration::from_secs(30), "{:?}", c.states());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    while processes_with(marker).len() < 12 {
+        assert!(t.elapsed() < Duration::from_secs(30), "ranks did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let daemon: i32 = std::fs::read_to_string(c.dir.join("nodes/2.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: killing the node daemon this test's cluster started.
+    unsafe { libc::kill(daemon, libc::SIGKILL) };
+    let t = Instant::now();
+    while doomed.iter().any(|&id| c.state(id) != "Failed") {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{}",
+            c.gang(&["queue"]).stdout
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let q = c.gang(&["queue"]);
+    assert!(
+        q.stdout.matches("node 2 went down").count() >= 2,
+        "{}",
+        q.dump()
+    );
+    let n = c.gang(&["nodes"]);
+    assert!(n.stdout.contains("down"), "{}", n.dump());
+    while !processes_with(marker).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "orphans: {:?}",
+            processes_with(marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // down: no daemon, no namespace.
+    let pids: Vec<i32> = (0..4)
+        .filter_map(|i| {
+            std::fs::read_to_string(c.dir.join(format!("nodes/{i}.pid")))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect();
+    let d = c.gang(&["down"]);
+    assert!(d.ok(), "{}", d.dump());
+    for p in pids {
+        assert!(gone(p), "node daemon {p} is still running");
+    }
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    for ns in namespaces {
+        assert!(!list.contains(&ns), "namespace {ns} is left:\n{list}");
     }
 }

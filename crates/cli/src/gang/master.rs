@@ -22,8 +22,14 @@
 //!   master takes over every job whose launcher is still alive (its placement back in
 //!   the matrix, running or suspended as the process is), finishes those whose launcher
 //!   ended meanwhile with the code it left, and places the pending ones again.
-//! * Today every node is this machine: the ranks of a job all run here, through one
-//!   launcher per job (node daemons and network namespaces come next).
+//! * Nodes are node daemons ([`super::node`]) that register on the same port (with
+//!   `up --netns` also on the nodes' bridge address, port in `DIR/node-port`) and beat.
+//!   No job is placed before every node registered or was given up on
+//!   ([`NODE_START`]). A node whose connection closes, or that is silent for
+//!   [`NODE_SILENCE`], is marked down: it gets no new cell, and every job with a cell on
+//!   it is ended (its launcher and, through the daemons' lifelines, its ranks) and
+//!   recorded F with a message naming the node. A daemon that registers again is up
+//!   again. `shutdown` tells every daemon to exit.
 
 use super::launchers::Launchers;
 use phalanx_boot::frame::{encode, LineReader, Next};

@@ -2,8 +2,12 @@
 //!
 //! Contract: `up` creates the cluster's state directory (`--dir`, else
 //! `$PHALANX_GANG_DIR`, else `/tmp/phalanx-gang-<uid>`) with a fresh secret readable only
-//! by its owner, starts the master in the background and returns once it listens; `down`
-//! stops it and every job. Every other command reads the secret and the master's port
+//! by its owner, starts the master and one node daemon per node in the background (with
+//! `--netns` each daemon in a network namespace of its own, see [`mod@nodes`]) and returns
+//! once every node has registered. Run again after the master died, it starts a new
+//! master (and any node daemon that died) on the same secret and network; the new
+//! master takes the jobs over. `down` stops the master, every job and every node
+//! daemon and removes the namespaces, also when the master is gone. Every other command reads the secret and the master's port
 //! from that directory and sends one request ([`phalanx_gang::proto`]). Bad input —
 //! an unknown job, more nodes than the cluster has, a program that does not exist, a
 //! second `up` — gets a one-line error and a non-zero exit.

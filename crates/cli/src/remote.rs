@@ -1,0 +1,93 @@
+//! The launcher's side of ranks that node daemons started (`node:` hosts): their
+//! events, their signals, their loss.
+//!
+//! Contract: a rank on a node host is started by asking that node's daemon
+//! ([`crate::agents`]) with what [`spawn_rank`](crate::spawn::spawn_rank) would have used
+//! ([`spec`]); its exit arrives as an event and is judged like a local rank's; signals
+//! to it go through its daemon; a daemon's lost connection means its ranks are dead
+//! (its lifeline contract) and fails the job naming the node.
+
+use super::{Failure, Job};
+use crate::agents::{Agents, Event};
+use crate::spawn::signal_group;
+use std::net::SocketAddr;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+impl Job {
+    /// What the node daemons reported since the last call.
+    pub(super) fn agent_events(&mut self) -> Result<(), Failure> {
+        while let Some(ev) = self.agents.as_ref().and_then(Agents::try_event) {
+            match ev {
+                Event::Spawned { rank, pid } => {
+                    if let Some(r) = self.ranks.get_mut(rank as usize) {
+                        r.pid = pid;
+                    }
+                }
+                Event::SpawnFailed {
+                    rank,
+                    node,
+                    message,
+                } => {
+                    let prog = self.cfg.program.prog.to_string_lossy().into_owned();
+                    return Err(Failure::new(
+                        format!("cannot start {prog} (rank {rank}) on {node}: {message}"),
+                        2,
+                    ));
+                }
+                Event::Exited { rank, status } => {
+                    let r = rank as usize;
+                    if r < self.ranks.len() && self.ranks[r].exit.is_none() {
+                        self.exited(r, status)?;
+                    }
+                }
+                Event::Lost { agent, node, why } => {
+                    self.agent_lost(agent);
+                    return Err(Failure::new(format!("lost node {node}: {why}"), 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Node daemon `agent` is gone and its ranks with it (its lifeline contract).
+    pub(super) fn agent_lost(&mut self, agent: usize) {
+        for r in self.ranks.iter_mut() {
+            if r.agent == Some(agent) && r.exit.is_none() {
+                r.exit = Some(ExitStatus::from_raw(libc::SIGKILL));
+            }
+        }
+    }
+
+    /// Sends `sig` to rank `r`'s process group (through its node daemon if it has one).
+    pub(crate) fn signal_rank(&mut self, r: usize, sig: i32) {
+        let rank = &self.ranks[r];
+        match (rank.agent, self.agents.as_mut()) {
+            (Some(i), Some(agents)) => agents.signal(i, r as u32, sig),
+            (Some(_), None) => {}
+            (None, _) => signal_group(rank.pid, sig),
+        }
+    }
+}
+
+/// What rank `rank` is started with by its node daemon: what `spawn_rank` would use.
+pub(super) fn spec(
+    cfg: &super::Config,
+    rank: u32,
+    boot: SocketAddr,
+) -> phalanx_gang::proto::SpawnSpec {
+    let lossy = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
+    let p = &cfg.program;
+    phalanx_gang::proto::SpawnSpec {
+        rank,
+        size: cfg.size,
+        boot: boot.to_string(),
+        prog: lossy(&p.prog),
+        args: p.args.iter().map(|a| lossy(a)).collect(),
+        env: p.env.iter().map(|(k, v)| (lossy(k), lossy(v))).collect(),
+        cwd: std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| ".".into()),
+        bind: !p.cpus.is_empty(),
+    }
+}
