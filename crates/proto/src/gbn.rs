@@ -25,14 +25,23 @@
 //!   once in [`GbnConfig::eager_ack`] mode, at once for a packet carrying
 //!   [`flags::ACK_REQUEST`], and on [`Gbn::flush_acks`] (Finalize). An out-of-order or
 //!   duplicate packet triggers an immediate *duplicate ACK* (a pure ACK of the last
-//!   in-order packet), rate-limited to one per in-order advance or per `rto_initial / 4`.
-//! * **Retransmission**: one timer per peer at the left edge of its send window,
-//!   exponential back-off clamped at [`GbnConfig::rto_max_ns`], reset by ACK progress.
-//!   On timeout the sender goes back to the left edge and re-sends everything in flight,
-//!   at most [`GbnConfig::retx_burst`] packets beyond the left edge at a time (the rest is
-//!   released as ACKs advance). A pure ACK that does not advance while packets are in
-//!   flight is a duplicate ACK and triggers the same go-back at once (fast retransmit),
-//!   once per recovery episode (NewReno-like `recover` mark). After
+//!   in-order packet), rate-limited to one per in-order advance or per `rto_initial / 4`;
+//!   one answering an out-of-order packet carries [`flags::GAP`].
+//! * **Retransmission timeout** adapts to the path (RFC 6298): one round-trip sample at a
+//!   time per peer, from a packet sent once (Karn: a go-back discards the sample), gives
+//!   SRTT and RTTVAR; the RTO is SRTT + 4·RTTVAR, at least [`GbnConfig::rto_initial_ns`]
+//!   and at most [`GbnConfig::rto_max_ns`]. A timeout doubles it (back-off, clamped), and
+//!   the backed-off value stays until the next valid sample — a receiver that is slow
+//!   to answer (descheduled on a busy host) is not taken for a lossy path twice.
+//! * **Retransmission**: one timer per peer at the left edge of its send window.
+//!   On timeout the sender goes back to the left edge and re-sends what is in flight,
+//!   first only the left edge (with [`flags::ACK_REQUEST`]: a receiver that was merely
+//!   slow answers it with an ACK of everything, and nothing more is re-sent), then twice
+//!   as many beyond the left edge per ACK advance, up to [`GbnConfig::retx_burst`] (the
+//!   rest is released as ACKs advance). A pure ACK with [`flags::GAP`] that does not advance
+//!   while packets are in flight reports a loss and triggers the same go-back at once
+//!   (fast retransmit), once per recovery episode (NewReno-like `recover` mark); one
+//!   without it (the answer to a duplicate) changes nothing. After
 //!   [`GbnConfig::max_backoffs`] consecutive timeouts without progress a
 //!   [`GbnEvent::PeerUnresponsive`] is reported once (retransmission continues).
 //! * **Robustness**: nothing panics on network input. A packet from `src >= peers`, a data
@@ -166,7 +175,19 @@ struct Peer {
     /// Pending go-back: `rtx_cursor..rtx_end` still to be re-sent.
     rtx_cursor: u32,
     rtx_end: u32,
+    /// Packets a go-back may re-send beyond the left edge before ACKs advance it: 1
+    /// after a timeout (doubling with every advance, up to `retx_burst`), `retx_burst`
+    /// after a reported gap.
+    rtx_limit: u32,
+    /// Current timeout: `rto_base`, doubled per timeout since the last valid sample.
     rto: u64,
+    /// SRTT + 4·RTTVAR clamped (RFC 6298); `rto_initial_ns` before the first sample.
+    rto_base: u64,
+    /// Smoothed round-trip time and its variation (ns); `srtt == 0`: no sample yet.
+    srtt: u64,
+    rttvar: u64,
+    /// The packet being timed: (sequence number, first transmission time).
+    rtt_probe: Option<(u32, u64)>,
     backoffs: u32,
     in_recovery: bool,
     recover: u32,
@@ -181,6 +202,8 @@ struct Peer {
     ack_pending: bool,
     /// A duplicate ACK (always pure) is owed now.
     dup_pending: bool,
+    /// The owed duplicate ACK reports a gap ([`flags::GAP`]).
+    dup_gap: bool,
     dup_ok: bool,
     last_dup_at: Option<u64>,
     ack_buf: [u8; HEADER_LEN],
@@ -197,7 +220,12 @@ impl Peer {
             win: VecDeque::new(),
             rtx_cursor: s,
             rtx_end: s,
+            rtx_limit: cfg.retx_burst,
             rto: cfg.rto_initial_ns,
+            rto_base: cfg.rto_initial_ns,
+            srtt: 0,
+            rttvar: 0,
+            rtt_probe: None,
             backoffs: 0,
             in_recovery: false,
             recover: s,
@@ -207,6 +235,7 @@ impl Peer {
             ack_debt: 0,
             ack_pending: false,
             dup_pending: false,
+            dup_gap: false,
             dup_ok: true,
             last_dup_at: None,
             ack_buf: [0; HEADER_LEN],
@@ -214,20 +243,38 @@ impl Peer {
         }
     }
 
+    /// One round-trip sample (RFC 6298 with α = 1/8, β = 1/4): a valid sample also ends
+    /// the back-off.
+    fn rtt_sample(&mut self, r: u64, rto_min: u64, rto_max: u64) {
+        if self.srtt == 0 {
+            self.srtt = r.max(1);
+            self.rttvar = r / 2;
+        } else {
+            let err = self.srtt.abs_diff(r);
+            self.rttvar = self.rttvar - self.rttvar / 4 + err / 4;
+            self.srtt = self.srtt - self.srtt / 8 + r / 8;
+        }
+        self.rto_base = self
+            .srtt
+            .saturating_add(self.rttvar.saturating_mul(4))
+            .clamp(rto_min, rto_max);
+        self.rto = self.rto_base;
+    }
+
     fn rtx_active(&self) -> bool {
         serial::lt(self.rtx_cursor, self.rtx_end)
     }
 
-    fn rtx_ready(&self, burst: u32) -> bool {
-        self.rtx_active() && (serial::diff(self.snd_una, self.rtx_cursor) as u32) < burst
+    fn rtx_ready(&self) -> bool {
+        self.rtx_active() && (serial::diff(self.snd_una, self.rtx_cursor) as u32) < self.rtx_limit
     }
 
     fn new_ready(&self) -> bool {
         !self.rtx_active() && self.tx_next != self.snd_nxt
     }
 
-    fn has_tx(&self, burst: u32) -> bool {
-        self.dup_pending || self.ack_pending || self.rtx_ready(burst) || self.new_ready()
+    fn has_tx(&self) -> bool {
+        self.dup_pending || self.ack_pending || self.rtx_ready() || self.new_ready()
     }
 
     fn in_flight(&self) -> bool {
@@ -357,7 +404,7 @@ impl Gbn {
             if serial::lt(a, last_acked) {
                 self.stats.stale_acks += 1;
             } else if a == last_acked {
-                if kind == Kind::GbnAck && p.in_flight() {
+                if kind == Kind::GbnAck && fl & flags::GAP != 0 && p.in_flight() {
                     self.dup_ack_received(now, src);
                 }
             } else {
@@ -376,11 +423,11 @@ impl Gbn {
             Verdict::Deliver
         } else if serial::lt(seq, rcv_nxt) {
             self.stats.duplicates += 1;
-            self.queue_dup_ack(now, src, req);
+            self.queue_dup_ack(now, src, req, false);
             Verdict::Duplicate
         } else {
             self.stats.out_of_order += 1;
-            self.queue_dup_ack(now, src, req);
+            self.queue_dup_ack(now, src, req, true);
             Verdict::OutOfOrder
         };
         self.schedule(src);
@@ -389,8 +436,15 @@ impl Gbn {
 
     /// ACK progress from `peer`: the new left edge is `una`.
     fn ack_progress(&mut self, now: u64, peer: u32, una: u32) {
-        let rto0 = self.cfg.rto_initial_ns;
+        let (rto_min, rto_max) = (self.cfg.rto_initial_ns, self.cfg.rto_max_ns);
+        let burst = self.cfg.retx_burst;
         let p = &mut self.peers[peer as usize];
+        if let Some((seq, sent)) = p.rtt_probe {
+            if serial::lt(seq, una) {
+                p.rtt_probe = None;
+                p.rtt_sample(now.saturating_sub(sent), rto_min, rto_max);
+            }
+        }
         let n = una.wrapping_sub(p.snd_una) as usize;
         p.win.drain(..n.min(p.win.len()));
         p.snd_una = una;
@@ -400,14 +454,15 @@ impl Gbn {
         if !p.rtx_active() {
             p.rtx_end = p.rtx_cursor;
         }
+        p.rtx_limit = p.rtx_limit.saturating_mul(2).min(burst);
         if p.in_recovery && serial::le(p.recover, una.wrapping_sub(1)) {
             p.in_recovery = false;
         }
-        p.rto = rto0;
+        p.rto = p.rto.max(p.rto_base);
         p.backoffs = 0;
         p.unresponsive_reported = false;
         let at = if p.in_flight() {
-            Some(now.saturating_add(rto0))
+            Some(now.saturating_add(p.rto))
         } else {
             None
         };
@@ -420,22 +475,26 @@ impl Gbn {
             return;
         }
         self.stats.fast_retransmits += 1;
+        p.rtx_limit = self.cfg.retx_burst;
         Self::go_back(p);
     }
 
     fn go_back(p: &mut Peer) {
+        // Karn: what is re-sent cannot be timed.
+        p.rtt_probe = None;
         p.in_recovery = true;
         p.recover = p.tx_next.wrapping_sub(1);
         p.rtx_cursor = p.snd_una;
         p.rtx_end = p.tx_next;
     }
 
-    fn queue_dup_ack(&mut self, now: u64, peer: u32, force: bool) {
+    fn queue_dup_ack(&mut self, now: u64, peer: u32, force: bool, gap: bool) {
         let quarter = self.cfg.rto_initial_ns / 4;
         let p = &mut self.peers[peer as usize];
         let timed_ok = !matches!(p.last_dup_at, Some(t) if now < t.saturating_add(quarter));
         if force || p.dup_ok || timed_ok {
             p.dup_pending = true;
+            p.dup_gap |= gap;
             p.dup_ok = false;
             p.last_dup_at = Some(now);
         }
@@ -473,9 +532,8 @@ impl Gbn {
     }
 
     fn schedule(&mut self, peer: u32) {
-        let burst = self.cfg.retx_burst;
         if let Some(p) = self.peers.get_mut(peer as usize) {
-            if !p.in_ready && p.has_tx(burst) {
+            if !p.in_ready && p.has_tx() {
                 p.in_ready = true;
                 self.ready.push_back(peer);
             }
@@ -498,14 +556,13 @@ impl Gbn {
     /// Picks the next item, updates the state and stamps it: (peer, window index or
     /// `None` for the peer's ACK buffer).
     fn prepare_transmit(&mut self, now: u64) -> Option<(u32, Option<usize>)> {
-        let burst = self.cfg.retx_burst;
         let rto0 = self.cfg.rto_initial_ns;
         while let Some(peer) = self.ready.pop_front() {
             let p = &mut self.peers[peer as usize];
             p.in_ready = false;
             let item = if p.dup_pending {
                 Item::PureAck
-            } else if p.rtx_ready(burst) {
+            } else if p.rtx_ready() {
                 Item::Data {
                     seq: p.rtx_cursor,
                     rtx: true,
@@ -522,6 +579,7 @@ impl Gbn {
             };
             let ack = p.rcv_nxt.wrapping_sub(1);
             let was_dup = p.dup_pending;
+            let gap = p.dup_pending && p.dup_gap;
             let acked = match item {
                 Item::PureAck => true,
                 Item::Data { .. } => p.rcv_any,
@@ -529,6 +587,7 @@ impl Gbn {
             if acked {
                 p.ack_pending = false;
                 p.dup_pending = false;
+                p.dup_gap = false;
                 p.ack_debt = 0;
                 self.timers.set(peer, TIMER_ACK, None);
             }
@@ -539,7 +598,7 @@ impl Gbn {
                     }
                     self.stats.pure_acks_sent += 1;
                     let mut h = Header::new(Kind::GbnAck, self.job_key, self.local_rank);
-                    h.flags = flags::ACK_VALID;
+                    h.flags = flags::ACK_VALID | if gap { flags::GAP } else { 0 };
                     h.ack = ack;
                     let _ = h.emit(&mut p.ack_buf);
                     None
@@ -553,8 +612,8 @@ impl Gbn {
                     if rtx {
                         fl |= flags::RETRANSMIT;
                         let next = seq.wrapping_add(1);
-                        let last_of_burst =
-                            serial::diff(p.snd_una, next) as u32 >= burst || next == p.rtx_end;
+                        let last_of_burst = serial::diff(p.snd_una, next) as u32 >= p.rtx_limit
+                            || next == p.rtx_end;
                         if last_of_burst {
                             fl |= flags::ACK_REQUEST;
                         }
@@ -566,6 +625,9 @@ impl Gbn {
                     } else {
                         p.tx_next = seq.wrapping_add(1);
                         self.stats.data_sent += 1;
+                        if p.rtt_probe.is_none() {
+                            p.rtt_probe = Some((seq, now));
+                        }
                     }
                     if self.timers.get(peer, TIMER_RETX).is_none() {
                         let at = Some(now.saturating_add(p.rto.max(rto0)));
@@ -578,7 +640,7 @@ impl Gbn {
                     Some(idx)
                 }
             };
-            if p.has_tx(burst) {
+            if p.has_tx() {
                 p.in_ready = true;
                 self.ready.push_back(peer);
             }
@@ -612,6 +674,9 @@ impl Gbn {
                     self.events.push_back(GbnEvent::PeerUnresponsive { peer });
                 }
                 p.rto = p.rto.saturating_mul(2).min(cfg.rto_max_ns);
+                // The receiver may only be slow to answer: re-send the left edge (asking
+                // for an ACK) and let the answer release the rest.
+                p.rtx_limit = 1;
                 Self::go_back(p);
                 let at = Some(now.saturating_add(p.rto));
                 self.timers.set(peer, TIMER_RETX, at);

@@ -249,19 +249,80 @@ fn timeout_backoff_clamp_and_unresponsive() {
 }
 
 #[test]
-fn ack_progress_resets_backoff() {
+fn backoff_holds_until_a_valid_sample() {
     let (mut a, mut b) = pair(cfg());
     a.send(0, 1, data(0, 1)).expect("space");
     a.send(0, 1, data(0, 2)).expect("space");
     let out = drain(&mut a, 0);
     a.handle_timeout(4_000_000);
-    let _ = drain(&mut a, 4_000_000);
-    assert_eq!(a.poll_timeout(), Some(12_000_000));
+    let rtx = drain(&mut a, 4_000_000);
+    assert_eq!(rtx.len(), 1, "go back: the left edge first");
+    assert_eq!(a.poll_timeout(), Some(12_000_000), "backed off to 8 ms");
+    // The first original arrives late and is acknowledged: progress, but no sample
+    // (Karn), so the backed-off timeout stays.
     assert_eq!(feed(&mut b, 5_000_000, &out[0].1), Verdict::Deliver);
     b.flush_acks(5_000_000);
     let acks = drain(&mut b, 5_000_000);
     assert_eq!(feed(&mut a, 5_000_000, &acks[0].1), Verdict::AckOnly);
-    assert_eq!(a.poll_timeout(), Some(9_000_000), "reset to rto_initial");
+    assert_eq!(a.poll_timeout(), Some(13_000_000), "back-off kept");
+    // A packet sent once and acknowledged 1 ms later is a valid sample: the timeout
+    // falls back to SRTT + 4 RTTVAR, here clamped up to rto_initial (4 ms).
+    a.send(6_000_000, 1, data(0, 3)).expect("space");
+    let new = drain(&mut a, 6_000_000);
+    assert_eq!(feed(&mut b, 7_000_000, &out[1].1), Verdict::Deliver);
+    let fresh = new
+        .iter()
+        .find(|(_, d)| pkt(d).seq() == 2)
+        .expect("the new packet");
+    assert_eq!(feed(&mut b, 7_000_000, &fresh.1), Verdict::Deliver);
+    b.flush_acks(7_000_000);
+    for (_, d) in drain(&mut b, 7_000_000) {
+        assert_eq!(feed(&mut a, 7_000_000, &d), Verdict::AckOnly);
+    }
+    assert!(a.all_acked());
+    a.send(8_000_000, 1, data(0, 4)).expect("space");
+    let _ = drain(&mut a, 8_000_000);
+    assert_eq!(a.poll_timeout(), Some(12_000_000), "reset by the sample");
+}
+
+#[test]
+fn only_a_gap_triggers_fast_retransmit() {
+    let (mut a, mut b) = pair(cfg());
+    for n in 0..3 {
+        a.send(0, 1, data(0, n)).expect("space");
+    }
+    let out = drain(&mut a, 0);
+    // A duplicate of the first packet: its duplicate ACK carries no GAP and makes the
+    // sender re-send nothing.
+    assert_eq!(feed(&mut b, 10, &out[0].1), Verdict::Deliver);
+    b.flush_acks(10);
+    for (_, d) in drain(&mut b, 10) {
+        assert_eq!(feed(&mut a, 10, &d), Verdict::AckOnly);
+    }
+    assert_eq!(feed(&mut b, 20, &out[0].1), Verdict::Duplicate);
+    let dup = drain(&mut b, 20);
+    assert_eq!(dup.len(), 1);
+    assert_eq!(
+        Packet::new_checked(&dup[0].1).unwrap().flags() & flags::GAP,
+        0
+    );
+    assert_eq!(feed(&mut a, 20, &dup[0].1), Verdict::AckOnly);
+    assert!(
+        drain(&mut a, 20).is_empty(),
+        "no retransmission for a duplicate"
+    );
+    // The second packet lost: the third arrives out of order, its duplicate ACK
+    // reports the gap, and the sender goes back at once.
+    assert_eq!(feed(&mut b, 30_000_000, &out[2].1), Verdict::OutOfOrder);
+    let gap = drain(&mut b, 30_000_000);
+    assert_ne!(
+        Packet::new_checked(&gap[0].1).unwrap().flags() & flags::GAP,
+        0
+    );
+    assert_eq!(feed(&mut a, 30_000_000, &gap[0].1), Verdict::AckOnly);
+    let again = drain(&mut a, 30_000_000);
+    assert_eq!(again.len(), 2, "fast retransmit of both in flight");
+    assert_eq!(a.stats().fast_retransmits, 1);
 }
 
 #[test]
@@ -334,10 +395,10 @@ fn stream_to_self() {
 }
 
 #[test]
-fn retx_burst_is_clocked_by_acks() {
+fn retx_after_timeout_starts_at_one_and_is_clocked_by_acks() {
     let c = GbnConfig {
         retx_burst: 4,
-        ack_threshold: 2,
+        ack_threshold: 1,
         ..cfg()
     };
     let (mut a, mut b) = pair(c);
@@ -346,17 +407,26 @@ fn retx_burst_is_clocked_by_acks() {
     }
     let _lost = drain(&mut a, 0);
     a.handle_timeout(4_000_000);
-    let r = drain(&mut a, 4_000_000);
-    assert_eq!(r.len(), 4, "at most retx_burst beyond the left edge");
-    for (_, d) in &r {
-        assert_eq!(feed(&mut b, 4_000_001, d), Verdict::Deliver);
+    // Only the left edge, asking for an ACK: the receiver may just have been slow.
+    let mut r = drain(&mut a, 4_000_000);
+    assert_eq!(r.len(), 1, "one probe after a timeout");
+    assert_ne!(pkt(&r[0].1).flags() & flags::ACK_REQUEST, 0);
+    // Each ACK advance doubles what may be re-sent, up to retx_burst beyond the edge.
+    let mut sizes = Vec::new();
+    let mut t = 4_000_001;
+    while !r.is_empty() {
+        for (_, d) in &r {
+            assert_eq!(feed(&mut b, t, d), Verdict::Deliver);
+        }
+        for (_, d) in drain(&mut b, t) {
+            let _ = feed(&mut a, t, &d);
+        }
+        r = drain(&mut a, t);
+        sizes.push(r.len());
+        t += 1;
     }
-    for (_, d) in drain(&mut b, 4_000_001) {
-        let _ = feed(&mut a, 4_000_002, &d);
-    }
-    let r2 = drain(&mut a, 4_000_002);
-    assert_eq!(r2.len(), 4, "released by ACK progress");
-    assert_eq!(pkt(&r2[0].1).seq(), 4);
+    assert_eq!(sizes, [2, 4, 3, 0], "released by ACK progress");
+    assert!(a.all_acked());
 }
 
 /// A process stopped with packets in flight (gang scheduling) postpones its timers by the

@@ -64,6 +64,10 @@ pub mod flags {
     /// URTP multicast packet: the extension area starts (at [`crate::mcast::OFF_TARGETS`])
     /// with the target bitmap followed by one counter per target, see [`crate::mcast`].
     pub const MULTICAST: u8 = 1 << 4;
+    /// On a go-back-n duplicate ACK: the receiver saw data beyond a gap (a packet out of
+    /// order), so something was lost — the sender goes back at once. A duplicate ACK
+    /// without it only answers a duplicate packet.
+    pub const GAP: u8 = 1 << 5;
 }
 
 /// Protocol packet kinds: what the reliability layer sees.

@@ -582,6 +582,8 @@ impl Engine {
         s.retransmits = g.retransmits;
         s.pure_acks = g.pure_acks_sent;
         s.dup_acks = g.dup_acks_sent;
+        s.timeouts = g.timeouts;
+        s.fast_retransmits = g.fast_retransmits;
         if let Some(c) = self.links.careful.as_ref() {
             s.careful_multi = c.proto.stats().multi_sent;
         }

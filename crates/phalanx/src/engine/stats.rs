@@ -68,6 +68,10 @@ pub struct Stats {
     pub multi_sends: u64,
     /// Careful frames sent to several readers as one multi-target frame.
     pub careful_multi: u64,
+    /// Go-back-n retransmission timer expiries.
+    pub timeouts: u64,
+    /// Go-back-n fast retransmits (a duplicate ACK reporting a gap).
+    pub fast_retransmits: u64,
 }
 
 impl fmt::Display for Stats {
@@ -80,7 +84,8 @@ impl fmt::Display for Stats {
              faults_dropped={} faults_duplicated={} faults_reordered={} drop_not_target={} \
              urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
              shm_received={} single_copies={} board_collectives={} hier_collectives={} \
-             careful_held={} careful_copied_out={} multi_sends={} careful_multi={}",
+             careful_held={} careful_copied_out={} multi_sends={} careful_multi={} \
+             timeouts={} fast_retransmits={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -111,7 +116,9 @@ impl fmt::Display for Stats {
             self.careful_held,
             self.careful_copied_out,
             self.multi_sends,
-            self.careful_multi
+            self.careful_multi,
+            self.timeouts,
+            self.fast_retransmits
         )
     }
 }
