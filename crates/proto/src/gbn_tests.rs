@@ -249,7 +249,7 @@ fn timeout_backoff_clamp_and_unresponsive() {
 }
 
 #[test]
-fn backoff_holds_until_a_valid_sample() {
+fn rto_adapts_and_backoff_ends_with_progress() {
     let (mut a, mut b) = pair(cfg());
     a.send(0, 1, data(0, 1)).expect("space");
     a.send(0, 1, data(0, 2)).expect("space");
@@ -258,13 +258,13 @@ fn backoff_holds_until_a_valid_sample() {
     let rtx = drain(&mut a, 4_000_000);
     assert_eq!(rtx.len(), 1, "go back: the left edge first");
     assert_eq!(a.poll_timeout(), Some(12_000_000), "backed off to 8 ms");
-    // The first original arrives late and is acknowledged: progress, but no sample
-    // (Karn), so the backed-off timeout stays.
+    // The first original arrives late and is acknowledged: progress (no sample, Karn)
+    // ends the back-off.
     assert_eq!(feed(&mut b, 5_000_000, &out[0].1), Verdict::Deliver);
     b.flush_acks(5_000_000);
     let acks = drain(&mut b, 5_000_000);
     assert_eq!(feed(&mut a, 5_000_000, &acks[0].1), Verdict::AckOnly);
-    assert_eq!(a.poll_timeout(), Some(13_000_000), "back-off kept");
+    assert_eq!(a.poll_timeout(), Some(9_000_000), "back-off ended");
     // A packet sent once and acknowledged 1 ms later is a valid sample: the timeout
     // falls back to SRTT + 4 RTTVAR, here clamped up to rto_initial (4 ms).
     a.send(6_000_000, 1, data(0, 3)).expect("space");
@@ -283,6 +283,31 @@ fn backoff_holds_until_a_valid_sample() {
     a.send(8_000_000, 1, data(0, 4)).expect("space");
     let _ = drain(&mut a, 8_000_000);
     assert_eq!(a.poll_timeout(), Some(12_000_000), "reset by the sample");
+}
+
+#[test]
+fn rto_follows_a_slow_receiver() {
+    let (mut a, mut b) = pair(cfg());
+    a.send(0, 1, data(0, 1)).expect("space");
+    let out = drain(&mut a, 0);
+    assert_eq!(
+        a.poll_timeout(),
+        Some(4_000_000),
+        "rto_initial before any sample"
+    );
+    // Answered 3 ms later (a receiver busy elsewhere): SRTT 3 ms, RTTVAR 1.5 ms.
+    assert_eq!(feed(&mut b, 3_000_000, &out[0].1), Verdict::Deliver);
+    b.flush_acks(3_000_000);
+    for (_, d) in drain(&mut b, 3_000_000) {
+        let _ = feed(&mut a, 3_000_000, &d);
+    }
+    a.send(4_000_000, 1, data(0, 2)).expect("space");
+    let _ = drain(&mut a, 4_000_000);
+    assert_eq!(
+        a.poll_timeout(),
+        Some(4_000_000 + 9_000_000),
+        "SRTT + 4 RTTVAR"
+    );
 }
 
 #[test]
