@@ -166,6 +166,12 @@ pub struct NodeInfo {
     /// Why it is down.
     #[serde(default)]
     pub message: Option<String>,
+    /// Its communication budget (bytes), if the cluster has one.
+    #[serde(default)]
+    pub budget: Option<u64>,
+    /// How much of it the jobs hold now.
+    #[serde(default)]
+    pub budget_in_use: u64,
 }
 
 /// Compares two secrets in time independent of where they differ.

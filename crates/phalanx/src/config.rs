@@ -30,6 +30,12 @@ pub struct Config {
     pub unexpected_limit: usize,
     /// go-back-n send window in packets. `PHALANX_WINDOW` (default 128).
     pub window: u32,
+    /// Communication memory of this job on each node (bytes), as the job manager hands
+    /// it out: per peer a rank gets the credit C0 = budget / (local ranks × ranks)
+    /// (seed 001) — its go-back-n window shrinks to C0 (at least one packet) and its
+    /// host's shared-memory rings to the budget (at least 16 KiB each).
+    /// `PHALANX_COMM_BUDGET` (bytes, `k`/`m`/`g` suffix; default: no limit).
+    pub comm_budget: Option<usize>,
     /// Acknowledge every packet at once. `PHALANX_EAGER_ACK=1`.
     pub eager_ack: bool,
     /// Retransmission back-off clamp. `PHALANX_RTO_MAX_MS` (default 100).
@@ -101,6 +107,27 @@ fn switch(name: &str, default: bool) -> Result<bool> {
     phalanx_transport::parse_switch(name, Some(&v), default).map_err(Error::Init)
 }
 
+/// A size in bytes with an optional `k`, `m` or `g` suffix; unset or empty is `None`.
+fn bytes(name: &str) -> Result<Option<usize>> {
+    let v = text(name)?.trim().to_ascii_lowercase();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let (num, shift) = match v.as_bytes()[v.len() - 1] {
+        b'k' => (&v[..v.len() - 1], 10),
+        b'm' => (&v[..v.len() - 1], 20),
+        b'g' => (&v[..v.len() - 1], 30),
+        _ => (v.as_str(), 0),
+    };
+    num.trim()
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .map(Some)
+        .ok_or_else(|| Error::Init(format!("{name}={v:?} is not a positive size in bytes")))
+}
+
 impl Config {
     /// Reads the configuration from the environment.
     pub fn from_env() -> Result<Config> {
@@ -112,6 +139,7 @@ impl Config {
             stats: switch("PHALANX_STATS", false)?,
             unexpected_limit: var("PHALANX_UNEXPECTED_LIMIT")?.unwrap_or(256 << 20),
             window: var("PHALANX_WINDOW")?.unwrap_or(128).max(1),
+            comm_budget: bytes("PHALANX_COMM_BUDGET")?,
             eager_ack: switch("PHALANX_EAGER_ACK", false)?,
             rto_max: Duration::from_millis(var("PHALANX_RTO_MAX_MS")?.unwrap_or(100)),
             peer_timeout: secs("PHALANX_PEER_TIMEOUT", 300.0)?,

@@ -7,7 +7,10 @@
 //! daemons of the job's nodes (`node:nodeK@AGENT`, the ranks split evenly, lower nodes
 //! taking the remainder): the launcher asks each daemon to start its ranks, and its
 //! rendezvous is the job's communication context — no rank sends before every rank has
-//! the table of all. A node without a registered daemon fails the start.
+//! the table of all. A node without a registered daemon fails the start. With a
+//! communication budget every rank gets its job's share in `PHALANX_COMM_BUDGET`
+//! ([`Budget::credit_budget`]): the whole budget when buffers are switched, FM's
+//! budget / slots² when partitioned.
 //! `halt_network` sends the launcher SIGTSTP: every rank halts its links at a packet
 //! boundary, drains what is in flight and saves what they hold (the buffer switch of
 //! stage 2 happens there, rank by rank), then ranks and launcher stop; it returns once
@@ -28,6 +31,42 @@ use std::time::{Duration, Instant};
 
 /// Bound on a suspended launcher reaching the stopped state (its halt bound and more).
 pub const STOP_WAIT: Duration = Duration::from_secs(20);
+
+/// The nodes' communication budget (seed 001): what each job may use on a node.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Bytes per node.
+    pub bytes: u64,
+    /// Every job gets `bytes / slots` (FM's contexts); else the running job gets all.
+    pub partitioned: bool,
+    pub slots: u32,
+}
+
+impl Budget {
+    /// The memory one job holds on each of its nodes: the whole budget when switched,
+    /// budget / slots when partitioned.
+    pub fn per_job(&self) -> u64 {
+        if self.partitioned {
+            self.bytes / u64::from(self.slots.max(1))
+        } else {
+            self.bytes
+        }
+    }
+
+    /// What its ranks size their credits from (`PHALANX_COMM_BUDGET`, C0 = that /
+    /// (local ranks × ranks)). Switched: the whole budget — only the running job's p
+    /// ranks send, C0 = B/p. Partitioned, as in FM: every one of the n = slots resident
+    /// jobs' ranks may send, so the share B/n is divided among n·p senders,
+    /// C0 = B/(n²p).
+    pub fn credit_budget(&self) -> u64 {
+        if self.partitioned {
+            let n = u64::from(self.slots.max(1));
+            (self.bytes / (n * n)).max(1)
+        } else {
+            self.bytes
+        }
+    }
+}
 
 /// An error of the launcher-based network manager.
 #[derive(Debug)]
@@ -72,16 +111,18 @@ pub struct Launchers {
     agents: HashMap<NodeId, SocketAddrV4>,
     /// The launchers' address on the nodes' network (None: loopback).
     boot_ip: Option<Ipv4Addr>,
+    budget: Option<Budget>,
 }
 
 impl Launchers {
-    pub fn new(dir: PathBuf, boot_ip: Option<Ipv4Addr>) -> Launchers {
+    pub fn new(dir: PathBuf, boot_ip: Option<Ipv4Addr>, budget: Option<Budget>) -> Launchers {
         Launchers {
             dir,
             jobs: HashMap::new(),
             nodes_up: Vec::new(),
             agents: HashMap::new(),
             boot_ip,
+            budget,
         }
     }
 
@@ -223,6 +264,10 @@ impl NetworkManager for Launchers {
             .arg("--agent-secret")
             .arg(self.dir.join("secret"))
             .args(self.boot_ip.map(|ip| format!("--boot-ip={ip}")))
+            .args(
+                self.budget
+                    .map(|b| format!("--env=PHALANX_COMM_BUDGET={}", b.credit_budget())),
+            )
             .arg("--tag-output")
             .arg("--status-file")
             .arg(&exit_file)

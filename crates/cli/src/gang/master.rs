@@ -58,6 +58,8 @@ pub struct MasterConfig {
     /// The master's address on the nodes' network (`up --netns`: the bridge), where it
     /// also listens for node daemons; `None`: they are on loopback.
     pub node_ip: Option<Ipv4Addr>,
+    /// Each node's communication budget and how it is shared.
+    pub budget: Option<super::launchers::Budget>,
 }
 
 /// What the master knows of a node daemon.
@@ -137,7 +139,7 @@ fn serve(cfg: MasterConfig) -> Result<(), String> {
         nodes: (0..cfg.nodes)
             .map(|_| NodeState::Starting(Instant::now()))
             .collect(),
-        net: Launchers::new(dir.clone(), cfg.node_ip),
+        net: Launchers::new(dir.clone(), cfg.node_ip, cfg.budget),
         cfg,
         secret,
         store,
@@ -408,7 +410,7 @@ impl Master {
     }
 
     fn node_info(&self, n: u32) -> NodeInfo {
-        let jobs = (self.matrix.placements())
+        let jobs: Vec<JobId> = (self.matrix.placements())
             .filter(|(_, p)| p.nodes.contains(&n))
             .map(|(j, _)| *j)
             .collect();
@@ -417,6 +419,21 @@ impl Master {
             NodeState::Up { pid, agent, .. } => ("up", Some(*pid), Some(agent.clone()), None),
             NodeState::Down(why) => ("down", None, None, Some(why.clone())),
         };
+        // Switched: only the running slot's job holds the budget; partitioned: every
+        // resident job holds its share.
+        let budget_in_use = self.cfg.budget.map_or(0, |b| {
+            if b.partitioned {
+                b.per_job() * jobs.len() as u64
+            } else if self.matrix.jobs_in(self.matrix.current()).iter().any(|j| {
+                self.matrix
+                    .placement(*j)
+                    .is_some_and(|p| p.nodes.contains(&n))
+            }) {
+                b.bytes
+            } else {
+                0
+            }
+        });
         NodeInfo {
             node: n,
             up: state == "up",
@@ -425,6 +442,8 @@ impl Master {
             pid,
             agent,
             message,
+            budget: self.cfg.budget.map(|b| b.bytes),
+            budget_in_use,
         }
     }
 

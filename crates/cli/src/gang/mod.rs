@@ -53,6 +53,14 @@ enum GangCommand {
         /// Time slots of the gang matrix.
         #[arg(long, default_value_t = 8)]
         slots: u32,
+        /// Communication memory of each node (bytes, `k`/`m`/`g` suffix): shared-memory
+        /// rings and go-back-n windows of the jobs on it (seed 001's buffer budget).
+        #[arg(long, value_parser = parse_size)]
+        comm_budget: Option<u64>,
+        /// `switched`: the running job gets the whole budget (its buffers are switched
+        /// with it); `partitioned`: every job gets budget / slots, as in FM.
+        #[arg(long, default_value = "switched", value_parser = ["switched", "partitioned"])]
+        buffers: String,
     },
     /// Stop the master and every job.
     Down,
@@ -115,6 +123,10 @@ enum GangCommand {
         /// Listen for node daemons on this address too (the nodes' bridge).
         #[arg(long)]
         node_ip: Option<std::net::Ipv4Addr>,
+        #[arg(long)]
+        comm_budget: Option<u64>,
+        #[arg(long)]
+        partitioned: bool,
     },
     /// Run a node daemon in the foreground (what `up` starts).
     #[command(hide = true)]
@@ -150,12 +162,23 @@ pub fn run(args: GangArgs) -> i32 {
             netns,
             quantum,
             slots,
-        } => up(&dir, nodes, netns, quantum, slots),
+            comm_budget,
+            buffers,
+        } => up(
+            &dir,
+            nodes,
+            netns,
+            quantum,
+            slots,
+            comm_budget.map(|b| (b, buffers == "partitioned")),
+        ),
         GangCommand::Master {
             nodes,
             quantum,
             slots,
             node_ip,
+            comm_budget,
+            partitioned,
         } => {
             return master::run(master::MasterConfig {
                 dir,
@@ -163,6 +186,11 @@ pub fn run(args: GangArgs) -> i32 {
                 slots,
                 quantum: Duration::from_millis(quantum.max(10)),
                 node_ip,
+                budget: comm_budget.map(|bytes| launchers::Budget {
+                    bytes,
+                    partitioned,
+                    slots,
+                }),
             })
         }
         GangCommand::Node {
@@ -206,7 +234,14 @@ pub fn run(args: GangArgs) -> i32 {
     })
 }
 
-fn up(dir: &PathBuf, nodes: u32, netns: bool, quantum: u64, slots: u32) -> Result<i32, String> {
+fn up(
+    dir: &PathBuf,
+    nodes: u32,
+    netns: bool,
+    quantum: u64,
+    slots: u32,
+    budget: Option<(u64, bool)>,
+) -> Result<i32, String> {
     if nodes == 0 || nodes > nodes::MAX_NODES {
         return Err(format!(
             "--nodes must be between 1 and {}",
@@ -239,6 +274,8 @@ fn up(dir: &PathBuf, nodes: u32, netns: bool, quantum: u64, slots: u32) -> Resul
         .args(["--quantum", &quantum.to_string()])
         .args(["--slots", &slots.to_string()])
         .args(net.as_ref().map(|n| format!("--node-ip={}", n.bridge_ip)))
+        .args(budget.map(|(b, _)| format!("--comm-budget={b}")))
+        .args(budget.filter(|(_, p)| *p).map(|_| "--partitioned"))
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
         .stderr(log)
@@ -538,17 +575,21 @@ fn nodes(dir: &std::path::Path, json: bool) -> Result<i32, String> {
         return Ok(0);
     }
     println!(
-        "{:>5} {:<8} {:>8} {:<22} JOBS",
-        "NODE", "STATE", "PID", "AGENT"
+        "{:>5} {:<8} {:>8} {:<22} {:>17} JOBS",
+        "NODE", "STATE", "PID", "AGENT", "BUDGET_KiB"
     );
     for n in nodes {
         let jobs: Vec<String> = n.jobs.iter().map(|j| j.to_string()).collect();
+        let budget = n.budget.map_or("-".into(), |b| {
+            format!("{}/{}", n.budget_in_use >> 10, b >> 10)
+        });
         println!(
-            "{:>5} {:<8} {:>8} {:<22} {}",
+            "{:>5} {:<8} {:>8} {:<22} {:>17} {}",
             n.node,
             n.state,
             n.pid.map_or("-".into(), |p| p.to_string()),
             n.agent.as_deref().unwrap_or("-"),
+            budget,
             jobs.join(",")
         );
         if let Some(m) = &n.message {
@@ -556,4 +597,20 @@ fn nodes(dir: &std::path::Path, json: bool) -> Result<i32, String> {
         }
     }
     Ok(0)
+}
+
+/// A size in bytes with an optional `k`, `m` or `g` suffix.
+fn parse_size(v: &str) -> Result<u64, String> {
+    let t = v.trim().to_ascii_lowercase();
+    let (num, shift) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 10),
+        Some('m') => (&t[..t.len() - 1], 20),
+        Some('g') => (&t[..t.len() - 1], 30),
+        _ => (t.as_str(), 0),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{v:?} is not a positive size in bytes"))
 }

@@ -302,9 +302,18 @@ impl Engine {
             .clamp(1, u32::MAX as u128) as u32;
         let mut urtp = Urtp::new(ucfg, job_key, rank, size);
         urtp.set_max_datagram(max_dgram);
+        let mut gcfg = gbn_config(&cfg);
+        if let Some(budget) = cfg.comm_budget {
+            // Seed 001's credit: the job's memory on this node shared by its local
+            // ranks, each rank's share divided among every rank that may send to it.
+            let c0 = budget / (local_ranks.max(1) * size.max(1) as usize);
+            gcfg.window = ((c0 / max_dgram.max(1)) as u32).clamp(1, gcfg.window);
+            // A receiver must not wait for more packets than the sender may have out.
+            gcfg.ack_threshold = gcfg.ack_threshold.min((gcfg.window / 2).max(1));
+        }
         let links = Links::new(
             Net::new(transport, rank),
-            GbnLink::new(Gbn::new(gbn_config(&cfg), job_key, rank, size)),
+            GbnLink::new(Gbn::new(gcfg, job_key, rank, size)),
             UrtpLink::new(urtp),
         );
         Engine {
@@ -584,6 +593,7 @@ impl Engine {
         s.dup_acks = g.dup_acks_sent;
         s.timeouts = g.timeouts;
         s.fast_retransmits = g.fast_retransmits;
+        s.window = u64::from(self.links.gbn.proto.config().window);
         if let Some(c) = self.links.careful.as_ref() {
             s.careful_multi = c.proto.stats().multi_sent;
         }

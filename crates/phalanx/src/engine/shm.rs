@@ -78,6 +78,9 @@ pub(super) fn setup(
         });
     let name = format!("phalanx-{:016x}-{:08x}", table.job_key, host as u32);
     let mut cfg: ShmConfig = config.shm.clone();
+    if let Some(budget) = config.comm_budget {
+        cfg.rings_budget = cfg.rings_budget.min(budget);
+    }
     let cancel = Arc::new(AtomicBool::new(false));
     cfg.cancel = Some(cancel.clone());
     let wait = cfg.connect_timeout + DECISION_WAIT;

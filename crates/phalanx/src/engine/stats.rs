@@ -72,6 +72,8 @@ pub struct Stats {
     pub timeouts: u64,
     /// Go-back-n fast retransmits (a duplicate ACK reporting a gap).
     pub fast_retransmits: u64,
+    /// The go-back-n send window in packets (after `PHALANX_COMM_BUDGET`).
+    pub window: u64,
 }
 
 impl fmt::Display for Stats {
@@ -85,7 +87,7 @@ impl fmt::Display for Stats {
              urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
              shm_received={} single_copies={} board_collectives={} hier_collectives={} \
              careful_held={} careful_copied_out={} multi_sends={} careful_multi={} \
-             timeouts={} fast_retransmits={}",
+             timeouts={} fast_retransmits={} window={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -118,7 +120,8 @@ impl fmt::Display for Stats {
             self.multi_sends,
             self.careful_multi,
             self.timeouts,
-            self.fast_retransmits
+            self.fast_retransmits,
+            self.window
         )
     }
 }
