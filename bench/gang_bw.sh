@@ -31,7 +31,7 @@ MODES=${MODES:-"partitioned switched"}
 OUT=${OUT:-$ROOT/bench/results/gang-bw-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  cargo build --release -q -p phalanx-cli -p phalanx --example gang_bw
+  cargo build --release -q -p phalanx-cli && cargo build --release -q -p phalanx --example gang_bw
 fi
 PHX=$TARGET/release/phalanx
 BW=$TARGET/release/examples/gang_bw

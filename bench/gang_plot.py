@@ -90,7 +90,7 @@ def switch(csv_path, svg_path):
     stages = ["halt_us", "switch_us", "release_us"]
     med = {}
     print(f"{'nodes':>5} {'switches':>8} " + " ".join(f"{s:>12}" for s in stages)
-          + f" {'total_us':>10} {'% of quantum':>12} {'saved dgrams':>12}")
+          + f" {'total_us':>10} {'% of quantum':>12} {'% of 1 s':>9} {'saved dgrams':>12}")
     for n in nodes:
         mine = [r for r in rows if int(r["nodes"]) == n]
         m = [statistics.median(float(r[s]) for r in mine) for s in stages]
@@ -98,7 +98,7 @@ def switch(csv_path, svg_path):
         saved = statistics.median(float(r.get("datagrams") or 0) for r in mine)
         med[n] = m
         print(f"{n:>5} {len(mine):>8} " + " ".join(f"{v:>12.0f}" for v in m)
-              + f" {sum(m):>10.0f} {100 * sum(m) / q:>11.2f}% {saved:>12.0f}")
+              + f" {sum(m):>10.0f} {100 * sum(m) / q:>11.2f}% {sum(m) / 1e4:>8.2f}% {saved:>12.0f}")
     series = [(s.replace("_us", ""), [(n, med[n][i]) for n in nodes]) for i, s in enumerate(stages)]
     series.append(("total", [(n, sum(med[n])) for n in nodes]))
     write_svg(svg_path, [("context-switch stages (median)", "nodes", "microseconds", series)])

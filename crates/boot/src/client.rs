@@ -124,12 +124,14 @@ impl BootClient {
         datagrams: u64,
         bytes: u64,
         ms: u64,
+        save_us: u64,
         error: Option<String>,
     ) -> Result<(), BootError> {
         self.send(&RankMsg::Halted {
             datagrams,
             bytes,
             ms,
+            save_us,
             error,
         })
     }

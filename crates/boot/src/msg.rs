@@ -111,6 +111,10 @@ pub enum RankMsg {
         bytes: u64,
         /// Milliseconds from the halt to this answer.
         ms: u64,
+        /// Of which saving what the links held took this long (microseconds): the
+        /// buffer switch of seed 001's stage 2.
+        #[serde(default)]
+        save_us: u64,
         /// Why the drain did not complete (the rank is halted anyway).
         error: Option<String>,
     },

@@ -157,6 +157,7 @@ impl RunArgs {
                 cwd: None,
             },
             agent_secret: self.agent_secret,
+            halt_report: self.status_file.as_ref().map(|f| f.with_extension("halt")),
             tag_output: self.tag_output,
             timeout: self.timeout,
             startup_timeout: self.startup_timeout,

@@ -88,6 +88,9 @@ pub struct Config {
     pub kill_grace: Duration,
     /// The job manager's cluster secret, for `node:` hosts.
     pub agent_secret: Option<std::path::PathBuf>,
+    /// Where a halt's figures go (JSON: `ms`, `datagrams`, `bytes`, `save_us`), for the
+    /// job manager's switch records.
+    pub halt_report: Option<std::path::PathBuf>,
 }
 
 /// Why the job failed, and the launcher's exit code.
@@ -461,12 +464,14 @@ impl Job {
                     datagrams,
                     bytes,
                     ms,
+                    save_us,
                     error,
                 })) => {
                     rank.halted = Some(suspend::Halted {
                         datagrams,
                         bytes,
                         ms,
+                        save_us,
                         error,
                     })
                 }

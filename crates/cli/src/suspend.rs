@@ -32,6 +32,7 @@ pub struct Halted {
     pub datagrams: u64,
     pub bytes: u64,
     pub ms: u64,
+    pub save_us: u64,
     pub error: Option<String>,
 }
 
@@ -82,12 +83,26 @@ impl Job {
                 .filter_map(|r| r.halted.as_ref())
                 .map(|h| h.ms)
                 .max();
+            let save_us = (self.ranks.iter().filter_map(|r| r.halted.as_ref()))
+                .map(|h| h.save_us)
+                .max()
+                .unwrap_or(0);
             eprintln!(
                 "phalanx: job halted in {} ms (slowest rank {} ms; {n} datagrams, {bytes} bytes \
-                 saved) and stopped",
+                 saved in {save_us} us) and stopped",
                 t0.elapsed().as_millis(),
                 slowest.unwrap_or(0)
             );
+            if let Some(f) = &self.cfg.halt_report {
+                let text = format!(
+                    "{{\"us\":{},\"datagrams\":{n},\"bytes\":{bytes},\"save_us\":{save_us}}}",
+                    t0.elapsed().as_micros()
+                );
+                let tmp = f.with_extension("halt.tmp");
+                if std::fs::write(&tmp, text).is_ok() {
+                    let _ = std::fs::rename(&tmp, f);
+                }
+            }
             for (i, r) in self.ranks.iter().enumerate() {
                 if let Some(e) = r.halted.as_ref().and_then(|h| h.error.as_ref()) {
                     eprintln!("phalanx: rank {i}: {e}");

@@ -108,6 +108,12 @@ pub struct SwitchRecord {
     /// Stage 3, releasing (or starting) the incoming jobs.
     pub release_us: u64,
     pub warning: Option<String>,
+    /// Datagrams the outgoing jobs' links held when halted (moved out), and their bytes:
+    /// the buffers' occupancy.
+    #[serde(default)]
+    pub datagrams: u64,
+    #[serde(default)]
+    pub bytes: u64,
 }
 
 /// Errors of the job store.
@@ -153,7 +159,9 @@ CREATE TABLE IF NOT EXISTS switches (
     halt_us      INTEGER NOT NULL,
     switch_us    INTEGER NOT NULL,
     release_us   INTEGER NOT NULL,
-    warning      TEXT
+    warning      TEXT,
+    datagrams    INTEGER NOT NULL DEFAULT 0,
+    bytes        INTEGER NOT NULL DEFAULT 0
 );";
 
 const COLUMNS: &str = "id, name, ranks, nodes, argv, state, placement, exit_code, message, \
@@ -251,7 +259,7 @@ impl Store {
     pub fn record_switch(&self, r: &SwitchRecord) -> Result<(), StoreError> {
         self.conn.execute(
             "INSERT INTO switches (at_ms, from_slot, to_slot, halt_us, switch_us, release_us, \
-             warning) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             warning, datagrams, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 r.at_ms as i64,
                 r.from_slot,
@@ -259,7 +267,9 @@ impl Store {
                 r.halt_us as i64,
                 r.switch_us as i64,
                 r.release_us as i64,
-                r.warning
+                r.warning,
+                r.datagrams as i64,
+                r.bytes as i64
             ],
         )?;
         Ok(())
@@ -268,8 +278,8 @@ impl Store {
     /// The last `n` context switches, oldest first.
     pub fn switches(&self, n: u32) -> Result<Vec<SwitchRecord>, StoreError> {
         let mut st = self.conn.prepare(
-            "SELECT at_ms, from_slot, to_slot, halt_us, switch_us, release_us, warning \
-             FROM (SELECT * FROM switches ORDER BY seq DESC LIMIT ?1) ORDER BY seq",
+            "SELECT at_ms, from_slot, to_slot, halt_us, switch_us, release_us, warning, \
+             datagrams, bytes FROM (SELECT * FROM switches ORDER BY seq DESC LIMIT ?1) ORDER BY seq",
         )?;
         let rows = st.query_map(params![n], |r| {
             Ok(SwitchRecord {
@@ -280,6 +290,8 @@ impl Store {
                 switch_us: r.get::<_, i64>(4)?.max(0) as u64,
                 release_us: r.get::<_, i64>(5)?.max(0) as u64,
                 warning: r.get(6)?,
+                datagrams: r.get::<_, i64>(7)?.max(0) as u64,
+                bytes: r.get::<_, i64>(8)?.max(0) as u64,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -483,6 +495,8 @@ mod tests {
                 switch_us: 0,
                 release_us: 5,
                 warning: None,
+                datagrams: 0,
+                bytes: 0,
             })
             .unwrap();
         }

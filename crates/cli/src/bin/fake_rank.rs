@@ -111,7 +111,7 @@ fn serve(client: &mut BootClient, status: &str, until: Until) {
             Ok(Some(Control::Release | Control::Shm(_) | Control::Continue)) => {}
             // Nothing to drain: halted at once.
             Ok(Some(Control::Halt(_))) => client
-                .send_halted(0, 0, 0, None)
+                .send_halted(0, 0, 0, 0, None)
                 .unwrap_or_else(|e| die(&e.to_string())),
             Ok(Some(Control::Abort(_))) if until == Until::Never => {}
             Ok(Some(Control::Abort(reason))) => die(&format!("aborted: {reason}")),

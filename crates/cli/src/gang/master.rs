@@ -595,10 +595,8 @@ impl Master {
         let swap = self
             .net
             .context_switch(&outgoing, &incoming)
-            .map_or(Duration::ZERO, |r| r.took);
-        let t = Instant::now();
-        self.run_slot(to);
-        let release = t.elapsed();
+            .unwrap_or_default();
+        let release = self.run_slot(to);
         let _ = self
             .store
             .record_switch(&phalanx_gang::store::SwitchRecord {
@@ -606,23 +604,32 @@ impl Master {
                 from_slot: from,
                 to_slot: to,
                 halt_us: halt.as_micros() as u64,
-                switch_us: swap.as_micros() as u64,
+                switch_us: swap.took.as_micros() as u64,
                 release_us: release.as_micros() as u64,
                 warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+                datagrams: swap.datagrams,
+                bytes: swap.bytes,
             });
         self.next_switch = Instant::now() + self.cfg.quantum;
     }
 
-    /// Runs every job of `slot`: releases the halted, starts the new.
-    fn run_slot(&mut self, slot: u32) {
+    /// Runs every job of `slot`: releases the halted, starts the new; the time the
+    /// releases took (the database's bookkeeping not counted).
+    fn run_slot(&mut self, slot: u32) -> Duration {
+        let mut took = Duration::ZERO;
         for id in self.matrix.jobs_in(slot) {
             if self.net.halted(id) {
-                let _ = self.net.release_network(id);
+                if let Ok(r) = self.net.release_network(id) {
+                    took += r.took;
+                }
                 let _ = self.store.set_state(id, JobState::Running);
             } else if !self.net.has(id) {
+                let t = Instant::now();
                 self.start(id);
+                took += t.elapsed();
             }
         }
+        took
     }
 
     fn start(&mut self, id: JobId) {

@@ -546,17 +546,19 @@ fn switches(dir: &std::path::Path, last: u32, json: bool) -> Result<i32, String>
         return Ok(0);
     }
     println!(
-        "{:>5} {:>5} {:>10} {:>10} {:>10}",
-        "FROM", "TO", "HALT_us", "SWITCH_us", "RELEASE_us"
+        "{:>5} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10}",
+        "FROM", "TO", "HALT_us", "SWITCH_us", "RELEASE_us", "DGRAMS", "BYTES"
     );
     for s in switches {
         println!(
-            "{:>5} {:>5} {:>10} {:>10} {:>10}{}",
+            "{:>5} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10}{}",
             s.from_slot,
             s.to_slot,
             s.halt_us,
             s.switch_us,
             s.release_us,
+            s.datagrams,
+            s.bytes,
             s.warning.map_or(String::new(), |w| format!("  {w}"))
         );
     }

@@ -166,14 +166,20 @@ impl Engine {
         let outer = std::mem::take(&mut self.waiting);
         let start = Instant::now();
         self.halt_links();
-        let saved = self.quiesce(limit).and_then(|()| self.save_links());
+        let mut save_us = 0;
+        let saved = self.quiesce(limit).and_then(|()| {
+            let t = Instant::now();
+            let s = self.save_links();
+            save_us = t.elapsed().as_micros() as u64;
+            s
+        });
         let (n, bytes, error) = match &saved {
             Ok(s) => (s.datagrams() as u64, s.bytes() as u64, None),
             Err(e) => (0, 0, Some(e.to_string())),
         };
         let ms = start.elapsed().as_millis() as u64;
         if let Some(b) = self.boot.as_mut() {
-            b.send_halted(n, bytes, ms, error)
+            b.send_halted(n, bytes, ms, save_us, error)
                 .map_err(|e| Error::Launcher(e.to_string()))?;
         }
         let halted_at = Instant::now();

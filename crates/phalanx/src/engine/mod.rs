@@ -109,6 +109,8 @@ pub struct Engine {
     pub(crate) coll: crate::coll::CollState,
     waiting: Waiting,
     iterations: u64,
+    /// When the launcher connection is next read by a busy rank (ns, engine clock).
+    next_boot_poll: u64,
     /// The clock as last read by `progress`.
     last_now: u64,
     /// Drain every socket in the next progress round (after a sleep).
@@ -125,6 +127,9 @@ pub struct Engine {
 /// Default eager limit towards shared-memory peers that pull larger messages with one
 /// copy (`process_vm_readv`): above it one system call beats copying through the ring.
 const SHM_EAGER_LIMIT: usize = 8 << 10;
+
+/// How often a busy rank reads its launcher connection.
+const BOOT_POLL_NS: u64 = 1_000_000;
 
 /// Longest sleep of a rank with shared-memory peers.
 const SHM_SLEEP_MAX_NS: u64 = 10_000_000;
@@ -346,6 +351,7 @@ impl Engine {
             coll: Default::default(),
             waiting: Waiting::Nothing,
             iterations: 0,
+            next_boot_poll: 0,
             last_now: 0,
             drain_all_next: false,
             halted: false,
@@ -458,7 +464,10 @@ impl Engine {
         let l = &mut self.links;
         did |= l.gbn.poll(&mut l.net, now)?;
         self.iterations = self.iterations.wrapping_add(1);
-        if self.iterations.is_multiple_of(8192) {
+        // A rank that never sleeps still hears the launcher (a halt, a query, an abort)
+        // within a millisecond: one non-blocking read per millisecond.
+        if now >= self.next_boot_poll {
+            self.next_boot_poll = now.saturating_add(BOOT_POLL_NS);
             self.service_boot()?;
         }
         Ok(did)
