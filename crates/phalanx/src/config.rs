@@ -36,6 +36,10 @@ pub struct Config {
     /// host's shared-memory rings to the budget (at least 16 KiB each).
     /// `PHALANX_COMM_BUDGET` (bytes, `k`/`m`/`g` suffix; default: no limit).
     pub comm_budget: Option<usize>,
+    /// Lock the shared-memory segment in memory while the job runs (unlocked while it
+    /// is switched out by the job manager). `PHALANX_COMM_LOCK=1`; where locking is not
+    /// permitted a warning says so once and the job runs unlocked.
+    pub comm_lock: bool,
     /// Acknowledge every packet at once. `PHALANX_EAGER_ACK=1`.
     pub eager_ack: bool,
     /// Retransmission back-off clamp. `PHALANX_RTO_MAX_MS` (default 100).
@@ -140,6 +144,7 @@ impl Config {
             unexpected_limit: var("PHALANX_UNEXPECTED_LIMIT")?.unwrap_or(256 << 20),
             window: var("PHALANX_WINDOW")?.unwrap_or(128).max(1),
             comm_budget: bytes("PHALANX_COMM_BUDGET")?,
+            comm_lock: switch("PHALANX_COMM_LOCK", false)?,
             eager_ack: switch("PHALANX_EAGER_ACK", false)?,
             rto_max: Duration::from_millis(var("PHALANX_RTO_MAX_MS")?.unwrap_or(100)),
             peer_timeout: secs("PHALANX_PEER_TIMEOUT", 300.0)?,

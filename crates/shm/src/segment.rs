@@ -581,6 +581,18 @@ impl ShmSegment {
         }
     }
 
+    /// Locks this rank's mapping of the segment in memory (`mlock`), or unlocks it:
+    /// the running job's communication buffers stay resident, a switched-out job's may
+    /// be paged (the job manager's buffer switch). Fails where locking is not permitted
+    /// (`RLIMIT_MEMLOCK`).
+    pub fn lock(&self, on: bool) -> io::Result<()> {
+        if on {
+            self.map.lock()
+        } else {
+            self.map.unlock()
+        }
+    }
+
     fn unlink(&self) {
         // ENOENT is fine: someone (the creator's drop) already did.
         let _ = std::fs::remove_file(&self.path);

@@ -10,7 +10,9 @@
 //! the table of all. A node without a registered daemon fails the start. With a
 //! communication budget every rank gets its job's share in `PHALANX_COMM_BUDGET`
 //! ([`Budget::credit_budget`]): the whole budget when buffers are switched, FM's
-//! budget / slots² when partitioned.
+//! budget / slots² when partitioned; switched jobs also get `PHALANX_COMM_LOCK=1`
+//! (their shared-memory buffers locked in memory while they run, unlocked while they
+//! are switched out).
 //! `halt_network` sends the launcher SIGTSTP: every rank halts its links at a packet
 //! boundary, drains what is in flight and saves what they hold (the buffer switch of
 //! stage 2 happens there, rank by rank), then ranks and launcher stop; it returns once
@@ -271,6 +273,13 @@ impl NetworkManager for Launchers {
                 self.budget
                     .map(|b| format!("--env=PHALANX_COMM_BUDGET={}", b.credit_budget())),
             )
+            // Switched buffers: the running job's are locked in memory, a switched-out
+            // job's are not (its ranks unlock them when halted).
+            .args(
+                self.budget
+                    .filter(|b| !b.partitioned)
+                    .map(|_| "--env=PHALANX_COMM_LOCK=1"),
+            )
             .arg("--tag-output")
             .arg("--status-file")
             .arg(&exit_file)
@@ -416,5 +425,47 @@ pub fn new_session(cmd: &mut Command) {
             libc::setsid();
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_follow_seed_001() {
+        let b = |partitioned| Budget {
+            bytes: 1 << 20,
+            partitioned,
+            slots: 4,
+        };
+        // Switched: the running job holds and sizes its credits from all of B.
+        assert_eq!(b(false).per_job(), 1 << 20);
+        assert_eq!(b(false).credit_budget(), 1 << 20);
+        // Partitioned: B/n held, credits as FM's C0 = B/(n²p) (p applied by the ranks).
+        assert_eq!(b(true).per_job(), 1 << 18);
+        assert_eq!(b(true).credit_budget(), 1 << 16);
+    }
+
+    #[test]
+    fn hostfile_splits_ranks_over_the_nodes_daemons() {
+        let mut l = Launchers::new(PathBuf::from("/nonexistent"), None, None);
+        l.init_node(0, 3).unwrap();
+        for n in 0..3 {
+            l.set_agent(n, SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7000 + n as u16));
+        }
+        let spec = |ranks, nodes: Vec<u32>| JobSpec {
+            ranks,
+            nodes,
+            argv: vec!["x".into()],
+            cwd: "/".into(),
+        };
+        assert_eq!(
+            l.hostfile(&spec(5, vec![0, 2])).unwrap(),
+            "node:node0@127.0.0.1:7000 slots=3\nnode:node2@127.0.0.1:7002 slots=2\n"
+        );
+        l.remove_node(2).unwrap();
+        let e = l.hostfile(&spec(2, vec![0, 2])).unwrap_err();
+        assert!(e.0.contains("node 2"), "{e}");
     }
 }

@@ -129,6 +129,25 @@ impl Engine {
     }
 
     /// Puts back what [`save_links`](Self::save_links) took.
+    /// With `PHALANX_COMM_LOCK`: locks (or unlocks) the shared-memory segment; a
+    /// refusal is a warning, once, and the lock is not tried again.
+    pub(crate) fn lock_comm(&mut self, on: bool) {
+        if !self.cfg.comm_lock || self.comm_lock_failed {
+            return;
+        }
+        let Some(l) = self.links.shm.as_ref() else {
+            return;
+        };
+        if let Err(e) = l.segment().lock(on) {
+            self.comm_lock_failed = true;
+            tracing::warn!(
+                "phalanx: warning: rank {}: cannot lock the communication buffers in memory \
+                 ({e}); running unlocked",
+                self.rank
+            );
+        }
+    }
+
     pub fn restore_links(&mut self, saved: SavedLinks) {
         for (m, s) in saved.parts {
             if let Some((l, _)) = self.links.get(m) {
@@ -170,6 +189,8 @@ impl Engine {
         let saved = self.quiesce(limit).and_then(|()| {
             let t = Instant::now();
             let s = self.save_links();
+            // The buffers leave the node's locked budget while the job is out.
+            self.lock_comm(false);
             save_us = t.elapsed().as_micros() as u64;
             s
         });
@@ -186,6 +207,7 @@ impl Engine {
         let r = self.wait_until(Waiting::Halt, |e| e.continued);
         self.continued = false;
         if let Ok(s) = saved {
+            self.lock_comm(true);
             self.restore_links(s);
         }
         self.resume_links(halted_at.elapsed());

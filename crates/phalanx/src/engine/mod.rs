@@ -111,6 +111,8 @@ pub struct Engine {
     iterations: u64,
     /// When the launcher connection is next read by a busy rank (ns, engine clock).
     next_boot_poll: u64,
+    /// `PHALANX_COMM_LOCK` was refused once: not tried again.
+    comm_lock_failed: bool,
     /// The clock as last read by `progress`.
     last_now: u64,
     /// Drain every socket in the next progress round (after a sleep).
@@ -255,6 +257,7 @@ impl Engine {
                 }
             }
             engine.links.shm = Some(Box::new(ShmLink::new(t)));
+            engine.lock_comm(true);
         }
         engine.links.decide(engine.rank, engine.size);
         // Every peer on shared memory, or alone in the job (nothing arrives from a
@@ -352,6 +355,7 @@ impl Engine {
             waiting: Waiting::Nothing,
             iterations: 0,
             next_boot_poll: 0,
+            comm_lock_failed: false,
             last_now: 0,
             drain_all_next: false,
             halted: false,
