@@ -34,16 +34,21 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 /// What the launcher's loop learns from the node daemons.
 #[derive(Debug)]
 pub enum Event {
-    /// Rank `rank` runs as `pid` on its node.
-    Spawned { rank: u32, pid: u32 },
+    /// Rank `rank` runs as `pid` on the node of agent `agent`.
+    Spawned { agent: usize, rank: u32, pid: u32 },
     /// Rank `rank` could not be started on `node`.
     SpawnFailed {
+        agent: usize,
         rank: u32,
         node: String,
         message: String,
     },
-    /// Rank `rank` ended with `status`.
-    Exited { rank: u32, status: ExitStatus },
+    /// Rank `rank` (started by agent `agent`) ended with `status`.
+    Exited {
+        agent: usize,
+        rank: u32,
+        status: ExitStatus,
+    },
     /// The connection to node daemon `agent` (`node`) is gone: its ranks are dead.
     Lost {
         agent: usize,
@@ -55,6 +60,8 @@ pub enum Event {
 struct Agent {
     label: String,
     stream: TcpStream,
+    /// A write failed: the connection was shut down (its reader reports the loss).
+    dead: bool,
 }
 
 /// The connections of one job to its node daemons.
@@ -88,7 +95,11 @@ impl Agents {
             });
         }
         let (tx, events) = channel();
-        let mut agents = Vec::with_capacity(addrs.len());
+        // Built first: on an error below, dropping it shuts down what was opened.
+        let mut all = Agents {
+            agents: Vec::with_capacity(addrs.len()),
+            events,
+        };
         if !addrs.is_empty() {
             let path = secret_file.ok_or("node hosts need the cluster secret (--agent-secret)")?;
             let secret = std::fs::read_to_string(path)
@@ -102,10 +113,14 @@ impl Agents {
                     .name(format!("phalanx-agent-{i}"))
                     .spawn(move || read_events(i, node, reader, tag, tx))
                     .map_err(|e| format!("cannot start a reader thread: {e}"))?;
-                agents.push(Agent { label, stream });
+                all.agents.push(Agent {
+                    label,
+                    stream,
+                    dead: false,
+                });
             }
         }
-        Ok((Agents { agents, events }, of_rank))
+        Ok((all, of_rank))
     }
 
     /// Asks agent `i` to start a rank.
@@ -123,9 +138,24 @@ impl Agents {
 
     fn send(&mut self, i: usize, req: &AgentRequest) -> io::Result<()> {
         let line = phalanx_boot::frame::encode(req);
-        let s = &mut self.agents[i].stream;
-        s.set_write_timeout(Some(SEND_TIMEOUT))?;
-        s.write_all(&line)
+        let a = &mut self.agents[i];
+        if a.dead {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the connection to this node daemon failed",
+            ));
+        }
+        let r = a
+            .stream
+            .set_write_timeout(Some(SEND_TIMEOUT))
+            .and_then(|()| a.stream.write_all(&line));
+        if r.is_err() {
+            // Half a line may be out: nothing more can follow it. The reader sees the
+            // shutdown and reports the loss.
+            a.dead = true;
+            let _ = a.stream.shutdown(Shutdown::Both);
+        }
+        r
     }
 
     /// The next event, if one is waiting.
@@ -199,13 +229,19 @@ fn read_events(i: usize, node: String, stream: TcpStream, tag: bool, tx: Sender<
                 };
                 continue;
             }
-            AgentEvent::Spawned { rank, pid } => Event::Spawned { rank, pid },
+            AgentEvent::Spawned { rank, pid } => Event::Spawned {
+                agent: i,
+                rank,
+                pid,
+            },
             AgentEvent::SpawnFailed { rank, message } => Event::SpawnFailed {
+                agent: i,
                 rank,
                 node: node.clone(),
                 message,
             },
             AgentEvent::Exited { rank, status } => Event::Exited {
+                agent: i,
                 rank,
                 status: ExitStatus::from_raw(status),
             },

@@ -801,9 +801,13 @@ impl Job {
             }
             while let Some(ev) = self.agents.as_ref().and_then(Agents::try_event) {
                 match ev {
-                    Event::Exited { rank, status } => {
-                        if let Some(r) = self.ranks.get_mut(rank as usize) {
-                            r.exit.get_or_insert(status);
+                    Event::Exited {
+                        agent,
+                        rank,
+                        status,
+                    } => {
+                        if let Some(r) = self.remote_rank(agent, rank) {
+                            self.ranks[r].exit.get_or_insert(status);
                         }
                     }
                     Event::Lost { agent, .. } => self.agent_lost(agent),

@@ -19,26 +19,36 @@ impl Job {
     pub(super) fn agent_events(&mut self) -> Result<(), Failure> {
         while let Some(ev) = self.agents.as_ref().and_then(Agents::try_event) {
             match ev {
-                Event::Spawned { rank, pid } => {
-                    if let Some(r) = self.ranks.get_mut(rank as usize) {
-                        r.pid = pid;
+                // Only about a rank that node was asked to start: anything else is ignored.
+                Event::Spawned { agent, rank, pid } => {
+                    if let Some(r) = self.remote_rank(agent, rank) {
+                        self.ranks[r].pid = pid;
                     }
                 }
                 Event::SpawnFailed {
+                    agent,
                     rank,
                     node,
                     message,
                 } => {
+                    if self.remote_rank(agent, rank).is_none() {
+                        continue;
+                    }
                     let prog = self.cfg.program.prog.to_string_lossy().into_owned();
                     return Err(Failure::new(
                         format!("cannot start {prog} (rank {rank}) on {node}: {message}"),
                         2,
                     ));
                 }
-                Event::Exited { rank, status } => {
-                    let r = rank as usize;
-                    if r < self.ranks.len() && self.ranks[r].exit.is_none() {
-                        self.exited(r, status)?;
+                Event::Exited {
+                    agent,
+                    rank,
+                    status,
+                } => {
+                    if let Some(r) = self.remote_rank(agent, rank) {
+                        if self.ranks[r].exit.is_none() {
+                            self.exited(r, status)?;
+                        }
                     }
                 }
                 Event::Lost { agent, node, why } => {
@@ -48,6 +58,12 @@ impl Job {
             }
         }
         Ok(())
+    }
+
+    /// Rank `rank` if agent `agent` started it.
+    pub(super) fn remote_rank(&self, agent: usize, rank: u32) -> Option<usize> {
+        let r = rank as usize;
+        (self.ranks.get(r)?.agent == Some(agent)).then_some(r)
     }
 
     /// Node daemon `agent` is gone and its ranks with it (its lifeline contract).

@@ -53,7 +53,8 @@ pub enum Request {
     Nodes,
     /// Ends a job.
     Cancel { id: JobId },
-    /// A job's output from byte `from` on (at most [`MAX_LINE`] / 2 bytes).
+    /// A job's output from byte `from` on (at most [`MAX_LINE`] / 8 bytes: JSON-escaped
+    /// control bytes take six, and the reply must fit in a line).
     Logs { id: JobId, from: u64 },
     /// The last context switches, with the time of each stage.
     Switches { last: u32 },

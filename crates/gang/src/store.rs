@@ -183,6 +183,17 @@ impl Store {
 
     fn with(conn: Connection) -> Result<Store, StoreError> {
         conn.execute_batch(SCHEMA)?;
+        // A store of an earlier version lacks the switches' occupancy columns.
+        for col in ["datagrams", "bytes"] {
+            let has: bool = conn
+                .prepare("SELECT 1 FROM pragma_table_info('switches') WHERE name = ?1")?
+                .exists(params![col])?;
+            if !has {
+                conn.execute_batch(&format!(
+                    "ALTER TABLE switches ADD COLUMN {col} INTEGER NOT NULL DEFAULT 0"
+                ))?;
+            }
+        }
         Ok(Store { conn })
     }
 
@@ -479,6 +490,30 @@ mod tests {
         assert_eq!(jobs[0].message.as_deref(), Some("node 2 down"));
         assert_eq!(jobs[0].exit_code, Some(3));
         assert_eq!(jobs[1].state, JobState::Pending);
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_store_of_the_earlier_version_is_migrated() {
+        let dir = std::env::temp_dir().join(format!("phx-store-mig-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("jobs.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE switches (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 at_ms INTEGER NOT NULL, from_slot INTEGER NOT NULL, to_slot INTEGER NOT NULL, \
+                 halt_us INTEGER NOT NULL, switch_us INTEGER NOT NULL, \
+                 release_us INTEGER NOT NULL, warning TEXT); \
+                 INSERT INTO switches (at_ms, from_slot, to_slot, halt_us, switch_us, \
+                 release_us) VALUES (1, 0, 1, 10, 2, 3);",
+            )
+            .unwrap();
+        let s = Store::open(&path).unwrap();
+        let old = s.switches(10).unwrap();
+        assert_eq!((old.len(), old[0].halt_us, old[0].datagrams), (1, 10, 0));
         drop(s);
         let _ = std::fs::remove_dir_all(&dir);
     }

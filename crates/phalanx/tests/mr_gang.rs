@@ -203,6 +203,24 @@ fn mr_gang_jobs_alternate_and_finish() {
         q.dump()
     );
 
+    // Output of any bytes (control bytes expand sixfold as JSON between the node
+    // daemon and the launcher) reaches the log whole; the job is fine.
+    let noisy = c.gang(&[
+        "submit",
+        "-n",
+        "2",
+        "--wait",
+        "sh",
+        "-c",
+        "head -c 200000 /dev/zero | tr '\\0' '\\1'; echo; echo noisy-done",
+    ]);
+    assert!(
+        noisy.ok() && noisy.stdout.matches("noisy-done").count() == 2,
+        "{}",
+        noisy.dump()
+    );
+    assert!(noisy.stdout.matches('\u{1}').count() >= 400_000);
+
     // --wait streams the output and exits with the job's code.
     let hello = example("hello").display().to_string();
     let w = c.gang(&["submit", "-n", "2", "--wait", &hello]);

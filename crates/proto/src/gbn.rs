@@ -180,7 +180,7 @@ struct Peer {
     /// after a timeout (doubling with every advance, up to `retx_burst`), `retx_burst`
     /// after a reported gap.
     rtx_limit: u32,
-    /// Current timeout: `rto_base`, doubled per timeout since the last valid sample.
+    /// Current timeout: `rto_base`, doubled per timeout since the last ACK progress.
     rto: u64,
     /// SRTT + 4·RTTVAR clamped (RFC 6298); `rto_initial_ns` before the first sample.
     rto_base: u64,
@@ -691,6 +691,10 @@ impl Gbn {
     /// retransmission and no peer timeout.
     pub fn postpone_timers(&mut self, by: u64) {
         self.timers.postpone(by);
+        // A round trip that spans the stop is no sample.
+        for p in &mut self.peers {
+            p.rtt_probe = None;
+        }
     }
 
     /// The next event, if any.

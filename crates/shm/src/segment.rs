@@ -720,6 +720,10 @@ pub fn sweep_stale(dir: &Path, name: &str) -> usize {
         if !file_name.to_string_lossy().starts_with(&prefix) {
             continue;
         }
+        // Regular files only (a FIFO would block the open), not followed through links.
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
         let path = entry.path();
         let old = entry
             .metadata()
@@ -737,8 +741,20 @@ pub fn sweep_stale(dir: &Path, name: &str) -> usize {
 /// Whether `path` is a complete segment whose creator process no longer exists.
 fn creator_dead(path: &Path) -> bool {
     use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
     let mut head = [0u8; H_CREATOR_PID + 4];
-    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+    let read = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|mut f| {
+            // Only this user's segments: another user's file is none of our business.
+            // SAFETY: geteuid has no preconditions.
+            if f.metadata()?.uid() != unsafe { libc::geteuid() } {
+                return Err(io::Error::other("not ours"));
+            }
+            f.read_exact(&mut head)
+        });
     if read.is_err() {
         return false;
     }
@@ -785,6 +801,11 @@ mod tests {
         make("phalanx-young", dead, true, std::time::SystemTime::now());
         make("phalanx-half", dead, false, old);
         make("other-dead", dead, true, old);
+        // A FIFO of the same prefix must not block the sweep.
+        let fifo = std::ffi::CString::new(dir.join("phalanx-fifo").as_os_str().as_encoded_bytes())
+            .unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         assert_eq!(sweep_stale(&dir, "phalanx-0123-4"), 1);
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
@@ -796,6 +817,7 @@ mod tests {
             [
                 "other-dead",
                 "phalanx-alive",
+                "phalanx-fifo",
                 "phalanx-half",
                 "phalanx-young"
             ]

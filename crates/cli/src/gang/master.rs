@@ -26,7 +26,8 @@
 //!   `up --netns` also on the nodes' bridge address, port in `DIR/node-port`) and beat.
 //!   No job is placed before every node registered or was given up on
 //!   ([`NODE_START`]). A node whose connection closes, or that is silent for
-//!   [`NODE_SILENCE`], is marked down: it gets no new cell, and every job with a cell on
+//!   [`NODE_SILENCE`], is marked down: its daemon is killed (a hung one must not keep
+//!   ranks alive), it gets no new cell, and every job with a cell on
 //!   it is ended (its launcher and, through the daemons' lifelines, its ranks) and
 //!   recorded F with a message naming the node. A daemon that registers again is up
 //!   again. `shutdown` tells every daemon to exit.
@@ -36,14 +37,16 @@ use phalanx_boot::frame::{encode, LineReader, Next};
 use phalanx_gang::netmgmt::{JobSpec, NetworkManager};
 use phalanx_gang::proto::{same_secret, Hello, NodeInfo, Reply, Request, MAX_LINE, NODE_SILENCE};
 use phalanx_gang::{JobId, JobState, Matrix, Store};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Bound on one command's connection.
+/// Bound on writing a reply to a command's connection.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bound on reading a command's two lines, in all.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 /// The scheduler's tick.
 const TICK: Duration = Duration::from_millis(20);
 /// How long a node daemon may take to register after the master starts.
@@ -80,7 +83,8 @@ enum NodeState {
 enum Client {
     Served,
     Shutdown,
-    Node(u32, TcpStream, u32, String),
+    /// A node daemon registered: its connection (and reader), pid and agent.
+    Node(u32, TcpStream, LineReader, u32, String),
 }
 
 struct Master {
@@ -156,7 +160,9 @@ fn serve(cfg: MasterConfig) -> Result<(), String> {
                 Ok((stream, _)) => match m.client(stream) {
                     Client::Served => {}
                     Client::Shutdown => break 'serve,
-                    Client::Node(n, stream, pid, agent) => m.node_up(n, stream, pid, agent),
+                    Client::Node(n, stream, reader, pid, agent) => {
+                        m.node_up(n, stream, reader, pid, agent)
+                    }
                 },
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => eprintln!("phalanx gang master: accept: {e}"),
@@ -237,35 +243,25 @@ impl Master {
         let _ = self.store.finish(id, state, code, msg.as_deref(), now_ms());
     }
 
-    /// Serves one command (or takes a node daemon's registration).
+    /// Serves one command (or takes a node daemon's registration). The two request
+    /// lines must come within [`REQUEST_TIMEOUT`] in all, however slowly their bytes
+    /// trickle: the master's loop is never held longer by a client.
     fn client(&mut self, stream: TcpStream) -> Client {
+        let mut stream = stream;
         let _ = stream.set_nonblocking(false);
-        let _ = stream.set_read_timeout(Some(CLIENT_TIMEOUT));
         let _ = stream.set_write_timeout(Some(CLIENT_TIMEOUT));
-        let mut reader = BufReader::new(stream.take(2 * MAX_LINE as u64));
-        let mut line = String::new();
-        let hello: Option<Hello> = reader
-            .read_line(&mut line)
-            .ok()
-            .and_then(|_| serde_json::from_str(&line).ok());
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut reader = LineReader::new(MAX_LINE);
+        let hello: Option<Hello> = read_msg(&mut reader, &mut stream, deadline);
         let (reply, stop) = match hello {
             Some(h) if same_secret(&h.secret, &self.secret) => {
-                line.clear();
-                match reader.read_line(&mut line).ok().and_then(|n| {
-                    (n <= MAX_LINE).then(|| serde_json::from_str::<Request>(&line).ok())?
-                }) {
+                match read_msg::<Request>(&mut reader, &mut stream, deadline) {
                     Some(Request::Shutdown) => (Reply::Ok, Client::Shutdown),
                     Some(Request::RegisterNode { node, agent, pid }) => {
                         if node < self.cfg.nodes && agent.parse::<std::net::SocketAddrV4>().is_ok()
                         {
-                            let s = reader.into_inner().into_inner();
-                            return match s.try_clone() {
-                                Ok(mut w) => {
-                                    let _ = w.write_all(&encode(&Reply::Ok));
-                                    Client::Node(node, s, pid, agent)
-                                }
-                                Err(_) => Client::Served,
-                            };
+                            let _ = stream.write_all(&encode(&Reply::Ok));
+                            return Client::Node(node, stream, reader, pid, agent);
                         }
                         (
                             error(&format!("no node {node} with agent {agent:?} here")),
@@ -281,13 +277,12 @@ impl Master {
                 Client::Served,
             ),
         };
-        let mut stream = reader.into_inner().into_inner();
         let _ = stream.write_all(&encode(&reply));
         stop
     }
 
     /// Node daemon `n` registered (or came back).
-    fn node_up(&mut self, n: u32, stream: TcpStream, pid: u32, agent: String) {
+    fn node_up(&mut self, n: u32, stream: TcpStream, reader: LineReader, pid: u32, agent: String) {
         if stream.set_nonblocking(true).is_err() {
             return;
         }
@@ -298,7 +293,7 @@ impl Master {
         self.matrix.node_up(n);
         self.nodes[n as usize] = NodeState::Up {
             stream,
-            reader: LineReader::new(MAX_LINE),
+            reader,
             last: Instant::now(),
             pid,
             agent,
@@ -354,6 +349,13 @@ impl Master {
     /// Node `n` is down: every job with a cell on it ends as F, naming the node.
     fn node_down(&mut self, n: u32, why: &str) {
         eprintln!("phalanx gang master: node {n} down: {why}");
+        // A daemon that is hung (silent) must not keep ranks alive: killed, its ranks
+        // die with it (PDEATHSIG). Every node is on this machine, so its pid is ours to
+        // signal; one that registered again elsewhere would be a new pid.
+        if let NodeState::Up { pid, .. } = &self.nodes[n as usize] {
+            // SAFETY: kill(2) on the pid the daemon registered with.
+            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+        }
         self.nodes[n as usize] = NodeState::Down(why.to_string());
         let _ = self.net.remove_node(n);
         for id in self.matrix.node_down(n) {
@@ -523,7 +525,8 @@ impl Master {
         if let Ok(mut f) = std::fs::File::open(self.net.log_path(id)) {
             use std::io::Seek;
             let _ = f.seek(std::io::SeekFrom::Start(from));
-            let _ = f.take(MAX_LINE as u64 / 2).read_to_end(&mut bytes);
+            // An eighth of a line: JSON-escaped control bytes take six each.
+            let _ = f.take(MAX_LINE as u64 / 8).read_to_end(&mut bytes);
         }
         Reply::Log {
             text: String::from_utf8_lossy(&bytes).into_owned(),
@@ -691,6 +694,26 @@ impl Master {
                     now_ms(),
                 );
             }
+        }
+    }
+}
+
+/// The next message on `s` before `deadline` (`None` on a timeout, a closed or
+/// malformed line).
+fn read_msg<T: serde::de::DeserializeOwned>(
+    reader: &mut LineReader,
+    s: &mut TcpStream,
+    deadline: Instant,
+) -> Option<T> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            return None;
+        }
+        match reader.next_msg::<T, _>(s) {
+            Ok(Next::Msg(m)) => return Some(m),
+            Ok(Next::Pending) => continue,
+            Ok(Next::Eof) | Err(_) => return None,
         }
     }
 }

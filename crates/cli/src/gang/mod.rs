@@ -304,6 +304,10 @@ fn up(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Nothing of a cluster that did not come up stays behind.
+    // SAFETY: kill(2) on the master this call started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+    nodes::clean_up(dir);
     Err(format!(
         "the cluster did not come up; see {} and {}",
         dir.join("master.log").display(),
@@ -338,8 +342,9 @@ fn down(dir: &std::path::Path) -> Result<i32, String> {
     let asked = request(dir, &Request::Shutdown);
     if let Some(pid) = master_pid.filter(|_| asked.is_ok()) {
         let t = Instant::now();
+        // Its jobs end one by one (each bounded); then it exits.
         // SAFETY: kill(pid, 0) only checks that the master still exists.
-        while unsafe { libc::kill(pid, 0) } == 0 && t.elapsed() < Duration::from_secs(15) {
+        while unsafe { libc::kill(pid, 0) } == 0 && t.elapsed() < Duration::from_secs(120) {
             std::thread::sleep(Duration::from_millis(20));
         }
     }

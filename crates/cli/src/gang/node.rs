@@ -7,19 +7,25 @@
 //!   address, its pid) over the master's authenticated port, then sends
 //!   [`Request::Beat`] every [`BEAT`]. When the master goes away it reconnects every
 //!   [`BEAT`] (reading the master's port afresh: a restarted master has a new one); it
-//!   exits on [`Reply::Stop`] or SIGTERM. Its pid is in `DIR/nodes/N.pid`.
+//!   exits on [`Reply::Stop`] or SIGTERM, killing the process groups of every rank it
+//!   started first. Its pid is in `DIR/nodes/N.pid`.
 //! * Its agent listens on `--listen IP` (the node's address) for job launchers, at most
 //!   [`MAX_JOBS`] at a time. Each connection must start with the cluster secret
-//!   ([`Hello`], within [`HELLO_TIMEOUT`]); then it carries
+//!   ([`Hello`], within [`HELLO_TIMEOUT`] in all; at most [`MAX_UNAUTHENTICATED`]
+//!   connections may be saying hello at once); then it carries
 //!   [`AgentRequest`]s in and [`AgentEvent`]s out. A rank is started exactly as
 //!   `phalanx run` starts a local one ([`spawn_rank`]: own process group, PDEATHSIG,
 //!   CPU binding, stdin from /dev/null) plus its working directory and, in a namespace,
-//!   `PHALANX_IP=auto`; its output lines go back as events, and `Exited` follows the
-//!   last of them (bounded by [`OUTPUT_DRAIN`]). At most [`MAX_RANKS`] ranks per job.
+//!   `PHALANX_IP=auto`; its output lines go back as events (cut so that an event,
+//!   JSON-escaped, stays within [`MAX_LINE`]), and `Exited` follows the last of them
+//!   (bounded by [`OUTPUT_DRAIN`], without holding up other requests). At most
+//!   [`MAX_RANKS`] ranks per job.
 //! * The connection is the job's lifeline on this node: when it closes (the launcher
-//!   ended or died), every rank it started gets SIGKILL and is reaped. When the daemon
-//!   itself dies, even by SIGKILL, its ranks die with it (PDEATHSIG of the thread that
-//!   forked them): a node that goes down leaves no orphan.
+//!   ended or died), the process group of every rank it started — ended ones too — gets
+//!   SIGKILL and the ranks are reaped. When the daemon itself is killed with SIGKILL its
+//!   ranks die with it (PDEATHSIG of the thread that forked them); what a rank forked
+//!   into its own group is then left to the master, which kills a lost node's daemon
+//!   and whose launchers kill the job's groups.
 
 use crate::output::copy_lines;
 use crate::signals::{pollfd, wait_readable};
@@ -34,7 +40,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Child;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -97,13 +103,20 @@ fn serve(cfg: NodeConfig) -> Result<(), String> {
         cfg.node,
         std::process::id()
     );
+    install_termination();
     loop {
         match master_session(&cfg, &secret, agent) {
-            Ok(()) => return Ok(()),
+            Ok(()) => break,
             Err(e) => eprintln!("phalanx gang node {}: {e}; retrying", cfg.node),
+        }
+        if TERMINATE.load(Ordering::SeqCst) {
+            break;
         }
         std::thread::sleep(BEAT);
     }
+    // Told to stop: the ranks' groups go first (PDEATHSIG would only take the ranks).
+    kill_all_groups();
+    Ok(())
 }
 
 /// One connection to the master: register, then beat until it closes (`Err`) or says
@@ -142,6 +155,9 @@ fn master_session(cfg: &NodeConfig, secret: &str, agent: SocketAddr) -> Result<(
     loop {
         let mut fds = [pollfd(s.as_raw_fd())];
         let _ = wait_readable(&mut fds, BEAT);
+        if TERMINATE.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         loop {
             match reader.next_msg::<Reply, _>(&mut s) {
                 Ok(Next::Msg(Reply::Stop)) => return Ok(()),
@@ -156,24 +172,91 @@ fn master_session(cfg: &NodeConfig, secret: &str, agent: SocketAddr) -> Result<(
     }
 }
 
-/// The agent: one thread per job launcher, at most [`MAX_JOBS`].
+/// Connections still proving themselves (their hello), at most this many at a time.
+pub const MAX_UNAUTHENTICATED: usize = 16;
+
+/// Process groups of every rank this daemon started and has not seen killed: what a
+/// stop (`Reply::Stop`, SIGTERM) kills before the daemon exits.
+static GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// Set by SIGTERM/SIGINT: the daemon ends (its ranks' groups first).
+static TERMINATE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_terminate(_: libc::c_int) {
+    TERMINATE.store(true, Ordering::SeqCst);
+}
+
+/// SIGTERM and SIGINT end the daemon at its next beat, after its ranks' groups.
+fn install_termination() {
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(
+            libc::SIGTERM,
+            on_terminate as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGINT,
+            on_terminate as *const () as libc::sighandler_t,
+        );
+    }
+}
+
+/// SIGKILL to every group this daemon started (module docs).
+fn kill_all_groups() {
+    let groups = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    for &g in groups.iter() {
+        signal_group(g, libc::SIGKILL);
+    }
+}
+
+/// The agent: one thread per job launcher, at most [`MAX_JOBS`] authenticated ones
+/// and [`MAX_UNAUTHENTICATED`] still saying hello.
 fn accept_jobs(listener: TcpListener, secret: &str, netns: bool) {
-    let active = Arc::new(AtomicUsize::new(0));
+    let jobs = Arc::new(AtomicUsize::new(0));
+    let hellos = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
-        if active.load(Ordering::SeqCst) >= MAX_JOBS {
-            continue; // dropped: the launcher fails to reach this node and says so
+        if hellos.load(Ordering::SeqCst) >= MAX_UNAUTHENTICATED {
+            continue; // dropped: a real launcher fails to reach this node and says so
         }
-        active.fetch_add(1, Ordering::SeqCst);
-        let (secret, active) = (secret.to_string(), active.clone());
+        hellos.fetch_add(1, Ordering::SeqCst);
+        let (secret, jobs, hellos) = (secret.to_string(), jobs.clone(), hellos.clone());
         let spawned = std::thread::Builder::new()
             .name("job".into())
             .spawn(move || {
-                serve_job(stream, &secret, netns);
-                active.fetch_sub(1, Ordering::SeqCst);
+                let ok = hello(&stream, &secret);
+                hellos.fetch_sub(1, Ordering::SeqCst);
+                if let Some(reader) = ok {
+                    if jobs.fetch_add(1, Ordering::SeqCst) < MAX_JOBS {
+                        serve_job(stream, reader, netns);
+                    }
+                    jobs.fetch_sub(1, Ordering::SeqCst);
+                }
             });
         if spawned.is_err() {
             eprintln!("phalanx gang node: cannot start a thread for a job launcher");
+        }
+    }
+}
+
+/// Reads the launcher's [`Hello`] within [`HELLO_TIMEOUT`] in all (however slowly its
+/// bytes come); if it carries the cluster secret, the reader (with whatever followed
+/// the hello already buffered).
+fn hello(stream: &TcpStream, secret: &str) -> Option<LineReader> {
+    let deadline = Instant::now() + HELLO_TIMEOUT;
+    let mut reader = LineReader::new(1024);
+    let mut s = stream;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            return None;
+        }
+        match reader.next_msg::<Hello, _>(&mut s) {
+            Ok(Next::Msg(h)) if same_secret(&h.secret, secret) => {
+                reader.set_limit(MAX_LINE);
+                return Some(reader);
+            }
+            Ok(Next::Pending) => continue,
+            Ok(Next::Msg(_) | Next::Eof) | Err(_) => return None,
         }
     }
 }
@@ -185,21 +268,17 @@ struct Local {
     /// Output pipes that have not reached EOF yet, and their end notices.
     outputs: usize,
     done: Receiver<()>,
+    /// Its exit status and until when its output may still drain, once it ended.
+    ended: Option<(i32, Instant)>,
 }
 
-/// Serves one job launcher until its connection closes (module docs).
-fn serve_job(stream: TcpStream, secret: &str, netns: bool) {
+/// Serves one authenticated job launcher until its connection closes (module docs).
+fn serve_job(stream: TcpStream, mut reader: LineReader, netns: bool) {
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
     let mut stream = stream;
     let writer = Arc::new(Mutex::new(write_half));
-    let mut reader = LineReader::new(MAX_LINE);
-    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
-    let hello = reader.next_msg::<Hello, _>(&mut stream);
-    if !matches!(hello, Ok(Next::Msg(ref h)) if same_secret(&h.secret, secret)) {
-        return; // not authenticated: closed without a word
-    }
     // Reads give up at once when nothing is there (the poll above them waits); writes,
     // from several threads under the writer's lock, block. (O_NONBLOCK would be shared
     // by both halves: a read timeout is not.)
@@ -211,13 +290,16 @@ fn serve_job(stream: TcpStream, secret: &str, netns: bool) {
     }
     let cpus = allowed_cpus();
     let mut ranks: Vec<Local> = Vec::new();
+    // Every group started for this launcher, also of ranks that ended: what they left
+    // behind goes when the lifeline is cut.
+    let mut groups: Vec<u32> = Vec::new();
     'serve: loop {
         let mut fds = [pollfd(stream.as_raw_fd())];
         let _ = wait_readable(&mut fds, Duration::from_millis(20));
         loop {
             match reader.next_msg::<AgentRequest, _>(&mut stream) {
                 Ok(Next::Msg(AgentRequest::Spawn(spec))) => {
-                    let ev = if ranks.len() >= MAX_RANKS {
+                    let ev = if groups.len() >= MAX_RANKS {
                         AgentEvent::SpawnFailed {
                             rank: spec.rank,
                             message: format!("more than {MAX_RANKS} ranks on one node"),
@@ -226,6 +308,8 @@ fn serve_job(stream: TcpStream, secret: &str, netns: bool) {
                         match start(&spec, &cpus, netns, &writer) {
                             Ok(l) => {
                                 let pid = l.child.id();
+                                groups.push(pid);
+                                GROUPS.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
                                 ranks.push(l);
                                 AgentEvent::Spawned {
                                     rank: spec.rank,
@@ -251,23 +335,27 @@ fn serve_job(stream: TcpStream, secret: &str, netns: bool) {
                 Ok(Next::Eof) | Err(_) => break 'serve,
             }
         }
+        // Ended ranks: `Exited` once their output is all out (or its bound passed),
+        // without holding up the requests of the others.
+        let now = Instant::now();
         let mut i = 0;
         while i < ranks.len() {
-            match ranks[i].child.try_wait() {
-                Ok(Some(st)) => {
-                    let mut l = ranks.swap_remove(i);
-                    let deadline = Instant::now() + OUTPUT_DRAIN;
-                    while l.outputs > 0 {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        if l.done.recv_timeout(left).is_err() {
-                            break;
-                        }
-                        l.outputs -= 1;
-                    }
+            let l = &mut ranks[i];
+            if l.ended.is_none() {
+                if let Ok(Some(st)) = l.child.try_wait() {
+                    l.ended = Some((st.into_raw(), now + OUTPUT_DRAIN));
+                }
+            }
+            while l.outputs > 0 && l.done.try_recv().is_ok() {
+                l.outputs -= 1;
+            }
+            match l.ended {
+                Some((status, until)) if l.outputs == 0 || now >= until => {
                     let ev = AgentEvent::Exited {
                         rank: l.rank,
-                        status: st.into_raw(),
+                        status,
                     };
+                    ranks.swap_remove(i);
                     if send(&writer, &ev).is_err() {
                         break 'serve;
                     }
@@ -277,11 +365,17 @@ fn serve_job(stream: TcpStream, secret: &str, netns: bool) {
         }
     }
     // The lifeline is cut: nothing this launcher started survives it.
+    for &g in &groups {
+        signal_group(g, libc::SIGKILL);
+    }
     for l in &mut ranks {
-        signal_group(l.child.id(), libc::SIGKILL);
         let _ = l.child.kill();
         let _ = l.child.wait();
     }
+    GROUPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|g| !groups.contains(g));
 }
 
 /// Starts one rank with its output forwarded as events.
@@ -325,7 +419,9 @@ fn start(
         let ok = std::thread::Builder::new()
             .name(format!("out-{rank}"))
             .spawn(move || {
-                copy_lines(pipe, &[], crate::output::MAX_LINE, |line| {
+                // Lines cut so that, escaped as JSON (a control byte takes six), the
+                // event still fits in a line.
+                copy_lines(pipe, &[], (MAX_LINE as u64 - 1024) / 6, |line| {
                     let ev = AgentEvent::Output {
                         rank,
                         stderr,
@@ -346,6 +442,7 @@ fn start(
         child,
         outputs,
         done,
+        ended: None,
     })
 }
 
