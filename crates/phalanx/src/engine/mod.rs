@@ -141,6 +141,7 @@ fn gbn_config(cfg: &Config) -> GbnConfig {
         window: cfg.window,
         eager_ack: cfg.eager_ack,
         rto_max_ns: cfg.rto_max.as_nanos() as u64,
+        rto_initial_ns: cfg.rto_min.as_nanos() as u64,
         // Retransmission continues at the clamp; after `peer_timeout` without any
         // acknowledgement progress the peer is declared unresponsive.
         max_backoffs: (cfg.peer_timeout.as_nanos() / cfg.rto_max.as_nanos().max(1)).max(1) as u32,
