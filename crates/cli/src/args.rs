@@ -124,8 +124,7 @@ impl RunArgs {
                 (n, vec![Host::Local; n as usize])
             }
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read hostfile {}: {e}", path.display()))?;
+                let text = read_hostfile(path)?;
                 let entries =
                     parse_hostfile(&text).map_err(|e| format!("{}: {e}", path.display()))?;
                 let n = self
@@ -164,6 +163,27 @@ impl RunArgs {
             kill_grace: self.kill_grace,
         })
     }
+}
+
+/// Longest hostfile read (one line per host: far more than any cluster needs).
+pub const MAX_HOSTFILE: u64 = 1 << 20;
+
+/// Reads a hostfile: at most [`MAX_HOSTFILE`] bytes of UTF-8, else a clear error (a
+/// device such as /dev/urandom is not read forever).
+fn read_hostfile(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_HOSTFILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read hostfile {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_HOSTFILE {
+        return Err(format!(
+            "hostfile {} is larger than {} KiB",
+            path.display(),
+            MAX_HOSTFILE >> 10
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("hostfile {} is not text (UTF-8)", path.display()))
 }
 
 fn parse_secs(s: &str) -> Result<Duration, String> {
@@ -249,6 +269,27 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("/nonexistent/hf"), "{e}");
+        // Endless or binary input: a bounded read and a clear error.
+        for (path, want) in [
+            ("/dev/zero", "larger than"),
+            ("/dev/urandom", "larger than"),
+        ] {
+            let e = parse(&["--hostfile", path, "prog"])
+                .unwrap()
+                .into_config()
+                .err()
+                .unwrap();
+            assert!(e.contains(want), "{path}: {e}");
+        }
+        let bin = std::env::temp_dir().join(format!("phx-hostfile-{}", std::process::id()));
+        std::fs::write(&bin, [0xff, 0xfe, b'\n']).unwrap();
+        let e = parse(&["--hostfile", bin.to_str().unwrap(), "prog"])
+            .unwrap()
+            .into_config()
+            .err()
+            .unwrap();
+        assert!(e.contains("not text"), "{e}");
+        let _ = std::fs::remove_file(&bin);
         assert!(parse(&["-n", "2", "--env", "novalue", "prog"]).is_err());
         assert!(parse(&["-n", "2", "--timeout", "-1", "prog"]).is_err());
     }
