@@ -493,3 +493,48 @@ fn mr_gang_four_namespace_nodes_share_jobs_and_survive_a_node_loss() {
         assert!(!list.contains(&ns), "namespace {ns} is left:\n{list}");
     }
 }
+
+/// A job's communication budget sizes its credits: with a small `PHALANX_COMM_BUDGET`
+/// the go-back-n window shrinks (to one 64 KiB loopback datagram here), and the job
+/// still moves its data correctly.
+#[test]
+fn mr_comm_budget_shrinks_the_window() {
+    let bw = example("gang_bw").display().to_string();
+    let run_with = |budget: Option<&str>| {
+        let mut env = vec![("PHALANX_TRANSPORT", "udp"), ("PHALANX_STATS", "1")];
+        if let Some(b) = budget {
+            env.push(("PHALANX_COMM_BUDGET", b));
+        }
+        let r = run(
+            &["-n", "2", &bw, "16384", "0.3"],
+            &env,
+            Duration::from_secs(60),
+        );
+        assert!(
+            r.ok() && r.stdout.contains("gang_bw: bytes=16384"),
+            "{}",
+            r.dump()
+        );
+        r
+    };
+    assert_eq!(
+        run_with(None).stat("window="),
+        2 * 128,
+        "the default window"
+    );
+    assert_eq!(
+        run_with(Some("64k")).stat("window="),
+        2,
+        "one packet per peer"
+    );
+    let bad = run(
+        &["-n", "2", &bw, "16", "0.1"],
+        &[("PHALANX_COMM_BUDGET", "lots")],
+        Duration::from_secs(60),
+    );
+    assert!(
+        !bad.ok() && bad.stderr.contains("PHALANX_COMM_BUDGET"),
+        "{}",
+        bad.dump()
+    );
+}

@@ -36,6 +36,7 @@ fn ensure_built() {
             && dir.join("examples/jacobi").exists()
             && dir.join("examples/switch").exists()
             && dir.join("examples/hello").exists()
+            && dir.join("examples/gang_bw").exists()
         {
             return;
         }
