@@ -5,11 +5,20 @@
 //! [`BootClient::poll`] never blocks, and the `send_*`/`reply_*` calls block at most
 //! [`SEND_TIMEOUT`] for socket buffer space. EOF or a reset from the launcher is always
 //! [`BootError::LauncherGone`].
+//!
+//! Under a PMI server instead of a launcher ([`BootClient::connect_pmi`], `srun
+//! --mpi=pmi2`): the table comes from the job's key-value space (every rank puts its
+//! endpoint, rank 0 the job key; a fence; every rank gets all), the host's
+//! shared-memory decision from every rank's outcome after a second fence (decided as
+//! the launcher decides), Finalize's release from a fence that completes while the rank
+//! keeps serving its peers; queries, halts and statistics lines have no launcher to go
+//! to (statistics are printed by the rank itself).
 
 use crate::frame::{send_blocking, table_line_limit, LineReader, Next};
 use crate::msg::{Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, Table};
+use crate::pmi::{Pmi, PmiEnv};
 use crate::{BootEnv, BootError, MAX_LINE};
-use std::io;
+use std::io::{self, Read};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
@@ -23,11 +32,24 @@ const CONNECT_RETRY: Duration = Duration::from_secs(5);
 /// Status text a rank reports when queried during start-up.
 const STARTUP_STATUS: &str = "in start-up: waiting for all ranks to connect to the launcher";
 
-/// A rank's connection to its launcher.
+/// A rank's connection to its launcher (or its PMI server).
 #[derive(Debug)]
 pub struct BootClient {
-    stream: TcpStream,
+    /// The launcher connection (`None` under PMI).
+    stream: Option<TcpStream>,
     reader: LineReader,
+    /// Bootstrapped through PMI.
+    pmi: Option<Box<PmiBoot>>,
+}
+
+/// The PMI side of a [`BootClient`].
+#[derive(Debug)]
+struct PmiBoot {
+    pmi: Pmi,
+    rank: u32,
+    /// The ranks of this rank's host.
+    local: Vec<u32>,
+    released: bool,
 }
 
 impl BootClient {
@@ -79,18 +101,102 @@ impl BootClient {
         reader.set_limit(MAX_LINE);
         stream.set_read_timeout(None)?;
         stream.set_nonblocking(true)?;
-        Ok((BootClient { stream, reader }, table))
+        Ok((
+            BootClient {
+                stream: Some(stream),
+                reader,
+                pmi: None,
+            },
+            table,
+        ))
+    }
+
+    /// Bootstraps through the PMI server of `env` (module docs), bounded by `timeout`
+    /// per exchange: the table of every rank's endpoint and the job key.
+    pub fn connect_pmi(
+        env: &PmiEnv,
+        endpoint: Endpoint,
+        timeout: Duration,
+    ) -> Result<(BootClient, Table), BootError> {
+        let mut pmi = Pmi::init(env, timeout)?;
+        if env.rank == 0 {
+            let mut key = [0u8; 8];
+            std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key))?;
+            pmi.put("phx-key", &key)?;
+        }
+        let mine = serde_json::to_vec(&endpoint)
+            .map_err(|e| BootError::Protocol(format!("endpoint: {e}")))?;
+        pmi.put(&format!("phx-ep-{}", env.rank), &mine)?;
+        pmi.fence()?;
+        let key = pmi.get("phx-key")?;
+        let job_key = u64::from_le_bytes(
+            key.try_into()
+                .map_err(|_| BootError::Protocol("PMI job key is not 8 bytes".into()))?,
+        );
+        let mut endpoints = Vec::with_capacity(env.size as usize);
+        for r in 0..env.size {
+            let v = pmi.get(&format!("phx-ep-{r}"))?;
+            let e: Endpoint = serde_json::from_slice(&v)
+                .map_err(|e| BootError::Protocol(format!("rank {r}'s endpoint: {e}")))?;
+            endpoints.push(e);
+        }
+        let hosts: Vec<(u32, &crate::HostInfo)> = (endpoints.iter().enumerate())
+            .map(|(r, e)| (r as u32, &e.host))
+            .collect();
+        crate::check_hosts(&hosts).map_err(BootError::Protocol)?;
+        let table = Table { job_key, endpoints };
+        let local = (table.endpoints.iter().enumerate())
+            .filter(|(_, e)| {
+                e.host.boot_id == endpoint.host.boot_id
+                    && e.host.netns_ino == endpoint.host.netns_ino
+            })
+            .map(|(r, _)| r as u32)
+            .collect();
+        if table.endpoints[env.rank as usize] != endpoint {
+            return Err(BootError::Protocol(format!(
+                "PMI table entry for rank {} is not this rank's endpoint",
+                env.rank
+            )));
+        }
+        Ok((
+            BootClient {
+                stream: None,
+                reader: LineReader::new(MAX_LINE),
+                pmi: Some(Box::new(PmiBoot {
+                    pmi,
+                    rank: env.rank,
+                    local,
+                    released: false,
+                })),
+            },
+            table,
+        ))
     }
 
     /// The socket, for the engine to poll for readability together with its own sockets.
     pub fn fd(&self) -> RawFd {
-        self.stream.as_raw_fd()
+        match &self.pmi {
+            Some(p) => p.pmi.fd(),
+            None => self.stream.as_ref().map_or(-1, |s| s.as_raw_fd()),
+        }
     }
 
     /// Nonblocking: the next control message if one is complete, `Ok(None)` otherwise.
     /// EOF or reset → [`BootError::LauncherGone`].
     pub fn poll(&mut self) -> Result<Option<Control>, BootError> {
-        match self.reader.next_msg::<LauncherMsg, _>(&mut self.stream)? {
+        if let Some(p) = self.pmi.as_mut() {
+            // Only Finalize's fence ever answers: it is the release.
+            if !p.released && p.pmi.fence_done()? {
+                p.released = true;
+                p.pmi.finalize()?;
+                return Ok(Some(Control::Release));
+            }
+            return Ok(None);
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok(None);
+        };
+        match self.reader.next_msg::<LauncherMsg, _>(stream)? {
             Next::Msg(LauncherMsg::Query) => Ok(Some(Control::Query)),
             Next::Msg(LauncherMsg::Release) => Ok(Some(Control::Release)),
             Next::Msg(LauncherMsg::Abort { reason }) => Ok(Some(Control::Abort(reason))),
@@ -109,12 +215,22 @@ impl BootClient {
 
     /// Answers [`Control::Query`]: what this rank is waiting on.
     pub fn reply_status(&mut self, text: &str) -> Result<(), BootError> {
+        if self.pmi.is_some() {
+            return Ok(());
+        }
         self.send(&RankMsg::Status { text: text.into() })
     }
 
     /// Finalize: this rank has drained (with a warning if the drain gave up on peers).
     /// The rank must then keep serving its peers until [`Control::Release`].
     pub fn send_drained(&mut self, warning: Option<String>) -> Result<(), BootError> {
+        if let Some(p) = self.pmi.as_mut() {
+            if let Some(w) = warning {
+                eprintln!("phalanx: rank {}: finalize warning: {w}", p.rank);
+            }
+            // Released when every rank has drained: the fence completes (see `poll`).
+            return p.pmi.fence_start();
+        }
         self.send(&RankMsg::Drained { warning })
     }
 
@@ -138,6 +254,11 @@ impl BootClient {
 
     /// Reports how joining the host's shared memory went (once, right after the table).
     pub fn send_shm(&mut self, outcome: ShmOutcome) -> Result<(), BootError> {
+        if let Some(p) = self.pmi.as_mut() {
+            let v = serde_json::to_vec(&outcome)
+                .map_err(|e| BootError::Protocol(format!("shared-memory outcome: {e}")))?;
+            return p.pmi.put(&format!("phx-shm-{}", p.rank), &v);
+        }
         self.send(&RankMsg::Shm(outcome))
     }
 
@@ -149,6 +270,9 @@ impl BootClient {
         timeout: Duration,
         status: &str,
     ) -> Result<bool, BootError> {
+        if let Some(p) = self.pmi.as_mut() {
+            return p.shm_decision();
+        }
         let deadline = Instant::now() + timeout;
         loop {
             match self.poll()? {
@@ -163,7 +287,7 @@ impl BootClient {
                 None => {
                     let left = remaining(deadline)?;
                     let mut pfd = libc::pollfd {
-                        fd: self.stream.as_raw_fd(),
+                        fd: self.fd(),
                         events: libc::POLLIN,
                         revents: 0,
                     };
@@ -181,7 +305,48 @@ impl BootClient {
     }
 
     fn send(&mut self, msg: &RankMsg) -> Result<(), BootError> {
-        send_blocking(&mut self.stream, msg, SEND_TIMEOUT, true)
+        match self.stream.as_mut() {
+            Some(s) => send_blocking(s, msg, SEND_TIMEOUT, true),
+            // Under PMI there is no launcher to tell.
+            None => Ok(()),
+        }
+    }
+}
+
+impl PmiBoot {
+    /// After every rank put its outcome: this host's decision, as the launcher takes it
+    /// (`phalanx run`): a rank that had to join and could not ends the job; one that
+    /// failed otherwise means UDP for the whole host (said by its lowest rank); shared
+    /// memory only when every rank of the host joined.
+    fn shm_decision(&mut self) -> Result<bool, BootError> {
+        self.pmi.fence()?;
+        let mut joined = 0;
+        for &r in &self.local {
+            let v = self.pmi.get(&format!("phx-shm-{r}"))?;
+            let o: ShmOutcome = serde_json::from_slice(&v)
+                .map_err(|e| BootError::Protocol(format!("rank {r}'s outcome: {e}")))?;
+            match o {
+                ShmOutcome::Joined => joined += 1,
+                ShmOutcome::NotUsed => {}
+                ShmOutcome::Failed { reason, required } => {
+                    if required {
+                        return Err(BootError::Aborted(format!(
+                            "rank {r}: PHALANX_TRANSPORT=shm, but it could not join shared \
+                             memory: {reason}"
+                        )));
+                    }
+                    if self.local.first() == Some(&self.rank) {
+                        eprintln!(
+                            "phalanx: shared memory unavailable on the host of rank {} \
+                             ({reason}); its ranks use UDP",
+                            self.rank
+                        );
+                    }
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(joined == self.local.len())
     }
 }
 

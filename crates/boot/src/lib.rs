@@ -17,6 +17,10 @@
 //! - Framing is one JSON object per `\n`-terminated line ([`frame`]); every line is bounded
 //!   in length ([`MAX_LINE`]) and every blocking wait is bounded in time.
 //!
+//! - Without a launcher, a rank started by a PMI server (`srun --mpi=pmi2`, [`pmi`])
+//!   gets the same table, shared-memory decision and release through PMI's key-value
+//!   space and fences ([`BootClient::connect_pmi`]).
+//!
 //! Both sides share the message types in [`msg`]; the rank side is [`BootClient`], the
 //! launcher side uses [`frame::LineReader`] and [`frame::send_blocking`] directly.
 
@@ -25,6 +29,7 @@ mod env;
 mod error;
 pub mod frame;
 pub mod msg;
+pub mod pmi;
 
 pub use client::BootClient;
 pub use env::{check_hosts, BootEnv, HostInfo, ENV_BOOT, ENV_RANK, ENV_SIZE};

@@ -110,7 +110,10 @@ export!(MPI_Abort, PMPI_Abort, (comm: Handle, errorcode: c_int) -> c_int {
         Ok(c) => c.abort(errorcode),
         Err(_) => {
             eprintln!("phalanx: MPI_Abort({errorcode}) called");
-            std::process::exit(if errorcode == 0 { 1 } else { errorcode })
+            phalanx::environment::end_job(
+                if errorcode == 0 { 1 } else { errorcode },
+                "MPI_Abort called",
+            )
         }
     })
 });

@@ -150,7 +150,7 @@ pub fn raise(name: &str, comm: Handle, e: CErr) -> c_int {
         consts::error_name(e.class)
     );
     let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-    std::process::exit(1)
+    phalanx::environment::end_job(1, &line)
 }
 
 /// Reads `len` bytes at `p`.

@@ -92,6 +92,8 @@ impl Drop for Universe {
     }
 }
 
+pub use crate::runtime::end_job;
+
 /// Seconds since an arbitrary point, as `MPI_Wtime`.
 pub fn time() -> f64 {
     use std::sync::OnceLock;

@@ -102,7 +102,7 @@ impl Drop for ScopeGuard<'_, '_> {
 /// Ends a rank that unwinds with requests in flight (exit code of a Rust panic).
 fn dying() -> ! {
     eprintln!("phalanx: a panic unwound through requests in flight; ending the rank");
-    std::process::exit(101)
+    crate::runtime::end_job(101, "a panic unwound through requests in flight")
 }
 
 /// What a request needs of its communicator: the world rank of each member (`None`:

@@ -41,7 +41,7 @@ pub(crate) fn fatal(call: &str, err: Error) -> ! {
         err.class()
     );
     let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-    std::process::exit(1)
+    end_job(1, &line)
 }
 
 /// The rank the launcher gave this process (before the engine exists), or `?`.
@@ -66,4 +66,12 @@ pub(crate) fn install(engine: Engine) {
 /// Takes the engine of this thread out (after finalize).
 pub(crate) fn take() -> Option<Engine> {
     ENGINE.with(|c| c.borrow_mut().take())
+}
+
+/// Ends the whole job from this rank with exit `code`: under a PMI server (`srun
+/// --mpi=pmi2`) the server is asked to end the step (`why` goes with it); under `phalanx
+/// run` the launcher ends the other ranks when this one exits non-zero.
+pub fn end_job(code: i32, why: &str) -> ! {
+    phalanx_boot::pmi::abort_step(why);
+    std::process::exit(code)
 }

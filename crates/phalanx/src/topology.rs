@@ -270,7 +270,10 @@ pub trait Communicator {
     fn abort(&self, code: i32) -> ! {
         let rank = self.as_simple().rank;
         eprintln!("phalanx: rank {rank}: abort({code}) called");
-        std::process::exit(if code == 0 { 1 } else { code })
+        crate::runtime::end_job(
+            if code == 0 { 1 } else { code },
+            &format!("rank {rank}: abort({code}) called"),
+        )
     }
 }
 

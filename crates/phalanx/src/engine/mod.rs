@@ -23,6 +23,7 @@ pub use crate::requests;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::link::{CarefulLink, GbnLink, HostMedium, Link, Links, Net, ShmLink, UrtpLink};
+use phalanx_boot::pmi::PmiEnv;
 use phalanx_boot::{BootClient, BootEnv, Control, Endpoint, HostInfo};
 use phalanx_proto::gbn::{Gbn, GbnConfig, Verdict};
 use phalanx_proto::urtp::{Urtp, UrtpConfig};
@@ -136,6 +137,21 @@ const BOOT_POLL_NS: u64 = 1_000_000;
 /// Longest sleep of a rank with shared-memory peers.
 const SHM_SLEEP_MAX_NS: u64 = 10_000_000;
 
+/// This rank's place in the job, however it was started.
+struct RankSize {
+    rank: u32,
+    size: u32,
+}
+
+/// Under PMI a panic ends the whole step (there is no launcher to end the others).
+fn install_pmi_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        phalanx_boot::pmi::abort_step("a rank panicked");
+    }));
+}
+
 fn gbn_config(cfg: &Config) -> GbnConfig {
     GbnConfig {
         window: cfg.window,
@@ -159,13 +175,30 @@ impl Engine {
         let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
         let kind = cfg.transport;
         let faults = cfg.faults.clone();
-        let Some(env) = boot_env else {
+        // Without a launcher, a PMI server (`srun --mpi=pmi2`) may have started us.
+        let pmi_env = match &boot_env {
+            Some(_) => None,
+            None => PmiEnv::from_lookup(|k| std::env::var(k).ok())
+                .map_err(|e| Error::Init(e.to_string()))?,
+        };
+        let env = match (&boot_env, &pmi_env) {
+            (Some(e), _) => RankSize {
+                rank: e.rank,
+                size: e.size,
+            },
+            (None, Some(p)) => RankSize {
+                rank: p.rank,
+                size: p.size,
+            },
+            (None, None) => RankSize { rank: 0, size: 0 },
+        };
+        if env.size == 0 {
             // A process started without the launcher: a job of one.
             let mut engine = Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1);
             engine.all_peers_shm = true;
             engine.links.decide(0, 1);
             return Ok(engine);
-        };
+        }
         let udp = UdpTransport::bind(cfg.ip)
             .map_err(|e| Error::Init(format!("cannot bind UDP on {}: {e}", cfg.ip)))?;
         let me = Endpoint {
@@ -173,8 +206,16 @@ impl Engine {
             host: HostInfo::current(),
             recv_frames: udp.recv_frames(),
         };
-        let (mut boot, table) = BootClient::connect(&env, me.clone(), Duration::from_secs(120))
-            .map_err(|e| Error::Init(format!("start-up rendezvous failed: {e}")))?;
+        let boot = match (&boot_env, &pmi_env) {
+            (Some(e), _) => BootClient::connect(e, me.clone(), Duration::from_secs(120)),
+            (None, Some(p)) => {
+                install_pmi_panic_hook();
+                BootClient::connect_pmi(p, me.clone(), Duration::from_secs(120))
+            }
+            (None, None) => unreachable!("a job of one returned above"),
+        };
+        let (mut boot, table) =
+            boot.map_err(|e| Error::Init(format!("start-up rendezvous failed: {e}")))?;
         if table.endpoints.len() != env.size as usize {
             return Err(Error::Init("endpoint table has the wrong size".into()));
         }
