@@ -329,7 +329,7 @@ impl Pmi {
         }
         let mut chunk = [0u8; 4096];
         while self.buf.len() < n {
-            let got = self.s.read(&mut chunk)?;
+            let got = read_retrying(&mut self.s, &mut chunk)?;
             if got == 0 {
                 return Err(BootError::LauncherGone);
             }
@@ -348,7 +348,7 @@ impl Pmi {
             if self.buf.len() > MAX_REPLY {
                 return Err(BootError::Protocol("PMI reply line too long".into()));
             }
-            let got = self.s.read(&mut chunk)?;
+            let got = read_retrying(&mut self.s, &mut chunk)?;
             if got == 0 {
                 return Err(BootError::LauncherGone);
             }
@@ -365,6 +365,16 @@ impl Pmi {
         self.fill(6 + len)?;
         let body: Vec<u8> = self.buf.drain(..6 + len).skip(6).collect();
         Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+/// A read that a signal (Slurm's SIGTSTP/SIGCONT during start-up) does not end.
+fn read_retrying(s: &mut UnixStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match s.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
     }
 }
 

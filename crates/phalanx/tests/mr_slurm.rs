@@ -109,3 +109,76 @@ fn mr_slurm_failures_end_the_step() {
         r.dump()
     );
 }
+
+/// Two jobs that each need the whole cluster, gang-scheduled by Slurm (`PreemptMode=
+/// GANG`, 5 s slices: SIGTSTP, SIGSTOP, SIGCONT): both are suspended and resumed and
+/// finish with correct results; their ranks halt their links on SIGTSTP and move their
+/// timers past the stop on SIGCONT (the counters are printed for the record).
+#[test]
+fn mr_slurm_gang_suspension_keeps_jobs_correct() {
+    if !slurm() {
+        return;
+    }
+    let stress = example("stress").display().to_string();
+    let dir = std::env::temp_dir().join(format!("phalanx-slurm-gang-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut jobs = Vec::new();
+    for seed in ["1", "2"] {
+        let out = dir.join(format!("job-{seed}.out"));
+        // Over UDP, where a stop without halting would show as retransmissions.
+        let wrap =
+            format!("PHALANX_TRANSPORT=udp PHALANX_STATS=1 srun --mpi=pmi2 {stress} 12 200 {seed}");
+        let o = Command::new("sbatch")
+            .args(["--parsable", "-N", "4", "-n", "8", "-o"])
+            .arg(&out)
+            .args(["--wrap", &wrap])
+            .output()
+            .expect("sbatch runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        jobs.push((id, out));
+    }
+    let t = std::time::Instant::now();
+    let mut suspended = false;
+    loop {
+        let q = Command::new("squeue")
+            .args(["-h", "-o", "%i %T"])
+            .output()
+            .expect("squeue runs");
+        let q = String::from_utf8_lossy(&q.stdout).to_string();
+        suspended |= q.contains("SUSPENDED");
+        if !jobs.iter().any(|(id, _)| q.contains(&format!("{id} "))) {
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(240) {
+            for (id, _) in &jobs {
+                let _ = Command::new("scancel").arg(id).status();
+            }
+            panic!("the jobs did not finish: {q}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for (id, out) in &jobs {
+        let text = std::fs::read_to_string(out).unwrap_or_default();
+        assert_eq!(
+            text.matches("all checksums ok").count(),
+            8,
+            "job {id}:\n{text}"
+        );
+        let sum = |key: &str| -> u64 {
+            text.split_whitespace()
+                .filter_map(|w| w.strip_prefix(key))
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum()
+        };
+        eprintln!(
+            "job {id}: over its 8 ranks {} datagrams, {} retransmitted, {} timeouts",
+            sum("sent="),
+            sum("retransmits="),
+            sum("timeouts=")
+        );
+    }
+    assert!(suspended, "Slurm never suspended either job");
+    let _ = std::fs::remove_dir_all(&dir);
+}

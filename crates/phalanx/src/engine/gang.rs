@@ -25,11 +25,65 @@
 //!   restore and resume, with the timers moved by the whole halted time, and go on with
 //!   the interrupted wait. A rank computing outside the library halts when it next
 //!   enters it.
+//! * Driven by Slurm's gang scheduling (ranks started by `srun`, PMI: no launcher):
+//!   Slurm sends every task SIGTSTP, then SIGSTOP after a delay, then SIGCONT. SIGTSTP
+//!   asks for the same halt (every rank of the step gets it at once, so they drain
+//!   together); SIGCONT ends the halted wait. A rank stopped and continued before it
+//!   reached a safe point only has its timers moved by the time since SIGTSTP.
 
 use super::{Engine, Waiting};
 use crate::error::{Error, Result};
 use crate::link::{LinkReport, Medium, Saved};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// Bound on a rank's drain after Slurm's SIGTSTP (Slurm's stop follows after its own
+/// delay whatever happens).
+const SLURM_HALT_DRAIN: Duration = Duration::from_secs(10);
+
+static TSTP: AtomicBool = AtomicBool::new(false);
+static CONT: AtomicBool = AtomicBool::new(false);
+/// CLOCK_MONOTONIC of the last SIGTSTP, ns.
+static TSTP_AT: AtomicU64 = AtomicU64::new(0);
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own; async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+extern "C" fn on_tstp(_: libc::c_int) {
+    TSTP_AT.store(monotonic_ns(), Ordering::SeqCst);
+    TSTP.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_cont(_: libc::c_int) {
+    CONT.store(true, Ordering::SeqCst);
+}
+
+/// Ranks started by a PMI server (`srun`): SIGTSTP halts the links instead of stopping
+/// the process (Slurm's SIGSTOP stops it), SIGCONT resumes them (module docs).
+pub(super) fn install_slurm_suspend() {
+    for (sig, handler) in [
+        (libc::SIGTSTP, on_tstp as extern "C" fn(libc::c_int)),
+        (libc::SIGCONT, on_cont),
+    ] {
+        // SAFETY: a zeroed sigaction with a handler that only stores to atomics and
+        // reads the clock (async-signal-safe); no SA_RESTART, so a sleeping poll wakes.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
 
 /// What every link of a rank held, in ordinary memory ([`Engine::save_links`]).
 #[derive(Debug, Default)]
@@ -172,6 +226,24 @@ impl Engine {
 
     /// The halt the launcher asked for (module docs): halt, drain, save, report, wait
     /// for `Continue`, restore, resume. The interrupted wait's description is kept.
+    /// Slurm's signals seen since the last call (see [`install_slurm_suspend`]).
+    pub(super) fn slurm_signals(&mut self) {
+        let tstp = TSTP.swap(false, Ordering::SeqCst);
+        let cont = CONT.swap(false, Ordering::SeqCst);
+        if tstp && !self.halted {
+            self.halt_asked.get_or_insert(SLURM_HALT_DRAIN);
+        }
+        if cont {
+            if self.halted {
+                self.continued = true;
+            } else if self.halt_asked.take().is_some() {
+                // Stopped and continued before a safe point: only the clock moved.
+                let since = monotonic_ns().saturating_sub(TSTP_AT.load(Ordering::SeqCst));
+                self.resume_links(Duration::from_nanos(since));
+            }
+        }
+    }
+
     pub(super) fn job_halt(&mut self) -> Result<()> {
         // A halt asked while halted is carried out after this one resumes (it stays
         // asked); a `Continue` read with its `Halt` (a rank that answered late) stays

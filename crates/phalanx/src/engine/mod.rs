@@ -112,6 +112,8 @@ pub struct Engine {
     iterations: u64,
     /// When the launcher connection is next read by a busy rank (ns, engine clock).
     next_boot_poll: u64,
+    /// Started by a PMI server: Slurm's SIGTSTP/SIGCONT halt and resume the links.
+    slurm_suspend: bool,
     /// `PHALANX_COMM_LOCK` was refused once: not tried again.
     comm_lock_failed: bool,
     /// The clock as last read by `progress`.
@@ -210,6 +212,7 @@ impl Engine {
             (Some(e), _) => BootClient::connect(e, me.clone(), Duration::from_secs(120)),
             (None, Some(p)) => {
                 install_pmi_panic_hook();
+                gang::install_slurm_suspend();
                 BootClient::connect_pmi(p, me.clone(), Duration::from_secs(120))
             }
             (None, None) => unreachable!("a job of one returned above"),
@@ -270,6 +273,7 @@ impl Engine {
             Some(boot),
             local_ranks,
         );
+        engine.slurm_suspend = pmi_env.is_some();
         engine.links.careful =
             careful_net::setup(reliable_net, careful_stall, &table, env.rank, env.size)
                 .map(|c| CarefulLink::new(c, env.size));
@@ -397,6 +401,7 @@ impl Engine {
             waiting: Waiting::Nothing,
             iterations: 0,
             next_boot_poll: 0,
+            slurm_suspend: false,
             comm_lock_failed: false,
             last_now: 0,
             drain_all_next: false,
@@ -591,6 +596,9 @@ impl Engine {
     }
 
     fn service_boot(&mut self) -> Result<()> {
+        if self.slurm_suspend {
+            self.slurm_signals();
+        }
         loop {
             let Some(boot) = self.boot.as_mut() else {
                 return Ok(());
