@@ -74,6 +74,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "IP", requires = "hostfile")]
     pub boot_ip: Option<Ipv4Addr>,
 
+    /// Who starts the ranks: `local` (this launcher), `slurm` (srun with PMI-2, inside an
+    /// allocation), `auto` (Slurm inside an `salloc`/`sbatch` allocation without a
+    /// hostfile, else local).
+    #[arg(long, value_name = "auto|local|slurm", default_value = "auto",
+          value_parser = ["auto", "local", "slurm"])]
+    pub launcher: String,
+
     /// The secret file of the job manager's cluster, for `node:` hosts (their agents).
     #[arg(long, value_name = "FILE", hide = true)]
     pub agent_secret: Option<PathBuf>,
@@ -116,6 +123,32 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// Whether srun starts the ranks (`--launcher`); `Err` for `slurm` outside an
+    /// allocation.
+    pub fn use_slurm(&self) -> Result<bool, String> {
+        match self.launcher.as_str() {
+            "slurm" if !crate::slurm::in_allocation() => Err(
+                "--launcher slurm: not inside a Slurm allocation (salloc or an sbatch script)"
+                    .into(),
+            ),
+            "slurm" => Ok(true),
+            "auto" => Ok(self.hostfile.is_none() && crate::slurm::in_allocation()),
+            _ => Ok(false),
+        }
+    }
+
+    /// The srun job this invocation describes (see [`crate::slurm`]).
+    pub fn into_srun(self) -> crate::slurm::SrunJob {
+        crate::slurm::SrunJob {
+            ranks: self.ranks,
+            tag_output: self.tag_output,
+            env: self.env,
+            timeout: self.timeout,
+            kill_grace: self.kill_grace,
+            command: self.command,
+        }
+    }
+
     /// The job this invocation describes; `Err` for a bad hostfile or a missing `-n`.
     pub fn into_config(self) -> Result<Config, String> {
         let (size, hosts) = match &self.hostfile {

@@ -1,6 +1,6 @@
 //! `phalanx`: the launcher binary. Thin: parse the command line, run, exit with the code.
 //!
-//! Modules: [`args`] (command line), [`agents`] (ranks started by node daemons), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
+//! Modules: [`slurm`] (`phalanx run` inside a Slurm allocation), [`args`] (command line), [`agents`] (ranks started by node daemons), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
 //! (rank processes), [`output`] (line forwarding), [`signals`] (self-pipe), [`status`]
 //! (exit-status wording), [`cc`] (`phalanx cc`, the
 //! mpicc of the C ABI), [`gang`] (`phalanx gang`, the job manager).
@@ -13,6 +13,7 @@ mod hosts;
 mod job;
 mod output;
 mod signals;
+mod slurm;
 mod spawn;
 mod status;
 
@@ -23,8 +24,15 @@ fn main() {
     let code = match cli.command {
         args::Command::Run(run) => {
             let status_file = run.status_file.clone();
-            let code = match run.into_config() {
-                Ok(cfg) => job::run(cfg),
+            let code = match run.use_slurm() {
+                Ok(true) => slurm::run(run.into_srun()),
+                Ok(false) => match run.into_config() {
+                    Ok(cfg) => job::run(cfg),
+                    Err(e) => {
+                        eprintln!("phalanx: {e}");
+                        2
+                    }
+                },
                 Err(e) => {
                     eprintln!("phalanx: {e}");
                     2

@@ -182,3 +182,57 @@ fn mr_slurm_gang_suspension_keeps_jobs_correct() {
     assert!(suspended, "Slurm never suspended either job");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Inside an allocation (`sbatch`), `phalanx run -n 8 prog` starts its ranks through
+/// srun with PMI-2 and exits with the step's code; outside one, `--launcher slurm` is
+/// a clear error.
+#[test]
+fn mr_slurm_phalanx_run_inside_an_allocation_uses_srun() {
+    if !slurm() {
+        return;
+    }
+    let p = phalanx().display().to_string();
+    let (stress, crash) = (
+        example("stress").display().to_string(),
+        example("crash").display().to_string(),
+    );
+    let dir = std::env::temp_dir().join(format!("phalanx-slurm-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let batch = |name: &str, script: &str| -> (String, String) {
+        let out = dir.join(format!("{name}.out"));
+        let o = Command::new("sbatch")
+            .args(["--parsable", "--wait", "-N", "4", "-n", "8", "-o"])
+            .arg(&out)
+            .args(["--wrap", script])
+            .output()
+            .expect("sbatch runs");
+        (
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+            std::fs::read_to_string(&out).unwrap_or_default(),
+        )
+    };
+    let (err, out) = batch(
+        "ok",
+        &format!("{p} run -n 8 --tag-output {stress} 5 100 1; echo exit=$?"),
+    );
+    assert_eq!(out.matches("all checksums ok").count(), 8, "{err}\n{out}");
+    assert!(out.contains("exit=0"), "{out}");
+    // A rank that fails ends the step; phalanx run exits non-zero.
+    let (err, out) = batch("fail", &format!("{p} run -n 4 {crash} exit3; echo exit=$?"));
+    assert!(
+        out.contains("exit=") && !out.contains("exit=0"),
+        "{err}\n{out}"
+    );
+    // Outside an allocation, Slurm cannot be asked for.
+    let mut cmd = Command::new(phalanx());
+    cmd.args(["run", "--launcher", "slurm", "-n", "2", &stress])
+        .env_remove("SLURM_JOB_ID");
+    let r = run_cmd(cmd, Duration::from_secs(30));
+    assert!(
+        !r.ok() && r.stderr.contains("not inside a Slurm allocation"),
+        "{}",
+        r.dump()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
