@@ -28,6 +28,25 @@ fn slurm() -> bool {
     up
 }
 
+/// Waits (bounded) until job `id` has left the queue.
+fn wait_for(id: &str) {
+    let t = std::time::Instant::now();
+    loop {
+        let q = Command::new("squeue")
+            .args(["-h", "-o", "%i", "-j", id])
+            .output()
+            .expect("squeue runs");
+        if !String::from_utf8_lossy(&q.stdout).contains(id) {
+            return;
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            let _ = Command::new("scancel").arg(id).status();
+            panic!("job {id} did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn srun(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new("srun");
     cmd.args(args);
@@ -202,11 +221,13 @@ fn mr_slurm_phalanx_run_inside_an_allocation_uses_srun() {
     let batch = |name: &str, script: &str| -> (String, String) {
         let out = dir.join(format!("{name}.out"));
         let o = Command::new("sbatch")
-            .args(["--parsable", "--wait", "-N", "4", "-n", "8", "-o"])
+            .args(["--parsable", "-N", "4", "-n", "8", "-o"])
             .arg(&out)
             .args(["--wrap", script])
             .output()
             .expect("sbatch runs");
+        let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        wait_for(&id);
         (
             String::from_utf8_lossy(&o.stderr).into_owned(),
             std::fs::read_to_string(&out).unwrap_or_default(),
