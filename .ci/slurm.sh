@@ -13,25 +13,40 @@ set -euo pipefail
 STATE=/run/phalanx-slurm
 CONF=/etc/slurm/slurm.conf
 
+# The pid in file $1 if that process is still a Slurm or munge daemon.
+daemon_pid() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null) || return 1
+  case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
+    slurmctld|slurmd|munged) echo "$pid" ;;
+    *) return 1 ;;
+  esac
+}
+
 stop() {
   if [ -d "$STATE" ]; then
+    # The jobs first (their steps and ranks outlive slurmd otherwise).
+    scancel --full --quiet --user=root 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      [ -z "$(squeue -h 2>/dev/null)" ] && break
+      sleep 0.1
+    done
     for f in "$STATE"/*.pid; do
       [ -e "$f" ] || continue
-      pid=$(cat "$f")
-      kill "$pid" 2>/dev/null || true
+      pid=$(daemon_pid "$f") && kill "$pid" 2>/dev/null || true
     done
     for _ in $(seq 1 50); do
       alive=0
       for f in "$STATE"/*.pid; do
         [ -e "$f" ] || continue
-        kill -0 "$(cat "$f")" 2>/dev/null && alive=1
+        daemon_pid "$f" >/dev/null && alive=1
       done
       [ $alive = 0 ] && break
       sleep 0.1
     done
     for f in "$STATE"/*.pid; do
       [ -e "$f" ] || continue
-      kill -9 "$(cat "$f")" 2>/dev/null || true
+      pid=$(daemon_pid "$f") && kill -9 "$pid" 2>/dev/null || true
     done
     rm -rf "$STATE"
   fi

@@ -255,6 +255,14 @@ impl BootClient {
     /// Reports how joining the host's shared memory went (once, right after the table).
     pub fn send_shm(&mut self, outcome: ShmOutcome) -> Result<(), BootError> {
         if let Some(p) = self.pmi.as_mut() {
+            // A value has a bound: a long reason (it lists the host's ranks) is cut.
+            let outcome = match outcome {
+                ShmOutcome::Failed { reason, required } => ShmOutcome::Failed {
+                    reason: reason.chars().take(200).collect(),
+                    required,
+                },
+                o => o,
+            };
             let v = serde_json::to_vec(&outcome)
                 .map_err(|e| BootError::Protocol(format!("shared-memory outcome: {e}")))?;
             return p.pmi.put(&format!("phx-shm-{}", p.rank), &v);

@@ -38,6 +38,8 @@ pub const MAX_REPLY: usize = 64 << 10;
 /// The PMI socket and version of this process, for [`abort_step`] (-1: none).
 static ABORT_FD: AtomicI32 = AtomicI32::new(-1);
 static ABORT_VERSION: AtomicU8 = AtomicU8::new(0);
+/// The process that initialized PMI (a forked child must not abort the step).
+static ABORT_PID: AtomicI32 = AtomicI32::new(0);
 
 /// What the PMI server put in this process's environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +57,9 @@ impl PmiEnv {
     /// Reads the PMI variables (module docs).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<PmiEnv>, BootError> {
         let Some(fd) = get("PMI_FD") else {
-            if get("SLURM_PROCID").is_some() && get("SLURM_NTASKS").is_some() {
+            // A task of a step of several tasks (a batch script itself is a job of one).
+            let tasks = get("SLURM_STEP_NUM_TASKS").and_then(|n| n.trim().parse::<u32>().ok());
+            if get("SLURM_STEP_ID").is_some() && tasks.is_some_and(|n| n > 1) {
                 return Err(BootError::BadEnv(
                     "started by Slurm without PMI: launch with `srun --mpi=pmi2 PROG` (or \
                      `phalanx run` inside the allocation)"
@@ -177,6 +181,7 @@ impl Pmi {
             }
         }
         ABORT_VERSION.store(if p.v1 { 1 } else { 2 }, Ordering::SeqCst);
+        ABORT_PID.store(std::process::id() as i32, Ordering::SeqCst);
         static AT_EXIT: std::sync::Once = std::sync::Once::new();
         // SAFETY: atexit registers a plain extern "C" function, once.
         AT_EXIT.call_once(|| unsafe {
@@ -439,7 +444,7 @@ extern "C" fn exit_without_finalize() {
 /// PMI (module docs); does nothing otherwise.
 pub fn abort_step(msg: &str) {
     let fd = ABORT_FD.load(Ordering::SeqCst);
-    if fd < 0 {
+    if fd < 0 || ABORT_PID.load(Ordering::SeqCst) != std::process::id() as i32 {
         return;
     }
     let clean: String = msg
@@ -490,8 +495,15 @@ mod tests {
             }
         };
         assert_eq!(PmiEnv::from_lookup(look(&[])).unwrap(), None);
-        let e = PmiEnv::from_lookup(look(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2")]));
+        let e = PmiEnv::from_lookup(look(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_STEP_NUM_TASKS", "2"),
+        ]));
         assert!(e.unwrap_err().to_string().contains("--mpi=pmi2"));
+        // A batch script (no step) or a step of one task is a job of one.
+        let one = look(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "8")]);
+        assert_eq!(PmiEnv::from_lookup(one).unwrap(), None);
         let ok = PmiEnv::from_lookup(look(&[
             ("PMI_FD", "5"),
             ("PMI_RANK", "1"),

@@ -132,7 +132,13 @@ impl RunArgs {
                     .into(),
             ),
             "slurm" => Ok(true),
-            "auto" => Ok(self.hostfile.is_none() && crate::slurm::in_allocation()),
+            // Only where the allocation can take the ranks (else the local launcher, as
+            // before, e.g. `phalanx run -n 4` inside `salloc -n 1`).
+            "auto" => Ok(self.hostfile.is_none()
+                && crate::slurm::in_allocation()
+                && self
+                    .ranks
+                    .is_none_or(|n| n <= crate::slurm::allocated_tasks())),
             _ => Ok(false),
         }
     }

@@ -3,10 +3,12 @@
 //!
 //! Contract:
 //! * [`in_allocation`]: `SLURM_JOB_ID` is set and `SLURM_STEP_ID` is not (a batch script
-//!   or an `salloc` shell, not a task of a step). `phalanx run` then uses Slurm unless
-//!   `--launcher local` or a hostfile says otherwise; `--launcher slurm` outside an
-//!   allocation is an error.
-//! * [`run`] starts `srun --mpi=pmi2 --kill-on-bad-exit=1 -n N [--label] prog args…`
+//!   or an `salloc` shell, not a task of a step). `phalanx run` then uses Slurm when the
+//!   allocation can take its ranks (`-n` at most `SLURM_NTASKS`), unless `--launcher
+//!   local` or a hostfile says otherwise; `--launcher slurm` outside an allocation is
+//!   an error.
+//! * [`run`] starts `srun --mpi=pmi2 --export=ALL --kill-on-bad-exit=1 -n N [--label]
+//!   prog args…`
 //!   (N defaults to the allocation's `SLURM_NTASKS`) with the `--env` variables added to
 //!   its environment (srun passes the environment on), and exits with srun's code.
 //!   `--timeout S` ends the step after S seconds (SIGTERM to srun, which cancels it;
@@ -20,6 +22,14 @@ use std::time::{Duration, Instant};
 /// Whether this process runs in a Slurm allocation and not inside a step (module docs).
 pub fn in_allocation() -> bool {
     std::env::var_os("SLURM_JOB_ID").is_some() && std::env::var_os("SLURM_STEP_ID").is_none()
+}
+
+/// The tasks of the allocation (`SLURM_NTASKS`; 0 when unknown).
+pub fn allocated_tasks() -> u32 {
+    std::env::var("SLURM_NTASKS")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// What `phalanx run` passes on to srun.
@@ -45,6 +55,7 @@ pub fn run(job: SrunJob) -> i32 {
     };
     let mut cmd = Command::new("srun");
     cmd.arg("--mpi=pmi2")
+        .arg("--export=ALL")
         .arg("--kill-on-bad-exit=1")
         .arg("-n")
         .arg(ranks.to_string());

@@ -75,10 +75,12 @@ pub(super) fn install_slurm_suspend() {
         (libc::SIGCONT, on_cont),
     ] {
         // SAFETY: a zeroed sigaction with a handler that only stores to atomics and
-        // reads the clock (async-signal-safe); no SA_RESTART, so a sleeping poll wakes.
+        // reads the clock (async-signal-safe). SA_RESTART spares the program's own
+        // blocking calls; the engine's poll is never restarted, so it still wakes.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = handler as usize;
+            sa.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
@@ -282,7 +284,14 @@ impl Engine {
             self.lock_comm(true);
             self.restore_links(s);
         }
-        self.resume_links(halted_at.elapsed());
+        // Under Slurm the stop may come before the drain ends (SIGSTOP follows SIGTSTP
+        // after a fixed delay): the whole halt counts as stopped.
+        let stopped = if self.slurm_suspend {
+            start.elapsed()
+        } else {
+            halted_at.elapsed()
+        };
+        self.resume_links(stopped);
         self.waiting = outer;
         r
     }

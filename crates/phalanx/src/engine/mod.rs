@@ -145,15 +145,6 @@ struct RankSize {
     size: u32,
 }
 
-/// Under PMI a panic ends the whole step (there is no launcher to end the others).
-fn install_pmi_panic_hook() {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        previous(info);
-        phalanx_boot::pmi::abort_step("a rank panicked");
-    }));
-}
-
 fn gbn_config(cfg: &Config) -> GbnConfig {
     GbnConfig {
         window: cfg.window,
@@ -211,7 +202,6 @@ impl Engine {
         let boot = match (&boot_env, &pmi_env) {
             (Some(e), _) => BootClient::connect(e, me.clone(), Duration::from_secs(120)),
             (None, Some(p)) => {
-                install_pmi_panic_hook();
                 gang::install_slurm_suspend();
                 BootClient::connect_pmi(p, me.clone(), Duration::from_secs(120))
             }
