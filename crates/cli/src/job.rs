@@ -31,7 +31,7 @@ mod remote;
 #[path = "suspend.rs"]
 mod suspend;
 
-use crate::agents::{Agents, Event};
+use crate::agents::Agents;
 use crate::hosts::{boot_ip_for, Host};
 use crate::output::{self, Dest};
 use crate::signals::{pollfd, wait_readable, Signals};
@@ -799,21 +799,7 @@ impl Job {
                     rank.exit = Some(s);
                 }
             }
-            while let Some(ev) = self.agents.as_ref().and_then(Agents::try_event) {
-                match ev {
-                    Event::Exited {
-                        agent,
-                        rank,
-                        status,
-                    } => {
-                        if let Some(r) = self.remote_rank(agent, rank) {
-                            self.ranks[r].exit.get_or_insert(status);
-                        }
-                    }
-                    Event::Lost { agent, .. } => self.agent_lost(agent),
-                    Event::Spawned { .. } | Event::SpawnFailed { .. } => {}
-                }
-            }
+            self.note_remote_exits();
             let now = Instant::now();
             if self.ranks.iter().all(|r| r.exit.is_some())
                 || now >= deadline

@@ -60,6 +60,26 @@ impl Job {
         Ok(())
     }
 
+    /// While tearing down: records the remote ranks' exits (and a lost node's ranks as
+    /// dead) without judging them.
+    pub(super) fn note_remote_exits(&mut self) {
+        while let Some(ev) = self.agents.as_ref().and_then(Agents::try_event) {
+            match ev {
+                Event::Exited {
+                    agent,
+                    rank,
+                    status,
+                } => {
+                    if let Some(r) = self.remote_rank(agent, rank) {
+                        self.ranks[r].exit.get_or_insert(status);
+                    }
+                }
+                Event::Lost { agent, .. } => self.agent_lost(agent),
+                Event::Spawned { .. } | Event::SpawnFailed { .. } => {}
+            }
+        }
+    }
+
     /// Rank `rank` if agent `agent` started it.
     pub(super) fn remote_rank(&self, agent: usize, rank: u32) -> Option<usize> {
         let r = rank as usize;
