@@ -1,40 +1,73 @@
-//! Ranks started by the job manager's node daemons: the launcher's side of the agent
-//! protocol ([`phalanx_gang::proto::AgentRequest`], [`AgentEvent`]).
+//! Ranks started by agents on other hosts: the launcher's side of the agent protocol
+//! ([`phalanx_gang::proto::AgentRequest`], [`AgentEvent`]). An agent is a job manager's
+//! node daemon (`node:` hosts, over TCP) or a `phalanx proxy` that ssh starts on an ssh
+//! host (over ssh's stdin and stdout).
 //!
 //! Contract:
-//! * [`Agents::connect`] opens one authenticated connection (the cluster secret, read
-//!   from `--agent-secret`) to every distinct `node:` host of the job, each bounded by
-//!   [`CONNECT_TIMEOUT`]; it fails naming the node it could not reach.
+//! * [`Agents::connect`] opens one connection per distinct agent host of the job. To a
+//!   node daemon: TCP, authenticated with the cluster secret (read from
+//!   `--agent-secret`), bounded by [`CONNECT_TIMEOUT`]; it fails naming the node it
+//!   could not reach. To an ssh host: `CMD… HOST exec PHALANX proxy` (the
+//!   [`SshSettings`]), in its own session (no terminal: it cannot stop to ask for a
+//!   password) and killed if the launcher dies (PDEATHSIG); whether the host is
+//!   reachable shows in its events ([`Event::Lost`] with `started: false`, naming ssh's
+//!   exit and the last lines of its stderr).
 //! * A reader thread per connection writes the ranks' output lines to the launcher's
 //!   stdout or stderr (tagged `[rank] ` like local ranks', one write per line under the
 //!   stream's lock) and hands every other event to the launcher's loop
-//!   ([`Agents::try_event`]), in the order the node sent them — a rank's `Exited` comes
+//!   ([`Agents::try_event`]), in the order the agent sent them — a rank's `Exited` comes
 //!   after its output. A connection that closes or sends something malformed or longer
-//!   than [`MAX_LINE`] is [`Event::Lost`], naming the node.
-//! * Requests are written with a bound ([`SEND_TIMEOUT`]); a failed write is reported
-//!   by the reader as the connection's loss.
-//! * Dropping [`Agents`] closes the connections: each node daemon then kills whatever it
-//!   started for this job (its lifeline contract).
+//!   than [`MAX_LINE`] is [`Event::Lost`], naming the host — except that up to
+//!   [`MAX_CHATTER`] lines an ssh login prints before its proxy's first event (a chatty
+//!   shell start-up file) are shown on stderr and skipped.
+//! * Requests are written with a bound ([`SEND_TIMEOUT`] to a node; to ssh through a
+//!   queue of at most [`MAX_QUEUED`] requests and a writer thread); a failed write is
+//!   reported by the reader as the connection's loss.
+//! * Dropping [`Agents`] closes the connections: each agent then kills whatever it
+//!   started for this job (its lifeline contract). For ssh hosts the drop waits, up to
+//!   [`SSH_LINGER`] in all, for every ssh to end — after its proxy killed and reaped its
+//!   ranks and its output reached the launcher — and kills the ssh sessions still there.
 
 use crate::hosts::Host;
 use phalanx_gang::proto::{AgentEvent, AgentRequest, Hello, SpawnSpec, MAX_LINE};
+use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, SocketAddrV4, TcpStream};
-use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::ExitStatus;
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::time::Duration;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// Bound on connecting to one node daemon.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Bound on writing one request.
+/// Bound on writing one request to a node daemon.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+/// Requests waiting to be written to one ssh host.
+pub const MAX_QUEUED: usize = 65536;
+/// How long closing waits for the ssh hosts to end (module docs).
+pub const SSH_LINGER: Duration = Duration::from_secs(10);
+/// Lines of an ssh's stderr kept to explain its loss, and their longest length.
+const STDERR_TAIL: usize = 6;
+/// Lines of login output tolerated before an ssh host's proxy speaks.
+const MAX_CHATTER: usize = 100;
+const STDERR_LINE: usize = 300;
 
-/// What the launcher's loop learns from the node daemons.
+/// How ssh hosts are reached.
+#[derive(Debug, Clone)]
+pub struct SshSettings {
+    /// The remote shell and its options (`--launcher-cmd`); host and command follow.
+    pub cmd: Vec<String>,
+    /// `phalanx` on the remote hosts.
+    pub exe: PathBuf,
+}
+
+/// What the launcher's loop learns from the agents.
 #[derive(Debug)]
 pub enum Event {
-    /// Rank `rank` runs as `pid` on the node of agent `agent`.
+    /// Rank `rank` runs as `pid` on the host of agent `agent`.
     Spawned { agent: usize, rank: u32, pid: u32 },
     /// Rank `rank` could not be started on `node`.
     SpawnFailed {
@@ -49,76 +82,102 @@ pub enum Event {
         rank: u32,
         status: ExitStatus,
     },
-    /// The connection to node daemon `agent` (`node`) is gone: its ranks are dead.
+    /// The connection to agent `agent` (`node`) is gone: its ranks are dead. `started`:
+    /// it had said anything before (else the host was never reached).
     Lost {
         agent: usize,
         node: String,
         why: String,
+        started: bool,
     },
 }
 
+/// An ssh connection to a host's `phalanx proxy`.
+struct SshLink {
+    queue: Option<SyncSender<Vec<u8>>>,
+    child: Arc<Mutex<Child>>,
+    reader: Option<JoinHandle<()>>,
+}
+
+enum Link {
+    Tcp(TcpStream),
+    Ssh(SshLink),
+}
+
 struct Agent {
+    /// `node LABEL` or `host HOST`.
     label: String,
-    stream: TcpStream,
+    link: Link,
     /// A write failed: the connection was shut down (its reader reports the loss).
     dead: bool,
 }
 
-/// The connections of one job to its node daemons.
+/// The connections of one job to its agents.
 pub struct Agents {
     agents: Vec<Agent>,
     events: Receiver<Event>,
 }
 
+#[derive(PartialEq)]
+enum Key<'a> {
+    Node(&'a str, SocketAddrV4),
+    Ssh(&'a str),
+}
+
 impl Agents {
-    /// Connects to every `node:` host among `hosts`; with each rank's agent index
-    /// (`None` for ranks the launcher starts itself).
+    /// Connects to every agent host among `hosts`; with each rank's agent index (`None`
+    /// for ranks the launcher starts itself).
     pub fn connect(
         hosts: &[Host],
         secret_file: Option<&Path>,
+        ssh: Option<&SshSettings>,
         tag: bool,
     ) -> Result<(Agents, Vec<Option<usize>>), String> {
-        let mut addrs: Vec<(String, SocketAddrV4)> = Vec::new();
+        let mut keys: Vec<Key> = Vec::new();
         let mut of_rank = Vec::with_capacity(hosts.len());
         for h in hosts {
-            of_rank.push(match h {
-                Host::Node { label, agent } => {
-                    Some(match addrs.iter().position(|(_, a)| a == agent) {
-                        Some(i) => i,
-                        None => {
-                            addrs.push((label.clone(), *agent));
-                            addrs.len() - 1
-                        }
-                    })
+            let key = match h {
+                Host::Node { label, agent } => Key::Node(label, *agent),
+                Host::Ssh(target) => Key::Ssh(target),
+                Host::Local | Host::Netns(_) => {
+                    of_rank.push(None);
+                    continue;
                 }
-                _ => None,
-            });
+            };
+            of_rank.push(Some(match keys.iter().position(|k| *k == key) {
+                Some(i) => i,
+                None => {
+                    keys.push(key);
+                    keys.len() - 1
+                }
+            }));
         }
         let (tx, events) = channel();
         // Built first: on an error below, dropping it shuts down what was opened.
         let mut all = Agents {
-            agents: Vec::with_capacity(addrs.len()),
+            agents: Vec::with_capacity(keys.len()),
             events,
         };
-        if !addrs.is_empty() {
-            let path = secret_file.ok_or("node hosts need the cluster secret (--agent-secret)")?;
-            let secret = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the cluster secret {}: {e}", path.display()))?;
-            for (i, (label, addr)) in addrs.into_iter().enumerate() {
-                let stream = open(addr, secret.trim())
-                    .map_err(|e| format!("cannot reach node daemon {label} at {addr}: {e}"))?;
-                let reader = stream.try_clone().map_err(|e| e.to_string())?;
-                let (tx, node) = (tx.clone(), label.clone());
-                std::thread::Builder::new()
-                    .name(format!("phalanx-agent-{i}"))
-                    .spawn(move || read_events(i, node, reader, tag, tx))
-                    .map_err(|e| format!("cannot start a reader thread: {e}"))?;
-                all.agents.push(Agent {
-                    label,
-                    stream,
-                    dead: false,
-                });
-            }
+        let mut secret = None;
+        for (i, key) in keys.into_iter().enumerate() {
+            let agent = match key {
+                Key::Node(label, addr) => {
+                    if secret.is_none() {
+                        let path = secret_file
+                            .ok_or("node hosts need the cluster secret (--agent-secret)")?;
+                        secret = Some(std::fs::read_to_string(path).map_err(|e| {
+                            format!("cannot read the cluster secret {}: {e}", path.display())
+                        })?);
+                    }
+                    let s = secret.as_deref().unwrap_or_default().trim();
+                    open_node(i, label, addr, s, tag, tx.clone())?
+                }
+                Key::Ssh(target) => {
+                    let settings = ssh.ok_or("ssh hosts need the ssh settings")?;
+                    open_ssh(i, target, settings, tag, tx.clone())?
+                }
+            };
+            all.agents.push(agent);
         }
         Ok((all, of_rank))
     }
@@ -127,7 +186,7 @@ impl Agents {
     pub fn spawn(&mut self, i: usize, spec: SpawnSpec) -> Result<(), String> {
         let label = self.agents[i].label.clone();
         self.send(i, &AgentRequest::Spawn(spec))
-            .map_err(|e| format!("cannot ask node daemon {label} to start a rank: {e}"))
+            .map_err(|e| format!("cannot ask {label} to start a rank: {e}"))
     }
 
     /// Sends `sig` to rank `rank`'s process group through agent `i` (best effort: a lost
@@ -136,24 +195,48 @@ impl Agents {
         let _ = self.send(i, &AgentRequest::Signal { rank, sig });
     }
 
+    /// Whether agent `i` is an ssh host (else a node daemon).
+    pub fn is_ssh(&self, i: usize) -> bool {
+        matches!(self.agents[i].link, Link::Ssh(_))
+    }
+
     fn send(&mut self, i: usize, req: &AgentRequest) -> io::Result<()> {
         let line = phalanx_boot::frame::encode(req);
         let a = &mut self.agents[i];
         if a.dead {
             return Err(io::Error::new(
                 io::ErrorKind::BrokenPipe,
-                "the connection to this node daemon failed",
+                "the connection to this agent failed",
             ));
         }
-        let r = a
-            .stream
-            .set_write_timeout(Some(SEND_TIMEOUT))
-            .and_then(|()| a.stream.write_all(&line));
+        let r = match &mut a.link {
+            Link::Tcp(stream) => stream
+                .set_write_timeout(Some(SEND_TIMEOUT))
+                .and_then(|()| stream.write_all(&line)),
+            Link::Ssh(ssh) => match ssh.queue.as_ref().map(|q| q.try_send(line)) {
+                Some(Ok(())) => Ok(()),
+                Some(Err(TrySendError::Full(_))) => Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("more than {MAX_QUEUED} requests wait for ssh"),
+                )),
+                Some(Err(TrySendError::Disconnected(_))) | None => {
+                    Err(io::Error::new(io::ErrorKind::BrokenPipe, "ssh is gone"))
+                }
+            },
+        };
         if r.is_err() {
             // Half a line may be out: nothing more can follow it. The reader sees the
-            // shutdown and reports the loss.
+            // end and reports the loss.
             a.dead = true;
-            let _ = a.stream.shutdown(Shutdown::Both);
+            match &mut a.link {
+                Link::Tcp(stream) => {
+                    let _ = stream.shutdown(Shutdown::Both);
+                }
+                Link::Ssh(ssh) => {
+                    ssh.queue = None;
+                    let _ = lock(&ssh.child).kill();
+                }
+            }
         }
         r
     }
@@ -166,46 +249,246 @@ impl Agents {
 
 impl Drop for Agents {
     fn drop(&mut self) {
-        for a in &self.agents {
-            let _ = a.stream.shutdown(Shutdown::Both);
+        for a in &mut self.agents {
+            match &mut a.link {
+                Link::Tcp(stream) => {
+                    let _ = stream.shutdown(Shutdown::Both);
+                }
+                // The writer thread ends and closes ssh's stdin: the proxy's lifeline.
+                Link::Ssh(ssh) => ssh.queue = None,
+            }
+        }
+        let deadline = Instant::now() + SSH_LINGER;
+        for a in &mut self.agents {
+            let Link::Ssh(ssh) = &mut a.link else {
+                continue;
+            };
+            while ssh.reader.as_ref().is_some_and(|r| !r.is_finished()) && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let mut child = lock(&ssh.child);
+            let _ = child.kill(); // a no-op once it was reaped
+            let _ = child.wait();
         }
     }
 }
 
-/// Connects and authenticates.
-fn open(addr: SocketAddrV4, secret: &str) -> io::Result<TcpStream> {
-    let mut s = TcpStream::connect_timeout(&SocketAddr::V4(addr), CONNECT_TIMEOUT)?;
-    s.set_nodelay(true)?;
-    s.set_write_timeout(Some(SEND_TIMEOUT))?;
-    let hello = Hello {
-        secret: secret.to_string(),
-    };
-    s.write_all(&phalanx_boot::frame::encode(&hello))?;
-    Ok(s)
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The reader thread of agent `i` (module docs).
-fn read_events(i: usize, node: String, stream: TcpStream, tag: bool, tx: Sender<Event>) {
-    let mut reader = BufReader::new(stream);
+/// Connects to a node daemon and authenticates.
+fn open_node(
+    i: usize,
+    label: &str,
+    addr: SocketAddrV4,
+    secret: &str,
+    tag: bool,
+    tx: Sender<Event>,
+) -> Result<Agent, String> {
+    let open = || -> io::Result<TcpStream> {
+        let mut s = TcpStream::connect_timeout(&SocketAddr::V4(addr), CONNECT_TIMEOUT)?;
+        s.set_nodelay(true)?;
+        s.set_write_timeout(Some(SEND_TIMEOUT))?;
+        let hello = Hello {
+            secret: secret.to_string(),
+        };
+        s.write_all(&phalanx_boot::frame::encode(&hello))?;
+        Ok(s)
+    };
+    let stream = open().map_err(|e| format!("cannot reach node daemon {label} at {addr}: {e}"))?;
+    let reader = stream.try_clone().map_err(|e| e.to_string())?;
+    let node = format!("node {label}");
+    let thread_node = node.clone();
+    std::thread::Builder::new()
+        .name(format!("phalanx-agent-{i}"))
+        .spawn(move || read_events(i, thread_node, reader, tag, tx, None))
+        .map_err(|e| format!("cannot start a reader thread: {e}"))?;
+    Ok(Agent {
+        label: node,
+        link: Link::Tcp(stream),
+        dead: false,
+    })
+}
+
+/// Starts `CMD… TARGET exec PHALANX proxy` with its writer, reader and stderr threads.
+fn open_ssh(
+    i: usize,
+    target: &str,
+    s: &SshSettings,
+    tag: bool,
+    tx: Sender<Event>,
+) -> Result<Agent, String> {
+    let exe = s
+        .exe
+        .to_str()
+        .and_then(|e| shlex::try_quote(e).ok())
+        .ok_or_else(|| format!("cannot quote {} for a remote shell", s.exe.display()))?;
+    let launcher = std::process::id() as libc::pid_t;
+    let mut cmd = Command::new(&s.cmd[0]);
+    cmd.args(&s.cmd[1..])
+        .arg(target)
+        .arg(format!("exec {exe} proxy"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (setsid, prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            // No controlling terminal: no password prompt, no Ctrl-C of its own.
+            libc::setsid();
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != launcher {
+                libc::_exit(127);
+            }
+            Ok(())
+        });
+    }
+    let node = format!("host {target}");
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {} to reach {node}: {e}", s.cmd[0]))?;
+    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("cannot connect to {} for {node}", s.cmd[0]));
+    };
+    let child = Arc::new(Mutex::new(child));
+    let (queue, requests) = sync_channel::<Vec<u8>>(MAX_QUEUED);
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let threads = (|| -> io::Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name(format!("phalanx-ssh-in-{i}"))
+            .spawn(move || {
+                for line in requests {
+                    if stdin.write_all(&line).is_err() {
+                        break; // the reader reports the loss
+                    }
+                }
+            })?;
+        let t = tail.clone();
+        let stderr_done = std::thread::Builder::new()
+            .name(format!("phalanx-ssh-err-{i}"))
+            .spawn(move || keep_tail(stderr, &t))?;
+        let (c, n) = (child.clone(), node.clone());
+        let why = Box::new(move || {
+            // ssh's stderr ends when it does: its exit and last words explain the loss.
+            let _ = stderr_done.join();
+            let status = wait_bounded(&c, Duration::from_secs(2));
+            let mut why = match status {
+                Some(st) => format!("ssh {}", crate::status::describe(st).0),
+                None => "ssh did not end".to_string(),
+            };
+            let t = lock(&tail);
+            if !t.is_empty() {
+                why.push_str(": ");
+                why.push_str(&Vec::from(t.clone()).join(" | "));
+            }
+            why
+        }) as Box<dyn FnOnce() -> String + Send>;
+        std::thread::Builder::new()
+            .name(format!("phalanx-ssh-out-{i}"))
+            .spawn(move || read_events(i, n, stdout, tag, tx, Some(why)))
+    })();
+    let reader = match threads {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = lock(&child).kill();
+            return Err(format!("cannot start the threads for {node}: {e}"));
+        }
+    };
+    Ok(Agent {
+        label: node,
+        link: Link::Ssh(SshLink {
+            queue: Some(queue),
+            child,
+            reader: Some(reader),
+        }),
+        dead: false,
+    })
+}
+
+/// Keeps the last [`STDERR_TAIL`] lines of `src` (each cut to [`STDERR_LINE`] bytes).
+fn keep_tail(src: impl Read, tail: &Mutex<VecDeque<String>>) {
+    crate::output::copy_lines(src, &[], STDERR_LINE as u64, |line| {
+        let text = String::from_utf8_lossy(line).trim_end().to_string();
+        if text.is_empty() {
+            return;
+        }
+        let mut t = lock(tail);
+        if t.len() == STDERR_TAIL {
+            t.pop_front();
+        }
+        t.push_back(text);
+    });
+}
+
+/// The exit status of `child` if it ends within `bound`.
+fn wait_bounded(child: &Mutex<Child>, bound: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Ok(Some(st)) = lock(child).try_wait() {
+            return Some(st);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The reader thread of agent `i` (module docs). `why`: explains a closed connection
+/// (an ssh's exit and stderr).
+fn read_events(
+    i: usize,
+    node: String,
+    src: impl Read,
+    tag: bool,
+    tx: Sender<Event>,
+    why: Option<Box<dyn FnOnce() -> String + Send>>,
+) {
+    let mut reader = BufReader::new(src);
     let mut line = Vec::with_capacity(1024);
-    let why = loop {
+    let mut started = false;
+    // Lines a login shell may print before the proxy speaks (a chatty .bashrc): shown,
+    // not taken for the protocol; at most this many.
+    let mut chatter = if why.is_some() { MAX_CHATTER } else { 0 };
+    let cause = loop {
         line.clear();
         match (&mut reader)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut line)
         {
-            Ok(0) => break "its node daemon closed the connection (daemon down?)".to_string(),
-            Ok(_) if line.last() != Some(&b'\n') => {
-                break "its node daemon sent an over-long line".to_string()
-            }
+            Ok(0) => break "the connection closed".to_string(),
+            Ok(_) if line.last() != Some(&b'\n') => break "it sent an over-long line".to_string(),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => break format!("reading from its node daemon failed: {e}"),
+            Err(e) => break format!("reading from it failed: {e}"),
         }
         let ev = match serde_json::from_slice::<AgentEvent>(&line) {
             Ok(ev) => ev,
-            Err(e) => break format!("its node daemon sent a malformed event: {e}"),
+            Err(_) if !started && chatter > 0 => {
+                chatter -= 1;
+                let text = String::from_utf8_lossy(&line);
+                eprintln!("phalanx: {node} (login output): {}", text.trim_end());
+                continue;
+            }
+            Err(e) => break format!("it sent a malformed event: {e}"),
         };
+        started = true;
         let out = match ev {
             AgentEvent::Output {
                 rank,
@@ -247,12 +530,21 @@ fn read_events(i: usize, node: String, stream: TcpStream, tag: bool, tx: Sender<
             },
         };
         if tx.send(out).is_err() {
-            return;
+            break "the launcher stopped listening".to_string();
         }
+    };
+    let why = match why {
+        Some(f) if cause == "the connection closed" => f(),
+        Some(f) => format!("{cause}; {}", f()),
+        None if cause == "the connection closed" => {
+            "its node daemon closed the connection (daemon down?)".to_string()
+        }
+        None => cause,
     };
     let _ = tx.send(Event::Lost {
         agent: i,
         node,
         why,
+        started,
     });
 }

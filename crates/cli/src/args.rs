@@ -27,7 +27,7 @@ pub struct Cli {
 pub enum Command {
     /// Start N ranks of a program on this host (or its network namespaces) and supervise them.
     #[command(after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Compile and link a C program against phalanx's MPI ABI (like mpicc); all arguments
     /// go to the compiler ($PHALANX_CC, default cc). `--show` prints the command.
     #[command(disable_help_flag = true, disable_version_flag = true)]
@@ -39,6 +39,10 @@ pub enum Command {
     /// The job manager: gang-scheduled jobs sharing this machine's nodes (`up`, `submit`,
     /// `queue`, `matrix`, `nodes`, `cancel`, `logs`, `down`).
     Gang(crate::gang::GangArgs),
+    /// A host's agent for `phalanx run --launcher ssh` (started over ssh; speaks the
+    /// agent protocol on stdin and stdout).
+    #[command(hide = true)]
+    Proxy,
 }
 
 const RUN_AFTER_HELP: &str = "\
@@ -63,23 +67,46 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub ranks: Option<u32>,
 
-    /// Hosts to run ranks on, one per line: `localhost [slots=N]` or `netns:NAME
-    /// [slots=N]` (a network namespace: ranks start as `ip netns exec NAME prog…` with
-    /// PHALANX_IP=auto). Ranks fill each host's slots in order.
+    /// Hosts to run ranks on, one per line: `HOST [slots=N]` or `HOST:N` (over ssh),
+    /// `localhost`, or `netns:NAME` (a network namespace of this machine: ranks start as
+    /// `ip netns exec NAME prog…`). Ranks fill each host's slots in order.
     #[arg(long, value_name = "FILE")]
     pub hostfile: Option<PathBuf>,
 
-    /// The launcher's address as seen from namespace hosts (default: the address of this
-    /// host on each namespace's subnet, e.g. its bridge).
+    /// Allow more ranks than the hostfile has slots (placement wraps around).
+    #[arg(long, requires = "hostfile")]
+    pub oversubscribe: bool,
+
+    /// The launcher's address as seen from namespace and ssh hosts (default: for a
+    /// namespace the address of this host on its subnet, e.g. its bridge; for an ssh
+    /// host the address this host sends from toward it).
     #[arg(long, value_name = "IP", requires = "hostfile")]
     pub boot_ip: Option<Ipv4Addr>,
 
-    /// Who starts the ranks: `local` (this launcher), `slurm` (srun with PMI-2, inside an
-    /// allocation), `auto` (Slurm inside an `salloc`/`sbatch` allocation without a
-    /// hostfile, else local).
-    #[arg(long, value_name = "auto|local|slurm", default_value = "auto",
-          value_parser = ["auto", "local", "slurm"])]
+    /// Who starts the ranks: `local` (this launcher, on this host and its namespaces),
+    /// `ssh` (every host of the hostfile but namespaces over ssh, `localhost` too),
+    /// `slurm` (srun with PMI-2, inside an allocation), `auto` (Slurm inside an
+    /// `salloc`/`sbatch` allocation without a hostfile; else ssh for the hostfile's
+    /// remote hosts and this launcher for the rest).
+    #[arg(long, value_name = "auto|local|ssh|slurm", default_value = "auto",
+          value_parser = ["auto", "local", "ssh", "slurm"])]
     pub launcher: String,
+
+    /// The remote shell for ssh hosts, with its options (split like a shell would):
+    /// the host and the remote command are appended to it.
+    #[arg(long, value_name = "CMD", default_value = "ssh -x -o BatchMode=yes")]
+    pub launcher_cmd: String,
+
+    /// Where `phalanx` is on the ssh hosts (default: the path of this one, which must
+    /// then exist there too).
+    #[arg(long, value_name = "PATH")]
+    pub remote_phalanx: Option<PathBuf>,
+
+    /// Forward an environment variable to every rank (repeatable): `-x VAR` passes this
+    /// environment's value, `-x VAR=VALUE` sets one. Variables named PHALANX_* are
+    /// forwarded to ssh hosts without it.
+    #[arg(short = 'x', value_name = "VAR[=VALUE]", value_parser = parse_forward)]
+    pub forward: Vec<(String, Option<String>)>,
 
     /// The secret file of the job manager's cluster, for `node:` hosts (their agents).
     #[arg(long, value_name = "FILE", hide = true)]
@@ -134,6 +161,9 @@ impl RunArgs {
             "slurm" => Ok(true),
             // Only where the allocation can take the ranks (else the local launcher, as
             // before, e.g. `phalanx run -n 4` inside `salloc -n 1`).
+            "ssh" if self.hostfile.is_none() => {
+                Err("--launcher ssh needs a --hostfile naming the hosts".into())
+            }
             "auto" => Ok(self.hostfile.is_none()
                 && crate::slurm::in_allocation()
                 && self
@@ -155,9 +185,10 @@ impl RunArgs {
         }
     }
 
-    /// The job this invocation describes; `Err` for a bad hostfile or a missing `-n`.
+    /// The job this invocation describes; `Err` for a bad hostfile, a missing `-n`, more
+    /// ranks than slots, or an ssh host with `--launcher local`.
     pub fn into_config(self) -> Result<Config, String> {
-        let (size, hosts) = match &self.hostfile {
+        let (size, mut hosts) = match &self.hostfile {
             None => {
                 let n = self.ranks.ok_or("-n N is required without --hostfile")?;
                 (n, vec![Host::Local; n as usize])
@@ -169,8 +200,49 @@ impl RunArgs {
                 let n = self
                     .ranks
                     .unwrap_or_else(|| total_slots(&entries).min(65536));
-                (n, place(&entries, n))
+                let hosts = place(&entries, n, self.oversubscribe)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                (n, hosts)
             }
+        };
+        for h in hosts.iter_mut() {
+            match (self.launcher.as_str(), &*h) {
+                ("ssh", Host::Local) => *h = Host::Ssh("localhost".into()),
+                ("local", Host::Ssh(t)) => {
+                    return Err(format!(
+                        "host {t} is reached over ssh: not with --launcher local"
+                    ))
+                }
+                // This machine by another name: started here, as Open MPI does.
+                ("auto", Host::Ssh(t)) if is_this_host(t) => *h = Host::Local,
+                _ => {}
+            }
+        }
+        let mut env: Vec<(OsString, OsString)> = self
+            .env
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        for (k, v) in self.forward {
+            let v = match v {
+                Some(v) => OsString::from(v),
+                None => std::env::var_os(&k)
+                    .ok_or_else(|| format!("-x {k}: {k} is not set in this environment"))?,
+            };
+            env.push((k.into(), v));
+        }
+        let ssh = if hosts.iter().any(|h| matches!(h, Host::Ssh(_))) {
+            let cmd = shlex::split(&self.launcher_cmd)
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| format!("--launcher-cmd {:?}: not a command", self.launcher_cmd))?;
+            let exe = match self.remote_phalanx {
+                Some(p) => p,
+                None => std::env::current_exe()
+                    .map_err(|e| format!("cannot find this phalanx's path: {e}"))?,
+            };
+            Some(crate::agents::SshSettings { cmd, exe })
+        } else {
+            None
         };
         let mut command = self.command.into_iter();
         // clap guarantees at least one value (`required = true`, `num_args = 1..`).
@@ -182,11 +254,7 @@ impl RunArgs {
             program: Program {
                 prog,
                 args: command.collect(),
-                env: self
-                    .env
-                    .into_iter()
-                    .map(|(k, v)| (k.into(), v.into()))
-                    .collect(),
+                env,
                 cpus: if self.bind_to == "core" {
                     crate::spawn::allowed_cpus()
                 } else {
@@ -195,6 +263,7 @@ impl RunArgs {
                 cwd: None,
             },
             agent_secret: self.agent_secret,
+            ssh,
             halt_report: self.status_file.as_ref().map(|f| f.with_extension("halt")),
             tag_output: self.tag_output,
             timeout: self.timeout,
@@ -232,6 +301,36 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(v).map_err(|_| format!("{s:?} is not a valid number of seconds"))
 }
 
+/// Whether an ssh target names this machine (`127.0.0.1` or its host name).
+fn is_this_host(target: &str) -> bool {
+    if target.contains('@') {
+        return false; // another user's login: ssh was asked for
+    }
+    if target == "127.0.0.1" {
+        return true;
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    rc == 0 && &buf[..len] == target.as_bytes()
+}
+
+fn parse_forward(s: &str) -> Result<(String, Option<String>), String> {
+    let (k, v) = match s.split_once('=') {
+        Some((k, v)) => (k, Some(v.to_string())),
+        None => (s, None),
+    };
+    let ok = !k.is_empty()
+        && !k.starts_with(|c: char| c.is_ascii_digit())
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok((k.to_string(), v))
+    } else {
+        Err(format!("{s:?} is not VAR or VAR=VALUE"))
+    }
+}
+
 fn parse_env(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
@@ -247,8 +346,8 @@ mod tests {
         let mut v = vec!["phalanx", "run"];
         v.extend(args);
         Cli::try_parse_from(v).map(|c| match c.command {
-            Command::Run(r) => r,
-            Command::Cc { .. } | Command::Gang(_) => {
+            Command::Run(r) => *r,
+            Command::Cc { .. } | Command::Gang(_) | Command::Proxy => {
                 unreachable!("parse() builds `phalanx run` lines")
             }
         })

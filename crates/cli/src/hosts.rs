@@ -1,19 +1,27 @@
 //! Where ranks run: hostfiles, placement, and the launcher address each host can reach.
 //!
 //! Contract:
-//! * A hostfile has one host per line: `localhost [slots=N]` or `netns:NAME [slots=N]`
-//!   (a Linux network namespace on this machine, as made by `ip netns add`); `slots`
-//!   defaults to 1; `#` starts a comment; blank lines are ignored. `node:LABEL@IP:PORT`
-//!   is a node daemon of the job manager (`phalanx gang node`) whose agent listens on
-//!   IP:PORT: its ranks are started by that daemon (see [`crate::agents`]), and the
-//!   launcher needs the cluster secret (`--agent-secret`). Anything else (ssh hosts) is
-//!   an error naming the line.
-//! * [`place`] fills hosts in file order, `slots` ranks each, and wraps around when there
-//!   are more ranks than slots (oversubscription).
+//! * A hostfile has one host per line, in the conventions of Open MPI and Hydra: `NAME`,
+//!   `NAME slots=N` or `NAME:N` (`max_slots=M` is accepted and not used); `slots`
+//!   defaults to 1; `#` starts a comment; blank lines are ignored. NAME is
+//!   - `localhost`: this machine (started by the launcher itself);
+//!   - `netns:NAME`: a Linux network namespace on this machine, as made by `ip netns add`;
+//!   - `node:LABEL@IP:PORT`: a node daemon of the job manager (`phalanx gang node`) whose
+//!     agent listens on IP:PORT: its ranks are started by that daemon (see
+//!     [`crate::agents`]), and the launcher needs the cluster secret (`--agent-secret`);
+//!   - anything else, `[USER@]HOST` (letters, digits, `.`, `-`, `_`; not starting with
+//!     `-`): a host reached over ssh, whose ranks a `phalanx proxy` started there starts
+//!     (see [`crate::agents`], [`crate::proxy`]).
+//!
+//!   A bad line is an error naming it.
+//! * [`place`] fills hosts in file order, `slots` ranks each. More ranks than slots is an
+//!   error unless oversubscription is allowed; then it wraps around.
 //! * Ranks in a namespace are started as `ip netns exec NAME prog args…` (which execs the
 //!   program: the pid the launcher knows is the rank's) with `PHALANX_IP=auto`, and find
 //!   the launcher at [`boot_ip_for`]: the root-namespace address on the namespace's subnet
-//!   (e.g. the bridge it hangs off), unless `--boot-ip` says otherwise.
+//!   (e.g. the bridge it hangs off), unless `--boot-ip` says otherwise. Ranks on ssh
+//!   hosts find it at the address this machine sends from toward that host
+//!   ([`source_ip_toward`]), unless `--boot-ip` says otherwise.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::Command;
@@ -27,6 +35,29 @@ pub enum Host {
     Netns(String),
     /// A node daemon's agent: ranks there are started by it.
     Node { label: String, agent: SocketAddrV4 },
+    /// A host reached over ssh (`[USER@]HOST`): ranks there are started by the
+    /// `phalanx proxy` ssh starts on it.
+    Ssh(String),
+}
+
+/// Whether `name` is a `[USER@]HOST` an ssh command line can take safely (no option,
+/// no shell syntax).
+fn valid_ssh_target(name: &str) -> bool {
+    let ok_part = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with('-')
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    };
+    match name.split_once('@') {
+        Some((user, host)) => ok_part(user) && ok_part(host),
+        None => ok_part(name),
+    }
+}
+
+/// The host part of an ssh target (`user@host` → `host`).
+pub fn ssh_host_part(target: &str) -> &str {
+    target.rsplit_once('@').map_or(target, |(_, h)| h)
 }
 
 /// A hostfile line.
@@ -48,7 +79,19 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<HostEntry>, String> {
         }
         let bad = |why: &str| format!("hostfile line {}: {why}: {raw:?}", i + 1);
         let mut words = line.split_whitespace();
-        let name = words.next().unwrap_or_default();
+        let mut name = words.next().unwrap_or_default();
+        let mut slots = 1;
+        // Hydra's `NAME:N` (a node agent's `IP:PORT` is not a slot count).
+        if !name.starts_with("node:") {
+            if let Some((n, count)) = name.rsplit_once(':') {
+                if !n.is_empty() && !n.ends_with(':') && n != "netns" {
+                    match count.parse::<u32>() {
+                        Ok(c) if c > 0 => (name, slots) = (n, c),
+                        _ => return Err(bad("expected `NAME:N` with N ≥ 1 slots")),
+                    }
+                }
+            }
+        }
         let host = if name == "localhost" {
             Host::Local
         } else if let Some(ns) = name.strip_prefix("netns:") {
@@ -67,16 +110,21 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<HostEntry>, String> {
                 },
                 _ => return Err(bad("expected `node:LABEL@IP:PORT`")),
             }
+        } else if valid_ssh_target(name) {
+            Host::Ssh(name.to_string())
         } else {
             return Err(bad(
-                "only `localhost` and `netns:NAME` hosts are supported (no remote hosts yet)",
+                "expected a host name (`[USER@]HOST`: letters, digits, `.`, `-`, `_`), \
+                 `localhost`, `netns:NAME` or `node:LABEL@IP:PORT`",
             ));
         };
-        let mut slots = 1;
         for w in words {
-            match w.strip_prefix("slots=").map(str::parse::<u32>) {
-                Some(Ok(n)) if n > 0 => slots = n,
-                _ => return Err(bad("expected `slots=N` with N ≥ 1")),
+            let (key, value) = w.split_once('=').unwrap_or((w, ""));
+            match (key, value.parse::<u32>()) {
+                ("slots", Ok(n)) if n > 0 => slots = n,
+                ("max_slots", Ok(n)) if n > 0 => {}
+                ("slots" | "max_slots", _) => return Err(bad("expected `slots=N` with N ≥ 1")),
+                _ => return Err(bad(&format!("unknown setting `{w}` (only slots=N)"))),
             }
         }
         out.push(HostEntry { host, slots });
@@ -92,15 +140,23 @@ pub fn total_slots(entries: &[HostEntry]) -> u32 {
     entries.iter().map(|e| e.slots).fold(0, u32::saturating_add)
 }
 
-/// The host of every rank `0..n` (module docs).
-pub fn place(entries: &[HostEntry], n: u32) -> Vec<Host> {
+/// The host of every rank `0..n` (module docs); `Err` for more ranks than slots unless
+/// `oversubscribe`.
+pub fn place(entries: &[HostEntry], n: u32, oversubscribe: bool) -> Result<Vec<Host>, String> {
+    let total = total_slots(entries);
+    if n > total && !oversubscribe {
+        return Err(format!(
+            "{n} ranks but the hostfile has only {total} slots \
+             (add hosts or slots, or pass --oversubscribe)"
+        ));
+    }
     let slots: Vec<&Host> = entries
         .iter()
         .flat_map(|e| std::iter::repeat_n(&e.host, e.slots as usize))
         .collect();
-    (0..n as usize)
+    Ok((0..n as usize)
         .map(|r| slots[r % slots.len()].clone())
-        .collect()
+        .collect())
 }
 
 /// `(address, prefix length)` of every IPv4 address `ip -4 -o addr show` lists, except
@@ -131,6 +187,20 @@ fn ipv4_addrs(netns: Option<&str>) -> Result<Vec<(Ipv4Addr, u32)>, String> {
             (!a.is_loopback() && len <= 32).then_some((a, len))
         })
         .collect())
+}
+
+/// The local address the kernel would send from toward `dst` (a route lookup: nothing
+/// is sent).
+pub fn source_ip_toward(dst: std::net::IpAddr) -> std::io::Result<Ipv4Addr> {
+    let s = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+    s.connect((dst, 9))?;
+    match s.local_addr()?.ip() {
+        std::net::IpAddr::V4(ip) => Ok(ip),
+        std::net::IpAddr::V6(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "IPv6 route",
+        )),
+    }
 }
 
 fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, len: u32) -> bool {
@@ -195,17 +265,48 @@ mod tests {
         );
         let a = Host::Netns("a".into());
         let b = Host::Netns("b".into());
-        assert_eq!(place(&e, 4), [a.clone(), a.clone(), Host::Local, b.clone()]);
         assert_eq!(
-            place(&e, 6),
+            place(&e, 4, false).unwrap(),
+            [a.clone(), a.clone(), Host::Local, b.clone()]
+        );
+        let e5 = place(&e, 5, false).unwrap_err();
+        assert!(e5.contains("only 4 slots"), "{e5}");
+        assert_eq!(
+            place(&e, 6, true).unwrap(),
             [a.clone(), a.clone(), Host::Local, b, a.clone(), a]
         );
     }
 
     #[test]
+    fn open_mpi_and_hydra_lines() {
+        let text = "n1 slots=4 max_slots=8\nroot@n2:2\n10.0.0.7\nnetns:x:3\nlocalhost:2\n";
+        let e = parse_hostfile(text).unwrap();
+        let got: Vec<(Host, u32)> = e.into_iter().map(|e| (e.host, e.slots)).collect();
+        assert_eq!(
+            got,
+            [
+                (Host::Ssh("n1".into()), 4),
+                (Host::Ssh("root@n2".into()), 2),
+                (Host::Ssh("10.0.0.7".into()), 1),
+                (Host::Netns("x".into()), 3),
+                (Host::Local, 2),
+            ]
+        );
+        assert_eq!(ssh_host_part("root@n2"), "n2");
+        assert_eq!(ssh_host_part("n1"), "n1");
+    }
+
+    #[test]
     fn parse_errors_name_the_line() {
         for (text, line) in [
-            ("localhost\nnode7 slots=2\n", 2),
+            ("localhost\nnode7 slots=2 cores=4\n", 2),
+            ("localhost\n-oProxyCommand=x\n", 2),
+            ("a;reboot\n", 1),
+            ("host$(id)\n", 1),
+            ("@host\n", 1),
+            ("n1:0\n", 1),
+            ("n1:x\n", 1),
+            ("n1 max_slots=0\n", 1),
             ("netns:x slots=0\n", 1),
             ("netns:x slots=two\n", 1),
             ("netns:\n", 1),

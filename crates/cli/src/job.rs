@@ -88,6 +88,8 @@ pub struct Config {
     pub kill_grace: Duration,
     /// The job manager's cluster secret, for `node:` hosts.
     pub agent_secret: Option<std::path::PathBuf>,
+    /// How ssh hosts are reached (set when the job has any).
+    pub ssh: Option<crate::agents::SshSettings>,
     /// Where a halt's figures go (JSON: `ms`, `datagrams`, `bytes`, `save_us`), for the
     /// job manager's switch records.
     pub halt_report: Option<std::path::PathBuf>,
@@ -179,7 +181,7 @@ pub fn run(cfg: Config) -> i32 {
     // Ranks in other network namespaces cannot reach our 127.0.0.1.
     let remote = cfg.hosts.iter().any(|h| match h {
         Host::Local => false,
-        Host::Netns(_) => true,
+        Host::Netns(_) | Host::Ssh(_) => true,
         Host::Node { agent, .. } => !agent.ip().is_loopback(),
     });
     let listen_ip = if remote {
@@ -216,8 +218,8 @@ pub fn run(cfg: Config) -> i32 {
         agents: None,
         cfg,
     };
-    let secret = job.cfg.agent_secret.as_deref();
-    let of_rank = match Agents::connect(&job.cfg.hosts, secret, job.cfg.tag_output) {
+    let (secret, ssh) = (job.cfg.agent_secret.as_deref(), job.cfg.ssh.as_ref());
+    let of_rank = match Agents::connect(&job.cfg.hosts, secret, ssh, job.cfg.tag_output) {
         Ok((agents, of_rank)) => {
             job.agents = Some(agents);
             of_rank
@@ -227,7 +229,7 @@ pub fn run(cfg: Config) -> i32 {
     for rank in 0..job.cfg.size {
         let (boot, host) = (boots[rank as usize], &job.cfg.hosts[rank as usize]);
         if let (Some(i), Some(agents)) = (of_rank[rank as usize], job.agents.as_mut()) {
-            let spec = remote::spec(&job.cfg, rank, boot);
+            let spec = remote::spec(&job.cfg, rank, boot, agents.is_ssh(i));
             if let Err(e) = agents.spawn(i, spec) {
                 return job.finish(Some(Failure::new(e, 2)));
             }
@@ -270,9 +272,11 @@ pub fn run(cfg: Config) -> i32 {
 }
 
 /// The launcher's address for every rank: 127.0.0.1 on this host, for a namespace the
-/// `--boot-ip` or the address of this host on the namespace's subnet.
+/// `--boot-ip` or the address of this host on the namespace's subnet, for an ssh host
+/// the `--boot-ip` or the address this host sends from toward it.
 fn boot_addresses(cfg: &Config, port: u16) -> Result<Vec<SocketAddr>, String> {
     let mut per_ns: HashMap<&str, Ipv4Addr> = HashMap::new();
+    let mut per_host: HashMap<&str, Ipv4Addr> = HashMap::new();
     let mut out = Vec::with_capacity(cfg.hosts.len());
     for host in &cfg.hosts {
         let ip = match host {
@@ -281,6 +285,15 @@ fn boot_addresses(cfg: &Config, port: u16) -> Result<Vec<SocketAddr>, String> {
             Host::Node { label, .. } => cfg.boot_ip.ok_or_else(|| {
                 format!("node {label} is not on loopback: --boot-ip must say how it reaches us")
             })?,
+            Host::Ssh(target) => match (cfg.boot_ip, per_host.get(target.as_str())) {
+                (Some(ip), _) => ip,
+                (None, Some(&ip)) => ip,
+                (None, None) => {
+                    let ip = ssh_boot_ip(target)?;
+                    per_host.insert(target, ip);
+                    ip
+                }
+            },
             Host::Netns(ns) => match (cfg.boot_ip, per_ns.get(ns.as_str())) {
                 (Some(ip), _) => ip,
                 (None, Some(&ip)) => ip,
@@ -294,6 +307,24 @@ fn boot_addresses(cfg: &Config, port: u16) -> Result<Vec<SocketAddr>, String> {
         out.push(SocketAddr::from((ip, port)));
     }
     Ok(out)
+}
+
+/// The address ranks on ssh host `target` reach the launcher at: the one this host
+/// sends from toward it (loopback for this machine).
+fn ssh_boot_ip(target: &str) -> Result<Ipv4Addr, String> {
+    use std::net::ToSocketAddrs;
+    let host = crate::hosts::ssh_host_part(target);
+    let addr = (host, 22)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve host {host}: {e}"))?
+        .find(SocketAddr::is_ipv4)
+        .ok_or_else(|| format!("host {host} has no IPv4 address"))?;
+    crate::hosts::source_ip_toward(addr.ip()).map_err(|e| {
+        format!(
+            "no route to host {host} ({}): {e}; pass --boot-ip",
+            addr.ip()
+        )
+    })
 }
 
 fn fatal(msg: &str) -> i32 {

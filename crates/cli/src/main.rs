@@ -1,6 +1,6 @@
 //! `phalanx`: the launcher binary. Thin: parse the command line, run, exit with the code.
 //!
-//! Modules: [`slurm`] (`phalanx run` inside a Slurm allocation), [`args`] (command line), [`agents`] (ranks started by node daemons), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
+//! Modules: [`slurm`] (`phalanx run` inside a Slurm allocation), [`args`] (command line), [`agents`] (ranks started by node daemons and ssh proxies), [`serve`] (the agent side), [`proxy`] (`phalanx proxy`, a host's agent over ssh), [`hosts`] (hostfiles, placement), [`job`] (rendezvous, supervision, teardown), [`spawn`]
 //! (rank processes), [`output`] (line forwarding), [`signals`] (self-pipe), [`status`]
 //! (exit-status wording), [`cc`] (`phalanx cc`, the
 //! mpicc of the C ABI), [`gang`] (`phalanx gang`, the job manager).
@@ -12,6 +12,8 @@ mod gang;
 mod hosts;
 mod job;
 mod output;
+mod proxy;
+mod serve;
 mod signals;
 mod slurm;
 mod spawn;
@@ -49,6 +51,7 @@ fn main() {
             code
         }
         args::Command::Cc { args } => cc::run(args),
+        args::Command::Proxy => proxy::run(),
         args::Command::Gang(g) => gang::run(g),
     };
     std::process::exit(code);

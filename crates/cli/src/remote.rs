@@ -1,11 +1,12 @@
-//! The launcher's side of ranks that node daemons started (`node:` hosts): their
-//! events, their signals, their loss.
+//! The launcher's side of ranks that agents started (node daemons of `node:` hosts,
+//! ssh proxies of ssh hosts): their events, their signals, their loss.
 //!
-//! Contract: a rank on a node host is started by asking that node's daemon
+//! Contract: a rank on an agent's host is started by asking that agent
 //! ([`crate::agents`]) with what [`spawn_rank`](crate::spawn::spawn_rank) would have used
 //! ([`spec`]); its exit arrives as an event and is judged like a local rank's; signals
-//! to it go through its daemon; a daemon's lost connection means its ranks are dead
-//! (its lifeline contract) and fails the job naming the node.
+//! to it go through its agent; an agent's lost connection means its ranks are dead (its
+//! lifeline contract) and fails the job naming the host — "cannot reach" (exit code 2)
+//! when the agent never said anything.
 
 use super::{Failure, Job};
 use crate::agents::{Agents, Event};
@@ -51,9 +52,18 @@ impl Job {
                         }
                     }
                 }
-                Event::Lost { agent, node, why } => {
+                Event::Lost {
+                    agent,
+                    node,
+                    why,
+                    started,
+                } => {
                     self.agent_lost(agent);
-                    return Err(Failure::new(format!("lost node {node}: {why}"), 1));
+                    return Err(if started {
+                        Failure::new(format!("lost {node}: {why}"), 1)
+                    } else {
+                        Failure::new(format!("cannot reach {node}: {why}"), 2)
+                    });
                 }
             }
         }
@@ -106,21 +116,38 @@ impl Job {
     }
 }
 
-/// What rank `rank` is started with by its node daemon: what `spawn_rank` would use.
+/// What rank `rank` is started with by its agent: what `spawn_rank` would use, and for
+/// an ssh host (`ssh`) also the launcher's `PHALANX_*` variables (not the per-rank ones),
+/// which a local rank would have inherited.
 pub(super) fn spec(
     cfg: &super::Config,
     rank: u32,
     boot: SocketAddr,
+    ssh: bool,
 ) -> phalanx_gang::proto::SpawnSpec {
     let lossy = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
     let p = &cfg.program;
+    let mut env: Vec<(String, String)> = Vec::new();
+    if ssh {
+        let per_rank = [
+            phalanx_boot::ENV_RANK,
+            phalanx_boot::ENV_SIZE,
+            phalanx_boot::ENV_BOOT,
+        ];
+        env.extend(std::env::vars().filter(|(k, _)| {
+            k.starts_with("PHALANX_")
+                && !per_rank.contains(&k.as_str())
+                && !p.env.iter().any(|(pk, _)| pk == k.as_str())
+        }));
+    }
+    env.extend(p.env.iter().map(|(k, v)| (lossy(k), lossy(v))));
     phalanx_gang::proto::SpawnSpec {
         rank,
         size: cfg.size,
         boot: boot.to_string(),
         prog: lossy(&p.prog),
         args: p.args.iter().map(|a| lossy(a)).collect(),
-        env: p.env.iter().map(|(k, v)| (lossy(k), lossy(v))).collect(),
+        env,
         cwd: std::env::current_dir()
             .map(|d| d.to_string_lossy().into_owned())
             .unwrap_or_else(|_| ".".into()),

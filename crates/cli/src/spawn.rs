@@ -86,6 +86,11 @@ pub fn spawn_rank(
                 "ranks on {label} are started by its node daemon"
             )))
         }
+        Host::Ssh(target) => {
+            return Err(io::Error::other(format!(
+                "ranks on {target} are started by its ssh proxy"
+            )))
+        }
         Host::Local => Command::new(&p.prog),
         Host::Netns(name) => {
             let mut c = Command::new("ip");

@@ -80,6 +80,7 @@ fn mixed_hosts_and_explicit_boot_ip() {
         "run",
         "-n",
         "5",
+        "--oversubscribe",
         "--boot-ip",
         &bridge,
         "--hostfile",
@@ -129,7 +130,7 @@ fn failing_rank_in_a_namespace_ends_the_job() {
 #[test]
 fn bad_hostfiles_are_reported() {
     let path = std::env::temp_dir().join(format!("phalanx-badhf-{}", std::process::id()));
-    std::fs::write(&path, "localhost\nnode7.example.org slots=4\n").unwrap();
+    std::fs::write(&path, "localhost\nnode7.example.org cores=4\n").unwrap();
     let o = run(&["run", "--hostfile", path.to_str().unwrap(), FAKE, "ok"]);
     let _ = std::fs::remove_file(&path);
     assert_eq!(o.code, Some(2));

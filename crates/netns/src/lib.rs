@@ -22,6 +22,9 @@
 //!   netns add` fails). `create` fails with that reason: tests must propagate it as a
 //!   failure (`expect`), never skip silently.
 
+mod ssh;
+pub use ssh::SshNet;
+
 use std::fs::File;
 use std::io;
 use std::net::Ipv4Addr;

@@ -13,46 +13,32 @@
 //!   [`MAX_JOBS`] at a time. Each connection must start with the cluster secret
 //!   ([`Hello`], within [`HELLO_TIMEOUT`] in all; at most [`MAX_UNAUTHENTICATED`]
 //!   connections may be saying hello at once); then it carries
-//!   [`AgentRequest`]s in and [`AgentEvent`]s out. A rank is started exactly as
-//!   `phalanx run` starts a local one ([`spawn_rank`]: own process group, PDEATHSIG,
-//!   CPU binding, stdin from /dev/null) plus its working directory and, in a namespace,
-//!   `PHALANX_IP=auto`; its output lines go back as events (cut so that an event,
-//!   JSON-escaped, stays within [`MAX_LINE`]), and `Exited` follows the last of them
-//!   (bounded by [`OUTPUT_DRAIN`], without holding up other requests). At most
-//!   [`MAX_RANKS`] ranks per job.
-//! * The connection is the job's lifeline on this node: when it closes (the launcher
-//!   ended or died), the process group of every rank it started — ended ones too — gets
-//!   SIGKILL and the ranks are reaped. When the daemon itself is killed with SIGKILL its
-//!   ranks die with it (PDEATHSIG of the thread that forked them); what a rank forked
-//!   into its own group is then left to the master, which kills a lost node's daemon
-//!   and whose launchers kill the job's groups.
+//!   [`AgentRequest`]s in and [`AgentEvent`]s out, served by
+//!   [`serve_launcher`](crate::serve::serve_launcher) (its contract: ranks started as
+//!   `phalanx run` starts them, plus `PHALANX_IP=auto` in a namespace; output and exits
+//!   as events; the connection is the job's lifeline on this node).
+//! * When the daemon itself is killed with SIGKILL its ranks die with it (PDEATHSIG of
+//!   the thread that forked them); what a rank forked into its own group is then left
+//!   to the master, which kills a lost node's daemon and whose launchers kill the job's
+//!   groups.
 
-use crate::output::copy_lines;
+use crate::serve::{serve_launcher, EventWriter, ServeOptions};
 use crate::signals::{pollfd, wait_readable};
-use crate::spawn::{allowed_cpus, signal_group, spawn_rank, Program, ENV_IP};
+use crate::spawn::{allowed_cpus, signal_group};
 use phalanx_boot::frame::{encode, LineReader, Next};
-use phalanx_gang::proto::{
-    same_secret, AgentEvent, AgentRequest, Hello, Reply, Request, SpawnSpec, BEAT, MAX_LINE,
-};
+use phalanx_gang::proto::{same_secret, Hello, Reply, Request, BEAT, MAX_LINE};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Job launchers served at once.
 pub const MAX_JOBS: usize = 64;
-/// Ranks one job may start on this node.
-pub const MAX_RANKS: usize = 4096;
 /// Bound on a launcher's first line.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long an ended rank's output may take to reach EOF before `Exited` is sent.
-pub const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// The daemon's settings.
 pub struct NodeConfig {
@@ -261,194 +247,27 @@ fn hello(stream: &TcpStream, secret: &str) -> Option<LineReader> {
     }
 }
 
-/// A rank this node started for one launcher.
-struct Local {
-    rank: u32,
-    child: Child,
-    /// Output pipes that have not reached EOF yet, and their end notices.
-    outputs: usize,
-    done: Receiver<()>,
-    /// Its exit status and until when its output may still drain, once it ended.
-    ended: Option<(i32, Instant)>,
-}
-
-/// Serves one authenticated job launcher until its connection closes (module docs).
-fn serve_job(stream: TcpStream, mut reader: LineReader, netns: bool) {
+/// Serves one authenticated job launcher until its connection closes
+/// ([`serve_launcher`]).
+fn serve_job(mut stream: TcpStream, reader: LineReader, netns: bool) {
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
-    let mut stream = stream;
-    let writer = Arc::new(Mutex::new(write_half));
-    // Reads give up at once when nothing is there (the poll above them waits); writes,
-    // from several threads under the writer's lock, block. (O_NONBLOCK would be shared
-    // by both halves: a read timeout is not.)
+    // Reads give up at once when nothing is there (the poll in `serve_launcher` waits);
+    // writes, from several threads under the writer's lock, block. (O_NONBLOCK would be
+    // shared by both halves: a read timeout is not.)
     if stream
         .set_read_timeout(Some(Duration::from_millis(1)))
         .is_err()
     {
         return;
     }
-    let cpus = allowed_cpus();
-    let mut ranks: Vec<Local> = Vec::new();
-    // Every group started for this launcher, also of ranks that ended: what they left
-    // behind goes when the lifeline is cut.
-    let mut groups: Vec<u32> = Vec::new();
-    'serve: loop {
-        let mut fds = [pollfd(stream.as_raw_fd())];
-        let _ = wait_readable(&mut fds, Duration::from_millis(20));
-        loop {
-            match reader.next_msg::<AgentRequest, _>(&mut stream) {
-                Ok(Next::Msg(AgentRequest::Spawn(spec))) => {
-                    let ev = if groups.len() >= MAX_RANKS {
-                        AgentEvent::SpawnFailed {
-                            rank: spec.rank,
-                            message: format!("more than {MAX_RANKS} ranks on one node"),
-                        }
-                    } else {
-                        match start(&spec, &cpus, netns, &writer) {
-                            Ok(l) => {
-                                let pid = l.child.id();
-                                groups.push(pid);
-                                GROUPS.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
-                                ranks.push(l);
-                                AgentEvent::Spawned {
-                                    rank: spec.rank,
-                                    pid,
-                                }
-                            }
-                            Err(e) => AgentEvent::SpawnFailed {
-                                rank: spec.rank,
-                                message: e.to_string(),
-                            },
-                        }
-                    };
-                    if send(&writer, &ev).is_err() {
-                        break 'serve;
-                    }
-                }
-                Ok(Next::Msg(AgentRequest::Signal { rank, sig })) => {
-                    if let Some(l) = ranks.iter().find(|l| l.rank == rank) {
-                        signal_group(l.child.id(), sig);
-                    }
-                }
-                Ok(Next::Pending) => break,
-                Ok(Next::Eof) | Err(_) => break 'serve,
-            }
-        }
-        // Ended ranks: `Exited` once their output is all out (or its bound passed),
-        // without holding up the requests of the others.
-        let now = Instant::now();
-        let mut i = 0;
-        while i < ranks.len() {
-            let l = &mut ranks[i];
-            if l.ended.is_none() {
-                if let Ok(Some(st)) = l.child.try_wait() {
-                    l.ended = Some((st.into_raw(), now + OUTPUT_DRAIN));
-                }
-            }
-            while l.outputs > 0 && l.done.try_recv().is_ok() {
-                l.outputs -= 1;
-            }
-            match l.ended {
-                Some((status, until)) if l.outputs == 0 || now >= until => {
-                    let ev = AgentEvent::Exited {
-                        rank: l.rank,
-                        status,
-                    };
-                    ranks.swap_remove(i);
-                    if send(&writer, &ev).is_err() {
-                        break 'serve;
-                    }
-                }
-                _ => i += 1,
-            }
-        }
-    }
-    // The lifeline is cut: nothing this launcher started survives it.
-    for &g in &groups {
-        signal_group(g, libc::SIGKILL);
-    }
-    for l in &mut ranks {
-        let _ = l.child.kill();
-        let _ = l.child.wait();
-    }
-    GROUPS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .retain(|g| !groups.contains(g));
-}
-
-/// Starts one rank with its output forwarded as events.
-fn start(
-    spec: &SpawnSpec,
-    cpus: &[usize],
-    netns: bool,
-    writer: &Arc<Mutex<TcpStream>>,
-) -> std::io::Result<Local> {
-    let boot: SocketAddr = spec.boot.parse().map_err(|_| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad rendezvous address")
-    })?;
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
-        spec.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
-    if netns && !spec.env.iter().any(|(k, _)| k == ENV_IP) {
-        env.push((ENV_IP.into(), "auto".into()));
-    }
-    let program = Program {
-        prog: spec.prog.clone().into(),
-        args: spec.args.iter().map(Into::into).collect(),
-        env,
-        cpus: if spec.bind { cpus.to_vec() } else { Vec::new() },
-        cwd: Some(spec.cwd.clone().into()),
+    let writer: EventWriter = Arc::new(Mutex::new(Box::new(write_half)));
+    let opts = ServeOptions {
+        cpus: allowed_cpus(),
+        ip_auto: netns,
+        stop: &TERMINATE,
+        groups: &GROUPS,
     };
-    let mut child = spawn_rank(
-        &program,
-        spec.rank,
-        spec.size,
-        boot,
-        &crate::hosts::Host::Local,
-    )?;
-    let (tx, done) = channel();
-    let mut outputs = 0;
-    let pipes: [(Option<Box<dyn Read + Send>>, bool); 2] = [
-        (child.stdout.take().map(|p| Box::new(p) as _), false),
-        (child.stderr.take().map(|p| Box::new(p) as _), true),
-    ];
-    for (pipe, stderr) in pipes {
-        let Some(pipe) = pipe else { continue };
-        let (writer, tx, rank) = (writer.clone(), tx.clone(), spec.rank);
-        let ok = std::thread::Builder::new()
-            .name(format!("out-{rank}"))
-            .spawn(move || {
-                // Lines cut so that, escaped as JSON (a control byte takes six), the
-                // event still fits in a line.
-                copy_lines(pipe, &[], (MAX_LINE as u64 - 1024) / 6, |line| {
-                    let ev = AgentEvent::Output {
-                        rank,
-                        stderr,
-                        line: String::from_utf8_lossy(line).into_owned(),
-                    };
-                    // A lost launcher ends the job: the pipe is still drained.
-                    let _ = send(&writer, &ev);
-                });
-                let _ = tx.send(());
-            })
-            .is_ok();
-        if ok {
-            outputs += 1;
-        }
-    }
-    Ok(Local {
-        rank: spec.rank,
-        child,
-        outputs,
-        done,
-        ended: None,
-    })
-}
-
-/// Writes one event under the writer's lock.
-fn send(writer: &Mutex<TcpStream>, ev: &AgentEvent) -> std::io::Result<()> {
-    let line = encode(ev);
-    let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
-    w.write_all(&line)
+    serve_launcher(&mut stream, reader, writer, &opts);
 }

@@ -35,8 +35,14 @@ pub fn rank_pids(stdout: &str) -> Vec<i32> {
 }
 
 pub fn start(args: &[&str]) -> Child {
+    start_env(args, &[])
+}
+
+/// [`start`] with extra environment variables.
+pub fn start_env(args: &[&str], env: &[(&str, &str)]) -> Child {
     Command::new(PHALANX)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -72,7 +78,12 @@ pub fn wait_bounded(child: &mut Child) -> Option<i32> {
 }
 
 pub fn run(args: &[&str]) -> Outcome {
-    let mut child = start(args);
+    run_env(args, &[])
+}
+
+/// [`run`] with extra environment variables.
+pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Outcome {
+    let mut child = start_env(args, env);
     let out = collect(child.stdout.take().unwrap());
     let err = collect(child.stderr.take().unwrap());
     let code = wait_bounded(&mut child);
