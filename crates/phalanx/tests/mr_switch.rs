@@ -3,7 +3,8 @@
 //! and resumes — over shared memory, go-back-n, careful and go-back-n under injected
 //! faults — and every message still arrives intact and in order. A rank that stays out
 //! of the library makes the others' drain end in an error naming it. The same, driven by
-//! the launcher: `phalanx run` suspended with SIGTSTP and continued with SIGCONT.
+//! the launcher: `phalanx run` suspended with SIGTSTP and continued with SIGCONT, the
+//! ranks exchanging "running again" before their links take new data.
 
 mod common;
 use common::*;
@@ -70,15 +71,15 @@ fn mr_switch_drain_names_a_rank_outside_the_library() {
 
 /// `phalanx run` suspended (SIGTSTP, as Ctrl-Z sends) and continued (SIGCONT): the launcher
 /// halts every rank's links, stops the job and itself, and on SIGCONT resumes it; the job
-/// completes with every checksum right.
-fn suspend_and_continue(env: &[(&str, &str)]) {
+/// completes with every checksum right. Returns the launcher's stderr.
+fn suspend_and_continue(env: &[(&str, &str)], stress_args: &[&str]) -> String {
     use std::io::Read;
     use std::process::{Command, Stdio};
     use std::time::Instant;
     let mut cmd = Command::new(phalanx());
     cmd.args(["run", "-n", "4"])
         .arg(example("stress"))
-        .args(["20", "200", "1"])
+        .args(stress_args)
         .env_remove("PHALANX_FAULTS")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
@@ -133,14 +134,44 @@ fn suspend_and_continue(env: &[(&str, &str)]) {
     assert!(stderr.contains("job halted in"), "{dump}");
     assert!(stderr.contains("job continued after"), "{dump}");
     assert!(!stderr.contains("did not halt"), "{dump}");
+    stderr
 }
 
 #[test]
 fn mr_suspend_and_continue_on_shared_memory() {
-    suspend_and_continue(&[("PHALANX_TRANSPORT", "shm")]);
+    suspend_and_continue(&[("PHALANX_TRANSPORT", "shm")], &["20", "200", "1"]);
+}
+
+/// Every rank's value of counter `key` in PHALANX_STATS output.
+fn values(stderr: &str, key: &str) -> Vec<u64> {
+    stderr
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix(key))
+        .filter_map(|v| v.parse().ok())
+        .collect()
 }
 
 #[test]
 fn mr_suspend_and_continue_over_udp() {
-    suspend_and_continue(&[("PHALANX_TRANSPORT", "udp")]);
+    let env = [("PHALANX_TRANSPORT", "udp"), ("PHALANX_STATS", "1")];
+    let stderr = suspend_and_continue(&env, &["20", "200", "1"]);
+    // The resume exchange ran: ranks announced they run again (a rank that heard every
+    // peer's announcement before its own turn only answers), and every rank heard each
+    // of its three peers before its links took new data.
+    let sent = values(&stderr, "resume_sent=");
+    assert_eq!(sent.len(), 4, "{stderr}");
+    assert!(sent.iter().sum::<u64>() >= 3, "{sent:?}\n{stderr}");
+    assert_eq!(values(&stderr, "resume_missing="), [0, 0, 0, 0], "{stderr}");
+}
+
+#[test]
+fn mr_suspend_and_continue_under_loss() {
+    // Lost announcements and answers are sent again: every rank still hears every peer.
+    let env = [
+        ("PHALANX_TRANSPORT", "udp"),
+        ("PHALANX_STATS", "1"),
+        ("PHALANX_FAULTS", "loss=0.2,dup=0.05,reorder=0.05,seed=11"),
+    ];
+    let stderr = suspend_and_continue(&env, &["8", "100", "1"]);
+    assert_eq!(values(&stderr, "resume_missing="), [0, 0, 0, 0], "{stderr}");
 }

@@ -94,6 +94,10 @@ pub enum Kind {
     /// Careful-protocol window update without data: `seq` = the pair's frame number,
     /// `ack` = frames of the destination freed since the previous frame on this link.
     CarefulUpdate = 7,
+    /// The resume exchange after a halt (job manager, Slurm's gang scheduling): the
+    /// sender runs again. With [`flags::ACK_REQUEST`] an announcement that asks for one
+    /// back; without, that answer. No payload.
+    Resume = 8,
 }
 
 impl Kind {
@@ -107,6 +111,7 @@ impl Kind {
             5 => Some(Kind::UrtpReq),
             6 => Some(Kind::CarefulData),
             7 => Some(Kind::CarefulUpdate),
+            8 => Some(Kind::Resume),
             _ => None,
         }
     }

@@ -25,6 +25,15 @@
 //!   restore and resume, with the timers moved by the whole halted time, and go on with
 //!   the interrupted wait. A rank computing outside the library halts when it next
 //!   enters it.
+//! * The resume exchange: once continued, and before its links take new datagrams
+//!   again, a rank announces to every peer it reaches over the network (not shared
+//!   memory: those stop and continue with it) that it runs again (`Kind::Resume`,
+//!   asking for an answer), and waits — answering peers, receiving — until it has
+//!   heard each of them run again since its halt began (their announcement or their
+//!   answer), re-announcing to the silent ones every [`RESUME_RESEND`], for at most
+//!   [`RESUME_WAIT`] (then it goes on and counts the silent peers in
+//!   `resume_missing`). So no data goes to a peer that is still stopped, where it would
+//!   wait out a retransmission timeout. An announcement is answered whenever it comes.
 //! * Driven by Slurm's gang scheduling (ranks started by `srun`, PMI: no launcher):
 //!   Slurm sends every task SIGTSTP, then SIGSTOP after a delay, then SIGCONT. SIGTSTP
 //!   asks for the same halt (every rank of the step gets it at once, so they drain
@@ -34,12 +43,17 @@
 use super::{Engine, Waiting};
 use crate::error::{Error, Result};
 use crate::link::{LinkReport, Medium, Saved};
+use phalanx_wire::{flags, Header, Kind, Packet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Bound on a rank's drain after Slurm's SIGTSTP (Slurm's stop follows after its own
 /// delay whatever happens).
 const SLURM_HALT_DRAIN: Duration = Duration::from_secs(10);
+/// Bound on the resume exchange's wait for the peers (module docs).
+pub const RESUME_WAIT: Duration = Duration::from_secs(3);
+/// Interval of re-announcements to peers not heard from yet.
+pub const RESUME_RESEND: Duration = Duration::from_millis(50);
 
 static TSTP: AtomicBool = AtomicBool::new(false);
 static CONT: AtomicBool = AtomicBool::new(false);
@@ -258,6 +272,7 @@ impl Engine {
         };
         let outer = std::mem::take(&mut self.waiting);
         let start = Instant::now();
+        self.resumed = vec![false; self.size as usize];
         self.halt_links();
         let mut save_us = 0;
         let saved = self.quiesce(limit).and_then(|()| {
@@ -280,6 +295,7 @@ impl Engine {
         let halted_at = Instant::now();
         let r = self.wait_until(Waiting::Halt, |e| e.continued);
         self.continued = false;
+        let r = r.and_then(|()| self.resume_exchange());
         if let Ok(s) = saved {
             self.lock_comm(true);
             self.restore_links(s);
@@ -294,5 +310,82 @@ impl Engine {
         self.resume_links(stopped);
         self.waiting = outer;
         r
+    }
+
+    /// The peers this rank reaches over the network.
+    fn network_peers(&self) -> Vec<u32> {
+        (0..self.size)
+            .filter(|&p| {
+                p != self.rank && !matches!(self.links.medium(p), Medium::Local | Medium::Shm)
+            })
+            .collect()
+    }
+
+    /// Tells `peer` this rank runs again; an announcement asks for an answer.
+    fn send_resume(&mut self, peer: u32, announce: bool) {
+        let mut h = Header::new(Kind::Resume, self.job_key, self.rank);
+        if announce {
+            h.flags |= flags::ACK_REQUEST;
+            self.stats.resume_sent += 1;
+        }
+        let d = h.to_datagram(&[]);
+        self.links.net.send_to(peer, &d);
+    }
+
+    /// A peer runs again: noted; an announcement is answered (queued: this runs inside
+    /// the receive round, which holds the socket).
+    pub(super) fn on_resume(&mut self, pkt: &Packet<'_>) {
+        let src = pkt.src();
+        if let Some(r) = self.resumed.get_mut(src as usize) {
+            *r = true;
+        }
+        let asks = pkt.flags() & flags::ACK_REQUEST != 0;
+        if asks && src < self.size && src != self.rank && !self.resume_answers.contains(&src) {
+            self.resume_answers.push(src);
+        }
+    }
+
+    /// Sends the answers [`on_resume`](Self::on_resume) queued.
+    pub(super) fn send_resume_answers(&mut self) {
+        for p in std::mem::take(&mut self.resume_answers) {
+            self.send_resume(p, false);
+        }
+    }
+
+    /// The resume exchange (module docs); the links are still halted.
+    fn resume_exchange(&mut self) -> Result<()> {
+        let peers = self.network_peers();
+        if peers.is_empty() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let mut next = start;
+        self.wait_until(Waiting::Halt, |e| {
+            let silent: Vec<u32> = peers
+                .iter()
+                .copied()
+                .filter(|&p| !e.resumed.get(p as usize).copied().unwrap_or(true))
+                .collect();
+            if silent.is_empty() {
+                return true;
+            }
+            let now = Instant::now();
+            if now.duration_since(start) >= RESUME_WAIT {
+                e.stats.resume_missing += silent.len() as u64;
+                tracing::debug!(
+                    rank = e.rank,
+                    ?silent,
+                    "resume exchange: peers still silent"
+                );
+                return true;
+            }
+            if now >= next {
+                for &p in &silent {
+                    e.send_resume(p, true);
+                }
+                next = now + RESUME_RESEND;
+            }
+            false
+        })
     }
 }

@@ -126,6 +126,12 @@ pub struct Engine {
     halt_asked: Option<Duration>,
     /// The launcher continued the job after a halt.
     continued: bool,
+    /// The peers heard running again since this rank's last halt began (the resume
+    /// exchange, see `gang`).
+    resumed: Vec<bool>,
+    /// Peers whose resume announcement is to be answered (sent once the socket is back
+    /// from the receive round that read them; at most one entry per peer).
+    resume_answers: Vec<u32>,
     finalized: bool,
 }
 
@@ -398,6 +404,8 @@ impl Engine {
             halted: false,
             halt_asked: None,
             continued: false,
+            resumed: Vec::new(),
+            resume_answers: Vec::new(),
             finalized: false,
         }
     }
@@ -477,6 +485,9 @@ impl Engine {
             }
             self.links.net.transport = Some(t);
             did |= r? > 0;
+            if !self.resume_answers.is_empty() {
+                self.send_resume_answers();
+            }
         }
         if self.links.shm.is_some() {
             did |= self.shm_recv()? > 0;
@@ -536,6 +547,10 @@ impl Engine {
             Kind::GbnData | Kind::GbnAck => {}
             Kind::CarefulData | Kind::CarefulUpdate => {
                 self.careful_input(now, &pkt);
+                return;
+            }
+            Kind::Resume => {
+                self.on_resume(&pkt);
                 return;
             }
         }

@@ -74,6 +74,10 @@ pub struct Stats {
     pub fast_retransmits: u64,
     /// The go-back-n send window in packets (after `PHALANX_COMM_BUDGET`).
     pub window: u64,
+    /// Resume exchanges after a halt: announcements sent (re-sends included).
+    pub resume_sent: u64,
+    /// Resume exchanges: peers that had not answered when the wait for them ended.
+    pub resume_missing: u64,
 }
 
 impl fmt::Display for Stats {
@@ -87,7 +91,7 @@ impl fmt::Display for Stats {
              urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
              shm_received={} single_copies={} board_collectives={} hier_collectives={} \
              careful_held={} careful_copied_out={} multi_sends={} careful_multi={} \
-             timeouts={} fast_retransmits={} window={}",
+             timeouts={} fast_retransmits={} window={} resume_sent={} resume_missing={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -121,7 +125,9 @@ impl fmt::Display for Stats {
             self.careful_multi,
             self.timeouts,
             self.fast_retransmits,
-            self.window
+            self.window,
+            self.resume_sent,
+            self.resume_missing
         )
     }
 }
