@@ -131,8 +131,9 @@ fn mr_slurm_failures_end_the_step() {
 
 /// Two jobs that each need the whole cluster, gang-scheduled by Slurm (`PreemptMode=
 /// GANG`, 5 s slices: SIGTSTP, SIGSTOP, SIGCONT): both are suspended and resumed and
-/// finish with correct results; their ranks halt their links on SIGTSTP and move their
-/// timers past the stop on SIGCONT (the counters are printed for the record).
+/// finish with correct results; their ranks halt their links on SIGTSTP, move their
+/// timers past the stop on SIGCONT and exchange "running again" with their peers before
+/// sending (the counters are printed for the record).
 #[test]
 fn mr_slurm_gang_suspension_keeps_jobs_correct() {
     if !slurm() {
@@ -147,7 +148,7 @@ fn mr_slurm_gang_suspension_keeps_jobs_correct() {
         let out = dir.join(format!("job-{seed}.out"));
         // Over UDP, where a stop without halting would show as retransmissions.
         let wrap =
-            format!("PHALANX_TRANSPORT=udp PHALANX_STATS=1 srun --mpi=pmi2 {stress} 12 200 {seed}");
+            format!("PHALANX_TRANSPORT=udp PHALANX_STATS=1 srun --mpi=pmi2 {stress} 24 200 {seed}");
         let o = Command::new("sbatch")
             .args(["--parsable", "-N", "4", "-n", "8", "-o"])
             .arg(&out)
@@ -160,6 +161,7 @@ fn mr_slurm_gang_suspension_keeps_jobs_correct() {
     }
     let t = std::time::Instant::now();
     let mut suspended = false;
+    let mut resumes = 0;
     loop {
         let q = Command::new("squeue")
             .args(["-h", "-o", "%i %T"])
@@ -192,13 +194,19 @@ fn mr_slurm_gang_suspension_keeps_jobs_correct() {
                 .sum()
         };
         eprintln!(
-            "job {id}: over its 8 ranks {} datagrams, {} retransmitted, {} timeouts",
+            "job {id}: over its 8 ranks {} datagrams, {} retransmitted, {} timeouts, \
+             {} resume announcements, {} peers silent after a resume",
             sum("sent="),
             sum("retransmits="),
-            sum("timeouts=")
+            sum("timeouts="),
+            sum("resume_sent="),
+            sum("resume_missing=")
         );
+        resumes += sum("resume_sent=");
     }
     assert!(suspended, "Slurm never suspended either job");
+    // A suspension halted the ranks and their resume exchange ran.
+    assert!(resumes > 0, "no rank ran a resume exchange");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -246,6 +246,7 @@ impl Engine {
     pub(super) fn slurm_signals(&mut self) {
         let tstp = TSTP.swap(false, Ordering::SeqCst);
         let cont = CONT.swap(false, Ordering::SeqCst);
+
         if tstp && !self.halted {
             self.halt_asked.get_or_insert(SLURM_HALT_DRAIN);
         }
