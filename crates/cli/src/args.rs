@@ -25,7 +25,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Start N ranks of a program on this host (or its network namespaces) and supervise them.
+    /// Start N ranks of a program on this host, its network namespaces or ssh hosts, and
+    /// supervise them.
     #[command(after_help = RUN_AFTER_HELP)]
     Run(Box<RunArgs>),
     /// Compile and link a C program against phalanx's MPI ABI (like mpicc); all arguments
@@ -47,7 +48,8 @@ pub enum Command {
 
 const RUN_AFTER_HELP: &str = "\
 Each rank gets PHALANX_RANK, PHALANX_SIZE and PHALANX_BOOT in its environment.
-With --hostfile, ranks placed on a `netns:NAME` host run in that network namespace.
+With --hostfile, ranks placed on a `netns:NAME` host run in that network namespace, and
+ranks on any other host (but localhost) are started over ssh by `phalanx proxy` there.
 If a rank fails (non-zero exit, killed by a signal, or exit without completing Finalize),
 all other ranks are terminated (SIGTERM, then SIGKILL after the grace period).
 Ctrl-Z (SIGTSTP) halts every rank's network traffic, then stops the job; SIGCONT (fg)
