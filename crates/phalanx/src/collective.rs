@@ -135,13 +135,15 @@ impl Chosen {
     }
 
     /// The bits this choice adds to a call's signature: the algorithm's code in bits
-    /// 52..56, and k (only for `mcast2`, an all-gather, which has no root) in the root
-    /// field, bits 32..48.
+    /// 52..56, k (only for `mcast2`, an all-gather, which has no root) in the root
+    /// field, bits 32..48, and a tree broadcast's λ in bits 48..52.
     fn sig_bits(self) -> u64 {
-        let k = if self.alg == Algorithm::Mcast2 {
-            (u64::from(self.k) << 32) ^ (0xffff << 32)
-        } else {
-            0
+        let k = match self.alg {
+            Algorithm::Mcast2 => (u64::from(self.k) << 32) ^ (0xffff << 32),
+            // A tree broadcast's λ (1..=15) in the operation field's low bits, bits
+            // 48..52 (a broadcast has no operation): ranks on other trees are told.
+            Algorithm::Tree => u64::from(self.k & 0xf) << 48,
+            _ => 0,
         };
         (u64::from(self.alg.code()) << 52) | k
     }

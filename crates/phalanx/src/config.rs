@@ -55,6 +55,9 @@ pub struct Config {
     pub ip: std::net::Ipv4Addr,
     /// Collective algorithms forced by `PHALANX_COLL_<NAME>` (and the all-gather's k).
     pub coll: crate::coll::algorithm::Choices,
+    /// The send/transmit/receive cost lines behind the broadcast trees' λ
+    /// (`PHALANX_COST`, the host's cached figures, or the defaults).
+    pub cost: crate::coll::cost::CostModel,
     /// Medium between ranks of one host. `PHALANX_TRANSPORT` (`auto`, `udp`, `shm`).
     pub transport: phalanx_transport::TransportKind,
     /// Injected faults, under the protocols: `auto` then takes UDP, `shm` runs the
@@ -163,6 +166,7 @@ impl Config {
                 )
                 .map_err(Error::Init)?
             },
+            cost: crate::coll::cost::CostModel::from_env().map_err(Error::Init)?,
             log: crate::log::parse_level(&text("PHALANX_LOG")?)?,
             transport: phalanx_transport::parse_transport_kind(&text("PHALANX_TRANSPORT")?)
                 .map_err(Error::Init)?,

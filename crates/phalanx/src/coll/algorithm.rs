@@ -39,9 +39,12 @@ pub enum Algorithm {
     ReduceBcast = 12,
     /// Pairwise exchange.
     Pairwise = 13,
+    /// Broadcast along the postal model's optimal tree for the measured λ, with
+    /// multi-send at inner nodes and packet-wise pipelining (seed 002).
+    Tree = 14,
 }
 
-const ALL: [Algorithm; 13] = [
+const ALL: [Algorithm; 14] = [
     Algorithm::Shm,
     Algorithm::Hier,
     Algorithm::HierMcast,
@@ -55,6 +58,7 @@ const ALL: [Algorithm; 13] = [
     Algorithm::Rd,
     Algorithm::ReduceBcast,
     Algorithm::Pairwise,
+    Algorithm::Tree,
 ];
 
 impl Algorithm {
@@ -84,6 +88,7 @@ impl Algorithm {
             Algorithm::Rd => "rd",
             Algorithm::ReduceBcast => "reduce_bcast",
             Algorithm::Pairwise => "pairwise",
+            Algorithm::Tree => "tree",
         }
     }
 }
@@ -94,7 +99,7 @@ const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 9] = [
     (
         CollKind::Bcast,
         "BCAST",
-        &[Algorithm::Mcast, Algorithm::Binomial],
+        &[Algorithm::Mcast, Algorithm::Binomial, Algorithm::Tree],
         true,
     ),
     (
@@ -151,6 +156,12 @@ pub struct Choices {
     forced: Vec<(CollKind, Algorithm)>,
     /// k of the `mcast2` all-gather (`PHALANX_COLL_ALLGATHER_K`, default 4).
     pub allgather_k: u16,
+    /// λ of the broadcast trees, instead of the cost model's (`PHALANX_COLL_LAMBDA`,
+    /// 1 to 15).
+    pub lambda: Option<u32>,
+    /// Inner nodes of a tree broadcast forward each packet as it arrives
+    /// (`PHALANX_COLL_PIPELINE`, default on).
+    pub pipeline: bool,
 }
 
 impl Default for Choices {
@@ -158,6 +169,8 @@ impl Default for Choices {
         Choices {
             forced: Vec::new(),
             allgather_k: DEFAULT_ALLGATHER_K,
+            lambda: None,
+            pipeline: true,
         }
     }
 }
@@ -181,10 +194,30 @@ impl Choices {
                     })?;
                 continue;
             }
+            if suffix == "LAMBDA" {
+                c.lambda = Some(
+                    value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|l| (1..=super::cost::MAX_LAMBDA).contains(l))
+                        .ok_or_else(|| {
+                            format!("{key}={value:?}: must be a whole number from 1 to 15")
+                        })?,
+                );
+                continue;
+            }
+            if suffix == "PIPELINE" {
+                c.pipeline = match value {
+                    "1" | "on" | "true" | "yes" => true,
+                    "0" | "off" | "false" | "no" => false,
+                    _ => return Err(format!("{key}={value:?}: must be 0 or 1")),
+                };
+                continue;
+            }
             let Some((kind, _, own, hier)) = FORCEABLE.iter().find(|f| f.1 == suffix) else {
                 let names: Vec<&str> = FORCEABLE.iter().map(|f| f.1).collect();
                 return Err(format!(
-                    "{key}: no collective {suffix} (one of {}, or ALLGATHER_K)",
+                    "{key}: no collective {suffix} (one of {}, or ALLGATHER_K, LAMBDA, PIPELINE)",
                     names.join(", ")
                 ));
             };
@@ -266,5 +299,20 @@ mod tests {
         assert!(e.contains("no collective BCASTT"), "{e}");
         let e = Choices::parse([("PHALANX_COLL_ALLGATHER_K", "0")]).unwrap_err();
         assert!(e.contains("PHALANX_COLL_ALLGATHER_K"), "{e}");
+        let c = Choices::parse([
+            ("PHALANX_COLL_BCAST", "tree"),
+            ("PHALANX_COLL_LAMBDA", "3"),
+            ("PHALANX_COLL_PIPELINE", "0"),
+        ])
+        .unwrap();
+        assert_eq!(c.forced(CollKind::Bcast), Some(Algorithm::Tree));
+        assert_eq!((c.lambda, c.pipeline), (Some(3), false));
+        for (k, v) in [
+            ("PHALANX_COLL_LAMBDA", "0"),
+            ("PHALANX_COLL_LAMBDA", "16"),
+            ("PHALANX_COLL_PIPELINE", "maybe"),
+        ] {
+            assert!(Choices::parse([(k, v)]).unwrap_err().contains(k));
+        }
     }
 }

@@ -13,9 +13,11 @@
 
 pub mod algorithm;
 pub mod algos;
+pub mod cost;
 mod exec;
 pub mod ops;
 pub mod schedule;
+pub mod tree;
 
 pub(crate) use exec::CollIo;
 
@@ -148,7 +150,10 @@ pub fn describe(sig: u64) -> String {
     if root != 0xffff && !mcast2 {
         s += &format!("root {root}, ");
     }
-    if op != 0 {
+    if alg == algorithm::Algorithm::Tree.code() {
+        // A tree broadcast's λ sits where an operation would (a broadcast has none).
+        s += &format!("λ {op}, ");
+    } else if op != 0 {
         s += &format!("op #{op}, ");
     }
     if let Some(a) = algorithm::Algorithm::from_code(alg) {

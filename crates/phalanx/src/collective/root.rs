@@ -7,7 +7,7 @@
 //! blocking calls) and complete when the returned request does. Buffers given to an
 //! immediate form belong to the request until it completes (the scope enforces it).
 
-use super::{bytes, check, choose_board, root_buffer, run, start, Operation, PlanFn, Spec};
+use super::{bytes, check, choose_board, root_buffer, run, start, Chosen, Operation, PlanFn, Spec};
 use crate::coll::algorithm::Algorithm::*;
 use crate::coll::algos;
 use crate::coll::ops::OpKind;
@@ -218,13 +218,38 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
         comm: p.comm,
     };
     let plan = move |s: &algos::Shape| {
-        let c = choose_board(CollKind::Bcast, s, len, Mcast, Binomial);
+        let choices = crate::coll::algorithm::choices();
+        let lambda = choices
+            .lambda
+            .unwrap_or_else(|| crate::coll::cost::model().lambda(len, s.packet));
+        let mut c = choose_board(CollKind::Bcast, s, len, Mcast, Tree);
+        // Without multicast: the postal tree for this size's λ, unless it is the
+        // binomial tree (λ = 1) and one packet (nothing to pipeline).
+        if c.alg == Tree
+            && choices.forced(CollKind::Bcast).is_none()
+            && lambda == 1
+            && len <= s.packet
+        {
+            c = Chosen::plain(Binomial);
+        }
+        if c.alg == Tree {
+            c.k = lambda as u16;
+        }
         Ok((
             c,
             match c.alg {
                 Shm => Plan::on_board(),
                 Hier | HierMcast => Plan::hierarchical(),
                 Mcast => algos::bcast_mcast(s, root, Buf::Recv, len),
+                Tree => crate::coll::tree::bcast_tree(
+                    s,
+                    root,
+                    Buf::Recv,
+                    len,
+                    lambda,
+                    s.packet,
+                    choices.pipeline,
+                ),
                 _ => algos::bcast_binomial(s, root, Buf::Recv, len),
             },
         ))

@@ -171,6 +171,7 @@ impl Engine {
         let cfg = Config::from_env()?;
         crate::log::install_default(cfg.log);
         crate::coll::algorithm::install(cfg.coll.clone());
+        crate::coll::cost::install(cfg.cost);
         let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
         let kind = cfg.transport;
         let faults = cfg.faults.clone();
