@@ -77,7 +77,9 @@ pub fn run(world: &SimpleCommunicator, test: Test, plan: &Plan) {
                 | Test::Barrier
                 | Test::Ring
                 | Test::Chain
-                | Test::Flood => {
+                | Test::Flood
+                | Test::Calibrate
+                | Test::Multisend => {
                     unreachable!("not a sized collective")
                 }
             }
@@ -140,5 +142,7 @@ fn title(test: Test) -> &'static str {
         Test::Ring => "Ring Latency",
         Test::Chain => "Chain Throughput",
         Test::Flood => "Flood",
+        Test::Calibrate => "Cost model",
+        Test::Multisend => "Multi-send",
     }
 }

@@ -14,6 +14,8 @@
 //! phalanx run -n P phalanx-bench ring  [--touch] [-m [min:]max] [-i laps] [-x warmup]
 //! phalanx run -n P phalanx-bench chain [--touch] [-m [min:]max] [-i msgs] [-x warmup] [-W window]
 //! phalanx run -n P phalanx-bench flood [-n messages] [-k fragments] [-m [min:]max] [-i runs] [-x warmup]
+//! phalanx-bench calibrate [--save]       (seed 002 cost lines and λ; no launcher)
+//! phalanx-bench multisend [-m max]       (seed 002 multi-send vs separate sends; no launcher)
 //! ```
 //!
 //! ring, chain and flood are the seed-003 experiments (see `seed003.rs`); their sizes are
@@ -32,6 +34,7 @@ mod options;
 mod report;
 mod seed003;
 mod sync;
+mod transport_cost;
 
 use clap::Parser;
 use options::{Cli, Test};
@@ -39,6 +42,19 @@ use phalanx::traits::*;
 
 fn main() {
     let cli = Cli::parse();
+    // Seed 002's transport measurements: one process, no launcher.
+    if matches!(cli.test, Test::Calibrate | Test::Multisend) {
+        let r = if cli.test == Test::Calibrate {
+            transport_cost::calibrate(cli.save)
+        } else {
+            transport_cost::multisend(cli.sizes.map_or(16384, |s| s.max()))
+        };
+        if let Err(e) = r {
+            eprintln!("phalanx-bench: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let plan = cli.plan();
     let universe = phalanx::initialize().expect("phalanx initialized twice");
     let world = universe.world();

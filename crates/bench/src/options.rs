@@ -51,6 +51,11 @@ pub enum Test {
     /// Seed 003: every rank sends `-n` messages of `-k` fragments to every other rank
     /// before receiving anything; completion time.
     Flood,
+    /// Seed 002: this host's send, transmit and receive cost lines and λ (no launcher).
+    Calibrate,
+    /// Seed 002: one multi-send against separate sends to 1–15 destinations (no
+    /// launcher).
+    Multisend,
 }
 
 impl Test {
@@ -97,6 +102,9 @@ pub struct Cli {
     /// flood: fragments (separate sends of one size) per message.
     #[arg(short = 'k', long = "fragments", default_value_t = 64)]
     pub fragments: usize,
+    /// calibrate: write the figures to this host's cache, where jobs read them.
+    #[arg(long)]
+    pub save: bool,
 }
 
 /// Payloads of the seed-003 tests, in 8-byte words (the paper's 1 … 2000 words).
@@ -112,6 +120,13 @@ pub const DEFAULT_MAX_FLOOD_SIZE: usize = 800;
 pub struct SizeRange {
     min: Option<usize>,
     max: usize,
+}
+
+impl SizeRange {
+    /// The largest size asked for.
+    pub fn max(&self) -> usize {
+        self.max
+    }
 }
 
 /// What to measure for each size.

@@ -102,6 +102,9 @@ pub struct TransportStats {
     pub ring_sent: u64,
     /// Of `received`, datagrams that came out of a shared-memory ring.
     pub ring_received: u64,
+    /// Send system calls made (`sendto`, `sendmmsg`), retried ones included: a
+    /// multi-send to k destinations is one call where k sends are k.
+    pub send_calls: u64,
 }
 
 /// A datagram transport used by the phalanx progress engine. Nonblocking.

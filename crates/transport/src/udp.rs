@@ -352,6 +352,7 @@ impl UdpTransport {
     #[inline]
     fn send_addr(&mut self, addr: &libc::sockaddr_in, datagram: &[u8]) -> io::Result<bool> {
         let fd = self.sock.as_raw_fd();
+        self.stats.send_calls += 1;
         let mut err = match sendto(fd, addr, datagram) {
             Ok(()) => {
                 self.stats.sent += 1;
@@ -365,6 +366,7 @@ impl UdpTransport {
                 return Err(err);
             }
             wait_writable(fd);
+            self.stats.send_calls += 1;
             match sendto(fd, addr, datagram) {
                 Ok(()) => {
                     self.stats.sent += 1;
@@ -437,6 +439,7 @@ impl Transport for UdpTransport {
             // `addrs` and `iov`, which outlive the call; the iovec points at `datagram`.
             let rc =
                 unsafe { libc::sendmmsg(fd, rest.as_mut_ptr(), rest.len() as libc::c_uint, 0) };
+            self.stats.send_calls += 1;
             if rc > 0 {
                 done += rc as usize;
                 self.stats.sent += rc as u64;

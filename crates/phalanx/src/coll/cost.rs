@@ -54,9 +54,18 @@ pub struct CostModel {
 impl CostModel {
     /// Figures of `phalanx-bench calibrate` on a 2-core VM over loopback UDP.
     pub const DEFAULT: CostModel = CostModel {
-        send: Line { a: 4.0, b: 0.00025 },
-        xmit: Line { a: 1.5, b: 0.00012 },
-        recv: Line { a: 5.0, b: 0.00030 },
+        send: Line {
+            a: 5.26,
+            b: 0.000_081_5,
+        },
+        xmit: Line {
+            a: 3.48,
+            b: 0.000_043_3,
+        },
+        recv: Line {
+            a: 1.68,
+            b: 0.000_018_0,
+        },
     };
 
     /// λ for a `len`-byte message in packets of at most `packet` bytes (module docs).
