@@ -46,7 +46,10 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bound on writing one request to a node daemon.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 /// Requests waiting to be written to one ssh host.
-pub const MAX_QUEUED: usize = 65536;
+pub const MAX_QUEUED: usize = 4096;
+/// How long a lost ssh's stderr may take to end after ssh did (a helper it started may
+/// hold it open).
+const STDERR_GRACE: Duration = Duration::from_millis(500);
 /// How long closing waits for the ssh hosts to end (module docs).
 pub const SSH_LINGER: Duration = Duration::from_secs(10);
 /// Lines of an ssh's stderr kept to explain its loss, and their longest length.
@@ -380,14 +383,18 @@ fn open_ssh(
                 }
             })?;
         let t = tail.clone();
-        let stderr_done = std::thread::Builder::new()
+        let (err_tx, stderr_done) = channel::<()>();
+        std::thread::Builder::new()
             .name(format!("phalanx-ssh-err-{i}"))
-            .spawn(move || keep_tail(stderr, &t))?;
+            .spawn(move || {
+                keep_tail(stderr, &t);
+                let _ = err_tx.send(());
+            })?;
         let (c, n) = (child.clone(), node.clone());
         let why = Box::new(move || {
-            // ssh's stderr ends when it does: its exit and last words explain the loss.
-            let _ = stderr_done.join();
+            // ssh's exit and last words explain the loss; both waits are bounded.
             let status = wait_bounded(&c, Duration::from_secs(2));
+            let _ = stderr_done.recv_timeout(STDERR_GRACE);
             let mut why = match status {
                 Some(st) => format!("ssh {}", crate::status::describe(st).0),
                 None => "ssh did not end".to_string(),

@@ -96,7 +96,11 @@ pub struct RunArgs {
 
     /// The remote shell for ssh hosts, with its options (split like a shell would):
     /// the host and the remote command are appended to it.
-    #[arg(long, value_name = "CMD", default_value = "ssh -x -o BatchMode=yes")]
+    #[arg(
+        long,
+        value_name = "CMD",
+        default_value = "ssh -x -o BatchMode=yes -o ConnectTimeout=10"
+    )]
     pub launcher_cmd: String,
 
     /// Where `phalanx` is on the ssh hosts (default: the path of this one, which must
@@ -175,16 +179,27 @@ impl RunArgs {
         }
     }
 
-    /// The srun job this invocation describes (see [`crate::slurm`]).
-    pub fn into_srun(self) -> crate::slurm::SrunJob {
-        crate::slurm::SrunJob {
+    /// The srun job this invocation describes (see [`crate::slurm`]); `Err` for `-x VAR`
+    /// of a variable that is not set.
+    pub fn into_srun(self) -> Result<crate::slurm::SrunJob, String> {
+        let mut env = self.env;
+        for (k, v) in self.forward {
+            let v = match v {
+                Some(v) => v,
+                None => std::env::var(&k).map_err(|_| {
+                    format!("-x {k}: {k} is not set in this environment (or not UTF-8)")
+                })?,
+            };
+            env.push((k, v));
+        }
+        Ok(crate::slurm::SrunJob {
             ranks: self.ranks,
             tag_output: self.tag_output,
-            env: self.env,
+            env,
             timeout: self.timeout,
             kill_grace: self.kill_grace,
             command: self.command,
-        }
+        })
     }
 
     /// The job this invocation describes; `Err` for a bad hostfile, a missing `-n`, more

@@ -150,12 +150,13 @@ pub fn place(entries: &[HostEntry], n: u32, oversubscribe: bool) -> Result<Vec<H
              (add hosts or slots, or pass --oversubscribe)"
         ));
     }
-    let slots: Vec<&Host> = entries
+    // Lazily: a hostfile may claim billions of slots.
+    Ok(entries
         .iter()
         .flat_map(|e| std::iter::repeat_n(&e.host, e.slots as usize))
-        .collect();
-    Ok((0..n as usize)
-        .map(|r| slots[r % slots.len()].clone())
+        .cycle()
+        .take(n as usize)
+        .cloned()
         .collect())
 }
 
@@ -269,6 +270,8 @@ mod tests {
             place(&e, 4, false).unwrap(),
             [a.clone(), a.clone(), Host::Local, b.clone()]
         );
+        let huge = parse_hostfile("a slots=4000000000\nb slots=4000000000\n").unwrap();
+        assert_eq!(place(&huge, 3, false).unwrap().len(), 3);
         let e5 = place(&e, 5, false).unwrap_err();
         assert!(e5.contains("only 4 slots"), "{e5}");
         assert_eq!(

@@ -3,9 +3,11 @@
 //! Contract:
 //! - [`run`] returns the launcher's exit code only after every rank has been reaped and every
 //!   rank's process group has been sent SIGKILL (so nothing a rank forked survives either).
-//! - Ranks run where `cfg.hosts` says: on this host, or in network namespaces of it. With
-//!   namespace hosts the rendezvous listens on 0.0.0.0 and each rank is told the address
-//!   that reaches the launcher from its namespace.
+//! - Ranks run where `cfg.hosts` says: on this host, in network namespaces of it, or on
+//!   agents' hosts (node daemons, ssh). With other hosts the rendezvous listens on
+//!   0.0.0.0, each rank is told the address that reaches the launcher from its host, and
+//!   the ranks of this host bind that address too (`PHALANX_IP`, unless set), so the
+//!   others can reach them.
 //! - Start-up: all ranks must say hello within the start-up timeout, on alike hosts; then
 //!   every rank gets the same table. A rank that exits 0 without ever connecting is taken for
 //!   a non-phalanx program: fine if no rank connects (`phalanx run -n 2 hostname`), a failure
@@ -202,6 +204,21 @@ pub fn run(cfg: Config) -> i32 {
         Ok(b) => b,
         Err(e) => return fatal(&e),
     };
+    // Ranks of this machine in a job with other hosts must be reachable from them: they
+    // bind the address the others reach the launcher at, not loopback (their own copy
+    // of the program's environment: not for the agents' ranks).
+    let mut local_program = cfg.program.clone();
+    if let Some(out) = boots
+        .iter()
+        .map(SocketAddr::ip)
+        .find(|ip| !ip.is_loopback())
+    {
+        let ip = spawn::ENV_IP;
+        let set = local_program.env.iter().any(|(k, _)| k == ip) || std::env::var_os(ip).is_some();
+        if !set {
+            local_program.env.push((ip.into(), out.to_string().into()));
+        }
+    }
     let (done_tx, outputs_done) = channel();
     let mut job = Job {
         signals,
@@ -236,7 +253,12 @@ pub fn run(cfg: Config) -> i32 {
             job.ranks.push(Rank::new(None, Some(i), 0));
             continue;
         }
-        let mut child = match spawn_rank(&job.cfg.program, rank, job.cfg.size, boot, host) {
+        let program = if *host == Host::Local {
+            &local_program
+        } else {
+            &job.cfg.program
+        };
+        let mut child = match spawn_rank(program, rank, job.cfg.size, boot, host) {
             Ok(c) => c,
             Err(e) => {
                 let prog = job.cfg.program.prog.to_string_lossy().into_owned();
@@ -305,6 +327,15 @@ fn boot_addresses(cfg: &Config, port: u16) -> Result<Vec<SocketAddr>, String> {
             },
         };
         out.push(SocketAddr::from((ip, port)));
+    }
+    // An ssh host that is this machine (`localhost` with `--launcher ssh`) in a job with
+    // remote hosts: its ranks must publish an address the others reach.
+    if let Some(outward) = out.iter().map(SocketAddr::ip).find(|ip| !ip.is_loopback()) {
+        for (a, h) in out.iter_mut().zip(&cfg.hosts) {
+            if a.ip().is_loopback() && matches!(h, Host::Ssh(_)) {
+                a.set_ip(outward);
+            }
+        }
     }
     Ok(out)
 }

@@ -27,7 +27,13 @@ fn main() {
         args::Command::Run(run) => {
             let status_file = run.status_file.clone();
             let code = match run.use_slurm() {
-                Ok(true) => slurm::run(run.into_srun()),
+                Ok(true) => match run.into_srun() {
+                    Ok(job) => slurm::run(job),
+                    Err(e) => {
+                        eprintln!("phalanx: {e}");
+                        2
+                    }
+                },
                 Ok(false) => match run.into_config() {
                     Ok(cfg) => job::run(cfg),
                     Err(e) => {

@@ -4,7 +4,8 @@
 //!
 //! Contract: it serves the launcher on stdin (requests) and stdout (events) with
 //! [`serve_launcher`] — ranks started as `phalanx run` starts local ones, with
-//! `PHALANX_IP=auto` (they are on another host than the launcher's loopback). Its stdin
+//! `PHALANX_IP` set to the address this host reaches the launcher from (they are on
+//! another host than the launcher's loopback). Its stdin
 //! is the job's lifeline on this host: when it closes (the launcher ended, or died and
 //! its ssh with it), or on SIGHUP, SIGTERM or SIGINT, every rank it started is killed
 //! with its process group and reaped, then it exits 0. It writes nothing else to
@@ -39,6 +40,42 @@ pub fn run() -> i32 {
     }
 }
 
+/// How long one event write may wait for the launcher to take more.
+const WRITE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Stdout for events: if it is non-blocking (a remote shell that gives stdin and stdout
+/// one socket shares stdin's O_NONBLOCK), a full buffer is waited out, up to
+/// [`WRITE_WAIT`], instead of cutting an event in half.
+struct Patient(File);
+
+impl std::io::Write for Patient {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let deadline = std::time::Instant::now() + WRITE_WAIT;
+        loop {
+            match self.0.write(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(e);
+                    }
+                    let mut p = libc::pollfd {
+                        fd: self.0.as_raw_fd(),
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
+                    // SAFETY: one valid pollfd that outlives the call.
+                    unsafe { libc::poll(&mut p, 1, left.as_millis().min(1000) as libc::c_int) };
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 fn serve() -> Result<(), String> {
     for sig in [libc::SIGHUP, libc::SIGTERM, libc::SIGINT] {
         // SAFETY: the handler only stores to an atomic (async-signal-safe).
@@ -65,7 +102,7 @@ fn serve() -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
-    let writer: EventWriter = Arc::new(Mutex::new(Box::new(output)));
+    let writer: EventWriter = Arc::new(Mutex::new(Box::new(Patient(output))));
     let opts = ServeOptions {
         cpus: allowed_cpus(),
         ip_auto: true,

@@ -117,8 +117,9 @@ impl Job {
 }
 
 /// What rank `rank` is started with by its agent: what `spawn_rank` would use, and for
-/// an ssh host (`ssh`) also the launcher's `PHALANX_*` variables (not the per-rank ones),
-/// which a local rank would have inherited.
+/// an ssh host (`ssh`) also the launcher's `PHALANX_*` variables, which a local rank
+/// would have inherited — not the per-rank ones, and not `PHALANX_IP`/`PHALANX_CPUS`,
+/// which describe this machine (`-x` forwards them on purpose).
 pub(super) fn spec(
     cfg: &super::Config,
     rank: u32,
@@ -129,15 +130,21 @@ pub(super) fn spec(
     let p = &cfg.program;
     let mut env: Vec<(String, String)> = Vec::new();
     if ssh {
-        let per_rank = [
+        // Per rank, or per host (an address, a CPU count of this machine): not these.
+        let own = [
             phalanx_boot::ENV_RANK,
             phalanx_boot::ENV_SIZE,
             phalanx_boot::ENV_BOOT,
+            crate::spawn::ENV_IP,
+            "PHALANX_CPUS",
         ];
-        env.extend(std::env::vars().filter(|(k, _)| {
-            k.starts_with("PHALANX_")
-                && !per_rank.contains(&k.as_str())
-                && !p.env.iter().any(|(pk, _)| pk == k.as_str())
+        env.extend(std::env::vars_os().filter_map(|(k, v)| {
+            // A variable that is not UTF-8 cannot be one of ours (or travel as JSON).
+            let (k, v) = (k.into_string().ok()?, v.into_string().ok()?);
+            (k.starts_with("PHALANX_")
+                && !own.contains(&k.as_str())
+                && !p.env.iter().any(|(pk, _)| pk == k.as_str()))
+            .then_some((k, v))
         }));
     }
     env.extend(p.env.iter().map(|(k, v)| (lossy(k), lossy(v))));

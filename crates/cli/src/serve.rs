@@ -47,7 +47,8 @@ pub type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 pub struct ServeOptions<'a> {
     /// The CPUs ranks are bound to (round robin by rank) when the launcher asks.
     pub cpus: Vec<usize>,
-    /// Ranks get `PHALANX_IP=auto` (they are not on the launcher's loopback).
+    /// Ranks get `PHALANX_IP`: the address this host reaches the launcher from (they
+    /// are not on the launcher's loopback).
     pub ip_auto: bool,
     /// Set from outside (a signal): end the service as if the input had closed.
     pub stop: &'a AtomicBool,

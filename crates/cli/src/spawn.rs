@@ -25,6 +25,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 /// What every rank of the job is started with.
+#[derive(Clone)]
 pub struct Program {
     /// The executable (looked up in PATH like a shell would).
     pub prog: OsString,

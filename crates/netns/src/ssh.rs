@@ -292,8 +292,11 @@ fn stop_stale() {
         }
         let pids = fs::read_to_string(e.path().join("sshd.pids")).unwrap_or_default();
         for pid in pids.lines().filter_map(|p| p.trim().parse::<i32>().ok()) {
-            let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            if comm.trim() == "sshd" {
+            // Only a test sshd: its command line names this directory's configuration
+            // (a reused pid may be anyone's, the machine's own sshd included).
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let dir = e.path().to_string_lossy().into_owned();
+            if String::from_utf8_lossy(&cmdline).contains(&dir) {
                 // SAFETY: kill(2) on a recorded test sshd that is still an sshd.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }

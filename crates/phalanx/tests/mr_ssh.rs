@@ -1,6 +1,7 @@
 //! Real programs launched over real ssh from a hostfile: four test hosts (network
 //! namespaces, each with its own sshd, see [`SshNet`]), two ranks each — shared memory
-//! inside a host, UDP and multicast between hosts, exactly as under a local launch.
+//! inside a host, UDP and multicast between hosts, exactly as under a local launch; and
+//! a job of this machine's ranks together with ssh hosts.
 //!
 //! Needs root, iproute2 and `openssh-server`. With `PHALANX_TEST_SSH=1` (CI sets it) a
 //! missing sshd is a failure; without it these tests say they were skipped and why.
@@ -66,6 +67,21 @@ fn mr_ssh_stress_and_collectives_on_four_hosts() {
     assert_eq!(
         r.stdout.matches("all collectives ok").count(),
         8,
+        "{}",
+        r.dump()
+    );
+    // This machine and ssh hosts in one job: the local ranks bind an address the
+    // remote ones reach (not loopback).
+    std::fs::write(&hf, format!("localhost slots=2\n{}", net.hostfile(1))).expect("hostfile");
+    let r = run(
+        &[&base[..], &[&stress, "2", "60", "3"]].concat(),
+        &env,
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all checksums ok").count(),
+        6,
         "{}",
         r.dump()
     );

@@ -15,7 +15,8 @@
 //!   connections may be saying hello at once); then it carries
 //!   [`AgentRequest`]s in and [`AgentEvent`]s out, served by
 //!   [`serve_launcher`](crate::serve::serve_launcher) (its contract: ranks started as
-//!   `phalanx run` starts them, plus `PHALANX_IP=auto` in a namespace; output and exits
+//!   `phalanx run` starts them, plus `PHALANX_IP` (the node's address toward the
+//!   launcher) in a namespace; output and exits
 //!   as events; the connection is the job's lifeline on this node).
 //! * When the daemon itself is killed with SIGKILL its ranks die with it (PDEATHSIG of
 //!   the thread that forked them); what a rank forked into its own group is then left
@@ -49,7 +50,7 @@ pub struct NodeConfig {
     pub port_file: PathBuf,
     /// The address the agent listens on.
     pub listen_ip: Ipv4Addr,
-    /// In a network namespace: ranks get `PHALANX_IP=auto`.
+    /// In a network namespace: ranks get `PHALANX_IP` (see `ServeOptions::ip_auto`).
     pub netns: bool,
 }
 

@@ -244,7 +244,9 @@ impl Engine {
     /// for `Continue`, restore, resume. The interrupted wait's description is kept.
     /// Slurm's signals seen since the last call (see [`install_slurm_suspend`]).
     pub(super) fn slurm_signals(&mut self) {
-        let tstp = TSTP.swap(false, Ordering::SeqCst);
+        // A SIGTSTP while halted (during the resume exchange) stays pending: it is the
+        // next suspension, carried out once this one has resumed.
+        let tstp = !self.halted && TSTP.swap(false, Ordering::SeqCst);
         let cont = CONT.swap(false, Ordering::SeqCst);
 
         if tstp && !self.halted {
@@ -322,15 +324,10 @@ impl Engine {
             .collect()
     }
 
-    /// Tells `peer` this rank runs again; an announcement asks for an answer.
-    fn send_resume(&mut self, peer: u32, announce: bool) {
-        let mut h = Header::new(Kind::Resume, self.job_key, self.rank);
-        if announce {
-            h.flags |= flags::ACK_REQUEST;
-            self.stats.resume_sent += 1;
-        }
-        let d = h.to_datagram(&[]);
-        self.links.net.send_to(peer, &d);
+    /// Answers `peer`'s announcement: this rank runs.
+    fn send_resume(&mut self, peer: u32) {
+        let h = Header::new(Kind::Resume, self.job_key, self.rank);
+        self.links.net.send_to(peer, &h.to_datagram(&[]));
     }
 
     /// A peer runs again: noted; an announcement is answered (queued: this runs inside
@@ -349,24 +346,21 @@ impl Engine {
     /// Sends the answers [`on_resume`](Self::on_resume) queued.
     pub(super) fn send_resume_answers(&mut self) {
         for p in std::mem::take(&mut self.resume_answers) {
-            self.send_resume(p, false);
+            self.send_resume(p);
         }
     }
 
     /// The resume exchange (module docs); the links are still halted.
     fn resume_exchange(&mut self) -> Result<()> {
-        let peers = self.network_peers();
-        if peers.is_empty() {
+        let mut silent = self.network_peers();
+        if silent.is_empty() {
             return Ok(());
         }
         let start = Instant::now();
         let mut next = start;
-        self.wait_until(Waiting::Halt, |e| {
-            let silent: Vec<u32> = peers
-                .iter()
-                .copied()
-                .filter(|&p| !e.resumed.get(p as usize).copied().unwrap_or(true))
-                .collect();
+        self.resuming = true;
+        let r = self.wait_until(Waiting::Resume(silent.clone()), |e| {
+            silent.retain(|&p| !e.resumed.get(p as usize).copied().unwrap_or(true));
             if silent.is_empty() {
                 return true;
             }
@@ -381,12 +375,16 @@ impl Engine {
                 return true;
             }
             if now >= next {
-                for &p in &silent {
-                    e.send_resume(p, true);
-                }
+                // One datagram to every silent peer: one multi-send.
+                let mut h = Header::new(Kind::Resume, e.job_key, e.rank);
+                h.flags |= flags::ACK_REQUEST;
+                e.links.net.multi_send(&silent, &h.to_datagram(&[]));
+                e.stats.resume_sent += silent.len() as u64;
                 next = now + RESUME_RESEND;
             }
             false
-        })
+        });
+        self.resuming = false;
+        r
     }
 }

@@ -56,6 +56,9 @@ pub(crate) enum Waiting {
     Finalize,
     /// Halted links draining what is in flight (job manager).
     Halt,
+    /// Continued after a halt, waiting to hear these peers run again (the resume
+    /// exchange) before the links take new data.
+    Resume(Vec<u32>),
     Coll(ReqId),
     /// A collective on the shared-memory board, waiting for `peer` (world rank).
     Board {
@@ -132,6 +135,8 @@ pub struct Engine {
     /// Peers whose resume announcement is to be answered (sent once the socket is back
     /// from the receive round that read them; at most one entry per peer).
     resume_answers: Vec<u32>,
+    /// In the resume exchange (continued, links still halted).
+    resuming: bool,
     finalized: bool,
 }
 
@@ -407,6 +412,7 @@ impl Engine {
             continued: false,
             resumed: Vec::new(),
             resume_answers: Vec::new(),
+            resuming: false,
             finalized: false,
         }
     }
@@ -640,7 +646,8 @@ impl Engine {
     /// Bytes that unexpected messages may hold.
     /// While the links are halted every valid datagram is taken (see [`gang`]).
     pub(crate) fn unexpected_limit(&self) -> usize {
-        if self.halted {
+        // Not during the resume exchange: peers already running send new data then.
+        if self.halted && !self.resuming {
             usize::MAX
         } else {
             self.cfg.unexpected_limit

@@ -45,6 +45,9 @@ impl Engine {
                 "halted, draining what is in flight on its links: {:?}",
                 self.unacked_peers()
             ),
+            Waiting::Resume(silent) => format!(
+                "continued after a halt, waiting to hear ranks {silent:?} run again"
+            ),
             Waiting::Finalize => format!(
                 "in finalize, waiting for acknowledgements from ranks {:?} (or for the release)",
                 self.unacked_peers()
