@@ -342,20 +342,7 @@ fn open_ssh(
         cmd.pre_exec(move || {
             // No controlling terminal: no password prompt, no Ctrl-C of its own.
             libc::setsid();
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != launcher {
-                libc::_exit(127);
-            }
-            Ok(())
+            crate::spawn::die_with_launcher(launcher)
         });
     }
     let node = format!("host {target}");

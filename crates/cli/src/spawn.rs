@@ -118,20 +118,7 @@ pub fn spawn_rank(
     // it allocates nothing and touches no locks.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != launcher {
-                // The launcher died before the prctl took effect: nobody will reap us.
-                libc::_exit(127);
-            }
+            die_with_launcher(launcher)?;
             if let Some(lim) = nofile {
                 libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
             }
@@ -143,6 +130,29 @@ pub fn spawn_rank(
         });
     }
     cmd.spawn()
+}
+
+/// For a forked child before exec: it gets SIGKILL when the thread that forked it (in
+/// `launcher`, a pid) ends, and exits at once if the launcher died before that took
+/// effect (nobody would reap it). Only async-signal-safe calls (prctl, getppid, _exit).
+pub(crate) fn die_with_launcher(launcher: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl and getppid take no pointers; _exit never returns.
+    unsafe {
+        if libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() != launcher {
+            libc::_exit(127);
+        }
+    }
+    Ok(())
 }
 
 /// Sends `sig` to the process group `pgid` (a rank and whatever it forked). A group that no

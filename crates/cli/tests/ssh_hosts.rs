@@ -15,18 +15,6 @@ use phalanx_netns::SshNet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Four namespaces with sshd, or `None` (skipped, said why) where sshd is missing and
-/// CI does not require it.
-fn ssh_net() -> Option<SshNet> {
-    if let Err(why) = SshNet::sshd() {
-        let required = std::env::var("PHALANX_TEST_SSH").is_ok_and(|v| v == "1");
-        assert!(!required, "PHALANX_TEST_SSH=1 but {why}");
-        eprintln!("skipped: {why} (CI installs it and requires these tests)");
-        return None;
-    }
-    Some(SshNet::create(4).expect("namespaces with sshd for the ssh launch test"))
-}
-
 /// A file removed on drop.
 struct TempFile(PathBuf);
 
@@ -61,7 +49,9 @@ fn assert_no_strays(net: &SshNet) {
 
 #[test]
 fn ssh_hosts_run_like_local_ones() {
-    let Some(net) = ssh_net() else { return };
+    let Some(net) = SshNet::for_test(4) else {
+        return;
+    };
     let hf = TempFile::new("hosts", &net.hostfile(2));
     let cmd = net.launcher_cmd();
     let o = run(&[
@@ -118,7 +108,9 @@ fn ssh_hosts_run_like_local_ones() {
 
 #[test]
 fn ssh_failures_end_the_job_everywhere() {
-    let Some(net) = ssh_net() else { return };
+    let Some(net) = SshNet::for_test(4) else {
+        return;
+    };
     let hf = TempFile::new("fail", &net.hostfile(2));
     let cmd = net.launcher_cmd();
     let base = ["run", "--hostfile", hf.path(), "--launcher-cmd", &cmd];
@@ -153,7 +145,9 @@ fn ssh_failures_end_the_job_everywhere() {
 
 #[test]
 fn ssh_launcher_killed_leaves_nothing_behind() {
-    let Some(net) = ssh_net() else { return };
+    let Some(net) = SshNet::for_test(4) else {
+        return;
+    };
     let hf = TempFile::new("kill", &net.hostfile(2));
     let cmd = net.launcher_cmd();
     let mut child = start(&[
@@ -190,7 +184,9 @@ fn ssh_launcher_killed_leaves_nothing_behind() {
 
 #[test]
 fn ssh_errors_are_clear() {
-    let Some(net) = ssh_net() else { return };
+    let Some(net) = SshNet::for_test(4) else {
+        return;
+    };
     let cmd = net.launcher_cmd();
     // Nothing listens on the bridge's port 22: ssh's own words say why.
     let bad = TempFile::new("refused", &format!("{} slots=2\n", net.net().bridge_ip()));

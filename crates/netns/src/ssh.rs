@@ -16,7 +16,8 @@
 //!   then the namespaces. Leftovers of killed
 //!   test processes (their directories name their sshd pids) are stopped by the next
 //!   `create`.
-//! * [`SshNet::sshd`] says where sshd is, or why ssh tests cannot run here.
+//! * [`SshNet::sshd`] says where sshd is, or why ssh tests cannot run here;
+//!   [`SshNet::for_test`] turns that into a skip (or a failure where CI requires sshd).
 
 use crate::TestNet;
 use std::fs;
@@ -76,6 +77,20 @@ impl SshNet {
             return Err("ssh-keygen is missing (apt-get install openssh-client)".into());
         }
         Ok(p)
+    }
+
+    /// For tests: `n` namespaces with sshd, or `None` where sshd is missing and
+    /// `PHALANX_TEST_SSH=1` is not set (it says on stderr that the test was skipped and
+    /// why). Panics where CI requires sshd (`PHALANX_TEST_SSH=1`) and it is missing, or
+    /// where the namespaces or sshd cannot be started.
+    pub fn for_test(n: usize) -> Option<SshNet> {
+        if let Err(why) = SshNet::sshd() {
+            let required = std::env::var("PHALANX_TEST_SSH").is_ok_and(|v| v == "1");
+            assert!(!required, "PHALANX_TEST_SSH=1 but {why}");
+            eprintln!("skipped: {why} (CI installs it and requires these tests)");
+            return None;
+        }
+        Some(SshNet::create(n).expect("namespaces with sshd for an ssh launch test"))
     }
 
     /// `n` namespaces, each with a running sshd (module docs).

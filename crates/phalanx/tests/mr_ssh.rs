@@ -13,16 +13,6 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(150);
 
-fn ssh_net() -> Option<SshNet> {
-    if let Err(why) = SshNet::sshd() {
-        let required = std::env::var("PHALANX_TEST_SSH").is_ok_and(|v| v == "1");
-        assert!(!required, "PHALANX_TEST_SSH=1 but {why}");
-        eprintln!("skipped: {why} (CI installs it and requires these tests)");
-        return None;
-    }
-    Some(SshNet::create(4).expect("namespaces with sshd for the ssh launch test"))
-}
-
 /// Sum over ranks of counter `key` in PHALANX_STATS output.
 fn stat_sum(stderr: &str, key: &str) -> u64 {
     stderr
@@ -34,7 +24,9 @@ fn stat_sum(stderr: &str, key: &str) -> u64 {
 
 #[test]
 fn mr_ssh_stress_and_collectives_on_four_hosts() {
-    let Some(net) = ssh_net() else { return };
+    let Some(net) = SshNet::for_test(4) else {
+        return;
+    };
     let hf = std::env::temp_dir().join(format!("phalanx-mr-ssh-{}", std::process::id()));
     std::fs::write(&hf, net.hostfile(2)).expect("write hostfile");
     let hosts = hf.display().to_string();
