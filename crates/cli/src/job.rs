@@ -583,7 +583,8 @@ impl Job {
             let Some(child) = self.ranks[r].child.as_mut() else {
                 continue;
             };
-            let status = match child.try_wait() {
+            // Not reaped until the end: the zombie keeps the group id ours (`finish`).
+            let status = match spawn::exit_of(child) {
                 Ok(Some(s)) => s,
                 Ok(None) => continue,
                 Err(e) => return Err(Failure::new(format!("cannot wait for rank {r}: {e}"), 1)),
@@ -819,6 +820,12 @@ impl Job {
         for r in 0..self.ranks.len() {
             self.signal_rank(r, libc::SIGKILL);
         }
+        // Now the ranks may go: their group ids were kept until the SIGKILL above.
+        for rank in &mut self.ranks {
+            if let Some(c) = rank.child.as_mut() {
+                let _ = c.wait();
+            }
+        }
         // Closing the node daemons' connections makes them kill what they started.
         self.agents = None;
         self.listener = None;
@@ -857,7 +864,7 @@ impl Job {
         let deadline = Instant::now() + self.cfg.kill_grace;
         loop {
             for rank in self.ranks.iter_mut().filter(|r| r.exit.is_none()) {
-                if let Some(Ok(Some(s))) = rank.child.as_mut().map(Child::try_wait) {
+                if let Some(Ok(Some(s))) = rank.child.as_ref().map(spawn::exit_of) {
                     rank.exit = Some(s);
                 }
             }

@@ -16,7 +16,9 @@
 //!   without holding up other requests). At most [`MAX_RANKS`] ranks per launcher.
 //! * The input is the job's lifeline on this host: when it ends (the launcher ended or
 //!   died), the process group of every rank started for it — ended ones too — gets
-//!   SIGKILL and the live ranks are reaped before it returns. Every group is also listed
+//!   SIGKILL and every rank is reaped before it returns. Ended ranks are not reaped
+//!   before then ([`exit_of`](crate::spawn::exit_of)): their group ids cannot be taken
+//!   by another process meanwhile, so that SIGKILL reaches only this job's processes. Every group is also listed
 //!   in `groups` while it may be alive, for a daemon that must kill them all on its way
 //!   out.
 
@@ -79,6 +81,8 @@ pub fn serve_launcher<R: Read + AsRawFd>(
     // Every group started for this launcher, also of ranks that ended: what they left
     // behind goes when the lifeline is cut.
     let mut groups: Vec<u32> = Vec::new();
+    // Ended ranks, not reaped until the end (their group ids stay ours).
+    let mut zombies: Vec<Child> = Vec::new();
     let lock_groups = || opts.groups.lock().unwrap_or_else(|p| p.into_inner());
     'serve: while !opts.stop.load(Ordering::SeqCst) {
         let mut fds = [pollfd(input.as_raw_fd())];
@@ -129,7 +133,8 @@ pub fn serve_launcher<R: Read + AsRawFd>(
         while i < ranks.len() {
             let l = &mut ranks[i];
             if l.ended.is_none() {
-                if let Ok(Some(st)) = l.child.try_wait() {
+                // Not reaped: the zombie keeps its group's id ours (module docs).
+                if let Ok(Some(st)) = crate::spawn::exit_of(&l.child) {
                     l.ended = Some((st.into_raw(), now + OUTPUT_DRAIN));
                 }
             }
@@ -142,7 +147,7 @@ pub fn serve_launcher<R: Read + AsRawFd>(
                         rank: l.rank,
                         status,
                     };
-                    ranks.swap_remove(i);
+                    zombies.push(ranks.swap_remove(i).child);
                     if send(&writer, &ev).is_err() {
                         break 'serve;
                     }
@@ -158,6 +163,9 @@ pub fn serve_launcher<R: Read + AsRawFd>(
     for l in &mut ranks {
         let _ = l.child.kill();
         let _ = l.child.wait();
+    }
+    for z in &mut zombies {
+        let _ = z.wait();
     }
     lock_groups().retain(|g| !groups.contains(g));
 }

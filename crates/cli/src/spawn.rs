@@ -155,6 +155,38 @@ pub(crate) fn die_with_launcher(launcher: libc::pid_t) -> io::Result<()> {
     Ok(())
 }
 
+/// How `child` ended, if it has — without reaping it (`waitid` with `WNOWAIT`): while it
+/// stays a zombie its pid, and so its process group's id, cannot be reused, so a later
+/// [`signal_group`] on it reaches only what it left behind. [`Child::wait`] reaps it.
+pub fn exit_of(child: &Child) -> io::Result<Option<std::process::ExitStatus>> {
+    use std::os::unix::process::ExitStatusExt;
+    // SAFETY: a zeroed siginfo_t is valid for waitid to fill; the pid is our child's.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            child.id() as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: waitid filled `info` for a child event (or left si_pid 0: none yet).
+    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if pid == 0 {
+        return Ok(None);
+    }
+    // The raw wait status of that ending.
+    let raw = match info.si_code {
+        libc::CLD_EXITED => (status & 0xff) << 8,
+        libc::CLD_DUMPED => (status & 0x7f) | 0x80,
+        _ => status & 0x7f,
+    };
+    Ok(Some(std::process::ExitStatus::from_raw(raw)))
+}
+
 /// Sends `sig` to the process group `pgid` (a rank and whatever it forked). A group that no
 /// longer exists is not an error. Linux never reuses a pid while a process group of that
 /// id exists, so this cannot hit an unrelated process group.
@@ -187,5 +219,46 @@ pub fn raise_nofile_limit() {
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
             let _ = ORIGINAL_NOFILE.set(Some(original));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// Polls [`exit_of`] (bounded) until `child` has ended.
+    fn ended(child: &Child) -> std::process::ExitStatus {
+        for _ in 0..1000 {
+            if let Some(st) = exit_of(child).unwrap() {
+                return st;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("the child did not end");
+    }
+
+    #[test]
+    fn exit_of_reports_without_reaping() {
+        let mut c = Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+        let st = ended(&c);
+        assert_eq!(st.code(), Some(3));
+        // Still a zombie: its pid (and group id) cannot be reused yet.
+        // SAFETY: signal 0 only checks that the pid exists.
+        assert_eq!(unsafe { libc::kill(c.id() as libc::pid_t, 0) }, 0);
+        assert_eq!(exit_of(&c).unwrap().and_then(|s| s.code()), Some(3));
+        assert_eq!(c.wait().unwrap().code(), Some(3));
+        let c = Command::new("sh")
+            .args(["-c", "kill -9 $$"])
+            .spawn()
+            .unwrap();
+        assert_eq!(ended(&c).signal(), Some(libc::SIGKILL));
+        let mut c = c;
+        let _ = c.wait();
+        let mut c = Command::new("sleep").arg("5").spawn().unwrap();
+        assert!(exit_of(&c).unwrap().is_none());
+        c.kill().unwrap();
+        assert_eq!(ended(&c).signal(), Some(libc::SIGKILL));
+        let _ = c.wait();
     }
 }
