@@ -2,7 +2,7 @@
 //! multicast (`PHALANX_MCAST=0`, UDP): every byte right for 16 ranks and sizes up to
 //! 1 MiB under injected loss, duplication and reordering — with λ forced and from the
 //! cost model, with and without packet-wise pipelining; the tree runs when asked for,
-//! the binomial tree stays the default (it measured as fast or faster here).
+//! the binomial tree stays the default (see `collective/root.rs` for why).
 
 mod common;
 use common::*;

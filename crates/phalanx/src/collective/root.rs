@@ -222,10 +222,11 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
         let lambda = choices
             .lambda
             .unwrap_or_else(|| crate::coll::cost::model().lambda(len, s.packet));
-        // Without multicast the binomial tree stays the default: on the 2-core machines
-        // measured (bench/seed002.py trees) it was as fast as the postal tree or faster
-        // (the model's λ comes from the transport alone; the ranks' scheduling
-        // dominates). The postal tree runs when asked for (`PHALANX_COLL_BCAST=tree`).
+        // Without multicast the binomial tree stays the default until the choice is made
+        // per size from measurements: on a 2-core machine (bench/seed002.py trees) the
+        // binomial tree was 10-30 % faster at 4 ranks and the postal tree up to 24 %
+        // faster at 8 (the model's λ, from the transport alone, predicts neither). The
+        // postal tree runs when asked for (`PHALANX_COLL_BCAST=tree`).
         let mut c = choose_board(CollKind::Bcast, s, len, Mcast, Binomial);
         if c.alg == Tree {
             c.k = lambda as u16;
