@@ -66,12 +66,18 @@ SLOTS = int(os.environ.get("SLOTS", "1"))
 
 
 def run(hostfile, algo, extra):
-    env = dict(os.environ, **{f"PHALANX_COLL_{TEST.upper()}": algo})
-    cmd = [os.path.join(TARGET, "phalanx"), "run", "--hostfile", hostfile, "--timeout", "300",
-           os.path.join(TARGET, "phalanx-bench"), TEST] + extra
+    return run_env(hostfile, {f"PHALANX_COLL_{TEST.upper()}": algo}, [TEST] + extra)
+
+
+def run_env(hostfile, env_extra, bench_args, target=None):
+    """phalanx-bench BENCH_ARGS over the hostfile with ENV_EXTRA; {size: first column}."""
+    target = target or TARGET
+    env = dict(os.environ, **env_extra)
+    cmd = [os.path.join(target, "phalanx"), "run", "--hostfile", hostfile, "--timeout", "300",
+           os.path.join(target, "phalanx-bench")] + bench_args
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     if out.returncode != 0:
-        sys.exit(f"{algo} run failed:\n{out.stdout}\n{out.stderr}")
+        sys.exit(f"{env_extra} run failed:\n{out.stdout}\n{out.stderr}")
     rows = {}
     for line in out.stdout.splitlines():
         m = re.match(r"^\s*(\d+)\s+([\d.]+)", line)

@@ -18,11 +18,11 @@ Writes OUT_DIR/seed002_<name>.txt (the table) and .svg (the figure); OUT_DIR def
 bench/results. Needs root and iproute2 for `trees`; builds nothing: run
 `cargo build --release --workspace --bins` first (or set PHALANX_TARGET).
 """
-import os, re, statistics, subprocess, sys, tempfile
+import os, statistics, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gang_plot import write_svg  # noqa: E402
-from netns_bcast import Net  # noqa: E402
+from netns_bcast import Net, run_env  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("PHALANX_TARGET", os.path.join(ROOT, "target", "release"))
@@ -66,19 +66,8 @@ def multisend(args):
 
 
 def bench_run(hostfile, env_extra):
-    env = dict(os.environ, PHALANX_MCAST="0", **env_extra)
-    cmd = [os.path.join(TARGET, "phalanx"), "run", "--hostfile", hostfile, "--timeout", "300",
-           os.path.join(TARGET, "phalanx-bench"), "bcast", "-m", "8:65536", "-i", "200",
-           "-x", "20"]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
-    if out.returncode != 0:
-        sys.exit(f"{env_extra} run failed:\n{out.stdout}\n{out.stderr}")
-    rows = {}
-    for line in out.stdout.splitlines():
-        m = re.match(r"^\s*(\d+)\s+([\d.]+)", line)
-        if m:
-            rows[int(m.group(1))] = float(m.group(2))
-    return rows
+    return run_env(hostfile, dict(PHALANX_MCAST="0", **env_extra),
+                   ["bcast", "-m", "8:65536", "-i", "200", "-x", "20"], TARGET)
 
 
 VARIANTS = [
