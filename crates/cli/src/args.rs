@@ -248,6 +248,9 @@ impl RunArgs {
             };
             env.push((k.into(), v));
         }
+        if let Some(figures) = crate::cost::job_figures(&env)? {
+            env.push(("PHALANX_COST".into(), figures.into()));
+        }
         let ssh = if hosts.iter().any(|h| matches!(h, Host::Ssh(_))) {
             let cmd = shlex::split(&self.launcher_cmd)
                 .filter(|c| !c.is_empty())

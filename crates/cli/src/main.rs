@@ -8,6 +8,7 @@
 mod agents;
 mod args;
 mod cc;
+mod cost;
 mod gang;
 mod hosts;
 mod job;

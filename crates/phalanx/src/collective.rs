@@ -136,13 +136,13 @@ impl Chosen {
 
     /// The bits this choice adds to a call's signature: the algorithm's code in bits
     /// 52..56, k (only for `mcast2`, an all-gather, which has no root) in the root
-    /// field, bits 32..48, and a tree broadcast's λ in bits 48..52.
+    /// field, bits 32..48, and a postal tree's λ in bits 60..64.
     fn sig_bits(self) -> u64 {
         let k = match self.alg {
             Algorithm::Mcast2 => (u64::from(self.k) << 32) ^ (0xffff << 32),
-            // A tree broadcast's λ (1..=15) in the operation field's low bits, bits
-            // 48..52 (a broadcast has no operation): ranks on other trees are told.
-            Algorithm::Tree => u64::from(self.k & 0xf) << 48,
+            // A postal tree's λ (1..=15) above the collective's kind (1..=10, bits
+            // 56..60): ranks on other trees are told.
+            Algorithm::Tree => u64::from(self.k & 0xf) << 60,
             _ => 0,
         };
         (u64::from(self.alg.code()) << 52) | k

@@ -166,7 +166,7 @@ impl Config {
                 )
                 .map_err(Error::Init)?
             },
-            cost: crate::coll::cost::CostModel::from_env().map_err(Error::Init)?,
+            cost: crate::coll::cost::from_env().map_err(Error::Init)?,
             log: crate::log::parse_level(&text("PHALANX_LOG")?)?,
             transport: phalanx_transport::parse_transport_kind(&text("PHALANX_TRANSPORT")?)
                 .map_err(Error::Init)?,

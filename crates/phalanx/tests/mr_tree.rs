@@ -1,8 +1,9 @@
 //! Broadcast along the postal model's optimal tree (seed 002) on real processes without
 //! multicast (`PHALANX_MCAST=0`, UDP): every byte right for 16 ranks and sizes up to
 //! 1 MiB under injected loss, duplication and reordering — with λ forced and from the
-//! cost model, with and without packet-wise pipelining; the tree runs when asked for,
-//! the binomial tree stays the default (see `collective/root.rs` for why).
+//! cost model, with and without packet-wise pipelining; reduction and gather along the
+//! same trees, every root, under faults; the default takes the tree where the model
+//! predicts it clearly faster (see `collective/root.rs`), the binomial tree elsewhere.
 
 mod common;
 use common::*;
@@ -45,25 +46,70 @@ fn mr_tree_bcast_is_exact_under_faults() {
     assert_all_ok(&bcast_check("7", &env), 7, "model λ, 7 ranks");
 }
 
+/// Figures whose λ is 3 for every size: (5 + 3 + 1) / 3.
+const COST_LAMBDA_3: (&str, &str) = ("PHALANX_COST", "send=5+0,xmit=3+0,recv=1+0");
+
 #[test]
-fn mr_tree_runs_when_asked_and_binomial_is_the_default() {
-    // PHALANX_LOG=debug names each collective's algorithm.
+fn mr_tree_default_follows_the_model() {
+    // PHALANX_LOG=debug names each collective's algorithm. At λ = 3 the model predicts
+    // the tree 17 % ahead at 4 ranks (not enough: binomial) and 29 % at 8 (tree).
     let debug = ("PHALANX_LOG", "debug");
-    let r = bcast_check("6", &[debug, ("PHALANX_COLL_BCAST", "tree")]);
-    assert_all_ok(&r, 6, "tree");
     let line = "collective=\"broadcast_into\" algorithm=";
-    assert!(
-        r.stderr.contains(&format!("{line}\"tree\"")),
-        "{}",
-        r.dump()
-    );
-    let r = bcast_check("6", &[debug]);
-    assert_all_ok(&r, 6, "default");
-    assert!(
-        r.stderr.contains(&format!("{line}\"binomial\"")),
-        "{}",
-        r.dump()
-    );
+    for (n, want) in [("4", "binomial"), ("8", "tree")] {
+        let r = bcast_check(n, &[debug, COST_LAMBDA_3]);
+        assert_all_ok(&r, n.parse().unwrap(), n);
+        assert!(
+            r.stderr.contains(&format!("{line}\"{want}\"")),
+            "{n} ranks: {want} expected\n{}",
+            r.dump()
+        );
+    }
+    // Asked for, either runs.
+    for (n, alg) in [("6", "tree"), ("8", "binomial")] {
+        let r = bcast_check(n, &[debug, COST_LAMBDA_3, ("PHALANX_COLL_BCAST", alg)]);
+        assert_all_ok(&r, n.parse().unwrap(), alg);
+        assert!(
+            r.stderr.contains(&format!("{line}\"{alg}\"")),
+            "{}",
+            r.dump()
+        );
+    }
+}
+
+/// Every collective, every root, with broadcast, reduction and gather on postal trees.
+fn collectives_on_trees(n: &str, max: &str, env: &[(&str, &str)]) -> Run {
+    let ex = example("collectives").display().to_string();
+    let mut all = vec![
+        ("PHALANX_TRANSPORT", "udp"),
+        ("PHALANX_MCAST", "0"),
+        ("PHALANX_COLL_BCAST", "tree"),
+        ("PHALANX_COLL_REDUCE", "tree"),
+        ("PHALANX_COLL_GATHER", "tree"),
+    ];
+    all.extend_from_slice(env);
+    run(&["-n", n, &ex, max], &all, LIMIT)
+}
+
+#[test]
+fn mr_tree_reduce_and_gather_are_exact_under_faults() {
+    let faults = ("PHALANX_FAULTS", "loss=0.05,dup=0.03,reorder=0.05,seed=23");
+    for (n, lambda) in [("8", "3"), ("5", "15"), ("16", "2")] {
+        let r = collectives_on_trees(n, "131072", &[faults, ("PHALANX_COLL_LAMBDA", lambda)]);
+        assert!(r.ok(), "{n} ranks, λ={lambda}:\n{}", r.dump());
+        assert_eq!(
+            r.stdout.matches("all collectives ok").count(),
+            n.parse::<usize>().unwrap(),
+            "{}",
+            r.dump()
+        );
+    }
+    // And chosen by default (λ from the model) at 8 ranks, names in the log.
+    let r = collectives_on_trees("8", "65536", &[COST_LAMBDA_3, ("PHALANX_LOG", "debug")]);
+    assert!(r.ok(), "{}", r.dump());
+    for name in ["reduce", "gather"] {
+        let line = format!("collective=\"{name}\" algorithm=\"tree\"");
+        assert!(r.stderr.contains(&line), "{line}\n{}", r.dump());
+    }
 }
 
 #[test]
@@ -94,4 +140,49 @@ fn mr_tree_lambdas_that_differ_are_a_mismatch() {
         r.dump()
     );
     assert_ne!(r.code, Some(124), "it hung instead:\n{}", r.dump());
+}
+
+#[test]
+fn mr_tree_launcher_gives_every_rank_its_hosts_figures() {
+    // The launcher's host cache (here a file of figures) reaches every rank as
+    // PHALANX_COST; with PHALANX_COST=measure the launcher measures once for all.
+    let dir = std::env::temp_dir().join(format!("phx-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("cost");
+    std::fs::write(&file, "send=5+0,xmit=3+0,recv=1+0.001\n").expect("write figures");
+    let file = file.display().to_string();
+    let show = ["-n", "3", "sh", "-c", "echo cost:$PHALANX_COST"];
+    let figures = |r: &Run| -> Vec<String> {
+        r.stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("cost:"))
+            .map(str::to_string)
+            .collect()
+    };
+    let r = run(&show, &[("PHALANX_COST_FILE", &file)], LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    let got = figures(&r);
+    assert_eq!(got.len(), 3, "{}", r.dump());
+    assert!(
+        got.iter()
+            .all(|f| f.starts_with("send=5.0000+0.0000000,xmit=3.0000")),
+        "{}",
+        r.dump()
+    );
+    let r = run(&show, &[("PHALANX_COST", "measure")], LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    let got = figures(&r);
+    assert_eq!(got.len(), 3, "{}", r.dump());
+    assert!(
+        got.iter().all(|f| f == &got[0] && f.starts_with("send=")),
+        "{}",
+        r.dump()
+    );
+    // A job with measured figures runs its trees on them.
+    let r = bcast_check(
+        "4",
+        &[("PHALANX_COST", "measure"), ("PHALANX_COLL_BCAST", "tree")],
+    );
+    assert_all_ok(&r, 4, "measured");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -31,6 +31,7 @@ use std::os::fd::RawFd;
 use std::time::Duration;
 
 pub mod bpf;
+pub mod cost;
 mod faulty;
 mod host;
 mod iface;

@@ -39,8 +39,9 @@ pub enum Algorithm {
     ReduceBcast = 12,
     /// Pairwise exchange.
     Pairwise = 13,
-    /// Broadcast along the postal model's optimal tree for the measured λ, with
-    /// multi-send at inner nodes and packet-wise pipelining (seed 002).
+    /// Along the postal model's optimal tree for the measured λ (seed 002): a broadcast
+    /// with multi-send at inner nodes and packet-wise pipelining; a reduction or a
+    /// gather along the same tree backwards.
     Tree = 14,
 }
 
@@ -116,7 +117,7 @@ const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 9] = [
     (
         CollKind::Gather,
         "GATHER",
-        &[Algorithm::Linear, Algorithm::Binomial],
+        &[Algorithm::Linear, Algorithm::Binomial, Algorithm::Tree],
         false,
     ),
     (
@@ -137,7 +138,12 @@ const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 9] = [
         &[Algorithm::Rd, Algorithm::ReduceBcast],
         true,
     ),
-    (CollKind::Reduce, "REDUCE", &[Algorithm::Binomial], true),
+    (
+        CollKind::Reduce,
+        "REDUCE",
+        &[Algorithm::Binomial, Algorithm::Tree],
+        true,
+    ),
     (
         CollKind::Alltoall,
         "ALLTOALL",
@@ -156,7 +162,7 @@ pub struct Choices {
     forced: Vec<(CollKind, Algorithm)>,
     /// k of the `mcast2` all-gather (`PHALANX_COLL_ALLGATHER_K`, default 4).
     pub allgather_k: u16,
-    /// λ of the broadcast trees, instead of the cost model's (`PHALANX_COLL_LAMBDA`,
+    /// λ of the postal trees, instead of the cost model's (`PHALANX_COLL_LAMBDA`,
     /// 1 to 15).
     pub lambda: Option<u32>,
     /// Inner nodes of a tree broadcast forward each packet as it arrives

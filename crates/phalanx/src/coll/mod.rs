@@ -141,7 +141,7 @@ pub fn signature(
 
 /// Human-readable form of a signature for error messages.
 pub fn describe(sig: u64) -> String {
-    let kind = CollKind::name((sig >> 56) as u8);
+    let kind = CollKind::name(((sig >> 56) & 0xf) as u8);
     let op = ((sig >> 48) & 0xf) as u8;
     let alg = ((sig >> 52) & 0xf) as u8;
     let root = ((sig >> 32) & 0xffff) as u32;
@@ -150,11 +150,12 @@ pub fn describe(sig: u64) -> String {
     if root != 0xffff && !mcast2 {
         s += &format!("root {root}, ");
     }
-    if alg == algorithm::Algorithm::Tree.code() {
-        // A tree broadcast's λ sits where an operation would (a broadcast has none).
-        s += &format!("λ {op}, ");
-    } else if op != 0 {
+    if op != 0 {
         s += &format!("op #{op}, ");
+    }
+    if alg == algorithm::Algorithm::Tree.code() {
+        // A postal tree's λ sits above the kind.
+        s += &format!("λ {}, ", sig >> 60);
     }
     if let Some(a) = algorithm::Algorithm::from_code(alg) {
         s += &format!("algorithm #{alg} {}, ", a.name());

@@ -16,9 +16,19 @@
 //!   to all its children with one multi-destination send, chunk by chunk; with
 //!   pipelining a chunk is forwarded as soon as it has arrived, while the next one is
 //!   being received. Steps are the chunk indices (unique per sender and receiver).
+//! * [`reduce_tree`] and [`gather_tree`] run the same tree backwards (the time-reversed
+//!   optimal broadcast tree is the optimal tree for combining, in the postal model): a
+//!   member takes what its children send, combines it with its own and sends one
+//!   message to its parent. The reduction needs a commutative operation (every
+//!   predefined one is); the gather carries a subtree's blocks in the subtree's
+//!   depth-first order, which both ends compute from the tree, and the root puts every
+//!   block at its member's place.
+//! * [`pays`] is the default's choice between this tree and the binomial one: the
+//!   tree where the postal model predicts it at least [`TREE_GAIN`] faster (module
+//!   `collective::root` says why a margin).
 
 use super::algos::Shape;
-use super::schedule::{Buf, CommOp, Plan, Region};
+use super::schedule::{Buf, CommOp, LocalOp, Plan, Region};
 use std::collections::VecDeque;
 
 /// A broadcast tree over members `0..p`.
@@ -84,6 +94,154 @@ pub fn reach(lambda: u32, t: u64, cap: u64) -> u64 {
         f.push(v);
     }
     f[t as usize]
+}
+
+/// The predicted gain (binomial time over tree time, as a fraction) the postal tree must
+/// exceed to be the default.
+pub const TREE_GAIN: (u64, u64) = (6, 5);
+
+/// Postal-model time at which the last member has the packet in the library's binomial
+/// broadcast (`algos::bcast_binomial`: every member sends to its largest subtree first).
+pub fn binomial_time(p: usize, lambda: u32) -> u64 {
+    let l = u64::from(lambda.max(1));
+    let mut time = vec![0u64; p];
+    // A parent's virtual rank is below its children's: times are set before they are read.
+    for v in 0..p {
+        let top = if v == 0 {
+            p.next_power_of_two()
+        } else {
+            1 << v.trailing_zeros()
+        };
+        let (mut mask, mut k) = (top >> 1, 0);
+        while mask > 0 {
+            if v + mask < p {
+                time[v + mask] = time[v] + k + l;
+                k += 1;
+            }
+            mask >>= 1;
+        }
+    }
+    time.into_iter().max().unwrap_or(0)
+}
+
+/// Whether the postal tree for `lambda` is the default over the binomial tree for `p`
+/// members: its predicted time beats the binomial one's by more than [`TREE_GAIN`].
+pub fn pays(p: usize, lambda: u32) -> bool {
+    if lambda <= 1 || p < 3 {
+        return false;
+    }
+    let tree = postal_tree(p, lambda, 0)
+        .time
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    binomial_time(p, lambda) * TREE_GAIN.1 > tree * TREE_GAIN.0
+}
+
+/// Reduction of `len` bytes from every member's send buffer into the root's receive
+/// buffer along the time-reversed postal tree for `lambda` (module docs). Every child
+/// sends once to its parent (step 0).
+pub fn reduce_tree(s: &Shape, root: usize, len: usize, lambda: u32) -> Plan {
+    let tree = postal_tree(s.p, lambda, root);
+    let mut plan = Plan::default();
+    let acc = Region::new(plan.tmp(len), 0, len);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, len),
+            to: acc,
+        }],
+    );
+    let (mut recvs, mut folds) = (Vec::new(), Vec::new());
+    for &c in &tree.children[s.me] {
+        let t = Region::new(plan.tmp(len), 0, len);
+        recvs.push(CommOp::Recv {
+            from: s.world[c],
+            step: 0,
+            into: t,
+        });
+        folds.push(LocalOp::Reduce { from: t, into: acc });
+    }
+    plan.round(recvs, folds);
+    match tree.parent[s.me] {
+        Some(q) => plan.round(
+            vec![CommOp::Send {
+                to: vec![s.world[q]],
+                step: 0,
+                from: acc,
+            }],
+            vec![],
+        ),
+        None => plan.round(
+            vec![],
+            vec![LocalOp::Copy {
+                from: acc,
+                to: Region::new(Buf::Recv, 0, len),
+            }],
+        ),
+    }
+    plan
+}
+
+/// The members of `v`'s subtree, depth first: `v`, then each child's subtree in order.
+fn subtree(t: &Tree, v: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut stack = vec![v];
+    while let Some(x) = stack.pop() {
+        out.push(x);
+        stack.extend(t.children[x].iter().rev());
+    }
+    out
+}
+
+/// Gather of `block` bytes per member to `root` along the time-reversed postal tree for
+/// `lambda` (module docs). Every child sends its subtree's blocks once (step 0).
+pub fn gather_tree(s: &Shape, root: usize, block: usize, lambda: u32) -> Plan {
+    let tree = postal_tree(s.p, lambda, root);
+    let mine = subtree(&tree, s.me);
+    let mut plan = Plan::default();
+    let t = plan.tmp(mine.len() * block);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, block),
+            to: Region::new(t, 0, block),
+        }],
+    );
+    let mut recvs = Vec::new();
+    let mut at = 1;
+    for &c in &tree.children[s.me] {
+        let n = subtree(&tree, c).len();
+        recvs.push(CommOp::Recv {
+            from: s.world[c],
+            step: 0,
+            into: Region::new(t, at * block, n * block),
+        });
+        at += n;
+    }
+    plan.round(recvs, vec![]);
+    match tree.parent[s.me] {
+        Some(q) => plan.round(
+            vec![CommOp::Send {
+                to: vec![s.world[q]],
+                step: 0,
+                from: Region::new(t, 0, mine.len() * block),
+            }],
+            vec![],
+        ),
+        None => {
+            let copies = mine
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| LocalOp::Copy {
+                    from: Region::new(t, i * block, block),
+                    to: Region::new(Buf::Recv, m * block, block),
+                })
+                .collect();
+            plan.round(vec![], copies);
+        }
+    }
+    plan
 }
 
 /// Broadcast of `len` bytes in `buf` (at the root) into `buf` everywhere along the
@@ -224,6 +382,103 @@ mod tests {
             let t = postal_tree(p, 1, 0);
             let depth = t.time.iter().copied().max().unwrap_or(0);
             assert_eq!(depth, u64::from(p.next_power_of_two().trailing_zeros()));
+        }
+    }
+
+    #[test]
+    fn binomial_time_is_the_binomial_trees_depth_at_lambda_one() {
+        for p in 1..=1024usize {
+            let rounds = u64::from(p.next_power_of_two().trailing_zeros());
+            assert_eq!(binomial_time(p, 1), rounds, "p={p}");
+            // The postal tree is never later than the binomial tree.
+            for lambda in 1..=10 {
+                let t = postal_tree(p, lambda, 0)
+                    .time
+                    .into_iter()
+                    .max()
+                    .unwrap_or(0);
+                assert!(t <= binomial_time(p, lambda), "p={p} λ={lambda}");
+            }
+        }
+        // λ = 3, 4 members: the root's three sends (5 units) against two levels (6).
+        assert_eq!(binomial_time(4, 3), 6);
+    }
+
+    #[test]
+    fn the_tree_is_the_default_only_where_the_model_predicts_a_clear_gain() {
+        for p in 1..=64 {
+            assert!(!pays(p, 1), "λ = 1 is the binomial tree");
+        }
+        // λ = 3: 4 and 6 members gain at most 20 % (binomial), 8 and 16 more (tree).
+        assert!(!pays(4, 3) && !pays(6, 3));
+        assert!(pays(8, 3) && pays(16, 3));
+    }
+
+    /// Runs the plans of every member of a reduction or gather "on paper": the bytes of
+    /// each receive come from the matching send, rounds in order.
+    fn members_reached_by(plans: &[Plan], p: usize) -> Vec<Vec<usize>> {
+        // Who sends to whom: (from, to) pairs, each exactly once.
+        let mut edges = Vec::new();
+        for (me, plan) in plans.iter().enumerate() {
+            for r in &plan.rounds {
+                for op in &r.comm {
+                    if let CommOp::Send { to, .. } = op {
+                        edges.extend(to.iter().map(|&t| (me, t as usize)));
+                    }
+                }
+            }
+        }
+        let mut got = vec![Vec::new(); p];
+        for (me, plan) in plans.iter().enumerate() {
+            for r in &plan.rounds {
+                for op in &r.comm {
+                    if let CommOp::Recv { from, .. } = op {
+                        assert!(edges.contains(&(*from as usize, me)), "{from}->{me}");
+                        got[me].push(*from as usize);
+                    }
+                }
+            }
+        }
+        assert_eq!(edges.len(), p - 1);
+        got
+    }
+
+    #[test]
+    fn reduce_and_gather_run_the_tree_backwards() {
+        for (p, lambda, root) in [(8, 3, 0), (16, 2, 5), (7, 15, 6), (5, 1, 2)] {
+            let t = postal_tree(p, lambda, root);
+            let reduce: Vec<Plan> = (0..p)
+                .map(|me| reduce_tree(&shape(p, me), root, 64, lambda))
+                .collect();
+            let gather: Vec<Plan> = (0..p)
+                .map(|me| gather_tree(&shape(p, me), root, 8, lambda))
+                .collect();
+            for plans in [&reduce, &gather] {
+                let got = members_reached_by(plans, p);
+                for (m, from) in got.iter().enumerate() {
+                    assert_eq!(from, &t.children[m], "p={p} member {m}");
+                }
+            }
+            // The gather's root places every member's block once, at its own place.
+            let last = gather[root].rounds.last().expect("a round");
+            let mut places: Vec<usize> = last
+                .local
+                .iter()
+                .map(|op| match op {
+                    LocalOp::Copy { to, .. } => to.off / 8,
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            places.sort_unstable();
+            assert_eq!(places, (0..p).collect::<Vec<_>>());
+            // Each child's message is its subtree, in the parent's layout.
+            for m in (0..p).filter(|&m| m != root) {
+                let n = subtree(&t, m).len();
+                match &gather[m].rounds.last().expect("a round").comm[..] {
+                    [CommOp::Send { from, .. }] => assert_eq!(from.len, n * 8),
+                    other => panic!("{other:?}"),
+                }
+            }
         }
     }
 

@@ -7,7 +7,7 @@
 //! blocking calls) and complete when the returned request does. Buffers given to an
 //! immediate form belong to the request until it completes (the scope enforces it).
 
-use super::{bytes, check, choose_board, root_buffer, run, start, Operation, PlanFn, Spec};
+use super::{bytes, check, choose_board, root_buffer, run, start, Chosen, Operation, PlanFn, Spec};
 use crate::coll::algorithm::Algorithm::*;
 use crate::coll::algos;
 use crate::coll::ops::OpKind;
@@ -202,6 +202,35 @@ impl Root for Process<'_> {
     }
 }
 
+/// λ of the postal trees for `len`-byte messages in packets of `packet` bytes:
+/// `PHALANX_COLL_LAMBDA`, else the cost model's.
+fn tree_lambda(len: usize, packet: usize) -> u32 {
+    crate::coll::algorithm::choices()
+        .lambda
+        .unwrap_or_else(|| crate::coll::cost::model().lambda(len, packet))
+}
+
+/// The postal tree in place of the binomial default where the model predicts it clearly
+/// faster ([`crate::coll::tree::pays`]), unless the environment chose; a tree carries
+/// its λ.
+///
+/// Why a margin (`TREE_GAIN`, 20 %): the postal model counts a member's sends and its
+/// hop's latency but not that members share cores. Measured on a 2-core machine over
+/// network namespaces without multicast (`bench/seed002.py trees`), the root's three
+/// sends to 4 members (predicted 17 % ahead of the binomial tree at λ = 3) lost by
+/// 10-30 %, while the tree of 8 members (predicted 29 % ahead) won by up to 24 %, and
+/// over loopback the two were level.
+fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, lambda: u32) -> Chosen {
+    let forced = crate::coll::algorithm::choices().forced(kind).is_some();
+    if c.alg == Binomial && !forced && crate::coll::tree::pays(s.p, lambda) {
+        c = Chosen::plain(Tree);
+    }
+    if c.alg == Tree {
+        c.k = lambda as u16;
+    }
+    c
+}
+
 fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spec<'c>, PlanFn) {
     let len = bytes(buffer);
     let ptr = buffer.buffer_mut_ptr();
@@ -218,19 +247,13 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
         comm: p.comm,
     };
     let plan = move |s: &algos::Shape| {
-        let choices = crate::coll::algorithm::choices();
-        let lambda = choices
-            .lambda
-            .unwrap_or_else(|| crate::coll::cost::model().lambda(len, s.packet));
-        // Without multicast the binomial tree stays the default until the choice is made
-        // per size from measurements: on a 2-core machine (bench/seed002.py trees) the
-        // binomial tree was 10-30 % faster at 4 ranks and the postal tree up to 24 %
-        // faster at 8 (the model's λ, from the transport alone, predicts neither). The
-        // postal tree runs when asked for (`PHALANX_COLL_BCAST=tree`).
-        let mut c = choose_board(CollKind::Bcast, s, len, Mcast, Binomial);
-        if c.alg == Tree {
-            c.k = lambda as u16;
-        }
+        let lambda = tree_lambda(len, s.packet);
+        let c = with_tree(
+            CollKind::Bcast,
+            choose_board(CollKind::Bcast, s, len, Mcast, Binomial),
+            s,
+            lambda,
+        );
         Ok((
             c,
             match c.alg {
@@ -244,7 +267,7 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
                     len,
                     lambda,
                     s.packet,
-                    choices.pipeline,
+                    crate::coll::algorithm::choices().pipeline,
                 ),
                 _ => algos::bcast_binomial(s, root, Buf::Recv, len),
             },
@@ -276,12 +299,19 @@ fn gather_spec<'c, S: ?Sized + Buffer>(
     let recv_null = recv.0.is_null();
     let plan = move |s: &algos::Shape| {
         root_buffer(is_root, recv_null, recv.1, size * block, "gather_into_root")?;
-        let c = choose_board(CollKind::Gather, s, block, Linear, Binomial);
+        let lambda = tree_lambda(block, s.packet);
+        let c = with_tree(
+            CollKind::Gather,
+            choose_board(CollKind::Gather, s, block, Linear, Binomial),
+            s,
+            lambda,
+        );
         Ok((
             c,
             match c.alg {
                 Shm => Plan::on_board(),
                 Linear => algos::gather_linear(s, root, block),
+                Tree => crate::coll::tree::gather_tree(s, root, block, lambda),
                 _ => algos::gather_binomial(s, root, block),
             },
         ))
@@ -360,12 +390,21 @@ fn reduce_spec<'c, S: ?Sized + Buffer>(
                 "reduce_into_root: receive buffer smaller than send buffer",
             )?;
         }
-        let c = choose_board(CollKind::Reduce, s, len, Binomial, Binomial);
+        // Every operation is commutative (the predefined ones are all there is), so the
+        // tree's order of combining is as good as the binomial tree's.
+        let lambda = tree_lambda(len, s.packet);
+        let c = with_tree(
+            CollKind::Reduce,
+            choose_board(CollKind::Reduce, s, len, Binomial, Binomial),
+            s,
+            lambda,
+        );
         Ok((
             c,
             match c.alg {
                 Shm => Plan::on_board(),
                 Hier | HierMcast => Plan::hierarchical(),
+                Tree => crate::coll::tree::reduce_tree(s, root, len, lambda),
                 _ => algos::reduce_binomial(s, root, len),
             },
         ))
