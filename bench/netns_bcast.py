@@ -27,8 +27,13 @@ def sh(*args, check=True):
 
 
 class Net:
+    made = 0
+
     def __init__(self, n):
-        tag = f"{os.getpid() % 100000:05d}"
+        # A fresh tag per network: the kernel removes a deleted namespace's veth ends
+        # lazily, so a second network of one process must not reuse their names.
+        Net.made += 1
+        tag = f"{os.getpid() % 1000:03d}{Net.made % 100:02d}"
         self.bridge = f"pbb{tag}"
         self.names = [f"phxb-{tag}-{i}" for i in range(n)]
         self.subnet = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"

@@ -40,6 +40,8 @@ pub struct BootClient {
     reader: LineReader,
     /// Bootstrapped through PMI.
     pmi: Option<Box<PmiBoot>>,
+    /// The job's secret (from the environment, or under PMI from the key-value space).
+    secret: crate::Secret,
 }
 
 /// The PMI side of a [`BootClient`].
@@ -64,13 +66,27 @@ impl BootClient {
         let deadline = Instant::now() + timeout;
         let mut stream = connect_retrying(env, deadline)?;
         stream.set_nodelay(true)?;
+        let mut reader = LineReader::new(table_line_limit(env.size));
+        // The launcher's challenge first, answered by the proof of the secret.
+        stream.set_read_timeout(Some(remaining(deadline)?))?;
+        let nonce = match reader.next_msg::<LauncherMsg, _>(&mut stream)? {
+            Next::Msg(LauncherMsg::Challenge { nonce }) => nonce,
+            Next::Msg(LauncherMsg::Abort { reason }) => return Err(BootError::Aborted(reason)),
+            Next::Msg(other) => {
+                return Err(BootError::Protocol(format!(
+                    "the launcher began with {other:?}, not a challenge"
+                )))
+            }
+            Next::Eof => return Err(BootError::LauncherGone),
+            Next::Pending => return Err(BootError::Timeout),
+        };
         let hello = RankMsg::Hello(Hello {
             rank: env.rank,
             pid: std::process::id(),
             endpoint: endpoint.clone(),
+            proof: crate::auth::proof(&env.secret, &nonce, env.rank),
         });
         send_blocking(&mut stream, &hello, remaining(deadline)?, false)?;
-        let mut reader = LineReader::new(table_line_limit(env.size));
         let table = loop {
             stream.set_read_timeout(Some(remaining(deadline)?))?;
             match reader.next_msg::<LauncherMsg, _>(&mut stream)? {
@@ -93,6 +109,9 @@ impl BootClient {
                 Next::Msg(LauncherMsg::Halt { .. } | LauncherMsg::Continue) => {
                     return Err(BootError::Protocol("halt before the table".into()))
                 }
+                Next::Msg(LauncherMsg::Challenge { .. }) => {
+                    return Err(BootError::Protocol("a second challenge".into()))
+                }
                 Next::Eof => return Err(BootError::LauncherGone),
                 Next::Pending => return Err(BootError::Timeout),
             }
@@ -106,6 +125,7 @@ impl BootClient {
                 stream: Some(stream),
                 reader,
                 pmi: None,
+                secret: env.secret.clone(),
             },
             table,
         ))
@@ -123,12 +143,20 @@ impl BootClient {
             let mut key = [0u8; 8];
             std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key))?;
             pmi.put("phx-key", &key)?;
+            // The job's secret: the key-value space is the job's own (the PMI server
+            // serves only its processes).
+            pmi.put("phx-secret", &crate::Secret::new()?.0)?;
         }
         let mine = serde_json::to_vec(&endpoint)
             .map_err(|e| BootError::Protocol(format!("endpoint: {e}")))?;
         pmi.put(&format!("phx-ep-{}", env.rank), &mine)?;
         pmi.fence()?;
         let key = pmi.get("phx-key")?;
+        let secret = crate::Secret(
+            pmi.get("phx-secret")?
+                .try_into()
+                .map_err(|_| BootError::Protocol("PMI job secret is not 32 bytes".into()))?,
+        );
         let job_key = u64::from_le_bytes(
             key.try_into()
                 .map_err(|_| BootError::Protocol("PMI job key is not 8 bytes".into()))?,
@@ -161,6 +189,7 @@ impl BootClient {
         Ok((
             BootClient {
                 stream: None,
+                secret,
                 reader: LineReader::new(MAX_LINE),
                 pmi: Some(Box::new(PmiBoot {
                     pmi,
@@ -171,6 +200,11 @@ impl BootClient {
             },
             table,
         ))
+    }
+
+    /// The job's secret: the key of its datagram MAC derives from it.
+    pub fn secret(&self) -> &crate::Secret {
+        &self.secret
     }
 
     /// The socket, for the engine to poll for readability together with its own sockets.
@@ -207,6 +241,9 @@ impl BootClient {
             Next::Msg(LauncherMsg::Continue) => Ok(Some(Control::Continue)),
             Next::Msg(LauncherMsg::Table(_)) => {
                 Err(BootError::Protocol("second table from the launcher".into()))
+            }
+            Next::Msg(LauncherMsg::Challenge { .. }) => {
+                Err(BootError::Protocol("a challenge after start-up".into()))
             }
             Next::Pending => Ok(None),
             Next::Eof => Err(BootError::LauncherGone),
@@ -434,14 +471,22 @@ mod tests {
             rank: 0,
             size: 1,
             addr: l.local_addr().unwrap(),
+            secret: crate::Secret::new().unwrap(),
         };
+        let secret = env.secret.clone();
         let h = std::thread::spawn(move || {
             let (mut s, _) = l.accept().unwrap();
             s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let nonce = crate::auth::new_nonce().unwrap();
+            s.write_all(&encode(&LauncherMsg::Challenge {
+                nonce: nonce.clone(),
+            }))
+            .unwrap();
             let mut r = LineReader::new(MAX_LINE);
             let Next::Msg(RankMsg::Hello(hello)) = r.next_msg(&mut s).unwrap() else {
                 panic!("no hello")
             };
+            assert!(crate::auth::check(&secret, &nonce, 0, &hello.proof));
             script(s, hello);
         });
         (env, h)

@@ -6,7 +6,7 @@
 //! empty boot id or inode 0, which only weakens same-host detection.
 
 use crate::msg::PROTOCOL_VERSION;
-use crate::BootError;
+use crate::{BootError, Secret};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
@@ -17,6 +17,8 @@ pub const ENV_RANK: &str = "PHALANX_RANK";
 pub const ENV_SIZE: &str = "PHALANX_SIZE";
 /// Environment variable holding the launcher's TCP address (`ip:port`).
 pub const ENV_BOOT: &str = "PHALANX_BOOT";
+/// Environment variable holding the job's secret (64 hex digits, [`crate::auth`]).
+pub const ENV_SECRET: &str = "PHALANX_JOB_SECRET";
 
 /// Where this rank sits in the job and how to reach its launcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,10 +29,12 @@ pub struct BootEnv {
     pub size: u32,
     /// The launcher's rendezvous address.
     pub addr: SocketAddr,
+    /// The job's secret.
+    pub secret: Secret,
 }
 
 impl BootEnv {
-    /// Reads [`ENV_RANK`], [`ENV_SIZE`] and [`ENV_BOOT`].
+    /// Reads [`ENV_RANK`], [`ENV_SIZE`], [`ENV_BOOT`] and [`ENV_SECRET`].
     ///
     /// `Ok(None)` when `PHALANX_BOOT` is unset (singleton run); `Err(BadEnv)` naming the
     /// variable when a value is missing or malformed.
@@ -64,7 +68,21 @@ impl BootEnv {
                 "{ENV_RANK}={rank} is out of range for {ENV_SIZE}={size}"
             )));
         }
-        Ok(Some(BootEnv { rank, size, addr }))
+        let secret = get(ENV_SECRET)
+            .ok_or_else(|| {
+                BootError::BadEnv(format!("{ENV_BOOT} is set but {ENV_SECRET} is missing"))
+            })
+            .and_then(|v| {
+                // Never echo the value: it is the job's secret.
+                Secret::from_hex(&v)
+                    .ok_or_else(|| BootError::BadEnv(format!("{ENV_SECRET} is not 64 hex digits")))
+            })?;
+        Ok(Some(BootEnv {
+            rank,
+            size,
+            addr,
+            secret,
+        }))
     }
 }
 
@@ -147,6 +165,8 @@ pub fn check_hosts(hosts: &[(u32, &HostInfo)]) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    const SECRET: &str = "abababababababababababababababababababababababababababababababab";
+
     fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |k| {
             vars.iter()
@@ -171,8 +191,10 @@ mod tests {
             (ENV_BOOT, "127.0.0.1:4000"),
             (ENV_RANK, "2"),
             (ENV_SIZE, "4"),
+            (ENV_SECRET, SECRET),
         ];
         let env = BootEnv::from_lookup(lookup(&vars)).unwrap().unwrap();
+        assert_eq!(env.secret, Secret([0xab; 32]));
         assert_eq!(env.rank, 2);
         assert_eq!(env.size, 4);
         assert_eq!(env.addr, "127.0.0.1:4000".parse().unwrap());
@@ -186,10 +208,20 @@ mod tests {
             &[(ENV_BOOT, "127.0.0.1:1"), (ENV_RANK, "-1"), (ENV_SIZE, "1")],
             &[(ENV_BOOT, "127.0.0.1:1"), (ENV_RANK, "1"), (ENV_SIZE, "1")],
             &[(ENV_BOOT, "127.0.0.1:1"), (ENV_RANK, "0"), (ENV_SIZE, "0")],
+            &[(ENV_BOOT, "127.0.0.1:1"), (ENV_RANK, "0"), (ENV_SIZE, "1")],
+            &[
+                (ENV_BOOT, "127.0.0.1:1"),
+                (ENV_RANK, "0"),
+                (ENV_SIZE, "1"),
+                (ENV_SECRET, "ab12"),
+            ],
         ];
         for vars in cases {
             match BootEnv::from_lookup(lookup(vars)) {
-                Err(BootError::BadEnv(msg)) => assert!(msg.contains("PHALANX_"), "{msg}"),
+                Err(BootError::BadEnv(msg)) => {
+                    assert!(msg.contains("PHALANX_"), "{msg}");
+                    assert!(!msg.contains("ab12"), "a secret is never echoed: {msg}");
+                }
                 other => panic!("{vars:?}: {other:?}"),
             }
         }

@@ -1,10 +1,14 @@
 //! phalanx start-up rendezvous: the protocol between `phalanx run` and its ranks.
 //!
 //! Contract:
-//! - The launcher listens on TCP and starts every rank with [`ENV_RANK`], [`ENV_SIZE`] and
-//!   [`ENV_BOOT`] set ([`BootEnv::from_env`] reads them; no [`ENV_BOOT`] means a singleton).
-//! - Each rank binds its data endpoint *before* it connects, then sends one
-//!   [`RankMsg::Hello`]. When every rank has said hello and all hosts are alike
+//! - The launcher listens on TCP and starts every rank with [`ENV_RANK`], [`ENV_SIZE`],
+//!   [`ENV_BOOT`] and the job's secret [`ENV_SECRET`] set ([`BootEnv::from_env`] reads
+//!   them; no [`ENV_BOOT`] means a singleton).
+//! - Each rank binds its data endpoint *before* it connects. The launcher's first line
+//!   on every connection is a challenge ([`LauncherMsg::Challenge`]); the rank answers
+//!   with one [`RankMsg::Hello`] carrying the proof that it knows the secret
+//!   ([`auth`]); a connection without the right proof is refused, and nothing else is
+//!   sent to it. When every rank has said hello and all hosts are alike
 //!   ([`check_hosts`]), the launcher sends every rank the same [`Table`] (job key plus one
 //!   endpoint per rank, in rank order). Receiving the table therefore is the start-up
 //!   barrier: every peer can already receive.
@@ -24,6 +28,7 @@
 //! Both sides share the message types in [`msg`]; the rank side is [`BootClient`], the
 //! launcher side uses [`frame::LineReader`] and [`frame::send_blocking`] directly.
 
+pub mod auth;
 mod client;
 mod env;
 mod error;
@@ -31,8 +36,9 @@ pub mod frame;
 pub mod msg;
 pub mod pmi;
 
+pub use auth::Secret;
 pub use client::BootClient;
-pub use env::{check_hosts, BootEnv, HostInfo, ENV_BOOT, ENV_RANK, ENV_SIZE};
+pub use env::{check_hosts, BootEnv, HostInfo, ENV_BOOT, ENV_RANK, ENV_SECRET, ENV_SIZE};
 pub use error::BootError;
 pub use msg::{
     Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, Table, PROTOCOL_VERSION,

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::net::SocketAddrV4;
 
 /// Version of this protocol and of the data-plane ABI; ranks of one job must agree.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// How peers reach a rank: its data socket address and the host it runs on.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -59,6 +59,10 @@ pub struct Hello {
     pub pid: u32,
     /// The rank's endpoint, already bound.
     pub endpoint: Endpoint,
+    /// The proof that the rank knows the job's secret, for the launcher's challenge
+    /// ([`crate::auth::proof`]).
+    #[serde(default)]
+    pub proof: String,
 }
 
 /// How a rank's attempt to join its host's shared-memory segment went.
@@ -124,6 +128,12 @@ pub enum RankMsg {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LauncherMsg {
+    /// The first line on every boot connection: a fresh random challenge, which the
+    /// rank's `Hello` answers with its proof ([`crate::auth`]).
+    Challenge {
+        /// 32 random bytes in hex.
+        nonce: String,
+    },
     /// The rendezvous result; also the start-up barrier.
     Table(Table),
     /// Asks the rank what it is waiting on (answered by [`RankMsg::Status`]).
@@ -183,6 +193,7 @@ mod tests {
                 rank: 3,
                 pid: 77,
                 endpoint: ep.clone(),
+                proof: "00ff".into(),
             }),
             RankMsg::Status { text: "x".into() },
             RankMsg::Drained { warning: None },

@@ -34,17 +34,18 @@ mod remote;
 mod suspend;
 
 use crate::agents::Agents;
-use crate::hosts::{boot_ip_for, Host};
+use crate::hosts::Host;
 use crate::output::{self, Dest};
+use crate::rendezvous;
 use crate::signals::{pollfd, wait_readable, Signals};
 use crate::spawn::{self, spawn_rank, Program};
 use crate::status::{describe, signal_text};
 use phalanx_boot::frame::{encode, send_line_blocking, LineReader, Next};
 use phalanx_boot::{
-    check_hosts, BootError, Endpoint, HostInfo, LauncherMsg, RankMsg, ShmOutcome, Table, MAX_LINE,
+    auth, check_hosts, BootError, Endpoint, HostInfo, LauncherMsg, RankMsg, Secret, ShmOutcome,
+    Table, MAX_LINE,
 };
 use rand::RngCore;
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
@@ -61,6 +62,8 @@ pub const QUERY_WINDOW: Duration = Duration::from_secs(1);
 const CONN_LOSS_GRACE: Duration = Duration::from_millis(500);
 /// Bound on writing one control message to a rank.
 const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// Longest wait to hand a new connection its challenge (a few dozen bytes).
+const CHALLENGE_SEND: Duration = Duration::from_millis(100);
 /// Bound on writing `Abort` to a rank during teardown.
 const ABORT_SEND_TIMEOUT: Duration = Duration::from_millis(100);
 /// How long output threads may take to reach EOF once all ranks are gone.
@@ -115,13 +118,16 @@ impl Failure {
 struct Conn {
     stream: TcpStream,
     reader: LineReader,
+    /// The challenge this connection must answer before it is a rank's.
+    nonce: String,
 }
 
 impl Conn {
-    fn new(stream: TcpStream) -> Conn {
+    fn new(stream: TcpStream, nonce: String) -> Conn {
         Conn {
             stream,
             reader: LineReader::new(MAX_LINE),
+            nonce,
         }
     }
 }
@@ -157,10 +163,15 @@ enum Phase {
 struct Job {
     cfg: Config,
     signals: Signals,
-    listener: Option<TcpListener>,
+    /// The rendezvous listeners (none once every rank has connected).
+    listeners: Vec<TcpListener>,
     pending: Vec<Conn>,
     ranks: Vec<Rank>,
     job_key: u64,
+    /// The job's secret, which every rank proves it knows at start-up.
+    secret: Secret,
+    /// Boot connections refused for a wrong or missing proof.
+    refused: u32,
     phase: Phase,
     started: Instant,
     query_until: Option<Instant>,
@@ -180,33 +191,21 @@ pub fn run(cfg: Config) -> i32 {
         Ok(s) => s,
         Err(e) => return fatal(&format!("cannot install signal handlers: {e}")),
     };
-    // Ranks in other network namespaces cannot reach our 127.0.0.1.
-    let remote = cfg.hosts.iter().any(|h| match h {
-        Host::Local => false,
-        Host::Netns(_) | Host::Ssh(_) => true,
-        Host::Node { agent, .. } => !agent.ip().is_loopback(),
-    });
-    let listen_ip = if remote {
-        Ipv4Addr::UNSPECIFIED
-    } else {
-        Ipv4Addr::LOCALHOST
-    };
-    let listener =
-        match TcpListener::bind((listen_ip, 0)).and_then(|l| l.set_nonblocking(true).map(|()| l)) {
-            Ok(l) => l,
-            Err(e) => return fatal(&format!("cannot listen for ranks on {listen_ip}: {e}")),
-        };
-    let port = match listener.local_addr() {
-        Ok(a) => a.port(),
-        Err(e) => return fatal(&format!("cannot read the listening address: {e}")),
-    };
-    let boots = match boot_addresses(&cfg, port) {
-        Ok(b) => b,
+    // One listener per address the ranks reach us at, and only those.
+    let (listeners, boots) = match rendezvous::listen(&cfg) {
+        Ok(x) => x,
         Err(e) => return fatal(&e),
     };
     // Ranks of this machine in a job with other hosts must be reachable from them: they
     // bind the address the others reach the launcher at, not loopback (their own copy
     // of the program's environment: not for the agents' ranks).
+    // The job's secret reaches every rank in its environment, never on the wire.
+    let secret = match Secret::new() {
+        Ok(s) => s,
+        Err(e) => return fatal(&format!("cannot make the job's secret: {e}")),
+    };
+    let mut cfg = cfg;
+    (cfg.program.env).push((phalanx_boot::ENV_SECRET.into(), secret.to_hex().into()));
     let mut local_program = cfg.program.clone();
     if let Some(out) = boots
         .iter()
@@ -222,10 +221,12 @@ pub fn run(cfg: Config) -> i32 {
     let (done_tx, outputs_done) = channel();
     let mut job = Job {
         signals,
-        listener: Some(listener),
+        listeners,
         pending: Vec::new(),
         ranks: Vec::with_capacity(cfg.size as usize),
         job_key: rand::rngs::OsRng.next_u64(),
+        secret,
+        refused: 0,
         phase: Phase::Rendezvous,
         started: Instant::now(),
         query_until: None,
@@ -293,71 +294,6 @@ pub fn run(cfg: Config) -> i32 {
     job.finish(outcome.err())
 }
 
-/// The launcher's address for every rank: 127.0.0.1 on this host, for a namespace the
-/// `--boot-ip` or the address of this host on the namespace's subnet, for an ssh host
-/// the `--boot-ip` or the address this host sends from toward it.
-fn boot_addresses(cfg: &Config, port: u16) -> Result<Vec<SocketAddr>, String> {
-    let mut per_ns: HashMap<&str, Ipv4Addr> = HashMap::new();
-    let mut per_host: HashMap<&str, Ipv4Addr> = HashMap::new();
-    let mut out = Vec::with_capacity(cfg.hosts.len());
-    for host in &cfg.hosts {
-        let ip = match host {
-            Host::Local => Ipv4Addr::LOCALHOST,
-            Host::Node { agent, .. } if agent.ip().is_loopback() => Ipv4Addr::LOCALHOST,
-            Host::Node { label, .. } => cfg.boot_ip.ok_or_else(|| {
-                format!("node {label} is not on loopback: --boot-ip must say how it reaches us")
-            })?,
-            Host::Ssh(target) => match (cfg.boot_ip, per_host.get(target.as_str())) {
-                (Some(ip), _) => ip,
-                (None, Some(&ip)) => ip,
-                (None, None) => {
-                    let ip = ssh_boot_ip(target)?;
-                    per_host.insert(target, ip);
-                    ip
-                }
-            },
-            Host::Netns(ns) => match (cfg.boot_ip, per_ns.get(ns.as_str())) {
-                (Some(ip), _) => ip,
-                (None, Some(&ip)) => ip,
-                (None, None) => {
-                    let ip = boot_ip_for(ns)?;
-                    per_ns.insert(ns, ip);
-                    ip
-                }
-            },
-        };
-        out.push(SocketAddr::from((ip, port)));
-    }
-    // An ssh host that is this machine (`localhost` with `--launcher ssh`) in a job with
-    // remote hosts: its ranks must publish an address the others reach.
-    if let Some(outward) = out.iter().map(SocketAddr::ip).find(|ip| !ip.is_loopback()) {
-        for (a, h) in out.iter_mut().zip(&cfg.hosts) {
-            if a.ip().is_loopback() && matches!(h, Host::Ssh(_)) {
-                a.set_ip(outward);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The address ranks on ssh host `target` reach the launcher at: the one this host
-/// sends from toward it (loopback for this machine).
-fn ssh_boot_ip(target: &str) -> Result<Ipv4Addr, String> {
-    use std::net::ToSocketAddrs;
-    let host = crate::hosts::ssh_host_part(target);
-    let addr = (host, 22)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve host {host}: {e}"))?
-        .find(SocketAddr::is_ipv4)
-        .ok_or_else(|| format!("host {host} has no IPv4 address"))?;
-    crate::hosts::source_ip_toward(addr.ip()).map_err(|e| {
-        format!(
-            "no route to host {host} ({}): {e}; pass --boot-ip",
-            addr.ip()
-        )
-    })
-}
-
 fn fatal(msg: &str) -> i32 {
     eprintln!("phalanx: {msg}");
     1
@@ -405,9 +341,7 @@ impl Job {
     /// Sleeps until a signal, a socket event or the next deadline (at most [`TICK`]).
     fn wait_events(&mut self) {
         let mut fds = vec![pollfd(self.signals.fd())];
-        if let Some(l) = &self.listener {
-            fds.push(pollfd(l.as_raw_fd()));
-        }
+        fds.extend(self.listeners.iter().map(|l| pollfd(l.as_raw_fd())));
         fds.extend(self.pending.iter().map(|c| pollfd(c.stream.as_raw_fd())));
         fds.extend(
             self.ranks
@@ -447,19 +381,34 @@ impl Job {
     }
 
     fn accept(&mut self) {
-        let Some(listener) = &self.listener else {
-            return;
-        };
+        for i in 0..self.listeners.len() {
+            self.accept_on(i);
+        }
+    }
+
+    fn accept_on(&mut self, i: usize) {
         loop {
-            match listener.accept() {
+            match self.listeners[i].accept() {
                 Ok((stream, _)) => {
                     // More pending connections than ranks can only be strangers.
                     if self.pending.len() >= self.ranks.len() + 16 {
                         continue;
                     }
-                    if stream.set_nonblocking(true).is_ok() {
+                    // The challenge first: nothing else goes to a connection that has
+                    // not proved it knows the job's secret.
+                    let Ok(nonce) = auth::new_nonce() else {
+                        continue;
+                    };
+                    let challenge = LauncherMsg::Challenge {
+                        nonce: nonce.clone(),
+                    };
+                    let mut stream = stream;
+                    if send_line_blocking(&mut stream, &encode(&challenge), CHALLENGE_SEND, false)
+                        .is_ok()
+                        && stream.set_nonblocking(true).is_ok()
+                    {
                         let _ = stream.set_nodelay(true);
-                        self.pending.push(Conn::new(stream));
+                        self.pending.push(Conn::new(stream, nonce));
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -481,6 +430,17 @@ impl Job {
                 Ok(Next::Pending) => i += 1,
                 Ok(Next::Msg(RankMsg::Hello(h))) => {
                     let conn = self.pending.swap_remove(i);
+                    if !auth::check(&self.secret, &conn.nonce, h.rank, &h.proof) {
+                        self.refused += 1;
+                        let from = conn.stream.peer_addr().map(|a| a.to_string());
+                        eprintln!(
+                            "phalanx: warning: refused a boot connection from {} claiming rank {}: it does not know the job's secret ({} refused)",
+                            from.unwrap_or_else(|_| "?".into()),
+                            h.rank,
+                            self.refused
+                        );
+                        continue;
+                    }
                     let r = h.rank as usize;
                     if r >= self.ranks.len() || self.ranks[r].endpoint.is_some() {
                         eprintln!(
@@ -680,7 +640,7 @@ impl Job {
         }));
         self.broadcast(&table, SEND_TIMEOUT);
         self.phase = Phase::Running;
-        self.listener = None;
+        self.listeners.clear();
         self.pending.clear();
         Ok(())
     }
@@ -828,7 +788,7 @@ impl Job {
         }
         // Closing the node daemons' connections makes them kill what they started.
         self.agents = None;
-        self.listener = None;
+        self.listeners.clear();
         self.pending.clear();
         for rank in &mut self.ranks {
             rank.conn = None;

@@ -14,6 +14,7 @@ mod hosts;
 mod job;
 mod output;
 mod proxy;
+mod rendezvous;
 mod serve;
 mod signals;
 mod slurm;

@@ -67,6 +67,9 @@ pub struct Config {
     pub mcast: phalanx_transport::McastSetting,
     /// The per-rank kernel packet filter. `PHALANX_BPF` (default on).
     pub bpf: bool,
+    /// Seal and check every UDP datagram with the job's MAC (`PHALANX_MAC`, default on;
+    /// `0` only where every host and link of the job is trusted).
+    pub mac: bool,
     /// Shared memory between the ranks of a host. `PHALANX_SHM_*`.
     pub shm: phalanx_shm::ShmConfig,
     /// The network is declared reliable: careful protocol on UDP. `PHALANX_RELIABLE_NET`.
@@ -180,6 +183,7 @@ impl Config {
             mcast: phalanx_transport::McastSetting::from_lookup(|k| std::env::var(k).ok())
                 .map_err(|e| Error::Init(e.to_string()))?,
             bpf: switch(phalanx_transport::ENV_BPF, true)?,
+            mac: switch("PHALANX_MAC", true)?,
             shm: phalanx_shm::ShmConfig::from_lookup(|k| std::env::var(k).ok())
                 .map_err(Error::Init)?,
             reliable_net: switch("PHALANX_RELIABLE_NET", false)?,

@@ -76,6 +76,11 @@ pub mod testing {
             .ok()
             .flatten()
     }
+    /// The job key every datagram of this job carries in clear (what an eavesdropper
+    /// reads off the wire).
+    pub fn job_key() -> Option<u64> {
+        crate::runtime::with_engine(|e| Ok(e.job_key())).ok()
+    }
     /// Payload bytes of one collective packet.
     pub fn coll_packet() -> Option<usize> {
         crate::runtime::with_engine(|e| Ok(e.coll_packet())).ok()

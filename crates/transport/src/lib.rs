@@ -35,6 +35,7 @@ pub mod cost;
 mod faulty;
 mod host;
 mod iface;
+pub mod mac;
 pub mod mcast;
 mod udp;
 
@@ -106,6 +107,8 @@ pub struct TransportStats {
     /// Send system calls made (`sendto`, `sendmmsg`), retried ones included: a
     /// multi-send to k destinations is one call where k sends are k.
     pub send_calls: u64,
+    /// Datagrams dropped because their MAC was wrong (not the job's, forged, damaged).
+    pub bad_mac: u64,
 }
 
 /// A datagram transport used by the phalanx progress engine. Nonblocking.

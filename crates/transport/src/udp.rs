@@ -22,6 +22,11 @@
 //! * `recv_batch` does one `recvmmsg(2)` of up to [`RECV_BATCH`] datagrams on each socket
 //!   into buffers allocated once (64 KiB each, so nothing is truncated), never blocks, and
 //!   reports each sender's unicast address. `fds()` returns both sockets.
+//! * [`UdpTransport::authenticate`] seals every datagram sent afterwards with the job's
+//!   MAC and opens every one received ([`crate::mac`]): a datagram whose tag is wrong
+//!   (a stranger's, a forged one, a damaged one) is dropped and counted in `bad_mac`,
+//!   and `max_datagram` shrinks by the trailer. A sealed datagram is one `sendmsg` (or
+//!   `sendmmsg` entry) of two pieces, the datagram and its trailer: no copy.
 //! * No time-based work: `next_deadline` is `None`, `service` does nothing.
 
 use std::io;
@@ -32,6 +37,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::iface::{interface_mtu, Interface};
+use crate::mac::{Seal, TRAILER};
 use crate::mcast::{self, group_for_key, McastSetting};
 use crate::{bpf, Rank, Transport, TransportStats};
 
@@ -124,8 +130,16 @@ impl RecvRing {
         }
     }
 
-    /// One nonblocking `recvmmsg` on `fd`, handing each datagram to `f`.
-    fn drain(&mut self, fd: RawFd, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> io::Result<usize> {
+    /// One nonblocking `recvmmsg` on `fd`, handing each datagram to `f` — with `seal`,
+    /// only those whose tag is right, without their trailer (the others are counted in
+    /// `bad`). Returns the datagrams handed over.
+    fn drain(
+        &mut self,
+        fd: RawFd,
+        seal: Option<&Seal>,
+        bad: &mut u64,
+        f: &mut dyn FnMut(SocketAddrV4, &[u8]),
+    ) -> io::Result<usize> {
         self.reset();
         // SAFETY: every mmsghdr points at buffers owned by `self` that are valid for the
         // lengths set in `new`/`reset`; the kernel writes at most RECV_BATCH entries; a
@@ -147,6 +161,7 @@ impl RecvRing {
             };
         }
         let n = n as usize;
+        let mut taken = 0;
         for i in 0..n {
             let hdr = &self.hdrs[i];
             if hdr.msg_hdr.msg_controllen > 0 {
@@ -157,9 +172,20 @@ impl RecvRing {
             let len = (hdr.msg_len as usize).min(RECV_BUF);
             let from = from_sockaddr_in(&self.names[i]);
             let start = i * RECV_BUF;
-            f(from, &self.bufs[start..start + len]);
+            let d = &self.bufs[start..start + len];
+            match seal {
+                None => f(from, d),
+                Some(s) => match s.open(d) {
+                    Some(d) => f(from, d),
+                    None => {
+                        *bad += 1;
+                        continue;
+                    }
+                },
+            }
+            taken += 1;
         }
-        Ok(n)
+        Ok(taken)
     }
 }
 
@@ -187,6 +213,8 @@ pub struct UdpTransport {
     stats: TransportStats,
     /// Whether `recv_batch` drains the multicast socket too.
     poll_group: bool,
+    /// The job's MAC, once [`UdpTransport::authenticate`]d.
+    seal: Option<Seal>,
 }
 
 // SAFETY: the raw pointers inside `RecvRing` (iovec bases, msg_name,
@@ -229,6 +257,7 @@ impl UdpTransport {
             filter: None,
             stats: TransportStats::default(),
             poll_group: true,
+            seal: None,
         })
     }
 
@@ -326,6 +355,21 @@ impl UdpTransport {
         Ok(())
     }
 
+    /// Seals every datagram sent from now on as `rank` under the job's datagram `key`
+    /// ([`crate::mac::datagram_key`]) and takes only sealed ones (module docs). Call it
+    /// before the rank publishes its endpoint; every rank of the job must.
+    pub fn authenticate(&mut self, key: &[u8; 16], rank: Rank) {
+        if self.seal.is_none() {
+            self.max_datagram -= TRAILER;
+        }
+        self.seal = Some(Seal::new(key, rank));
+    }
+
+    /// Whether datagrams are sealed and checked.
+    pub fn authenticated(&self) -> bool {
+        self.seal.is_some()
+    }
+
     /// Whether a kernel filter is attached.
     pub fn filter_installed(&self) -> bool {
         self.filter.is_some()
@@ -352,6 +396,11 @@ impl UdpTransport {
     #[inline]
     fn send_addr(&mut self, addr: &libc::sockaddr_in, datagram: &[u8]) -> io::Result<bool> {
         let fd = self.sock.as_raw_fd();
+        let trailer = self.seal.as_mut().map(|s| s.trailer(datagram));
+        let sendto = |fd, addr: &libc::sockaddr_in, d: &[u8]| match &trailer {
+            None => sendto(fd, addr, d),
+            Some(t) => sendmsg(fd, addr, d, t),
+        };
         self.stats.send_calls += 1;
         let mut err = match sendto(fd, addr, datagram) {
             Ok(()) => {
@@ -412,12 +461,20 @@ impl Transport for UdpTransport {
             .iter()
             .map(|&p| self.peer_addr(p))
             .collect::<io::Result<_>>()?;
-        let mut iov = libc::iovec {
-            // The kernel only reads the buffer of a send.
-            iov_base: datagram.as_ptr().cast_mut().cast(),
-            iov_len: datagram.len(),
-        };
-        let iov_ptr: *mut libc::iovec = &mut iov;
+        let trailer = self.seal.as_mut().map(|s| s.trailer(datagram));
+        // The kernel only reads the buffers of a send.
+        let mut iov = [
+            libc::iovec {
+                iov_base: datagram.as_ptr().cast_mut().cast(),
+                iov_len: datagram.len(),
+            },
+            libc::iovec {
+                iov_base: trailer.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()) as *mut _,
+                iov_len: trailer.as_ref().map_or(0, |t| t.len()),
+            },
+        ];
+        let pieces = if trailer.is_some() { 2 } else { 1 };
+        let iov_ptr: *mut libc::iovec = iov.as_mut_ptr();
         let mut hdrs: Vec<libc::mmsghdr> = addrs
             .iter()
             .map(|a| {
@@ -426,7 +483,7 @@ impl Transport for UdpTransport {
                 h.msg_hdr.msg_name = (a as *const libc::sockaddr_in).cast_mut().cast();
                 h.msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
                 h.msg_hdr.msg_iov = iov_ptr;
-                h.msg_hdr.msg_iovlen = 1;
+                h.msg_hdr.msg_iovlen = pieces;
                 h
             })
             .collect();
@@ -436,7 +493,8 @@ impl Transport for UdpTransport {
         while done < hdrs.len() {
             let rest = &mut hdrs[done..];
             // SAFETY: `rest` holds valid mmsghdrs whose name and iovec pointers point at
-            // `addrs` and `iov`, which outlive the call; the iovec points at `datagram`.
+            // `addrs` and `iov`, which outlive the call; the iovecs point at `datagram`
+            // and `trailer` (alive until the function returns).
             let rc =
                 unsafe { libc::sendmmsg(fd, rest.as_mut_ptr(), rest.len() as libc::c_uint, 0) };
             self.stats.send_calls += 1;
@@ -464,11 +522,21 @@ impl Transport for UdpTransport {
     }
 
     fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> io::Result<usize> {
-        let n = self.rx.drain(self.sock.as_raw_fd(), f)?;
+        let n = self.rx.drain(
+            self.sock.as_raw_fd(),
+            self.seal.as_ref(),
+            &mut self.stats.bad_mac,
+            f,
+        )?;
         self.stats.received_unicast += n as u64;
         let mut total = n;
         if let Some(g) = self.group.as_mut().filter(|_| self.poll_group) {
-            let m = g.rx.drain(g.sock.as_raw_fd(), f)?;
+            let m = g.rx.drain(
+                g.sock.as_raw_fd(),
+                self.seal.as_ref(),
+                &mut self.stats.bad_mac,
+                f,
+            )?;
             self.stats.received_multicast += m as u64;
             self.stats.kernel_drops_multicast = g.rx.drops;
             total += m;
@@ -560,6 +628,35 @@ fn sendto(fd: RawFd, addr: &libc::sockaddr_in, datagram: &[u8]) -> io::Result<()
             mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
         )
     };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// One datagram of two pieces (a datagram and its trailer) to `addr`.
+fn sendmsg(fd: RawFd, addr: &libc::sockaddr_in, datagram: &[u8], trailer: &[u8]) -> io::Result<()> {
+    // The kernel only reads the buffers of a send.
+    let mut iov = [
+        libc::iovec {
+            iov_base: datagram.as_ptr().cast_mut().cast(),
+            iov_len: datagram.len(),
+        },
+        libc::iovec {
+            iov_base: trailer.as_ptr().cast_mut().cast(),
+            iov_len: trailer.len(),
+        },
+    ];
+    // SAFETY: msghdr is a plain C struct; all-zero is valid.
+    let mut m: libc::msghdr = unsafe { mem::zeroed() };
+    m.msg_name = (addr as *const libc::sockaddr_in).cast_mut().cast();
+    m.msg_namelen = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    m.msg_iov = iov.as_mut_ptr();
+    m.msg_iovlen = iov.len();
+    // SAFETY: `m` points at `addr` and at `iov`, whose pieces point at live slices; all
+    // outlive the call.
+    let rc = unsafe { libc::sendmsg(fd, &m, 0) };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {

@@ -169,3 +169,40 @@ fn kernel_drops_are_reported() {
     assert!(st.kernel_drops > 0, "{st:?}");
     assert_eq!(first.len() as u64 + 1 + st.kernel_drops, 501, "{st:?}");
 }
+
+#[test]
+fn authenticated_transports_take_only_sealed_datagrams() {
+    use phalanx_transport::mac::{datagram_key, TRAILER};
+    let (mut a, mut b) = pair();
+    let key = datagram_key(&[42; 32]);
+    a.authenticate(&key, 0);
+    b.authenticate(&key, 1);
+    assert_eq!(a.max_datagram(), 65507 - TRAILER);
+    // Sealed both ways, whole-size too, by send_to and by multi-send.
+    assert!(a.send_to(1, b"hello").unwrap());
+    let max = vec![0x5a; a.max_datagram()];
+    assert_eq!(a.multi_send(&max, &[1]).unwrap(), 1);
+    let (got, _) = drain(&mut b, 2);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].1, b"hello");
+    assert_eq!(got[1].1, max);
+    // A stranger (the job key is not the point here): plain bytes, a copy of a sealed
+    // datagram with its payload changed, and a datagram sealed under another key.
+    let mut s = UdpTransport::bind(LO).unwrap();
+    s.set_peers(vec![b.local_addr(), b.local_addr()]);
+    assert!(s
+        .send_to(1, b"plain bytes, no trailer at all, long enough")
+        .unwrap());
+    s.authenticate(&datagram_key(&[43; 32]), 0);
+    assert!(s.send_to(1, b"hello").unwrap());
+    let (got, _) = drain(&mut b, 1);
+    assert!(got.is_empty(), "{got:?}");
+    assert_eq!(b.stats().bad_mac, 2);
+    assert_eq!(b.stats().received, 2);
+    // The right key again: taken.
+    s.authenticate(&key, 0);
+    assert!(s.send_to(1, b"again").unwrap());
+    let (got, _) = drain(&mut b, 1);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].1, b"again");
+}

@@ -210,19 +210,26 @@ fn tree_lambda(len: usize, packet: usize) -> u32 {
         .unwrap_or_else(|| crate::coll::cost::model().lambda(len, packet))
 }
 
+/// Smallest message (a reduction's, a gather's block) for which a reduction or a gather
+/// takes the postal tree by default.
+const TREE_MIN_COMBINE: usize = 32 << 10;
+
 /// The postal tree in place of the binomial default where the model predicts it clearly
-/// faster ([`crate::coll::tree::pays`]), unless the environment chose; a tree carries
-/// its λ.
+/// faster ([`crate::coll::tree::pays`]) — for a reduction or a gather only from
+/// [`TREE_MIN_COMBINE`] bytes — unless the environment chose; a tree carries its λ.
 ///
 /// Why a margin (`TREE_GAIN`, 20 %): the postal model counts a member's sends and its
 /// hop's latency but not that members share cores. Measured on a 2-core machine over
 /// network namespaces without multicast (`bench/seed002.py trees`), the root's three
 /// sends to 4 members (predicted 17 % ahead of the binomial tree at λ = 3) lost by
 /// 10-30 %, while the tree of 8 members (predicted 29 % ahead) won by up to 24 %, and
-/// over loopback the two were level.
-fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, lambda: u32) -> Chosen {
+/// over loopback the two were level. Run backwards at 8 members, the tree lost 5-25 %
+/// to the binomial tree below 16 KiB (its root takes four messages, not three) and won
+/// 1-37 % from 32 KiB (`bench/netns_bcast.py` with `TEST=reduce|gather`).
+fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, len: usize, lambda: u32) -> Chosen {
     let forced = crate::coll::algorithm::choices().forced(kind).is_some();
-    if c.alg == Binomial && !forced && crate::coll::tree::pays(s.p, lambda) {
+    let big_enough = kind == CollKind::Bcast || len >= TREE_MIN_COMBINE;
+    if c.alg == Binomial && !forced && big_enough && crate::coll::tree::pays(s.p, lambda) {
         c = Chosen::plain(Tree);
     }
     if c.alg == Tree {
@@ -252,6 +259,7 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
             CollKind::Bcast,
             choose_board(CollKind::Bcast, s, len, Mcast, Binomial),
             s,
+            len,
             lambda,
         );
         Ok((
@@ -304,6 +312,7 @@ fn gather_spec<'c, S: ?Sized + Buffer>(
             CollKind::Gather,
             choose_board(CollKind::Gather, s, block, Linear, Binomial),
             s,
+            block,
             lambda,
         );
         Ok((
@@ -397,6 +406,7 @@ fn reduce_spec<'c, S: ?Sized + Buffer>(
             CollKind::Reduce,
             choose_board(CollKind::Reduce, s, len, Binomial, Binomial),
             s,
+            len,
             lambda,
         );
         Ok((

@@ -231,6 +231,12 @@ impl Engine {
             .filter(|e| e.host.boot_id == me.host.boot_id && e.host.netns_ino == me.host.netns_ino)
             .count();
         let mut udp = udp;
+        // Sealed from the first datagram on: nothing has been read from the socket yet,
+        // and what peers sent meanwhile is opened when it is read.
+        if cfg.mac {
+            let key = phalanx_transport::mac::datagram_key(&boot.secret().0);
+            udp.authenticate(&key, env.rank);
+        }
         udp.set_peers(addrs.clone());
         // The kernel filter first (so the group socket gets it too), then the group.
         // PHALANX_BPF=0: no kernel filter.
@@ -420,6 +426,11 @@ impl Engine {
     #[inline]
     pub(crate) fn now(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// The job key (tests play an eavesdropper that read it off the wire).
+    pub fn job_key(&self) -> u64 {
+        self.job_key
     }
 
     /// The UDP address of `rank` (tests use it to aim foreign traffic at a rank).
@@ -681,6 +692,7 @@ impl Engine {
         if let Some(t) = self.links.net.transport.as_ref() {
             let ts = t.stats();
             s.kernel_drops = ts.kernel_drops;
+            s.bad_mac = ts.bad_mac;
             s.faults_dropped = ts.faults_dropped;
             s.faults_duplicated = ts.faults_duplicated;
             s.faults_reordered = ts.faults_reordered;

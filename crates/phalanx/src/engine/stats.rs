@@ -30,6 +30,9 @@ pub struct Stats {
     pub drop_no_buffer: u64,
     /// Dropped by the kernel for lack of socket buffer.
     pub kernel_drops: u64,
+    /// Dropped: the datagram's MAC was wrong (not sealed by the job: a stranger's, a
+    /// forgery, damage).
+    pub bad_mac: u64,
     /// Send system calls that failed.
     pub send_errors: u64,
     /// Times a wait went to sleep in the kernel.
@@ -91,7 +94,8 @@ impl fmt::Display for Stats {
              urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
              shm_received={} single_copies={} board_collectives={} hier_collectives={} \
              careful_held={} careful_copied_out={} multi_sends={} careful_multi={} \
-             timeouts={} fast_retransmits={} window={} resume_sent={} resume_missing={}",
+             timeouts={} fast_retransmits={} window={} resume_sent={} resume_missing={} \
+             bad_mac={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -127,7 +131,8 @@ impl fmt::Display for Stats {
             self.fast_retransmits,
             self.window,
             self.resume_sent,
-            self.resume_missing
+            self.resume_missing,
+            self.bad_mac
         )
     }
 }

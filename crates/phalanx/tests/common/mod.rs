@@ -37,6 +37,8 @@ fn ensure_built() {
             && dir.join("examples/switch").exists()
             && dir.join("examples/hello").exists()
             && dir.join("examples/gang_bw").exists()
+            && dir.join("examples/forger").exists()
+            && dir.join("examples/hijack").exists()
         {
             return;
         }
