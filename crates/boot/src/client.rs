@@ -95,6 +95,7 @@ impl BootClient {
                 Next::Msg(LauncherMsg::Query) => {
                     let status = RankMsg::Status {
                         text: STARTUP_STATUS.into(),
+                        waits_for: Vec::new(),
                     };
                     send_blocking(&mut stream, &status, remaining(deadline)?, false)?;
                 }
@@ -252,10 +253,23 @@ impl BootClient {
 
     /// Answers [`Control::Query`]: what this rank is waiting on.
     pub fn reply_status(&mut self, text: &str) -> Result<(), BootError> {
+        self.reply_status_waiting(text, Vec::new())
+    }
+
+    /// Answers [`Control::Query`] from inside a collective: what this rank is waiting
+    /// on, and the ranks whose part it waits for.
+    pub fn reply_status_waiting(
+        &mut self,
+        text: &str,
+        waits_for: Vec<u32>,
+    ) -> Result<(), BootError> {
         if self.pmi.is_some() {
             return Ok(());
         }
-        self.send(&RankMsg::Status { text: text.into() })
+        self.send(&RankMsg::Status {
+            text: text.into(),
+            waits_for,
+        })
     }
 
     /// Finalize: this rank has drained (with a warning if the drain gave up on peers).
@@ -511,7 +525,8 @@ mod tests {
             assert_eq!(
                 m,
                 Next::Msg(RankMsg::Status {
-                    text: "busy".into()
+                    text: "busy".into(),
+                    waits_for: Vec::new(),
                 })
             );
             s.write_all(&encode(&LauncherMsg::Release)).unwrap();

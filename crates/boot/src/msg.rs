@@ -93,6 +93,10 @@ pub enum RankMsg {
     Status {
         /// Human-readable one-liner.
         text: String,
+        /// When it waits in a collective: the ranks (world numbering) whose part it
+        /// waits for. The launcher ends the job when one of them has reached Finalize.
+        #[serde(default)]
+        waits_for: Vec<u32>,
     },
     /// The rank has completed the drain step of Finalize (everything sent was ACKed).
     Drained {
@@ -195,7 +199,10 @@ mod tests {
                 endpoint: ep.clone(),
                 proof: "00ff".into(),
             }),
-            RankMsg::Status { text: "x".into() },
+            RankMsg::Status {
+                text: "x".into(),
+                waits_for: vec![1, 2],
+            },
             RankMsg::Drained { warning: None },
             RankMsg::Stats { text: "s".into() },
             RankMsg::Shm(ShmOutcome::Joined),

@@ -30,6 +30,8 @@
 
 #[path = "remote.rs"]
 mod remote;
+#[path = "stuck.rs"]
+mod stuck;
 #[path = "suspend.rs"]
 mod suspend;
 
@@ -147,6 +149,8 @@ struct Rank {
     warning: Option<String>,
     stats: Vec<String>,
     status: Option<String>,
+    /// With `status`: the ranks whose part it waits for in a collective.
+    waits_for: Vec<u32>,
     /// What the rank reported about joining its host's shared memory.
     shm: Option<ShmOutcome>,
     /// Its answer to the last halt (see [`suspend`]).
@@ -175,6 +179,8 @@ struct Job {
     phase: Phase,
     started: Instant,
     query_until: Option<Instant>,
+    /// Ranks left waiting by a rank in Finalize ([`stuck`]).
+    watch: stuck::Watch,
     outputs: usize,
     outputs_done: Receiver<()>,
     /// The ranks of each host (known once the table is sent), and whether that host's
@@ -230,6 +236,7 @@ pub fn run(cfg: Config) -> i32 {
         phase: Phase::Rendezvous,
         started: Instant::now(),
         query_until: None,
+        watch: stuck::Watch::default(),
         outputs: 0,
         outputs_done,
         host_groups: Vec::new(),
@@ -334,6 +341,7 @@ impl Job {
                 // Every exit was classified as fine by `reap`, or it would have failed.
                 return Ok(());
             }
+            self.watch_stuck()?;
             self.check_deadlines()?;
         }
     }
@@ -371,6 +379,7 @@ impl Job {
             d.push(self.started + t);
         }
         d.extend(self.query_until);
+        d.extend(self.watch.next);
         d.extend(
             self.ranks
                 .iter()
@@ -481,7 +490,10 @@ impl Job {
         };
         for _ in 0..MAX_MSGS_PER_READ {
             match conn.reader.next_msg::<RankMsg, _>(&mut conn.stream) {
-                Ok(Next::Msg(RankMsg::Status { text })) => rank.status = Some(text),
+                Ok(Next::Msg(RankMsg::Status { text, waits_for })) => {
+                    rank.status = Some(text);
+                    rank.waits_for = waits_for;
+                }
                 Ok(Next::Msg(RankMsg::Halted {
                     datagrams,
                     bytes,
@@ -872,6 +884,7 @@ impl Rank {
             warning: None,
             stats: Vec::new(),
             status: None,
+            waits_for: Vec::new(),
             shm: None,
             halted: None,
         }

@@ -7,7 +7,9 @@
 //! steps (copies, reductions) run and the next round starts. A finished schedule
 //! completes its request through [`CollIo::complete`]. A round that waits longer than
 //! [`PROBE_AFTER_NS`] sends one signature probe to the ranks it waits on, so calls where
-//! every rank waits to receive (mismatched roots) still end in a mismatch error.
+//! every rank waits to receive (mismatched roots) still end in a mismatch error. Once a
+//! mismatch is seen no schedule takes another step: the mismatched data is dropped, no
+//! reduction or forwarding runs on it, and no request completes with a result.
 
 use super::schedule::{CommOp, LocalOp, Plan, Region};
 use super::{describe, ops, CollCall, CollState, Key, Posted, Sched, PROBE_STEP};
@@ -98,6 +100,11 @@ impl CollState {
         let mut did = false;
         let now_ns = io.now();
         loop {
+            // A mismatch seen anywhere stops every schedule where it stands: no reduction
+            // of foreign data, no forwarding, no result (the wait returns the error).
+            if self.error.is_some() {
+                return did;
+            }
             let Some(s) = self.scheds.get_mut(&id) else {
                 return did;
             };
@@ -175,12 +182,15 @@ impl CollState {
         if let Some(part) = self.unexpected.remove(&key) {
             self.unexpected_bytes = self.unexpected_bytes.saturating_sub(part.total as usize);
             let mine = self.scheds.get(&id).map_or(part.sig, |s| s.sig);
+            // A mismatched call's data is dropped, never copied (see `advance`).
             if part.sig != mine {
                 let e = CollState::mismatch(rank, key.1, key.2, mine, key.0, part.sig);
                 self.error.get_or_insert(e);
+                return;
             } else if part.total as usize != into.len {
                 let e = self.size_mismatch(rank, key, into.len, part.total);
                 self.error.get_or_insert(e);
+                return;
             }
             let n = part.data.len().min(into.len);
             // SAFETY: `ptr` addresses `into.len` bytes of a checked region.
@@ -196,7 +206,7 @@ impl CollState {
     }
 
     /// The ranks schedule `id` waits for data from, ascending, each once.
-    fn sources_of(&self, id: ReqId) -> Vec<u32> {
+    pub(crate) fn sources_of(&self, id: ReqId) -> Vec<u32> {
         let mut from: Vec<u32> = self
             .posted
             .iter()

@@ -342,16 +342,19 @@ impl CollState {
     }
 
     /// Compares `src`'s signature for call (ctx, seq) with this rank's, now or (kept in
-    /// `early`) when this rank makes that call.
-    fn check_signature(&mut self, rank: u32, ctx: u32, seq: u32, src: u32, sig: u64) {
+    /// `early`) when this rank makes that call. False when they differ: the error is
+    /// raised and the data must not be used.
+    fn check_signature(&mut self, rank: u32, ctx: u32, seq: u32, src: u32, sig: u64) -> bool {
         match self.sigs.get(&(ctx, seq)) {
             Some(&mine) if mine != sig => {
                 let e = Self::mismatch(rank, ctx, seq, mine, src, sig);
                 self.error.get_or_insert(e);
+                false
             }
-            Some(_) => {}
+            Some(_) => true,
             None => {
                 self.early.entry((ctx, seq)).or_insert((src, sig));
+                true
             }
         }
     }
@@ -375,8 +378,11 @@ impl CollState {
         let sig = u64::from_le_bytes(sig);
         let data = &payload[8..];
         let (total, off) = (pkt.msg_len(), pkt.aux());
-        if step == PROBE_STEP || off == 0 {
-            self.check_signature(rank, ctx, seq, src, sig);
+        // A mismatched call's data is taken off the link and dropped: it never reaches a
+        // buffer, and the raised error stops every schedule (`advance`) before any
+        // result is returned.
+        if (step == PROBE_STEP || off == 0) && !self.check_signature(rank, ctx, seq, src, sig) {
+            return Ok(true);
         }
         if step == PROBE_STEP {
             // A probe carries only the signature.
@@ -386,6 +392,7 @@ impl CollState {
             if off == 0 && total as usize != len {
                 let e = self.size_mismatch(rank, key, len, total);
                 self.error.get_or_insert(e);
+                return Ok(true);
             }
         }
         if let Some(p) = self.posted.get_mut(&key) {

@@ -630,8 +630,9 @@ impl Engine {
                 Ok(None) => return Ok(()),
                 Ok(Some(Control::Query)) => {
                     let text = self.describe_wait();
+                    let waits = self.collective_waits_for();
                     if let Some(b) = self.boot.as_mut() {
-                        let _ = b.reply_status(&text);
+                        let _ = b.reply_status_waiting(&text, waits);
                     }
                 }
                 Ok(Some(Control::Release)) => {

@@ -55,6 +55,16 @@ impl Engine {
         }
     }
 
+    /// When this rank waits in a collective: the ranks whose part it waits for (the
+    /// launcher ends the job when one of them has reached Finalize instead).
+    pub(super) fn collective_waits_for(&self) -> Vec<u32> {
+        match &self.waiting {
+            Waiting::Coll(id) => self.coll.sources_of(*id),
+            Waiting::Board { peer, .. } if *peer != self.rank => vec![*peer],
+            _ => Vec::new(),
+        }
+    }
+
     /// Peers that owe this rank acknowledgements (go-back-n, then URTP).
     fn unacked_peers(&self) -> Vec<u32> {
         let mut v = self.links.gbn.proto.unacked_peers();

@@ -39,6 +39,7 @@ fn ensure_built() {
             && dir.join("examples/gang_bw").exists()
             && dir.join("examples/forger").exists()
             && dir.join("examples/hijack").exists()
+            && dir.join("examples/mismatch").exists()
         {
             return;
         }
