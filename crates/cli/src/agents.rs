@@ -29,7 +29,7 @@
 //!   ranks and its output reached the launcher — and kills the ssh sessions still there.
 
 use crate::hosts::Host;
-use phalanx_gang::proto::{AgentEvent, AgentRequest, Hello, SpawnSpec, MAX_LINE};
+use phalanx_gang::proto::{AgentEvent, AgentRequest, SpawnSpec, MAX_LINE};
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, SocketAddrV4, TcpStream};
@@ -294,9 +294,11 @@ fn open_node(
         let mut s = TcpStream::connect_timeout(&SocketAddr::V4(addr), CONNECT_TIMEOUT)?;
         s.set_nodelay(true)?;
         s.set_write_timeout(Some(SEND_TIMEOUT))?;
-        let hello = Hello {
-            secret: secret.to_string(),
-        };
+        // The daemon's challenge, answered with the proof of the cluster secret.
+        s.set_read_timeout(Some(CONNECT_TIMEOUT))?;
+        let ch = phalanx_gang::proto::read_challenge(&mut s)?;
+        s.set_read_timeout(None)?;
+        let hello = phalanx_gang::proto::proof(secret, &ch.nonce);
         s.write_all(&phalanx_boot::frame::encode(&hello))?;
         Ok(s)
     };

@@ -1,11 +1,14 @@
 //! The control protocol between `phalanx gang` commands and the master.
 //!
-//! Contract: one TCP connection per command, on the master's loopback port: the client
-//! sends one [`Hello`] line carrying the cluster secret (read from a file only its
-//! owner can read), then one [`Request`] line; the master answers one [`Reply`] line and
-//! closes. Every line is one JSON object, at most [`MAX_LINE`] bytes; a longer line, a
-//! wrong secret or an unparsable request is answered with [`Reply::Error`] (the secret
-//! is compared in constant time) and nothing else happens.
+//! Contract: one TCP connection per command, on the master's loopback port. Every
+//! connection (to the master, or to a node daemon's agent) is challenge–response: the
+//! server's first line is a [`Challenge`] (a fresh random nonce); the client answers
+//! with one [`Hello`] line carrying [`proof`] of the cluster secret (read from a file
+//! only its owner can read) for that nonce — the secret itself never travels — then one
+//! [`Request`] line; the master answers one [`Reply`] line and closes. Every line is one
+//! JSON object, at most [`MAX_LINE`] bytes; a longer line, a wrong proof ([`check`],
+//! constant time) or an unparsable request is answered with [`Reply::Error`] and
+//! nothing else happens.
 //!
 //! Node daemons use the same port: after the [`Hello`] a node sends
 //! [`Request::RegisterNode`] (its index, the address of its agent, its pid), gets
@@ -26,11 +29,69 @@ use serde::{Deserialize, Serialize};
 /// Longest line either side sends.
 pub const MAX_LINE: usize = 256 << 10;
 
-/// First line of every connection.
+/// The server's first line on every connection.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Challenge {
+    /// 32 random bytes, hex.
+    pub nonce: String,
+}
+
+/// The client's first line: its answer to the [`Challenge`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Hello {
-    /// The cluster secret (hex).
-    pub secret: String,
+    /// [`proof`] of the cluster secret for the challenge's nonce (hex).
+    pub proof: String,
+}
+
+/// A fresh challenge (32 bytes from the OS, hex).
+pub fn challenge() -> std::io::Result<Challenge> {
+    use std::io::Read;
+    let mut b = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(Challenge {
+        nonce: b.iter().map(|x| format!("{x:02x}")).collect(),
+    })
+}
+
+fn proof_hash(secret: &str, nonce: &str) -> blake3::Hash {
+    let key = blake3::derive_key(
+        "phalanx 2026-11 gang control proof",
+        secret.trim().as_bytes(),
+    );
+    blake3::keyed_hash(&key, nonce.as_bytes())
+}
+
+/// The [`Hello`] that answers `nonce` with the cluster `secret`.
+pub fn proof(secret: &str, nonce: &str) -> Hello {
+    Hello {
+        proof: proof_hash(secret, nonce).to_hex().to_string(),
+    }
+}
+
+/// Reads the server's [`Challenge`] line, byte by byte (nothing after it is consumed),
+/// at most 1 KiB; the caller bounds the wait with the stream's read timeout.
+pub fn read_challenge(r: &mut impl std::io::Read) -> std::io::Result<Challenge> {
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while line.len() < 1024 {
+        if r.read(&mut b)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        if b[0] == b'\n' {
+            return serde_json::from_slice(&line)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+        }
+        line.push(b[0]);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "the challenge line is too long",
+    ))
+}
+
+/// Whether `hello` proves the cluster `secret` for `nonce` (constant time in content).
+pub fn check(secret: &str, nonce: &str, hello: &Hello) -> bool {
+    blake3::Hash::from_hex(hello.proof.trim()).is_ok_and(|h| h == proof_hash(secret, nonce))
 }
 
 /// What a command asks the master.
@@ -175,15 +236,6 @@ pub struct NodeInfo {
     pub budget_in_use: u64,
 }
 
-/// Compares two secrets in time independent of where they differ.
-pub fn same_secret(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,9 +252,20 @@ mod tests {
         let line = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), r);
         assert!(serde_json::from_str::<Request>(r#"{"type":"launch"}"#).is_err());
-        assert!(same_secret("abc", "abc"));
-        assert!(!same_secret("abc", "abd"));
-        assert!(!same_secret("abc", "ab"));
+        let c = challenge().unwrap();
+        assert_ne!(c, challenge().unwrap());
+        let h = proof("abc", &c.nonce);
+        assert!(check("abc", &c.nonce, &h));
+        assert!(!check("abd", &c.nonce, &h));
+        assert!(!check("abc", &challenge().unwrap().nonce, &h));
+        assert!(!check(
+            "abc",
+            &c.nonce,
+            &Hello {
+                proof: "abc".into()
+            }
+        ));
+        assert!(!h.proof.contains("abc"));
         let e = AgentEvent::Exited { rank: 3, status: 9 };
         let line = serde_json::to_string(&e).unwrap();
         assert_eq!(serde_json::from_str::<AgentEvent>(&line).unwrap(), e);

@@ -1,7 +1,8 @@
 //! Foreign traffic at every rank: random bytes and well-formed datagrams with a wrong
 //! job key are sent to each rank's port; they must be dropped and counted, and the job
 //! must still complete. Prints each rank's drop counters: with the kernel filter on they are
-//! dropped (and counted) by the kernel, with `PHALANX_BPF=0` in user space.
+//! dropped (and counted) by the kernel, with `PHALANX_BPF=0` in user space — by the
+//! datagram MAC (`bad_mac`), or with `PHALANX_MAC=0` by the header checks.
 use phalanx::traits::*;
 use rand::{Rng, SeedableRng};
 
@@ -43,7 +44,7 @@ fn main() {
     }
     let st = phalanx::testing::stats().expect("stats");
     println!(
-        "intruder: rank {rank}: drop_malformed={} drop_foreign={} kernel_drops={}",
-        st.drop_malformed, st.drop_foreign, st.kernel_drops
+        "intruder: rank {rank}: drop_malformed={} drop_foreign={} kernel_drops={} bad_mac={}",
+        st.drop_malformed, st.drop_foreign, st.kernel_drops, st.bad_mac
     );
 }

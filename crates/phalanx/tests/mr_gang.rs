@@ -109,6 +109,23 @@ fn mr_gang_jobs_alternate_and_finish() {
         .parse()
         .unwrap();
 
+    // A command that does not know the cluster's secret is refused: a copy of the
+    // cluster's directory (same port) with another secret in it.
+    let stranger = c.dir.with_extension("stranger");
+    let _ = std::fs::remove_dir_all(&stranger);
+    std::fs::create_dir_all(&stranger).unwrap();
+    std::fs::copy(c.dir.join("port"), stranger.join("port")).unwrap();
+    std::fs::write(stranger.join("secret"), "00".repeat(32)).unwrap();
+    let mut cmd = Command::new(phalanx());
+    cmd.arg("gang").arg("--dir").arg(&stranger).arg("queue");
+    let r = run_cmd(cmd, Duration::from_secs(60));
+    assert!(
+        !r.ok() && r.stderr.contains("not authenticated"),
+        "{}",
+        r.dump()
+    );
+    let _ = std::fs::remove_dir_all(&stranger);
+
     // Bad input: one line each, non-zero.
     let stress = example("stress").display().to_string();
     for (args, want) in [

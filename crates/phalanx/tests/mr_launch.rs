@@ -236,10 +236,10 @@ fn mr_timeout_reports_waits() {
     }
 }
 
-fn intruder_counts(env: &[(&str, &str)]) -> Vec<(u64, u64, u64)> {
+fn intruder_counts(env: &[(&str, &str)]) -> Vec<(u64, u64, u64, u64)> {
     let r = run(&["-n", "4", &ex("intruder")], env, LIMIT);
     assert!(r.ok(), "{}", r.dump());
-    let rows: Vec<(u64, u64, u64)> = r
+    let rows: Vec<(u64, u64, u64, u64)> = r
         .stdout
         .lines()
         .filter(|l| l.starts_with("intruder:"))
@@ -254,6 +254,7 @@ fn intruder_counts(env: &[(&str, &str)]) -> Vec<(u64, u64, u64)> {
                 num("drop_malformed="),
                 num("drop_foreign="),
                 num("kernel_drops="),
+                num("bad_mac="),
             )
         })
         .collect();
@@ -263,18 +264,24 @@ fn intruder_counts(env: &[(&str, &str)]) -> Vec<(u64, u64, u64)> {
 
 #[test]
 fn mr_foreign_datagrams_dropped_and_counted() {
-    // Without the kernel filter: dropped and counted in user space. At least the previous
-    // rank's noise (200 of each kind) was processed before its real message.
-    // The ranks talk over UDP here (the noise targets their UDP ports, and the real
-    // messages must queue behind it).
-    for (malformed, foreign, _) in
-        intruder_counts(&[("PHALANX_BPF", "0"), ("PHALANX_TRANSPORT", "udp")])
-    {
+    // Without the kernel filter: dropped and counted in user space — by the datagram MAC
+    // first. At least the previous rank's noise (200 of each kind) was processed before
+    // its real message. The ranks talk over UDP here (the noise targets their UDP ports,
+    // and the real messages must queue behind it).
+    let udp = ("PHALANX_TRANSPORT", "udp");
+    for (malformed, foreign, _, bad_mac) in intruder_counts(&[("PHALANX_BPF", "0"), udp]) {
+        assert_eq!((malformed, foreign), (0, 0));
+        assert!(bad_mac >= 400, "bad_mac {bad_mac}");
+    }
+    // Without the MAC either, the header checks drop them.
+    let no_mac = [("PHALANX_BPF", "0"), ("PHALANX_MAC", "0"), udp];
+    for (malformed, foreign, _, bad_mac) in intruder_counts(&no_mac) {
         assert!(malformed >= 200 && foreign >= 200, "{malformed} {foreign}");
+        assert_eq!(bad_mac, 0);
     }
     // With it: the kernel drops them (counted as kernel drops); none reach user space.
-    for (malformed, foreign, kernel) in intruder_counts(&[("PHALANX_TRANSPORT", "udp")]) {
-        assert_eq!((malformed, foreign), (0, 0));
+    for (malformed, foreign, kernel, bad_mac) in intruder_counts(&[udp]) {
+        assert_eq!((malformed, foreign, bad_mac), (0, 0, 0));
         assert!(kernel >= 400, "kernel drops {kernel}");
     }
 }

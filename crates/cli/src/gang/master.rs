@@ -35,7 +35,9 @@
 use super::launchers::Launchers;
 use phalanx_boot::frame::{encode, LineReader, Next};
 use phalanx_gang::netmgmt::{JobSpec, NetworkManager};
-use phalanx_gang::proto::{same_secret, Hello, NodeInfo, Reply, Request, MAX_LINE, NODE_SILENCE};
+use phalanx_gang::proto::{
+    challenge, check, Hello, NodeInfo, Reply, Request, MAX_LINE, NODE_SILENCE,
+};
 use phalanx_gang::{JobId, JobState, Matrix, Store};
 use std::io::{Read, Write};
 use std::net::Ipv4Addr;
@@ -251,10 +253,17 @@ impl Master {
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_write_timeout(Some(CLIENT_TIMEOUT));
         let deadline = Instant::now() + REQUEST_TIMEOUT;
+        // The challenge first: the secret itself never travels.
+        let Ok(ch) = challenge() else {
+            return Client::Served;
+        };
+        if stream.write_all(&encode(&ch)).is_err() {
+            return Client::Served;
+        }
         let mut reader = LineReader::new(MAX_LINE);
         let hello: Option<Hello> = read_msg(&mut reader, &mut stream, deadline);
         let (reply, stop) = match hello {
-            Some(h) if same_secret(&h.secret, &self.secret) => {
+            Some(h) if check(&self.secret, &ch.nonce, &h) => {
                 match read_msg::<Request>(&mut reader, &mut stream, deadline) {
                     Some(Request::Shutdown) => (Reply::Ok, Client::Shutdown),
                     Some(Request::RegisterNode { node, agent, pid }) => {

@@ -18,7 +18,7 @@ mod node;
 mod nodes;
 
 use clap::{Args, Subcommand};
-use phalanx_gang::proto::{Hello, Reply, Request, MAX_LINE};
+use phalanx_gang::proto::{Reply, Request, MAX_LINE};
 use phalanx_gang::{JobRecord, JobState};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -373,9 +373,9 @@ fn request(dir: &std::path::Path, req: &Request) -> Result<Reply, String> {
     let mut s = TcpStream::connect(("127.0.0.1", port))
         .map_err(|e| format!("cannot reach the master on port {port}: {e}"))?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
-    let hello = Hello {
-        secret: secret.trim().to_string(),
-    };
+    let ch = phalanx_gang::proto::read_challenge(&mut s)
+        .map_err(|e| format!("no challenge from the master: {e}"))?;
+    let hello = phalanx_gang::proto::proof(&secret, &ch.nonce);
     let mut text = serde_json::to_string(&hello).map_err(|e| e.to_string())?;
     text.push('\n');
     text += &serde_json::to_string(req).map_err(|e| e.to_string())?;

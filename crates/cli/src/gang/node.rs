@@ -10,8 +10,8 @@
 //!   exits on [`Reply::Stop`] or SIGTERM, killing the process groups of every rank it
 //!   started first. Its pid is in `DIR/nodes/N.pid`.
 //! * Its agent listens on `--listen IP` (the node's address) for job launchers, at most
-//!   [`MAX_JOBS`] at a time. Each connection must start with the cluster secret
-//!   ([`Hello`], within [`HELLO_TIMEOUT`] in all; at most [`MAX_UNAUTHENTICATED`]
+//!   [`MAX_JOBS`] at a time. Each connection must start with the proof of the cluster
+//!   secret for the daemon's challenge ([`Hello`], within [`HELLO_TIMEOUT`] in all; at most [`MAX_UNAUTHENTICATED`]
 //!   connections may be saying hello at once); then it carries
 //!   [`AgentRequest`]s in and [`AgentEvent`]s out, served by
 //!   [`serve_launcher`](crate::serve::serve_launcher) (its contract: ranks started as
@@ -27,7 +27,9 @@ use crate::serve::{serve_launcher, EventWriter, ServeOptions};
 use crate::signals::{pollfd, wait_readable};
 use crate::spawn::{allowed_cpus, signal_group};
 use phalanx_boot::frame::{encode, LineReader, Next};
-use phalanx_gang::proto::{same_secret, Hello, Reply, Request, BEAT, MAX_LINE};
+use phalanx_gang::proto::{
+    challenge, check, proof, read_challenge, Hello, Reply, Request, BEAT, MAX_LINE,
+};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -118,9 +120,8 @@ fn master_session(cfg: &NodeConfig, secret: &str, agent: SocketAddr) -> Result<(
         .map_err(|e| format!("cannot reach the master at {addr}: {e}"))?;
     let _ = s.set_write_timeout(Some(HELLO_TIMEOUT));
     let _ = s.set_read_timeout(Some(HELLO_TIMEOUT));
-    let mut hello = encode(&Hello {
-        secret: secret.to_string(),
-    });
+    let ch = read_challenge(&mut s).map_err(|e| format!("no challenge from the master: {e}"))?;
+    let mut hello = encode(&proof(secret, &ch.nonce));
     hello.extend(encode(&Request::RegisterNode {
         node: cfg.node,
         agent: agent.to_string(),
@@ -225,20 +226,24 @@ fn accept_jobs(listener: TcpListener, secret: &str, netns: bool) {
     }
 }
 
-/// Reads the launcher's [`Hello`] within [`HELLO_TIMEOUT`] in all (however slowly its
-/// bytes come); if it carries the cluster secret, the reader (with whatever followed
-/// the hello already buffered).
+/// Sends the launcher a challenge and reads its [`Hello`] within [`HELLO_TIMEOUT`] in
+/// all (however slowly its bytes come); if it proves the cluster secret, the reader
+/// (with whatever followed the hello already buffered).
 fn hello(stream: &TcpStream, secret: &str) -> Option<LineReader> {
     let deadline = Instant::now() + HELLO_TIMEOUT;
     let mut reader = LineReader::new(1024);
     let mut s = stream;
+    // The challenge first: the secret itself never travels.
+    let ch = challenge().ok()?;
+    s.set_write_timeout(Some(HELLO_TIMEOUT)).ok()?;
+    s.write_all(&encode(&ch)).ok()?;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
             return None;
         }
         match reader.next_msg::<Hello, _>(&mut s) {
-            Ok(Next::Msg(h)) if same_secret(&h.secret, secret) => {
+            Ok(Next::Msg(h)) if check(secret, &ch.nonce, &h) => {
                 reader.set_limit(MAX_LINE);
                 return Some(reader);
             }
