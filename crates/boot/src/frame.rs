@@ -35,6 +35,9 @@ pub enum Next<T> {
 #[derive(Debug)]
 pub struct LineReader {
     buf: Vec<u8>,
+    /// Bytes at the start of `buf` already searched for a newline (none there): each
+    /// byte is scanned once, however slowly a long line arrives.
+    scanned: usize,
     limit: usize,
     eof: bool,
 }
@@ -44,6 +47,7 @@ impl LineReader {
     pub fn new(limit: usize) -> LineReader {
         LineReader {
             buf: Vec::new(),
+            scanned: 0,
             limit,
             eof: false,
         }
@@ -63,7 +67,12 @@ impl LineReader {
         src: &mut R,
     ) -> Result<Next<T>, BootError> {
         loop {
-            if let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
+            let from = self.scanned.min(self.buf.len());
+            let found = self.buf[from..].iter().position(|&b| b == b'\n');
+            self.scanned = self.buf.len();
+            if let Some(pos) = found.map(|p| from + p) {
+                // What follows the line has not been searched yet.
+                self.scanned = 0;
                 let line: Vec<u8> = self.buf.drain(..=pos).collect();
                 let line = &line[..pos];
                 if line.len() > self.limit {

@@ -74,8 +74,11 @@ pub fn read_challenge(r: &mut impl std::io::Read) -> std::io::Result<Challenge> 
     let mut line = Vec::new();
     let mut b = [0u8; 1];
     while line.len() < 1024 {
-        if r.read(&mut b)? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        match r.read(&mut b) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         }
         if b[0] == b'\n' {
             return serde_json::from_slice(&line)

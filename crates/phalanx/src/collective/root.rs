@@ -210,26 +210,25 @@ fn tree_lambda(len: usize, packet: usize) -> u32 {
         .unwrap_or_else(|| crate::coll::cost::model().lambda(len, packet))
 }
 
-/// Smallest message (a reduction's, a gather's block) for which a reduction or a gather
-/// takes the postal tree by default.
-const TREE_MIN_COMBINE: usize = 32 << 10;
+/// Smallest message (a broadcast's or reduction's, a gather's block) for which the
+/// postal tree is the default.
+const TREE_MIN: usize = 32 << 10;
 
-/// The postal tree in place of the binomial default where the model predicts it clearly
-/// faster ([`crate::coll::tree::pays`]) — for a reduction or a gather only from
-/// [`TREE_MIN_COMBINE`] bytes — unless the environment chose; a tree carries its λ.
+/// The postal tree in place of the binomial default from [`TREE_MIN`] bytes where the
+/// model predicts it clearly faster ([`crate::coll::tree::pays`]), unless the
+/// environment chose; a tree carries its λ.
 ///
-/// Why a margin (`TREE_GAIN`, 20 %): the postal model counts a member's sends and its
-/// hop's latency but not that members share cores. Measured on a 2-core machine over
-/// network namespaces without multicast (`bench/seed002.py trees`), the root's three
-/// sends to 4 members (predicted 17 % ahead of the binomial tree at λ = 3) lost by
-/// 10-30 %, while the tree of 8 members (predicted 29 % ahead) won by up to 24 %, and
-/// over loopback the two were level. Run backwards at 8 members, the tree lost 5-25 %
-/// to the binomial tree below 16 KiB (its root takes four messages, not three) and won
-/// 1-37 % from 32 KiB (`bench/netns_bcast.py` with `TEST=reduce|gather`).
+/// Measured on a 2-core machine over network namespaces without multicast (veth, MTU
+/// 1500; `bench/seed002.py trees` and `bench/netns_bcast.py` with `TEST=reduce|gather`,
+/// medians of 5 alternating runs): at 8 and 16 ranks the tree broadcast is 13-22 %
+/// faster than the binomial tree at 32 and 64 KiB, and as fast or up to 30 % slower
+/// below (members share the cores, which the postal model does not count); run
+/// backwards, 1-37 % faster from 32 KiB and up to 25 % slower below at 8 ranks. At 4
+/// ranks, where the model predicts only 17 % (not the 20 % margin, `TREE_GAIN`), the
+/// binomial tree was faster at every size.
 fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, len: usize, lambda: u32) -> Chosen {
     let forced = crate::coll::algorithm::choices().forced(kind).is_some();
-    let big_enough = kind == CollKind::Bcast || len >= TREE_MIN_COMBINE;
-    if c.alg == Binomial && !forced && big_enough && crate::coll::tree::pays(s.p, lambda) {
+    if c.alg == Binomial && !forced && len >= TREE_MIN && crate::coll::tree::pays(s.p, lambda) {
         c = Chosen::plain(Tree);
     }
     if c.alg == Tree {
