@@ -1,7 +1,9 @@
 //! phalanx shared-memory transport for the ranks of one host.
 //!
 //! # Layers
-//! * [`ShmSegment`] — one file in `/dev/shm` per (job, host), created by the lowest local
+//! * [`ShmSegment`] — one file per (job, host) in the user's private directory
+//!   `/dev/shm/phalanx-<uid>` ([`private_dir`]: mode 0700, owned by the user, not a
+//!   link; refused otherwise), created by the lowest local
 //!   rank ([`ShmSegment::create`]) and opened by the others ([`ShmSegment::open`]). It is
 //!   sized up front with `posix_fallocate`, so a too-small `/dev/shm` fails *at create* with
 //!   an error naming the size and the free space (never a SIGBUS later), and it is unlinked
@@ -108,7 +110,7 @@ mod sys;
 mod transport;
 
 pub use board::{Board, Published};
-pub use segment::{sweep_stale, ShmConfig, ShmSegment, MIN_AUTO_RING};
+pub use segment::{private_dir, sweep_stale, ShmConfig, ShmSegment, MIN_AUTO_RING};
 pub use sys::read_remote;
 pub use transport::{ShmTransport, SingleCopy};
 

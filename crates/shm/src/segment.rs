@@ -9,7 +9,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -71,7 +71,8 @@ pub struct ShmConfig {
     /// `PHALANX_SHM_RING` sets) keeps `ring_bytes` as given. Every rank computes the same
     /// size from the same `n`.
     pub rings_budget: usize,
-    /// Directory of the segment file. Default `/dev/shm`.
+    /// Where the user's private directory of segment files is made ([`private_dir`]).
+    /// Default `/dev/shm`.
     pub dir: PathBuf,
     /// Bound on every wait during create/open/connect. Default 30 s.
     pub connect_timeout: Duration,
@@ -379,8 +380,9 @@ impl ShmSegment {
             cfg.ring_bytes_for(ranks.len()),
             cfg.board_bytes,
         );
-        let path = cfg.dir.join(name);
-        sweep_stale(&cfg.dir, name);
+        let dir = private_dir(&cfg.dir)?;
+        let path = dir.join(name);
+        sweep_stale(&dir, name);
         if let Some(limit) = cfg.size_limit {
             if layout.total as u64 > limit {
                 return Err(too_small(
@@ -466,7 +468,7 @@ impl ShmSegment {
             cfg.ring_bytes_for(ranks.len()),
             cfg.board_bytes,
         );
-        let path = cfg.dir.join(name);
+        let path = private_dir(&cfg.dir)?.join(name);
         let deadline = Instant::now() + cfg.connect_timeout;
         let (waited, shown, lowest) = (cfg.connect_timeout, path.display().to_string(), ranks[0]);
         let timeout = |what: &str| {
@@ -700,6 +702,45 @@ impl Drop for ShmSegment {
 /// How old a segment file without a live creator must be before [`sweep_stale`] takes it.
 const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// The user's private directory for segment files under `base`: `base/phalanx-<uid>`,
+/// made with mode 0700 if missing. Refused (`PermissionDenied`) unless it is a
+/// directory — not a link — owned by this user, with no access for anyone else: another
+/// user can neither read a segment, nor squat on its name, nor plant a link. `base`
+/// itself missing is `NotFound`, naming it.
+pub fn private_dir(base: &Path) -> io::Result<PathBuf> {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let dir = base.join(format!("phalanx-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("the directory {} does not exist", base.display()),
+            ))
+        }
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("create {}: {e}", dir.display()),
+            ))
+        }
+    }
+    let m = std::fs::symlink_metadata(&dir)?;
+    if !m.file_type().is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a private directory of user {uid} (a directory it owns, mode \
+                 0700): no shared memory there",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir)
+}
+
 /// Removes the segment files in `dir` whose creator is dead: a job killed (by SIGKILL, a
 /// node that went down) before every rank attached leaves its file behind, and nobody
 /// else would remove it. A file is taken only when it has this crate's name prefix (the
@@ -741,7 +782,6 @@ pub fn sweep_stale(dir: &Path, name: &str) -> usize {
 /// Whether `path` is a complete segment whose creator process no longer exists.
 fn creator_dead(path: &Path) -> bool {
     use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
     let mut head = [0u8; H_CREATOR_PID + 4];
     let read = OpenOptions::new()
         .read(true)
@@ -773,6 +813,36 @@ fn creator_dead(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segments_live_only_in_a_private_directory() {
+        let base = std::env::temp_dir().join(format!("phx-private-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        assert_eq!(
+            private_dir(&base).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = private_dir(&base).unwrap();
+        let m = std::fs::symlink_metadata(&dir).unwrap();
+        assert_eq!(m.mode() & 0o777, 0o700);
+        assert_eq!(private_dir(&base).unwrap(), dir, "made once, then used");
+        // Opened up to others: refused.
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert_eq!(
+            private_dir(&base).unwrap_err().kind(),
+            io::ErrorKind::PermissionDenied
+        );
+        // A link planted in its place: refused, not followed.
+        std::fs::remove_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(&base, &dir).unwrap();
+        assert_eq!(
+            private_dir(&base).unwrap_err().kind(),
+            io::ErrorKind::PermissionDenied
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn stale_segments_of_dead_creators_are_swept() {

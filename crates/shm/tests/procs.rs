@@ -405,7 +405,10 @@ fn too_small_segment_fails_at_create() {
         e.to_string().contains("cannot size shared-memory segment"),
         "{e}"
     );
-    assert!(!std::path::Path::new("/dev/shm").join(&name).exists());
+    assert!(!phalanx_shm::private_dir(std::path::Path::new("/dev/shm"))
+        .unwrap()
+        .join(&name)
+        .exists());
 
     // A real posix_fallocate failure: more than the whole of /dev/shm.
     // SAFETY: statvfs into a zeroed struct; the path literal is NUL-terminated.
@@ -429,13 +432,18 @@ fn too_small_segment_fails_at_create() {
     eprintln!("{e}");
     assert_eq!(e.kind(), std::io::ErrorKind::StorageFull);
     assert!(e.to_string().contains("posix_fallocate"), "{e}");
-    assert!(!std::path::Path::new("/dev/shm").join(&name).exists());
+    assert!(!phalanx_shm::private_dir(std::path::Path::new("/dev/shm"))
+        .unwrap()
+        .join(&name)
+        .exists());
 }
 
 #[test]
 fn creator_unlinks_when_attach_never_completes() {
     let name = format!("phalanx-test-{}-orphan", std::process::id());
-    let path = std::path::Path::new("/dev/shm").join(&name);
+    let path = phalanx_shm::private_dir(std::path::Path::new("/dev/shm"))
+        .unwrap()
+        .join(&name);
     let seg = ShmSegment::create(&name, &[3, 5], ShmConfig::default()).unwrap();
     assert!(path.exists());
     assert_eq!(seg.attached(), 1);

@@ -87,7 +87,9 @@ pub fn run_ranks(test: &str, n: u32, limit: Duration, env: &[(&str, &str)]) -> s
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let path = std::path::Path::new("/dev/shm").join(&seg);
+    let path = phalanx_shm::private_dir(std::path::Path::new("/dev/shm"))
+        .unwrap()
+        .join(&seg);
     assert!(!path.exists(), "{} left behind", path.display());
     path
 }
