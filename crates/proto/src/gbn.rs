@@ -39,7 +39,10 @@
 //!   first only the left edge (with [`flags::ACK_REQUEST`]: a receiver that was merely
 //!   slow answers it with an ACK of everything, and nothing more is re-sent), then twice
 //!   as many beyond the left edge per ACK advance, up to [`GbnConfig::retx_burst`] (the
-//!   rest is released as ACKs advance). A pure ACK with [`flags::GAP`] that does not advance
+//!   rest is released as ACKs advance). If the first ACK progress after a timeout
+//!   covers packets beyond that left edge — sent once, so they arrived — the timeout
+//!   was spurious and nothing more is re-sent (after F-RTO, RFC 5682; counted in
+//!   `spurious_timeouts`). A pure ACK with [`flags::GAP`] that does not advance
 //!   while packets are in flight reports a loss and triggers the same go-back at once
 //!   (fast retransmit), once per recovery episode (NewReno-like `recover` mark); one
 //!   without it (the answer to a duplicate) changes nothing. After
@@ -147,6 +150,9 @@ pub struct GbnStats {
     pub timeouts: u64,
     /// Fast retransmits triggered by duplicate ACKs (extension).
     pub fast_retransmits: u64,
+    /// Timeouts found spurious: the next ACK covered packets beyond the re-sent left
+    /// edge, sent once, so the go-back stopped there (extension, after F-RTO).
+    pub spurious_timeouts: u64,
     /// Packets rejected as [`Verdict::Invalid`] (extension).
     pub invalid: u64,
 }
@@ -192,6 +198,9 @@ struct Peer {
     backoffs: u32,
     in_recovery: bool,
     recover: u32,
+    /// After a timeout: the left edge it re-sent, until the next ACK progress tells
+    /// whether the timeout was spurious.
+    frto_edge: Option<u32>,
     unresponsive_reported: bool,
     // Receive side.
     /// Next expected in-order sequence number.
@@ -230,6 +239,7 @@ impl Peer {
             backoffs: 0,
             in_recovery: false,
             recover: s,
+            frto_edge: None,
             unresponsive_reported: false,
             rcv_nxt: s,
             rcv_any: false,
@@ -446,6 +456,17 @@ impl Gbn {
                 p.rtt_sample(now.saturating_sub(sent), rto_min, rto_max);
             }
         }
+        // After a timeout (which re-sent only the left edge), an ACK beyond the left
+        // edge covers packets sent once: they arrived, so the timeout was spurious (a
+        // slow receiver) and the go-back stops here instead of re-sending them.
+        if let Some(edge) = p.frto_edge.take() {
+            if serial::lt(edge.wrapping_add(1), una) {
+                self.stats.spurious_timeouts += 1;
+                p.in_recovery = false;
+                p.rtx_cursor = una;
+                p.rtx_end = una;
+            }
+        }
         let n = una.wrapping_sub(p.snd_una) as usize;
         p.win.drain(..n.min(p.win.len()));
         p.snd_una = una;
@@ -477,6 +498,8 @@ impl Gbn {
         }
         self.stats.fast_retransmits += 1;
         p.rtx_limit = self.cfg.retx_burst;
+        // A reported gap is a loss: no spurious-timeout test for this go-back.
+        p.frto_edge = None;
         Self::go_back(p);
     }
 
@@ -679,6 +702,7 @@ impl Gbn {
                 // for an ACK) and let the answer release the rest.
                 p.rtx_limit = 1;
                 Self::go_back(p);
+                p.frto_edge = Some(p.snd_una);
                 let at = Some(now.saturating_add(p.rto));
                 self.timers.set(peer, TIMER_RETX, at);
             }

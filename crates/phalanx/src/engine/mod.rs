@@ -692,6 +692,7 @@ impl Engine {
         s.dup_acks = g.dup_acks_sent;
         s.timeouts = g.timeouts;
         s.fast_retransmits = g.fast_retransmits;
+        s.spurious_timeouts = g.spurious_timeouts;
         s.window = u64::from(self.links.gbn.proto.config().window);
         if let Some(c) = self.links.careful.as_ref() {
             s.careful_multi = c.proto.stats().multi_sent;

@@ -75,6 +75,8 @@ pub struct Stats {
     pub timeouts: u64,
     /// Go-back-n fast retransmits (a duplicate ACK reporting a gap).
     pub fast_retransmits: u64,
+    /// Go-back-n timeouts found spurious by the next ACK (nothing more was re-sent).
+    pub spurious_timeouts: u64,
     /// The go-back-n send window in packets (after `PHALANX_COMM_BUDGET`).
     pub window: u64,
     /// Resume exchanges after a halt: announcements sent (re-sends included).
@@ -95,7 +97,7 @@ impl fmt::Display for Stats {
              shm_received={} single_copies={} board_collectives={} hier_collectives={} \
              careful_held={} careful_copied_out={} multi_sends={} careful_multi={} \
              timeouts={} fast_retransmits={} window={} resume_sent={} resume_missing={} \
-             bad_mac={}",
+             bad_mac={} spurious_timeouts={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -132,7 +134,8 @@ impl fmt::Display for Stats {
             self.window,
             self.resume_sent,
             self.resume_missing,
-            self.bad_mac
+            self.bad_mac,
+            self.spurious_timeouts
         )
     }
 }
