@@ -3,8 +3,11 @@
 //! Contract:
 //! * [`Secret`] is 32 bytes from the OS's entropy, made by the launcher (or, under PMI,
 //!   by rank 0 into the job's key-value space). It reaches a rank in its environment
-//!   ([`crate::ENV_SECRET`], 64 hex digits), never on a command line nor on the wire;
-//!   its `Debug` form does not show it.
+//!   ([`crate::ENV_SECRET`], 64 hex digits), never on a command line; the launcher
+//!   sends it over no connection of its own, but ranks it starts through `phalanx gang`
+//!   node daemons get their environment over the daemon's connection, which is
+//!   authenticated and not encrypted (the README's threat model says so). Its `Debug`
+//!   form does not show it.
 //! * Start-up is challenge–response: on every boot connection the launcher first sends
 //!   a fresh random challenge ([`new_nonce`]); the rank's `Hello` carries
 //!   [`proof`]`(secret, challenge, rank)` (BLAKE3 keyed by a key derived from the

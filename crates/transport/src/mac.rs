@@ -49,6 +49,16 @@ impl Seal {
         }
     }
 
+    /// The same sealer under another key, its counter going on (a nonce is never
+    /// reused by one rank, whatever the keys).
+    pub fn rekeyed(&self, key: &[u8; 16]) -> Seal {
+        Seal {
+            cipher: Aes128Gcm::new(GenericArray::from_slice(key)),
+            rank: self.rank,
+            counter: self.counter,
+        }
+    }
+
     /// The trailer that authenticates `datagram` (a fresh nonce each call).
     pub fn trailer(&mut self, datagram: &[u8]) -> [u8; TRAILER] {
         let counter = self.counter;

@@ -357,12 +357,17 @@ impl UdpTransport {
 
     /// Seals every datagram sent from now on as `rank` under the job's datagram `key`
     /// ([`crate::mac::datagram_key`]) and takes only sealed ones (module docs). Call it
-    /// before the rank publishes its endpoint; every rank of the job must.
+    /// before the rank publishes its endpoint; every rank of the job must. Called again,
+    /// it changes the key and keeps the first call's rank and counter.
     pub fn authenticate(&mut self, key: &[u8; 16], rank: Rank) {
-        if self.seal.is_none() {
-            self.max_datagram -= TRAILER;
-        }
-        self.seal = Some(Seal::new(key, rank));
+        self.seal = Some(match self.seal.take() {
+            // Sealed before: the counter goes on, so no nonce repeats.
+            Some(old) => old.rekeyed(key),
+            None => {
+                self.max_datagram -= TRAILER;
+                Seal::new(key, rank)
+            }
+        });
     }
 
     /// Whether datagrams are sealed and checked.

@@ -245,6 +245,8 @@ fn hello(stream: &TcpStream, secret: &str) -> Option<LineReader> {
         match reader.next_msg::<Hello, _>(&mut s) {
             Ok(Next::Msg(h)) if check(secret, &ch.nonce, &h) => {
                 reader.set_limit(MAX_LINE);
+                // The challenge's short bound is not the session's.
+                s.set_write_timeout(None).ok()?;
                 return Some(reader);
             }
             Ok(Next::Pending) => continue,

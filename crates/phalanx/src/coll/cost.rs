@@ -3,19 +3,21 @@
 //! model's ratio, that shapes the broadcast, reduction and gather trees.
 //!
 //! Contract:
-//! * The figures come from, first found: `PHALANX_COST` (`send=A+B,xmit=A+B,recv=A+B`),
-//!   the host's cache ([`cache_path`], written by `phalanx-bench calibrate --save`),
-//!   else [`CostModel::DEFAULT`] (measured on a 2-core VM over loopback UDP). A
-//!   malformed variable is an error naming it; a malformed cache file is ignored with a
-//!   warning. `PHALANX_COST=measure` is for the launcher (`phalanx run` measures its
-//!   host once and gives every rank the figures); a rank that sees it is told so.
-//! * `phalanx run` gives every rank the figures of the launcher's host (its cache, or
-//!   its measurement when asked), so the ranks of a job on several hosts agree.
+//! * A rank's figures are `PHALANX_COST` (`send=A+B,xmit=A+B,recv=A+B`), else
+//!   [`CostModel::DEFAULT`] (measured on a 2-core VM over loopback UDP): never its own
+//!   host's cache, which another host's ranks would not share. A malformed variable is
+//!   an error naming it. `PHALANX_COST=measure` is for the launcher; a rank that sees
+//!   it is told so.
+//! * `phalanx run` sets `PHALANX_COST` for every rank to the figures of the launcher's
+//!   host (its cache, [`cache_path`], written by `phalanx-bench calibrate --save`; or
+//!   its measurement when asked), so the ranks of a job on several hosts agree. Ranks
+//!   started otherwise (`srun` directly) use the defaults unless `PHALANX_COST` is
+//!   exported to all of them.
 //! * λ decides the trees, so every rank of a job must use the same figures: the
 //!   signature of a tree collective carries its λ, and ranks whose figures differ get a
 //!   mismatch error (set `PHALANX_COST` or `PHALANX_COLL_LAMBDA` for the job).
 
-pub use phalanx_transport::cost::{cache_path, read_cache, CostModel, Line, MAX_LAMBDA};
+pub use phalanx_transport::cost::{cache_path, CostModel, Line, MAX_LAMBDA};
 
 /// The figures this process uses (module docs); `Err` names a malformed variable.
 pub fn from_env() -> Result<CostModel, String> {
@@ -29,12 +31,7 @@ pub fn from_env() -> Result<CostModel, String> {
         }
         return CostModel::parse(&v).map_err(|e| format!("PHALANX_COST={v:?}: {e}"));
     }
-    Ok(read_cache()
-        .unwrap_or_else(|e| {
-            tracing::warn!("phalanx: warning: ignoring {e}");
-            None
-        })
-        .unwrap_or(CostModel::DEFAULT))
+    Ok(CostModel::DEFAULT)
 }
 
 static MODEL: std::sync::OnceLock<CostModel> = std::sync::OnceLock::new();

@@ -378,10 +378,11 @@ impl CollState {
         let sig = u64::from_le_bytes(sig);
         let data = &payload[8..];
         let (total, off) = (pkt.msg_len(), pkt.aux());
-        // A mismatched call's data is taken off the link and dropped: it never reaches a
-        // buffer, and the raised error stops every schedule (`advance`) before any
-        // result is returned.
-        if (step == PROBE_STEP || off == 0) && !self.check_signature(rank, ctx, seq, src, sig) {
+        // A mismatched call's data is taken off the link and dropped: no fragment of it
+        // (each carries the signature) reaches a buffer, and the raised error stops
+        // every schedule (`advance`) before any result is returned. Once an error is
+        // raised nothing more is taken in.
+        if self.error.is_some() || !self.check_signature(rank, ctx, seq, src, sig) {
             return Ok(true);
         }
         if step == PROBE_STEP {
