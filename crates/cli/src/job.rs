@@ -256,7 +256,10 @@ pub fn run(cfg: Config) -> i32 {
         if let (Some(i), Some(agents)) = (of_rank[rank as usize], job.agents.as_mut()) {
             let spec = remote::spec(&job.cfg, rank, boot, agents.is_ssh(i));
             if let Err(e) = agents.spawn(i, spec) {
-                return job.finish(Some(Failure::new(e, 2)));
+                // The agent's own account (ssh's words, say) says more than a write
+                // that failed: it is on its way, give it a moment.
+                let f = job.loss_reason().unwrap_or_else(|| Failure::new(e, 2));
+                return job.finish(Some(f));
             }
             job.ranks.push(Rank::new(None, Some(i), 0));
             continue;

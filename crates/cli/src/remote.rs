@@ -15,6 +15,9 @@ use std::net::SocketAddr;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
+/// Longest wait for a failed agent's own account of its loss.
+const LOSS_REASON_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Job {
     /// What the node daemons reported since the last call.
     pub(super) fn agent_events(&mut self) -> Result<(), Failure> {
@@ -68,6 +71,19 @@ impl Job {
             }
         }
         Ok(())
+    }
+
+    /// An agent that failed a request: the failure its own events report (its loss,
+    /// with the reason), waiting at most [`LOSS_REASON_WAIT`] for them.
+    pub(super) fn loss_reason(&mut self) -> Option<Failure> {
+        let deadline = std::time::Instant::now() + LOSS_REASON_WAIT;
+        while std::time::Instant::now() < deadline {
+            if let Err(f) = self.agent_events() {
+                return Some(f);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        None
     }
 
     /// While tearing down: records the remote ranks' exits (and a lost node's ranks as
