@@ -132,12 +132,9 @@ pub fn gbn_input(data: &[u8]) {
         match op % 6 {
             0 | 1 => {
                 // A datagram: length byte, then that many bytes.
-                let Some((&len, tail)) = rest.split_first() else {
+                let Some(bytes) = length_prefixed(&mut rest) else {
                     break;
                 };
-                let n = (len as usize).min(tail.len());
-                let (bytes, tail) = tail.split_at(n);
-                rest = tail;
                 if let Ok(p) = Packet::new_checked(bytes) {
                     let v = g.handle_packet(now, &p);
                     if v == Verdict::Deliver && op & 0x80 == 0 {
@@ -211,12 +208,9 @@ pub fn urtp_input(data: &[u8]) {
         match op % 8 {
             0 => {
                 // A raw datagram: length byte, then that many bytes.
-                let Some((&len, tail)) = rest.split_first() else {
+                let Some(bytes) = length_prefixed(&mut rest) else {
                     break;
                 };
-                let n = (len as usize).min(tail.len());
-                let (bytes, tail) = tail.split_at(n);
-                rest = tail;
                 if let Ok(p) = Packet::new_checked(bytes) {
                     let _ = u.handle_packet(now, &p);
                 }
@@ -570,4 +564,13 @@ pub fn mac_open(data: &[u8]) {
         opener.open(&sealed[..n - 1]).is_none(),
         "opened without its last byte"
     );
+}
+
+/// Takes a length byte and up to that many bytes off the front of `rest`; `None` when
+/// `rest` is empty.
+fn length_prefixed<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let (&len, tail) = rest.split_first()?;
+    let (bytes, tail) = tail.split_at((len as usize).min(tail.len()));
+    *rest = tail;
+    Some(bytes)
 }
