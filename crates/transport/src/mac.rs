@@ -17,7 +17,7 @@
 //!   above drop what their windows have seen (go-back-n, URTP and careful sequence
 //!   numbers).
 
-use aes_gcm::aead::{generic_array::GenericArray, AeadInPlace, KeyInit};
+use aes_gcm::aead::{AeadInOut, KeyInit};
 use aes_gcm::Aes128Gcm;
 
 /// Bytes after every sealed datagram: rank (4), counter (8), tag (16).
@@ -32,6 +32,13 @@ pub fn datagram_key(secret: &[u8; 32]) -> [u8; 16] {
     out
 }
 
+/// The nonce in a trailer: its first 12 bytes (rank and counter).
+fn nonce(trailer: &[u8]) -> &aes_gcm::Nonce<aes_gcm::aead::consts::U12> {
+    trailer[..12]
+        .try_into()
+        .expect("a trailer has 12 nonce bytes")
+}
+
 /// One rank's sealing and opening state.
 pub struct Seal {
     cipher: Aes128Gcm,
@@ -43,7 +50,7 @@ impl Seal {
     /// Seals as `rank` under `key` (from [`datagram_key`]).
     pub fn new(key: &[u8; 16], rank: u32) -> Seal {
         Seal {
-            cipher: Aes128Gcm::new(GenericArray::from_slice(key)),
+            cipher: Aes128Gcm::new(key.into()),
             rank,
             counter: 0,
         }
@@ -53,7 +60,7 @@ impl Seal {
     /// reused by one rank, whatever the keys).
     pub fn rekeyed(&self, key: &[u8; 16]) -> Seal {
         Seal {
-            cipher: Aes128Gcm::new(GenericArray::from_slice(key)),
+            cipher: Aes128Gcm::new(key.into()),
             rank: self.rank,
             counter: self.counter,
         }
@@ -68,7 +75,7 @@ impl Seal {
         t[4..12].copy_from_slice(&counter.to_le_bytes());
         let tag = self
             .cipher
-            .encrypt_in_place_detached(GenericArray::from_slice(&t[..12]), datagram, &mut [])
+            .encrypt_inout_detached(nonce(&t), datagram, (&mut [][..]).into())
             // Only a message beyond GCM's length limit (64 GiB) fails.
             .unwrap_or_default();
         t[12..].copy_from_slice(&tag);
@@ -80,11 +87,11 @@ impl Seal {
         let body = sealed.len().checked_sub(TRAILER)?;
         let (datagram, t) = sealed.split_at(body);
         self.cipher
-            .decrypt_in_place_detached(
-                GenericArray::from_slice(&t[..12]),
+            .decrypt_inout_detached(
+                nonce(t),
                 datagram,
-                &mut [],
-                GenericArray::from_slice(&t[12..12 + TAG]),
+                (&mut [][..]).into(),
+                t[12..12 + TAG].try_into().ok()?,
             )
             .ok()
             .map(|()| datagram)
