@@ -2,7 +2,10 @@
 //!
 //! Contract: [`BootEnv::from_env`] is `Ok(None)` exactly when [`ENV_BOOT`] is unset (a
 //! singleton run); when it is set, rank, size and address must all be present and valid
-//! (`rank < size`). [`HostInfo::current`] never fails: unreadable `/proc` entries yield an
+//! (`rank < size`). Every value is bounded: [`ENV_SIZE`] is `1..=`[`MAX_RANKS`] (what
+//! `phalanx run -n` allows), [`ENV_BOOT`] at most [`MAX_ADDR_LEN`] bytes, the secret
+//! exactly 64 hex digits; past a bound the error names the variable (never echoing the
+//! secret, and never more than [`MAX_ADDR_LEN`] bytes of a value). [`HostInfo::current`] never fails: unreadable `/proc` entries yield an
 //! empty boot id or inode 0, which only weakens same-host detection.
 
 use crate::msg::PROTOCOL_VERSION;
@@ -19,6 +22,35 @@ pub const ENV_SIZE: &str = "PHALANX_SIZE";
 pub const ENV_BOOT: &str = "PHALANX_BOOT";
 /// Environment variable holding the job's secret (64 hex digits, [`crate::auth`]).
 pub const ENV_SECRET: &str = "PHALANX_JOB_SECRET";
+
+/// Largest job: [`ENV_SIZE`] and `PMI_SIZE` are `1..=MAX_RANKS` (`phalanx run -n` takes
+/// at most as many).
+pub const MAX_RANKS: u32 = 65536;
+/// Longest [`ENV_BOOT`] (an `ip:port` needs at most 47 bytes).
+pub const MAX_ADDR_LEN: usize = 256;
+
+/// The first `MAX_ADDR_LEN` bytes of `v` (at a character boundary), for messages.
+pub(crate) fn shown(v: &str) -> &str {
+    let mut end = v.len().min(MAX_ADDR_LEN);
+    while !v.is_char_boundary(end) {
+        end -= 1;
+    }
+    &v[..end]
+}
+
+/// A rank count or index from `name`, `0..=max`; the error names the variable.
+pub(crate) fn bounded_u32(name: &str, v: &str, max: u32) -> Result<u32, BootError> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|&n| n <= max)
+        .ok_or_else(|| {
+            BootError::BadEnv(format!(
+                "{name}={:?} is not a number from 0 to {max}",
+                shown(v)
+            ))
+        })
+}
 
 /// Where this rank sits in the job and how to reach its launcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +79,12 @@ impl BootEnv {
         let Some(boot) = get(ENV_BOOT) else {
             return Ok(None);
         };
+        if boot.len() > MAX_ADDR_LEN {
+            return Err(BootError::BadEnv(format!(
+                "{ENV_BOOT} is {} bytes long, more than {MAX_ADDR_LEN} (an ip:port address)",
+                boot.len()
+            )));
+        }
         let addr: SocketAddr = boot.trim().parse().map_err(|_| {
             BootError::BadEnv(format!("{ENV_BOOT}={boot:?} is not an ip:port address"))
         })?;
@@ -54,14 +92,14 @@ impl BootEnv {
             let v = get(name).ok_or_else(|| {
                 BootError::BadEnv(format!("{ENV_BOOT} is set but {name} is missing"))
             })?;
-            v.trim()
-                .parse::<u32>()
-                .map_err(|_| BootError::BadEnv(format!("{name}={v:?} is not a number")))
+            bounded_u32(name, &v, MAX_RANKS)
         };
         let rank = num(ENV_RANK)?;
         let size = num(ENV_SIZE)?;
         if size == 0 {
-            return Err(BootError::BadEnv(format!("{ENV_SIZE} must be at least 1")));
+            return Err(BootError::BadEnv(format!(
+                "{ENV_SIZE} must be from 1 to {MAX_RANKS}"
+            )));
         }
         if rank >= size {
             return Err(BootError::BadEnv(format!(
@@ -225,6 +263,48 @@ mod tests {
                 other => panic!("{vars:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn env_bounds() {
+        let with = |rank: &str, size: &str| {
+            BootEnv::from_lookup(lookup(&[
+                (ENV_BOOT, "127.0.0.1:1"),
+                (ENV_RANK, rank),
+                (ENV_SIZE, size),
+                (ENV_SECRET, SECRET),
+            ]))
+        };
+        assert_eq!(with("65535", "65536").unwrap().unwrap().size, MAX_RANKS);
+        let huge = "18446744073709551615";
+        let long = "7".repeat(1 << 20);
+        for (rank, size, var) in [
+            ("0", "65537", ENV_SIZE),
+            ("0", huge, ENV_SIZE),
+            (huge, "4", ENV_RANK),
+            ("0", &long[..], ENV_SIZE),
+        ] {
+            match with(rank, size) {
+                Err(BootError::BadEnv(m)) => {
+                    assert!(m.contains(var) && m.contains("65536"), "{m}");
+                    assert!(m.len() < 1024, "the value is not echoed whole: {}", m.len());
+                }
+                other => panic!("{rank} {size}: {other:?}"),
+            }
+        }
+        let long_boot = format!("127.0.0.1:{}", "1".repeat(1 << 20));
+        match BootEnv::from_lookup(lookup(&[(ENV_BOOT, long_boot.as_str())])) {
+            Err(BootError::BadEnv(m)) => assert!(m.contains(ENV_BOOT) && m.len() < 1024, "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let long_secret = "ab".repeat(1 << 19);
+        let e = BootEnv::from_lookup(lookup(&[
+            (ENV_BOOT, "127.0.0.1:1"),
+            (ENV_RANK, "0"),
+            (ENV_SIZE, "1"),
+            (ENV_SECRET, long_secret.as_str()),
+        ]));
+        assert!(matches!(e, Err(BootError::BadEnv(m)) if m.contains(ENV_SECRET) && m.len() < 200));
     }
 
     #[test]

@@ -38,7 +38,10 @@ pub mod pmi;
 
 pub use auth::Secret;
 pub use client::BootClient;
-pub use env::{check_hosts, BootEnv, HostInfo, ENV_BOOT, ENV_RANK, ENV_SECRET, ENV_SIZE};
+pub use env::{
+    check_hosts, BootEnv, HostInfo, ENV_BOOT, ENV_RANK, ENV_SECRET, ENV_SIZE, MAX_ADDR_LEN,
+    MAX_RANKS,
+};
 pub use error::BootError;
 pub use msg::{
     Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, Table, PROTOCOL_VERSION,

@@ -3,7 +3,10 @@
 //!
 //! Contract:
 //! * [`PmiEnv::from_lookup`] reads `PMI_FD`, `PMI_RANK`, `PMI_SIZE` (and `PMI_JOBID`);
-//!   `Ok(None)` when `PMI_FD` is unset. A process started by Slurm without PMI
+//!   `Ok(None)` when `PMI_FD` is unset. Bounds: `PMI_SIZE` is `1..=`[`crate::MAX_RANKS`],
+//!   `PMI_JOBID` at most [`MAX_JOBID`] bytes without `;`, `=`, spaces or control
+//!   characters (it travels inside a PMI-2 command); past one the error names the
+//!   variable. A process started by Slurm without PMI
 //!   (`SLURM_PROCID` set, no `PMI_FD`) is an error saying how to launch.
 //! * [`Pmi::init`] speaks the PMI-2 wire protocol (a PMI-1 `cmd=init pmi_version=2`
 //!   line, then `fullinit` in 6-byte-length-prefixed `cmd=…;key=value;` messages), or
@@ -32,6 +35,8 @@ use std::time::Duration;
 /// Longest value [`Pmi::put`] takes (before hex encoding; Slurm's PMI-2 limit is 1024
 /// characters).
 pub const MAX_VALUE: usize = 500;
+/// Longest `PMI_JOBID` (Slurm's are like `12.0`).
+pub const MAX_JOBID: usize = 256;
 /// Longest reply read from the server.
 pub const MAX_REPLY: usize = 64 << 10;
 
@@ -71,27 +76,42 @@ impl PmiEnv {
         let num = |name: &str| -> Result<u32, BootError> {
             let v = get(name)
                 .ok_or_else(|| BootError::BadEnv(format!("PMI_FD is set but {name} is missing")))?;
-            v.trim()
-                .parse::<u32>()
-                .map_err(|_| BootError::BadEnv(format!("{name}={v:?} is not a number")))
+            crate::env::bounded_u32(name, &v, crate::MAX_RANKS)
         };
         let fd = fd
             .trim()
             .parse::<RawFd>()
             .ok()
             .filter(|&f| f >= 0)
-            .ok_or_else(|| BootError::BadEnv(format!("PMI_FD={fd:?} is not a descriptor")))?;
+            .ok_or_else(|| {
+                BootError::BadEnv(format!(
+                    "PMI_FD={:?} is not a descriptor",
+                    crate::env::shown(&fd)
+                ))
+            })?;
         let (rank, size) = (num("PMI_RANK")?, num("PMI_SIZE")?);
         if size == 0 || rank >= size {
             return Err(BootError::BadEnv(format!(
                 "PMI_RANK={rank} is out of range for PMI_SIZE={size}"
             )));
         }
+        let jobid = get("PMI_JOBID");
+        if let Some(j) = &jobid {
+            let plain = |c: char| !(c == ';' || c == '=' || c.is_whitespace() || c.is_control());
+            if j.len() > MAX_JOBID || !j.chars().all(plain) {
+                return Err(BootError::BadEnv(format!(
+                    "PMI_JOBID={:?} ({} bytes) is not at most {MAX_JOBID} bytes without \
+                     ';', '=', spaces or control characters",
+                    crate::env::shown(j),
+                    j.len()
+                )));
+            }
+        }
         Ok(Some(PmiEnv {
             fd,
             rank,
             size,
-            jobid: get("PMI_JOBID"),
+            jobid,
             v1: get("PHALANX_PMI").is_some_and(|v| v.trim() == "1"),
         }))
     }
@@ -519,6 +539,41 @@ mod tests {
             ("PMI_SIZE", "4")
         ]))
         .is_err());
+    }
+
+    #[test]
+    fn environment_bounds() {
+        let with = |vars: Vec<(&'static str, String)>| {
+            PmiEnv::from_lookup(move |k: &str| {
+                vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+            })
+        };
+        let base = |size: &str, jobid: String| {
+            vec![
+                ("PMI_FD", "5".to_string()),
+                ("PMI_RANK", "0".to_string()),
+                ("PMI_SIZE", size.to_string()),
+                ("PMI_JOBID", jobid),
+            ]
+        };
+        let ok = with(base("65536", "j".repeat(MAX_JOBID))).unwrap().unwrap();
+        assert_eq!(ok.size, 65536);
+        let long = "9".repeat(1 << 20);
+        for (vars, name) in [
+            (base("65537", "1".into()), "PMI_SIZE"),
+            (base("18446744073709551615", "1".into()), "PMI_SIZE"),
+            (base(&long, "1".into()), "PMI_SIZE"),
+            (base("4", "j".repeat(MAX_JOBID + 1)), "PMI_JOBID"),
+            (base("4", "x".repeat(1 << 20)), "PMI_JOBID"),
+            (base("4", "1;cmd=abort".into()), "PMI_JOBID"),
+        ] {
+            let e = with(vars).unwrap_err().to_string();
+            assert!(e.contains(name) && e.len() < 1024, "{e}");
+        }
+        let mut fd = base("4", "1".into());
+        fd[0].1 = "1".repeat(1 << 20);
+        let e = with(fd).unwrap_err().to_string();
+        assert!(e.contains("PMI_FD") && e.len() < 1024, "{e}");
     }
 
     /// A PMI-2 and a PMI-1 exchange against a scripted server on a socket pair: the

@@ -126,7 +126,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", hide = true)]
     pub status_file: Option<PathBuf>,
 
-    /// Stop the job after SECONDS: print what every rank is waiting on, then terminate all.
+    /// Stop the job after SECONDS: print what every rank is waiting on, then terminate all
+    /// (at most a year, 31536000; so are the other times).
     #[arg(long, value_name = "SECONDS", value_parser = parse_secs)]
     pub timeout: Option<Duration>,
 
@@ -172,9 +173,10 @@ impl RunArgs {
             }
             "auto" => Ok(self.hostfile.is_none()
                 && crate::slurm::in_allocation()
-                && self
-                    .ranks
-                    .is_none_or(|n| n <= crate::slurm::allocated_tasks())),
+                && match self.ranks {
+                    None => true,
+                    Some(n) => n <= crate::slurm::allocated_tasks()?.unwrap_or(0),
+                }),
             _ => Ok(false),
         }
     }
@@ -314,11 +316,24 @@ fn read_hostfile(path: &std::path::Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("hostfile {} is not text (UTF-8)", path.display()))
 }
 
+/// Longest time option (`--timeout`, `--startup-timeout`, `--kill-grace`): a year, in
+/// seconds. Far beyond it, the deadline `now + SECONDS` overflowed `Instant` (a panic at
+/// `--timeout 1e19`).
+pub const MAX_SECS: f64 = 365.0 * 86_400.0;
+
 fn parse_secs(s: &str) -> Result<Duration, String> {
+    use crate::bounds::shown;
     let v: f64 = s
         .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    Duration::try_from_secs_f64(v).map_err(|_| format!("{s:?} is not a valid number of seconds"))
+        .map_err(|_| format!("{} is not a number of seconds", shown(s)))?;
+    if !(0.0..=MAX_SECS).contains(&v) {
+        return Err(format!(
+            "{} is not a number of seconds from 0 to {MAX_SECS} (a year)",
+            shown(s)
+        ));
+    }
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| format!("{} is not a valid number of seconds", shown(s)))
 }
 
 /// Whether an ssh target names this machine (`127.0.0.1` or its host name).
@@ -450,5 +465,37 @@ mod tests {
         let _ = std::fs::remove_file(&bin);
         assert!(parse(&["-n", "2", "--env", "novalue", "prog"]).is_err());
         assert!(parse(&["-n", "2", "--timeout", "-1", "prog"]).is_err());
+    }
+
+    #[test]
+    fn times_are_bounded() {
+        let r = parse(&["-n", "1", "--timeout", "31536000", "prog"]).unwrap();
+        assert_eq!(r.timeout, Some(Duration::from_secs(31_536_000)));
+        for flag in ["--timeout", "--startup-timeout", "--kill-grace"] {
+            for v in [
+                "31536000.5",
+                "1e19",
+                "18446744073709551615",
+                "1e308",
+                "inf",
+                "NaN",
+            ] {
+                let e = parse(&["-n", "1", flag, v, "prog"])
+                    .err()
+                    .unwrap()
+                    .to_string();
+                assert!(e.contains(flag) && e.contains("a year"), "{flag} {v}: {e}");
+            }
+        }
+        // clap quotes the whole argument (the kernel bounds one to 128 KiB); ours is cut.
+        let long = "1".repeat(1 << 20);
+        let e = parse(&["-n", "1", "--timeout", &long, "prog"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("--timeout") && e.contains("(1048576 bytes)"),
+            "{e:.200}"
+        );
     }
 }

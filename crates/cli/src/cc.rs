@@ -31,7 +31,7 @@ fn first_with(cands: &[PathBuf], file: &str) -> Option<PathBuf> {
 /// Finds the include and library directories.
 pub fn locate() -> Result<Paths, String> {
     let src_include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../capi/include");
-    let (inc, lib): (Vec<PathBuf>, Vec<PathBuf>) = match std::env::var_os("PHALANX_HOME") {
+    let (inc, lib): (Vec<PathBuf>, Vec<PathBuf>) = match crate::bounds::path_var("PHALANX_HOME")? {
         Some(h) => {
             let h = PathBuf::from(h);
             (
@@ -79,7 +79,8 @@ fn no_link(args: &[OsString]) -> bool {
         .any(|a| matches!(a.to_str(), Some("-c" | "-E" | "-S" | "-M" | "-MM")))
 }
 
-/// The compiler command for `args`.
+/// The compiler command for `args` (`PHALANX_CC`, default `cc`; [`run`] checked its
+/// length).
 pub fn command(args: &[OsString], p: &Paths) -> Command {
     let cc = std::env::var_os("PHALANX_CC").unwrap_or_else(|| "cc".into());
     let mut cmd = Command::new(cc);
@@ -97,7 +98,8 @@ pub fn command(args: &[OsString], p: &Paths) -> Command {
 pub fn run(args: Vec<OsString>) -> i32 {
     let show = args.first().is_some_and(|a| a == "--show");
     let args = if show { args[1..].to_vec() } else { args };
-    let paths = match locate() {
+    // PHALANX_CC is checked here, `command` uses it.
+    let paths = match crate::bounds::path_var("PHALANX_CC").and_then(|_| locate()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("phalanx cc: {e}");

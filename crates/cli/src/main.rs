@@ -7,6 +7,7 @@
 
 mod agents;
 mod args;
+mod bounds;
 mod cc;
 mod cost;
 mod gang;

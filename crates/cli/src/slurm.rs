@@ -9,7 +9,8 @@
 //!   an error.
 //! * [`run`] starts `srun --mpi=pmi2 --export=ALL --kill-on-bad-exit=1 -n N [--label]
 //!   prog args…`
-//!   (N defaults to the allocation's `SLURM_NTASKS`) with the `--env` variables added to
+//!   (N defaults to the allocation's `SLURM_NTASKS`, which must be a number from 1 to
+//!   [`MAX_TASKS`] when it is used) with the `--env` variables added to
 //!   its environment (srun passes the environment on), and exits with srun's code.
 //!   `--timeout S` ends the step after S seconds (SIGTERM to srun, which cancels it;
 //!   SIGKILL after the grace period) with exit 124. Output goes straight through srun
@@ -24,12 +25,34 @@ pub fn in_allocation() -> bool {
     std::env::var_os("SLURM_JOB_ID").is_some() && std::env::var_os("SLURM_STEP_ID").is_none()
 }
 
-/// The tasks of the allocation (`SLURM_NTASKS`; 0 when unknown).
-pub fn allocated_tasks() -> u32 {
-    std::env::var("SLURM_NTASKS")
+/// Largest `SLURM_NTASKS` taken (`phalanx run -n` allows as many).
+pub const MAX_TASKS: u32 = 65536;
+
+/// The tasks of the allocation (`SLURM_NTASKS`; `None` when unset or blank); a value
+/// that is not a number from 1 to [`MAX_TASKS`] is an error naming the variable.
+pub fn allocated_tasks() -> Result<Option<u32>, String> {
+    ntasks(std::env::var_os("SLURM_NTASKS").as_deref())
+}
+
+fn ntasks(v: Option<&std::ffi::OsStr>) -> Result<Option<u32>, String> {
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    let t = v.to_string_lossy();
+    if t.trim().is_empty() {
+        return Ok(None);
+    }
+    t.trim()
+        .parse::<u32>()
         .ok()
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+        .filter(|n| (1..=MAX_TASKS).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "SLURM_NTASKS={} is not a number from 1 to {MAX_TASKS}",
+                crate::bounds::shown(&t)
+            )
+        })
 }
 
 /// What `phalanx run` passes on to srun.
@@ -44,11 +67,16 @@ pub struct SrunJob {
 
 /// Runs the job through srun; the exit code (module docs).
 pub fn run(job: SrunJob) -> i32 {
-    let ranks = job.ranks.or_else(|| {
-        std::env::var("SLURM_NTASKS")
-            .ok()
-            .and_then(|n| n.trim().parse().ok())
-    });
+    let ranks = match job.ranks {
+        Some(n) => Some(n),
+        None => match allocated_tasks() {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("phalanx: {e}");
+                return 2;
+            }
+        },
+    };
     let Some(ranks) = ranks else {
         eprintln!("phalanx: -n N is required (the allocation does not say SLURM_NTASKS)");
         return 2;
@@ -104,5 +132,24 @@ pub fn run(job: SrunJob) -> i32 {
             }
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn ntasks_is_bounded() {
+        let n = |v: &str| ntasks(Some(OsStr::new(v)));
+        assert_eq!(ntasks(None), Ok(None));
+        assert_eq!(n(" "), Ok(None));
+        assert_eq!(n("65536"), Ok(Some(MAX_TASKS)));
+        let long = "1".repeat(1 << 20);
+        for bad in ["0", "65537", "18446744073709551615", "x", &long] {
+            let e = n(bad).unwrap_err();
+            assert!(e.contains("SLURM_NTASKS") && e.len() < 200, "{e}");
+        }
     }
 }

@@ -44,9 +44,13 @@ pub(crate) fn fatal(call: &str, err: Error) -> ! {
     end_job(1, &line)
 }
 
-/// The rank the launcher gave this process (before the engine exists), or `?`.
+/// The rank the launcher gave this process (before the engine exists), or `?` (also
+/// when `PHALANX_RANK` is not a rank number: it is only shown in messages).
 pub fn launched_rank() -> String {
-    std::env::var(phalanx_boot::ENV_RANK).unwrap_or_else(|_| "?".into())
+    std::env::var(phalanx_boot::ENV_RANK)
+        .ok()
+        .filter(|r| r.trim().parse::<u32>().is_ok())
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Runs a core call, sending an error to the fatal handler.

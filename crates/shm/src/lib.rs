@@ -104,12 +104,14 @@
 //! cannot make it read or write outside the mapping.
 
 mod board;
+mod env;
 mod ring;
 mod segment;
 mod sys;
 mod transport;
 
 pub use board::{Board, Published};
+pub use env::{MAX_TIMEOUT_SECS, MAX_VALUE_LEN};
 pub use segment::{private_dir, sweep_stale, ShmConfig, ShmSegment, MIN_AUTO_RING};
 pub use sys::read_remote;
 pub use transport::{ShmTransport, SingleCopy};

@@ -23,7 +23,12 @@ const MAGIC: u64 = u64::from_le_bytes(*b"phxshm01");
 /// Words that different ranks write are kept this far apart (two 64-byte lines: the
 /// adjacent-line prefetcher moves lines in 128-byte pairs).
 pub(crate) const LINE: usize = 128;
-const PAGE: usize = 4096;
+pub(crate) const PAGE: usize = 4096;
+/// Ring sizes: powers of two from `MIN_RING` to `MAX_RING` bytes.
+pub(crate) const MIN_RING: usize = 1024;
+pub(crate) const MAX_RING: usize = 1 << 30;
+/// Largest board buffer (a multiple of [`PAGE`]).
+pub(crate) const MAX_BOARD: usize = 64 << 20;
 /// Upper bound on local ranks (the capability matrix and rank table live in the header).
 pub const MAX_LOCAL_RANKS: usize = 1024;
 
@@ -62,8 +67,8 @@ pub(crate) const C_PWAIT: usize = 2 * LINE;
 /// Configuration shared by all local ranks of a job (they must agree; the opener checks).
 #[derive(Clone, Debug)]
 pub struct ShmConfig {
-    /// Bytes per ring (one ring per ordered pair of local ranks): a power of two, at least
-    /// 1 KiB. Default 256 KiB. The segment holds `n·(n-1)` rings; see `rings_budget`.
+    /// Bytes per ring (one ring per ordered pair of local ranks): a power of two from
+    /// 1 KiB to 1 GiB. Default 256 KiB. The segment holds `n·(n-1)` rings; see `rings_budget`.
     pub ring_bytes: usize,
     /// Most bytes all `n·(n-1)` rings of a segment may take together: while they would
     /// take more, the ring size is halved, down to [`MIN_AUTO_RING`] (so 64 local ranks
@@ -74,7 +79,8 @@ pub struct ShmConfig {
     /// Where the user's private directory of segment files is made ([`private_dir`]).
     /// Default `/dev/shm`.
     pub dir: PathBuf,
-    /// Bound on every wait during create/open/connect. Default 30 s.
+    /// Bound on every wait during create/open/connect. Default 30 s; from the
+    /// environment more than 0 and at most one day.
     pub connect_timeout: Duration,
     /// Probe and use `process_vm_readv`; `false` forces the two-copy fallback. Default true.
     pub single_copy: bool,
@@ -133,63 +139,6 @@ impl ShmConfig {
             b /= 2;
         }
         b
-    }
-
-    /// Defaults overridden by `PHALANX_SHM_RING` and `PHALANX_SHM_BOARD` (bytes, accept a
-    /// `k`/`m` suffix), `PHALANX_SHM_DIR`, `PHALANX_SHM_TIMEOUT` (seconds) and
-    /// `PHALANX_SHM_SINGLE_COPY` (`0` turns it off) as `get` returns them (the library
-    /// reads the environment; this crate reads none). A malformed value is an error
-    /// naming the variable; sizes are checked again when a segment is made.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<ShmConfig, String> {
-        let mut cfg = ShmConfig::default();
-        let set = |name: &str| get(name).filter(|v| !v.trim().is_empty());
-        let bytes = |name: &str| -> Result<Option<usize>, String> {
-            let Some(raw) = set(name) else {
-                return Ok(None);
-            };
-            let v = raw.trim().to_ascii_lowercase();
-            let (num, mul) = match v.strip_suffix('k') {
-                Some(n) => (n, 1usize << 10),
-                None => match v.strip_suffix('m') {
-                    Some(n) => (n, 1 << 20),
-                    None => (v.as_str(), 1),
-                },
-            };
-            num.parse::<usize>()
-                .ok()
-                .and_then(|n| n.checked_mul(mul))
-                .map(Some)
-                .ok_or_else(|| format!("{name}={raw:?} is not a byte count (e.g. 65536, 64k, 1m)"))
-        };
-        if let Some(n) = bytes("PHALANX_SHM_RING")? {
-            cfg.ring_bytes = n;
-            cfg.rings_budget = usize::MAX;
-        }
-        if let Some(n) = bytes("PHALANX_SHM_BOARD")? {
-            cfg.board_bytes = n;
-        }
-        if let Some(d) = set("PHALANX_SHM_DIR") {
-            cfg.dir = PathBuf::from(d);
-        }
-        if let Some(v) = set("PHALANX_SHM_TIMEOUT") {
-            let secs = v
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .ok_or_else(|| {
-                    format!("PHALANX_SHM_TIMEOUT={v:?} is not a positive number of seconds")
-                })?;
-            cfg.connect_timeout = Duration::from_secs_f64(secs.min(86_400.0));
-        }
-        if let Some(v) = set("PHALANX_SHM_SINGLE_COPY") {
-            cfg.single_copy = match v.trim() {
-                "0" => false,
-                "1" => true,
-                _ => return Err(format!("PHALANX_SHM_SINGLE_COPY={v:?} is not 0 or 1")),
-            };
-        }
-        Ok(cfg)
     }
 }
 
@@ -294,13 +243,13 @@ fn check_args(
             "shm segment name {name:?}: must be 1..=200 bytes without '/'"
         )));
     }
-    if !cfg.ring_bytes.is_power_of_two() || cfg.ring_bytes < 1024 || cfg.ring_bytes > 1 << 30 {
+    if !cfg.ring_bytes.is_power_of_two() || cfg.ring_bytes < MIN_RING || cfg.ring_bytes > MAX_RING {
         return Err(bad(format!(
             "shm ring size {} bytes: must be a power of two between 1 KiB and 1 GiB",
             cfg.ring_bytes
         )));
     }
-    if !cfg.board_bytes.is_multiple_of(PAGE) || cfg.board_bytes > 64 << 20 {
+    if !cfg.board_bytes.is_multiple_of(PAGE) || cfg.board_bytes > MAX_BOARD {
         return Err(bad(format!(
             "shm board size {} bytes: must be a multiple of 4 KiB, at most 64 MiB",
             cfg.board_bytes

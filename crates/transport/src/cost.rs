@@ -13,6 +13,9 @@
 //!   [`CostModel::parse`]): in `PHALANX_COST` and in this host's cache file
 //!   ([`cache_path`]: `PHALANX_COST_FILE`, else `$XDG_CACHE_HOME/phalanx/cost`, else
 //!   `~/.cache/phalanx/cost`). [`CostModel::DEFAULT`] was measured on a 2-core VM.
+//!   Bounds: the line is at most [`MAX_COST_LEN`] bytes, every figure a finite number
+//!   from 0 to [`MAX_FIGURE`], the cache file's path at most [`MAX_PATH_LEN`] bytes and
+//!   only its first [`MAX_COST_LEN`] bytes are read; past a bound, an error.
 //! * [`measure`] times this host's loopback UDP (one process, about a second): `send`
 //!   = one `send_to` (one system call, one destination); `xmit` = what each further
 //!   destination adds to a multi-send (`sendmmsg` to 8 destinations minus to 1, over
@@ -30,6 +33,13 @@ use std::time::Instant;
 /// Largest λ used (it travels in 4 bits of a call's signature; beyond it trees for the
 /// group sizes of interest are flat anyway).
 pub const MAX_LAMBDA: u32 = 15;
+
+/// Longest cost line ([`CostModel::parse`]; a formatted one takes about 70 bytes).
+pub const MAX_COST_LEN: usize = 4096;
+/// Largest figure of a line: µs for `a`, µs per byte for `b` (a second either way).
+pub const MAX_FIGURE: f64 = 1e6;
+/// Longest path of the cache file (Linux's `PATH_MAX`).
+pub const MAX_PATH_LEN: usize = 4096;
 
 /// `a + b·m` µs for a packet of `m` bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,8 +93,15 @@ impl CostModel {
         (r.round() as u32).clamp(1, MAX_LAMBDA)
     }
 
-    /// Parses `send=A+B,xmit=A+B,recv=A+B` (µs, µs per byte; any order, all three).
+    /// Parses `send=A+B,xmit=A+B,recv=A+B` (µs, µs per byte; any order, all three; each
+    /// figure from 0 to [`MAX_FIGURE`], the text at most [`MAX_COST_LEN`] bytes).
     pub fn parse(text: &str) -> Result<CostModel, String> {
+        if text.len() > MAX_COST_LEN {
+            return Err(format!(
+                "{} bytes long, more than {MAX_COST_LEN}",
+                text.len()
+            ));
+        }
         let mut lines: [Option<Line>; 3] = [None; 3];
         for item in text.trim().split(',') {
             let (key, value) = item
@@ -104,8 +121,8 @@ impl CostModel {
                 s.trim()
                     .parse::<f64>()
                     .ok()
-                    .filter(|v| v.is_finite() && *v >= 0.0)
-                    .ok_or_else(|| format!("{s:?} is not a non-negative number"))
+                    .filter(|v| (0.0..=MAX_FIGURE).contains(v))
+                    .ok_or_else(|| format!("{s:?} is not a number from 0 to {MAX_FIGURE}"))
             };
             lines[slot] = Some(Line {
                 a: num(a)?,
@@ -144,15 +161,34 @@ pub fn cache_path() -> Option<PathBuf> {
 /// This host's cached figures: `Ok(None)` when there are none, `Err` naming the file
 /// when they are malformed.
 pub fn read_cache() -> Result<Option<CostModel>, String> {
+    use std::io::Read;
     let Some(path) = cache_path() else {
         return Ok(None);
     };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => CostModel::parse(&text)
-            .map(Some)
-            .map_err(|e| format!("the cost figures in {}: {e}", path.display())),
-        Err(_) => Ok(None),
+    if path.as_os_str().len() > MAX_PATH_LEN {
+        return Err(format!(
+            "the cost cache path (PHALANX_COST_FILE, XDG_CACHE_HOME or HOME) is {} bytes \
+             long, more than {MAX_PATH_LEN}",
+            path.as_os_str().len()
+        ));
     }
+    let Ok(file) = std::fs::File::open(&path) else {
+        return Ok(None);
+    };
+    // One byte past the bound tells a file that is too long.
+    let mut bytes = Vec::new();
+    if file
+        .take(MAX_COST_LEN as u64 + 1)
+        .read_to_end(&mut bytes)
+        .is_err()
+    {
+        return Ok(None);
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("the cost figures in {}: not UTF-8", path.display()))?;
+    CostModel::parse(&text)
+        .map(Some)
+        .map_err(|e| format!("the cost figures in {}: {e}", path.display()))
 }
 
 /// Destinations of the `xmit` measurement.
@@ -379,5 +415,38 @@ mod tests {
         ] {
             assert!(CostModel::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn parse_is_bounded() {
+        let edge = CostModel::parse("send=1000000+1000000,xmit=0+0,recv=1+1").unwrap();
+        assert_eq!(
+            edge.send,
+            Line {
+                a: MAX_FIGURE,
+                b: MAX_FIGURE
+            }
+        );
+        assert!((1..=MAX_LAMBDA).contains(&edge.lambda(65536, 65536)));
+        for bad in [
+            "send=1000000.1+0,xmit=1+1,recv=1+1",
+            "send=1+1e308,xmit=1+1,recv=1+1",
+            "send=inf+0,xmit=1+1,recv=1+1",
+            "send=NaN+0,xmit=1+1,recv=1+1",
+            "send=18446744073709551615+0,xmit=1+1,recv=1+1",
+        ] {
+            let e = CostModel::parse(bad).unwrap_err();
+            assert!(e.contains("1000000"), "{bad}: {e}");
+        }
+        let padded = format!(
+            "{:<width$}",
+            CostModel::DEFAULT.format(),
+            width = MAX_COST_LEN
+        );
+        assert!(CostModel::parse(&padded).is_ok());
+        let e = CostModel::parse(&format!("{padded} ")).unwrap_err();
+        assert!(e.contains("4096") && e.len() < 100, "{e}");
+        let e = CostModel::parse(&"x".repeat(1 << 20)).unwrap_err();
+        assert!(e.len() < 100, "{e}");
     }
 }

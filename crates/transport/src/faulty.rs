@@ -36,6 +36,9 @@ use crate::{Rank, Transport, TransportStats};
 /// Longest time a reordered datagram is held when nothing else is sent (ns).
 pub const REORDER_HOLD_NS: u64 = 200_000;
 
+/// Largest `delay_us` [`FaultConfig::parse`] takes: 10 s.
+pub const MAX_DELAY_US: u64 = 10_000_000;
+
 /// Fault rates and seed, usually from `PHALANX_FAULTS`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FaultConfig {
@@ -45,7 +48,7 @@ pub struct FaultConfig {
     pub dup: f64,
     /// Probability that a datagram is held back behind the next one, in [0, 1).
     pub reorder: f64,
-    /// Fixed extra delay for every datagram, µs (0 = none).
+    /// Fixed extra delay for every datagram, µs (0 = none; at most [`MAX_DELAY_US`]).
     pub delay_us: u64,
     /// Base seed; each rank derives its own stream from (seed, rank).
     pub seed: u64,
@@ -75,6 +78,9 @@ pub enum FaultParseError {
     /// A rate outside [0, 1).
     #[error("fault key {key:?}: rate {value} must be in [0, 1)")]
     RateOutOfRange { key: String, value: String },
+    /// A `delay_us` above [`MAX_DELAY_US`].
+    #[error("fault key \"delay_us\": {value} µs is more than {MAX_DELAY_US} (10 s)")]
+    DelayOutOfRange { value: u64 },
     /// `PHALANX_FAULTS` is not UTF-8.
     #[error("PHALANX_FAULTS is not valid UTF-8")]
     NotUnicode,
@@ -82,8 +88,8 @@ pub enum FaultParseError {
 
 impl FaultConfig {
     /// Parses e.g. `"loss=0.1,dup=0.02,reorder=0.05,seed=7"`. Keys are
-    /// optional (default 0), in any order, at most once each; `delay_us` is
-    /// accepted too. Whitespace around items, keys and values is ignored, as
+    /// optional (default 0), in any order, at most once each; `delay_us` (at most
+    /// [`MAX_DELAY_US`]) is accepted too. Whitespace around items, keys and values is ignored, as
     /// are empty items.
     pub fn parse(s: &str) -> Result<FaultConfig, FaultParseError> {
         let mut cfg = FaultConfig::default();
@@ -104,7 +110,14 @@ impl FaultConfig {
                 "loss" => cfg.loss = parse_rate(key, value)?,
                 "dup" => cfg.dup = parse_rate(key, value)?,
                 "reorder" => cfg.reorder = parse_rate(key, value)?,
-                "delay_us" => cfg.delay_us = parse_u64(key, value)?,
+                "delay_us" => {
+                    cfg.delay_us = parse_u64(key, value)?;
+                    if cfg.delay_us > MAX_DELAY_US {
+                        return Err(FaultParseError::DelayOutOfRange {
+                            value: cfg.delay_us,
+                        });
+                    }
+                }
                 "seed" => cfg.seed = parse_u64(key, value)?,
                 _ => {
                     return Err(FaultParseError::UnknownKey {
@@ -506,6 +519,18 @@ mod tests {
 
     fn cfg(s: &str) -> FaultConfig {
         FaultConfig::parse(s).unwrap()
+    }
+
+    #[test]
+    fn delay_is_bounded() {
+        assert_eq!(cfg("delay_us=10000000").delay_us, MAX_DELAY_US);
+        for bad in ["delay_us=10000001", "delay_us=18446744073709551615"] {
+            let e = FaultConfig::parse(bad).unwrap_err();
+            assert!(matches!(e, FaultParseError::DelayOutOfRange { .. }), "{e}");
+            assert!(e.to_string().contains("delay_us"), "{e}");
+        }
+        let e = FaultConfig::parse("delay_us=1e308").unwrap_err();
+        assert!(e.to_string().contains("delay_us"), "{e}");
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub mod mac;
 pub mod mcast;
 mod udp;
 
-pub use faulty::{FaultConfig, FaultParseError, Faulty};
+pub use faulty::{FaultConfig, FaultParseError, Faulty, MAX_DELAY_US};
 pub use host::HostId;
 pub use iface::resolve_bind_ip;
 pub use mcast::{group_for_key, McastSetting};

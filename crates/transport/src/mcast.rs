@@ -9,7 +9,8 @@
 //!   multicasts become unicast fan-out), `1|on|true|yes` enables it; unset, it is enabled
 //!   unless `PHALANX_FAULTS` is set (fault injection can only give a real multicast one fate
 //!   for all receivers, fan-out gets one per receiver — see `Faulty`).
-//!   `PHALANX_MCAST_GROUP=a.b.c.d:port` overrides the derived group.
+//!   `PHALANX_MCAST_GROUP=a.b.c.d:port` overrides the derived group. Either value longer
+//!   than [`MAX_SETTING_LEN`] bytes is an error naming the variable (not quoting it).
 //! * Multicast is tied to the interface carrying the rank's unicast address (by index):
 //!   membership, `IP_MULTICAST_IF`, loop on (ranks on one host), TTL 1 (never routed).
 
@@ -25,6 +26,9 @@ pub const ENV_MCAST: &str = "PHALANX_MCAST";
 /// Environment variable overriding the group (`a.b.c.d:port`).
 pub const ENV_MCAST_GROUP: &str = "PHALANX_MCAST_GROUP";
 
+/// Longest [`ENV_MCAST`] or [`ENV_MCAST_GROUP`] value (an `a.b.c.d:port` takes 21).
+pub const MAX_SETTING_LEN: usize = 256;
+
 /// Whether and where to multicast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum McastSetting {
@@ -39,6 +43,14 @@ impl McastSetting {
     /// `get` returns them (module docs).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> io::Result<McastSetting> {
         let bad = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        for name in [ENV_MCAST, ENV_MCAST_GROUP] {
+            if let Some(v) = get(name).filter(|v| v.len() > MAX_SETTING_LEN) {
+                return Err(bad(format!(
+                    "{name} is {} bytes long, more than {MAX_SETTING_LEN}",
+                    v.len()
+                )));
+            }
+        }
         let on = match get(ENV_MCAST).map(|v| v.trim().to_ascii_lowercase()) {
             None => get("PHALANX_FAULTS").is_none_or(|f| f.trim().is_empty()),
             Some(v) if v.is_empty() => true,
@@ -207,6 +219,24 @@ mod tests {
         ] {
             let e = McastSetting::from_lookup(lookup(&bad)).unwrap_err();
             assert!(e.to_string().contains("PHALANX_MCAST"), "{e}");
+        }
+    }
+
+    #[test]
+    fn settings_are_bounded() {
+        let edge = format!("{:<width$}", "239.1.2.3:4000", width = MAX_SETTING_LEN);
+        let ok = [(ENV_MCAST_GROUP, edge.as_str())];
+        assert!(McastSetting::from_lookup(lookup(&ok)).is_ok());
+        let past = format!("{edge} ");
+        let huge = "1".repeat(1 << 20);
+        for (name, v) in [
+            (ENV_MCAST_GROUP, past.as_str()),
+            (ENV_MCAST, huge.as_str()),
+            (ENV_MCAST_GROUP, huge.as_str()),
+        ] {
+            let e = McastSetting::from_lookup(lookup(&[(name, v)])).unwrap_err();
+            let e = e.to_string();
+            assert!(e.contains(name) && e.len() < 200, "{e}");
         }
     }
 }

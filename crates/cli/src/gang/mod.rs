@@ -145,17 +145,25 @@ enum GangCommand {
     },
 }
 
-fn default_dir() -> PathBuf {
-    std::env::var_os("PHALANX_GANG_DIR").map_or_else(
+/// `PHALANX_GANG_DIR` (at most [`crate::bounds::MAX_PATH_LEN`] bytes), else
+/// `/tmp/phalanx-gang-UID`.
+fn default_dir() -> Result<PathBuf, String> {
+    Ok(crate::bounds::path_var("PHALANX_GANG_DIR")?.map_or_else(
         // SAFETY: getuid(2) cannot fail.
         || PathBuf::from(format!("/tmp/phalanx-gang-{}", unsafe { libc::getuid() })),
         PathBuf::from,
-    )
+    ))
 }
 
 /// Runs a `phalanx gang` command; its exit code.
 pub fn run(args: GangArgs) -> i32 {
-    let dir = args.dir.unwrap_or_else(default_dir);
+    let dir = match args.dir.map_or_else(default_dir, Ok) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("phalanx gang: {e}");
+            return 2;
+        }
+    };
     let r = match args.command {
         GangCommand::Up {
             nodes,

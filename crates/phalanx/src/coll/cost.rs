@@ -19,9 +19,11 @@
 
 pub use phalanx_transport::cost::{cache_path, CostModel, Line, MAX_LAMBDA};
 
-/// The figures this process uses (module docs); `Err` names a malformed variable.
-pub fn from_env() -> Result<CostModel, String> {
-    if let Ok(v) = std::env::var("PHALANX_COST") {
+/// The figures this process uses, from `PHALANX_COST` as given (module docs; at most
+/// [`phalanx_transport::cost::MAX_COST_LEN`] bytes, each figure at most
+/// [`phalanx_transport::cost::MAX_FIGURE`]); `Err` names a malformed variable.
+pub fn from_value(v: Option<&str>) -> Result<CostModel, String> {
+    if let Some(v) = v {
         if v.trim() == "measure" {
             return Err(
                 "PHALANX_COST=measure: the launcher measures (`phalanx run`); \
@@ -29,7 +31,8 @@ pub fn from_env() -> Result<CostModel, String> {
                     .into(),
             );
         }
-        return CostModel::parse(&v).map_err(|e| format!("PHALANX_COST={v:?}: {e}"));
+        return CostModel::parse(v)
+            .map_err(|e| format!("PHALANX_COST={}: {e}", crate::config::parse::shown(v)));
     }
     Ok(CostModel::DEFAULT)
 }

@@ -164,7 +164,10 @@ fn gbn_config(cfg: &Config) -> GbnConfig {
         rto_initial_ns: cfg.rto_min.as_nanos() as u64,
         // Retransmission continues at the clamp; after `peer_timeout` without any
         // acknowledgement progress the peer is declared unresponsive.
-        max_backoffs: (cfg.peer_timeout.as_nanos() / cfg.rto_max.as_nanos().max(1)).max(1) as u32,
+        // Clamped, not cast: a cast kept the low 32 bits only (a peer timeout of 2^32
+        // clamps, 17179869.184 s at the default 4 ms, gave 0, i.e. a single timeout).
+        max_backoffs: (cfg.peer_timeout.as_nanos() / cfg.rto_max.as_nanos().max(1))
+            .clamp(1, u32::MAX as u128) as u32,
         ..GbnConfig::default()
     }
 }
