@@ -15,10 +15,13 @@ export PHALANX_TRANSPORT=udp PHALANX_STATS=1
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 sum() { grep -o "$1=[0-9]*" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
 
-out=$(timeout 600 "$T/phalanx" run -n 4 "$T/examples/stress" 2>&1)
-sent=$(sum sent <<<"$out"); retx=$(sum retransmits <<<"$out")
-awk -v r="$retx" -v s="$sent" 'BEGIN {
-    printf "stress, 4 ranks, no loss: %d of %d datagrams retransmitted (%.2f %%; target < 1 %%)\n", r, s, 100 * r / s }'
+for n in 4 8; do
+    out=$(timeout 600 "$T/phalanx" run -n $n "$T/examples/stress" 2>&1)
+    sent=$(sum ' sent' <<<"$out"); retx=$(sum retransmits <<<"$out")
+    ures=$(sum urtp_resent <<<"$out"); probes=$(sum probes <<<"$out")
+    awk -v n="$n" -v r="$retx" -v u="$ures" -v s="$sent" -v p="$probes" 'BEGIN {
+        printf "stress, %d ranks, no loss: %d of %d datagrams retransmitted (%.2f %%; target < 1 %%), %d URTP re-sends, %d probes\n", n, r + u, s, 100 * (r + u) / s, u, p }'
+done
 
 wall() { # faults np program args...
     local f=$1; shift

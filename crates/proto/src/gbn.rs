@@ -26,19 +26,34 @@
 //!   [`flags::ACK_REQUEST`], and on [`Gbn::flush_acks`] (Finalize). An out-of-order or
 //!   duplicate packet triggers an immediate *duplicate ACK* (a pure ACK of the last
 //!   in-order packet), rate-limited to one per in-order advance or per `rto_initial / 4`;
-//!   one answering an out-of-order packet carries [`flags::GAP`].
+//!   one answering an out-of-order packet carries [`flags::GAP`]. Every pure ACK carries
+//!   [`flags::TX_HINT`]: the last sequence number its sender has transmitted to the
+//!   receiver; a receiver that has not got that far answers at once with a duplicate ACK
+//!   carrying [`flags::GAP`] (rate-limited like the others unless the ACK asked for an
+//!   answer) — in an exchange, a loss is known one delayed ACK after it, not one
+//!   timeout.
 //! * **Retransmission timeout** adapts to the path (RFC 6298): one round-trip sample at a
-//!   time per peer, from a packet sent once (Karn: a go-back discards the sample), gives
-//!   SRTT and RTTVAR; the RTO is SRTT + 4·RTTVAR, at least [`GbnConfig::rto_initial_ns`]
-//!   and at most [`GbnConfig::rto_max_ns`]. A timeout doubles it (back-off, clamped); ACK
-//!   progress brings it back to SRTT + 4·RTTVAR. (Keeping the back-off until the next
-//!   valid sample, as TCP does, made recovery at 30 % loss three times slower: with
-//!   most packets re-sent, valid samples are rare.)
+//!   time per peer, from a packet sent once (Karn: a go-back or a probe discards the
+//!   sample), gives SRTT and RTTVAR; the RTO is SRTT + 4·RTTVAR, at least
+//!   [`GbnConfig::rto_initial_ns`] and at most [`GbnConfig::rto_max_ns`]. A timeout
+//!   doubles it (back-off, clamped); ACK progress brings it back to SRTT + 4·RTTVAR.
+//!   The clamp may be shorter than a slow path's round trip: its timeouts then cost
+//!   probes (below), not data. (Keeping the back-off until the next valid sample, as TCP
+//!   does, made recovery at 30 % loss three times slower: with most packets re-sent,
+//!   valid samples are rare.)
 //! * **Retransmission**: one timer per peer at the left edge of its send window.
-//!   On timeout the sender goes back to the left edge and re-sends what is in flight,
-//!   first only the left edge (with [`flags::ACK_REQUEST`]: a receiver that was merely
-//!   slow answers it with an ACK of everything, and nothing more is re-sent), then twice
-//!   as many beyond the left edge per ACK advance, up to [`GbnConfig::retx_burst`] (the
+//!   The first [`GbnConfig::probes`] timeouts since the last ACK progress (outside a
+//!   fast-retransmit recovery) re-send nothing: each sends a *probe*, a pure ACK with
+//!   [`flags::ACK_REQUEST`] (and the transmit hint), counted in `probes`. A receiver
+//!   that was merely slow answers it with an ACK of everything; one that lost something
+//!   answers with a [`flags::GAP`] duplicate ACK, which triggers the fast retransmit
+//!   below — so a timeout on a lossless path costs a header-sized datagram, not a data
+//!   retransmission (three probes by default: on an oversubscribed host a receiver is
+//!   often descheduled for longer than one RTO). On a later timeout without progress
+//!   the sender goes back to the left edge and re-sends what is in flight, first only
+//!   the left edge (with [`flags::ACK_REQUEST`]: a receiver that was merely slow
+//!   answers it with an ACK of everything, and nothing more is re-sent), then twice as
+//!   many beyond the left edge per ACK advance, up to [`GbnConfig::retx_burst`] (the
 //!   rest is released as ACKs advance). If the first ACK progress after a timeout
 //!   covers packets beyond that left edge — sent once, so they arrived — the timeout
 //!   was spurious and nothing more is re-sent (after F-RTO, RFC 5682; counted in
@@ -84,6 +99,9 @@ pub struct GbnConfig {
     pub initial_seq: u32,
     /// Consecutive timeouts without ACK progress before [`GbnEvent::PeerUnresponsive`].
     pub max_backoffs: u32,
+    /// Consecutive timeouts (since the last ACK progress, outside a fast-retransmit
+    /// recovery) answered by a probe before data is re-sent; 0: never probe.
+    pub probes: u32,
 }
 
 impl Default for GbnConfig {
@@ -98,6 +116,7 @@ impl Default for GbnConfig {
             retx_burst: 64,
             initial_seq: 0,
             max_backoffs: 600,
+            probes: 3,
         }
     }
 }
@@ -155,6 +174,8 @@ pub struct GbnStats {
     pub spurious_timeouts: u64,
     /// Packets rejected as [`Verdict::Invalid`] (extension).
     pub invalid: u64,
+    /// Probes sent: pure ACKs asking for an answer, on a first timeout (extension).
+    pub probes: u64,
 }
 
 const TIMER_RETX: u8 = 0;
@@ -198,6 +219,8 @@ struct Peer {
     backoffs: u32,
     in_recovery: bool,
     recover: u32,
+    /// A probe (first timeout since progress) is owed.
+    probe_pending: bool,
     /// After a timeout: the left edge it re-sent, until the next ACK progress tells
     /// whether the timeout was spurious.
     frto_edge: Option<u32>,
@@ -239,6 +262,7 @@ impl Peer {
             backoffs: 0,
             in_recovery: false,
             recover: s,
+            probe_pending: false,
             frto_edge: None,
             unresponsive_reported: false,
             rcv_nxt: s,
@@ -285,7 +309,11 @@ impl Peer {
     }
 
     fn has_tx(&self) -> bool {
-        self.dup_pending || self.ack_pending || self.rtx_ready() || self.new_ready()
+        self.dup_pending
+            || self.ack_pending
+            || self.probe_pending
+            || self.rtx_ready()
+            || self.new_ready()
     }
 
     fn in_flight(&self) -> bool {
@@ -294,8 +322,12 @@ impl Peer {
 }
 
 enum Item {
-    PureAck,
-    Data { seq: u32, rtx: bool },
+    /// A pure ACK; a probe when `true`.
+    PureAck(bool),
+    Data {
+        seq: u32,
+        rtx: bool,
+    },
 }
 
 /// The go-back-n engine of one rank: a reliable stream to every rank of the job.
@@ -423,6 +455,9 @@ impl Gbn {
             }
         }
         if kind == Kind::GbnAck {
+            if fl & flags::TX_HINT != 0 {
+                self.tx_hint(now, src, pkt.seq(), fl & flags::ACK_REQUEST != 0);
+            }
             self.schedule(src);
             return Verdict::AckOnly;
         }
@@ -445,11 +480,26 @@ impl Gbn {
         v
     }
 
+    /// A pure ACK from `peer` says it has transmitted up to `last`: a gap if this side
+    /// has not received that far (answered at once when `asked`, else rate-limited),
+    /// else an ACK of everything when `asked` (a probe).
+    fn tx_hint(&mut self, now: u64, peer: u32, last: u32, asked: bool) {
+        let p = &self.peers[peer as usize];
+        if serial::lt(p.rcv_nxt.wrapping_sub(1), last) {
+            self.queue_dup_ack(now, peer, asked, true);
+        } else if asked {
+            let p = &mut self.peers[peer as usize];
+            p.ack_pending = true;
+            self.timers.set(peer, TIMER_ACK, None);
+        }
+    }
+
     /// ACK progress from `peer`: the new left edge is `una`.
     fn ack_progress(&mut self, now: u64, peer: u32, una: u32) {
         let (rto_min, rto_max) = (self.cfg.rto_initial_ns, self.cfg.rto_max_ns);
         let burst = self.cfg.retx_burst;
         let p = &mut self.peers[peer as usize];
+        p.probe_pending = false;
         if let Some((seq, sent)) = p.rtt_probe {
             if serial::lt(seq, una) {
                 p.rtt_probe = None;
@@ -506,6 +556,7 @@ impl Gbn {
     fn go_back(p: &mut Peer) {
         // Karn: what is re-sent cannot be timed.
         p.rtt_probe = None;
+        p.probe_pending = false;
         p.in_recovery = true;
         p.recover = p.tx_next.wrapping_sub(1);
         p.rtx_cursor = p.snd_una;
@@ -585,7 +636,9 @@ impl Gbn {
             let p = &mut self.peers[peer as usize];
             p.in_ready = false;
             let item = if p.dup_pending {
-                Item::PureAck
+                Item::PureAck(false)
+            } else if p.probe_pending {
+                Item::PureAck(true)
             } else if p.rtx_ready() {
                 Item::Data {
                     seq: p.rtx_cursor,
@@ -597,7 +650,7 @@ impl Gbn {
                     rtx: false,
                 }
             } else if p.ack_pending {
-                Item::PureAck
+                Item::PureAck(false)
             } else {
                 continue;
             };
@@ -605,7 +658,7 @@ impl Gbn {
             let was_dup = p.dup_pending;
             let gap = p.dup_pending && p.dup_gap;
             let acked = match item {
-                Item::PureAck => true,
+                Item::PureAck(_) => true,
                 Item::Data { .. } => p.rcv_any,
             };
             if acked {
@@ -616,14 +669,25 @@ impl Gbn {
                 self.timers.set(peer, TIMER_ACK, None);
             }
             let idx = match item {
-                Item::PureAck => {
+                Item::PureAck(probe) => {
                     if was_dup {
                         self.stats.dup_acks_sent += 1;
                     }
+                    if probe {
+                        p.probe_pending = false;
+                        self.stats.probes += 1;
+                    }
                     self.stats.pure_acks_sent += 1;
                     let mut h = Header::new(Kind::GbnAck, self.job_key, self.local_rank);
-                    h.flags = flags::ACK_VALID | if gap { flags::GAP } else { 0 };
+                    h.flags = flags::ACK_VALID | flags::TX_HINT;
+                    if gap {
+                        h.flags |= flags::GAP;
+                    }
+                    if probe {
+                        h.flags |= flags::ACK_REQUEST;
+                    }
                     h.ack = ack;
+                    h.seq = p.tx_next.wrapping_sub(1);
                     let _ = h.emit(&mut p.ack_buf);
                     None
                 }
@@ -692,17 +756,25 @@ impl Gbn {
                     continue;
                 }
                 self.stats.timeouts += 1;
+                let probe = p.backoffs < cfg.probes && !p.in_recovery;
                 p.backoffs = p.backoffs.saturating_add(1);
                 if p.backoffs >= cfg.max_backoffs && !p.unresponsive_reported {
                     p.unresponsive_reported = true;
                     self.events.push_back(GbnEvent::PeerUnresponsive { peer });
                 }
                 p.rto = p.rto.saturating_mul(2).min(cfg.rto_max_ns);
-                // The receiver may only be slow to answer: re-send the left edge (asking
-                // for an ACK) and let the answer release the rest.
-                p.rtx_limit = 1;
-                Self::go_back(p);
-                p.frto_edge = Some(p.snd_una);
+                if probe {
+                    // Probe: the answer tells a slow receiver (ACK) from a loss (GAP).
+                    // The ACK it draws times the probe, not the path: no sample.
+                    p.probe_pending = true;
+                    p.rtt_probe = None;
+                } else {
+                    // The receiver may only be slow to answer: re-send the left edge
+                    // (asking for an ACK) and let the answer release the rest.
+                    p.rtx_limit = 1;
+                    Self::go_back(p);
+                    p.frto_edge = Some(p.snd_una);
+                }
                 let at = Some(now.saturating_add(p.rto));
                 self.timers.set(peer, TIMER_RETX, at);
             }

@@ -225,11 +225,15 @@ fn timeout_backoff_clamp_and_unresponsive() {
     let mut t = a.poll_timeout().expect("timer armed");
     assert_eq!(t, 4_000_000);
     let mut gaps = Vec::new();
-    for _ in 0..8 {
+    for i in 0..8 {
         a.handle_timeout(t);
         let r = drain(&mut a, t);
         assert_eq!(r.len(), 1);
-        assert_ne!(pkt(&r[0].1).flags() & flags::RETRANSMIT, 0);
+        if i < 3 {
+            assert_eq!(pkt(&r[0].1).kind(), Kind::GbnAck, "three probes first");
+        } else {
+            assert_ne!(pkt(&r[0].1).flags() & flags::RETRANSMIT, 0);
+        }
         let n = a.poll_timeout().expect("re-armed");
         gaps.push(n - t);
         t = n;
@@ -250,39 +254,44 @@ fn timeout_backoff_clamp_and_unresponsive() {
 
 #[test]
 fn rto_adapts_and_backoff_ends_with_progress() {
-    let (mut a, mut b) = pair(cfg());
+    let (mut a, mut b) = pair(GbnConfig { probes: 1, ..cfg() });
     a.send(0, 1, data(0, 1)).expect("space");
     a.send(0, 1, data(0, 2)).expect("space");
     let out = drain(&mut a, 0);
     a.handle_timeout(4_000_000);
-    let rtx = drain(&mut a, 4_000_000);
-    assert_eq!(rtx.len(), 1, "go back: the left edge first");
+    let probe = drain(&mut a, 4_000_000);
+    assert_eq!(probe.len(), 1, "a probe, nothing re-sent");
+    assert_eq!(pkt(&probe[0].1).kind(), Kind::GbnAck);
     assert_eq!(a.poll_timeout(), Some(12_000_000), "backed off to 8 ms");
+    a.handle_timeout(12_000_000);
+    let rtx = drain(&mut a, 12_000_000);
+    assert_eq!(rtx.len(), 1, "go back: the left edge first");
+    assert_eq!(a.poll_timeout(), Some(28_000_000), "backed off to 16 ms");
     // The first original arrives late and is acknowledged: progress (no sample, Karn)
     // ends the back-off.
-    assert_eq!(feed(&mut b, 5_000_000, &out[0].1), Verdict::Deliver);
-    b.flush_acks(5_000_000);
-    let acks = drain(&mut b, 5_000_000);
-    assert_eq!(feed(&mut a, 5_000_000, &acks[0].1), Verdict::AckOnly);
-    assert_eq!(a.poll_timeout(), Some(9_000_000), "back-off ended");
+    assert_eq!(feed(&mut b, 13_000_000, &out[0].1), Verdict::Deliver);
+    b.flush_acks(13_000_000);
+    let acks = drain(&mut b, 13_000_000);
+    assert_eq!(feed(&mut a, 13_000_000, &acks[0].1), Verdict::AckOnly);
+    assert_eq!(a.poll_timeout(), Some(17_000_000), "back-off ended");
     // A packet sent once and acknowledged 1 ms later is a valid sample: the timeout
     // falls back to SRTT + 4 RTTVAR, here clamped up to rto_initial (4 ms).
-    a.send(6_000_000, 1, data(0, 3)).expect("space");
-    let new = drain(&mut a, 6_000_000);
-    assert_eq!(feed(&mut b, 7_000_000, &out[1].1), Verdict::Deliver);
+    a.send(14_000_000, 1, data(0, 3)).expect("space");
+    let new = drain(&mut a, 14_000_000);
+    assert_eq!(feed(&mut b, 15_000_000, &out[1].1), Verdict::Deliver);
     let fresh = new
         .iter()
         .find(|(_, d)| pkt(d).seq() == 2)
         .expect("the new packet");
-    assert_eq!(feed(&mut b, 7_000_000, &fresh.1), Verdict::Deliver);
-    b.flush_acks(7_000_000);
-    for (_, d) in drain(&mut b, 7_000_000) {
-        assert_eq!(feed(&mut a, 7_000_000, &d), Verdict::AckOnly);
+    assert_eq!(feed(&mut b, 15_000_000, &fresh.1), Verdict::Deliver);
+    b.flush_acks(15_000_000);
+    for (_, d) in drain(&mut b, 15_000_000) {
+        assert_eq!(feed(&mut a, 15_000_000, &d), Verdict::AckOnly);
     }
     assert!(a.all_acked());
-    a.send(8_000_000, 1, data(0, 4)).expect("space");
-    let _ = drain(&mut a, 8_000_000);
-    assert_eq!(a.poll_timeout(), Some(12_000_000), "reset by the sample");
+    a.send(16_000_000, 1, data(0, 4)).expect("space");
+    let _ = drain(&mut a, 16_000_000);
+    assert_eq!(a.poll_timeout(), Some(20_000_000), "reset by the sample");
 }
 
 #[test]
@@ -424,6 +433,7 @@ fn retx_after_timeout_starts_at_one_and_is_clocked_by_acks() {
     let c = GbnConfig {
         retx_burst: 4,
         ack_threshold: 1,
+        probes: 1,
         ..cfg()
     };
     let (mut a, mut b) = pair(c);
@@ -432,13 +442,17 @@ fn retx_after_timeout_starts_at_one_and_is_clocked_by_acks() {
     }
     let _lost = drain(&mut a, 0);
     a.handle_timeout(4_000_000);
+    let probe = drain(&mut a, 4_000_000);
+    assert_eq!(probe.len(), 1, "a probe after the first timeout (lost too)");
+    a.handle_timeout(12_000_000);
     // Only the left edge, asking for an ACK: the receiver may just have been slow.
-    let mut r = drain(&mut a, 4_000_000);
-    assert_eq!(r.len(), 1, "one probe after a timeout");
+    let mut r = drain(&mut a, 12_000_000);
+    assert_eq!(r.len(), 1, "the left edge after the second timeout");
     assert_ne!(pkt(&r[0].1).flags() & flags::ACK_REQUEST, 0);
+    assert_ne!(pkt(&r[0].1).flags() & flags::RETRANSMIT, 0);
     // Each ACK advance doubles what may be re-sent, up to retx_burst beyond the edge.
     let mut sizes = Vec::new();
-    let mut t = 4_000_001;
+    let mut t = 12_000_001;
     while !r.is_empty() {
         for (_, d) in &r {
             assert_eq!(feed(&mut b, t, d), Verdict::Deliver);
@@ -497,4 +511,106 @@ fn postponed_timers_do_not_count_a_stop() {
     drain(&mut a2, 0);
     a2.handle_timeout(STOP);
     assert_eq!(a2.stats().timeouts, 1);
+}
+
+/// A first timeout on a lossless path costs a probe, never a data retransmission: the
+/// slow receiver answers it with an ACK of everything.
+#[test]
+fn probe_answers_a_slow_receiver_without_retransmission() {
+    let (mut a, mut b) = pair(cfg());
+    for i in 0..3 {
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    let out = drain(&mut a, 0);
+    // The receiver got everything but has not answered yet (lazy ACK, busy elsewhere).
+    for (_, d) in &out {
+        assert_eq!(feed(&mut b, 1, d), Verdict::Deliver);
+    }
+    a.handle_timeout(4_000_000);
+    let probe = drain(&mut a, 4_000_000);
+    assert_eq!(probe.len(), 1);
+    let k = pkt(&probe[0].1);
+    assert_eq!(k.kind(), Kind::GbnAck);
+    assert_ne!(k.flags() & flags::ACK_REQUEST, 0);
+    assert_ne!(k.flags() & flags::TX_HINT, 0);
+    assert_eq!(k.seq(), 2, "the last sequence number transmitted");
+    assert_eq!(feed(&mut b, 4_000_001, &probe[0].1), Verdict::AckOnly);
+    let answer = drain(&mut b, 4_000_001);
+    assert_eq!(answer.len(), 1, "answered at once");
+    assert_eq!(pkt(&answer[0].1).flags() & flags::GAP, 0);
+    assert_eq!(feed(&mut a, 4_000_002, &answer[0].1), Verdict::AckOnly);
+    assert!(a.all_acked());
+    assert!(drain(&mut a, 4_000_002).is_empty());
+    assert_eq!(a.stats().retransmits, 0);
+    assert_eq!(a.stats().probes, 1);
+    assert_eq!(a.poll_timeout(), None);
+}
+
+/// A probe to a receiver that lost data is answered with a GAP: everything in flight is
+/// re-sent at once (fast retransmit), without a second timeout.
+#[test]
+fn probe_reveals_a_loss_and_fast_retransmits() {
+    let (mut a, mut b) = pair(cfg());
+    for i in 0..3 {
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    let out = drain(&mut a, 0);
+    // The first packet is lost; the receiver drops the others as out of order and its
+    // duplicate ACKs are lost too.
+    for (_, d) in &out[1..] {
+        assert_eq!(feed(&mut b, 1, d), Verdict::OutOfOrder);
+    }
+    let _lost_dups = drain(&mut b, 1);
+    a.handle_timeout(4_000_000);
+    let probe = drain(&mut a, 4_000_000);
+    assert_eq!(feed(&mut b, 4_000_001, &probe[0].1), Verdict::AckOnly);
+    let answer = drain(&mut b, 4_000_001);
+    assert_eq!(answer.len(), 1);
+    assert_ne!(pkt(&answer[0].1).flags() & flags::GAP, 0, "a gap reported");
+    assert_eq!(feed(&mut a, 4_000_002, &answer[0].1), Verdict::AckOnly);
+    let rtx = drain(&mut a, 4_000_002);
+    assert_eq!(rtx.len(), 3, "the whole window re-sent at once");
+    for (_, d) in &rtx {
+        assert_eq!(feed(&mut b, 4_000_003, d), Verdict::Deliver);
+    }
+    for (_, d) in drain(&mut b, 4_000_003) {
+        let _ = feed(&mut a, 4_000_004, &d);
+    }
+    assert!(a.all_acked());
+    assert_eq!(a.stats().fast_retransmits, 1);
+    assert_eq!(a.stats().timeouts, 1);
+}
+
+/// In an exchange, the peer's delayed ACK carries its transmit hint: a receiver that
+/// lost the peer's packet asks for it (GAP) before any timer of the sender fires.
+#[test]
+fn transmit_hint_on_a_delayed_ack_reveals_a_loss() {
+    let (mut a, mut b) = pair(cfg());
+    a.send(0, 1, data(0, 1)).expect("space");
+    let _lost = drain(&mut a, 0);
+    // b's packet to a arrives; a's delayed ACK for it carries a's transmit hint.
+    b.send(0, 0, data(1, 2)).expect("space");
+    for (_, d) in drain(&mut b, 0) {
+        assert_eq!(feed(&mut a, 1, &d), Verdict::Deliver);
+    }
+    let t = a.poll_timeout().expect("delayed ACK");
+    assert_eq!(t, 1 + 1_000_000, "the delayed ACK comes before the RTO");
+    a.handle_timeout(t);
+    let ack = drain(&mut a, t);
+    assert_eq!(ack.len(), 1);
+    assert_eq!(feed(&mut b, t, &ack[0].1), Verdict::AckOnly);
+    let gap = drain(&mut b, t);
+    assert_eq!(gap.len(), 1);
+    assert_ne!(pkt(&gap[0].1).flags() & flags::GAP, 0);
+    assert_eq!(feed(&mut a, t + 1, &gap[0].1), Verdict::AckOnly);
+    let rtx = drain(&mut a, t + 1);
+    assert_eq!(rtx.len(), 1);
+    assert_eq!(feed(&mut b, t + 2, &rtx[0].1), Verdict::Deliver);
+    assert_eq!(a.stats().timeouts, 0);
+    assert_eq!(a.stats().fast_retransmits, 1);
+    // A hint the receiver has reached asks for nothing.
+    b.flush_acks(t + 2);
+    let fine = drain(&mut b, t + 2);
+    assert_eq!(feed(&mut a, t + 3, &fine[0].1), Verdict::AckOnly);
+    assert!(drain(&mut a, t + 3).is_empty());
 }

@@ -68,6 +68,10 @@ pub mod flags {
     /// order), so something was lost — the sender goes back at once. A duplicate ACK
     /// without it only answers a duplicate packet.
     pub const GAP: u8 = 1 << 5;
+    /// On a go-back-n pure ACK: the `seq` field carries the last sequence number its
+    /// sender has transmitted to the receiver, so a receiver that has not got it knows
+    /// at once that something was lost (and answers with a [`GAP`] duplicate ACK).
+    pub const TX_HINT: u8 = 1 << 6;
 }
 
 /// Protocol packet kinds: what the reliability layer sees.

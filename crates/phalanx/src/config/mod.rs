@@ -73,11 +73,13 @@ pub struct Config {
     /// Acknowledge every packet at once. `PHALANX_EAGER_ACK=1`.
     pub eager_ack: bool,
     /// Retransmission back-off clamp. `PHALANX_RTO_MAX_MS` (1 to [`MAX_RTO_MAX_MS`];
-    /// default 4: recovery at 30 % loss waits out clamped timers, so a clamp of 100 ms
-    /// made an 8-rank Jacobi iteration 250 times slower than without loss).
+    /// default 1: recovery at 30 % loss waits out clamped timers — an 8-rank Jacobi
+    /// iteration was 250 times slower than without loss with a clamp of 100 ms, 40
+    /// times with 4 ms; go-back-n's probes make a timeout on a slow but lossless path
+    /// cost a header-sized datagram, not data).
     pub rto_max: Duration,
     /// Floor of the adaptive retransmission timeout (and its value before the first
-    /// round-trip sample). `PHALANX_RTO_MIN_US` (default 2000; 1 to [`MAX_RTO_MIN_US`]).
+    /// round-trip sample). `PHALANX_RTO_MIN_US` (default 300; 1 to [`MAX_RTO_MIN_US`]).
     pub rto_min: Duration,
     /// Time without acknowledgement progress after which a peer is declared
     /// unresponsive (an error naming it). `PHALANX_PEER_TIMEOUT` (s, default 300; 0 to
@@ -149,11 +151,11 @@ impl Config {
             eager_ack: env.switch("PHALANX_EAGER_ACK", false)?,
             rto_max: Duration::from_millis(
                 env.int("PHALANX_RTO_MAX_MS", 1..=MAX_RTO_MAX_MS, "ms")?
-                    .unwrap_or(4),
+                    .unwrap_or(1),
             ),
             rto_min: Duration::from_micros(
                 env.int("PHALANX_RTO_MIN_US", 1..=MAX_RTO_MIN_US, "µs")?
-                    .unwrap_or(2000),
+                    .unwrap_or(300),
             ),
             peer_timeout: env.secs("PHALANX_PEER_TIMEOUT", 300.0, MAX_WAIT_SECS)?,
             ip: phalanx_transport::resolve_bind_ip(env.text("PHALANX_IP")?)
@@ -244,7 +246,8 @@ mod tests {
         assert_eq!(c.window, 128);
         assert_eq!(c.finalize_timeout, Duration::from_secs(30));
         assert_eq!(c.peer_timeout, Duration::from_secs(300));
-        assert_eq!(c.rto_max, Duration::from_millis(4));
+        assert_eq!(c.rto_max, Duration::from_millis(1));
+        assert_eq!(c.rto_min, Duration::from_micros(300));
         assert_eq!(c.unexpected_limit, 256 << 20);
         assert_eq!((c.eager_limit, c.comm_budget, c.cpus), (None, None, None));
     }

@@ -77,6 +77,9 @@ pub struct Stats {
     pub fast_retransmits: u64,
     /// Go-back-n timeouts found spurious by the next ACK (nothing more was re-sent).
     pub spurious_timeouts: u64,
+    /// go-back-n probes: first timeouts answered by a pure ACK asking for an ACK
+    /// instead of a data retransmission.
+    pub probes: u64,
     /// The go-back-n send window in packets (after `PHALANX_COMM_BUDGET`).
     pub window: u64,
     /// Resume exchanges after a halt: announcements sent (re-sends included).
@@ -97,7 +100,7 @@ impl fmt::Display for Stats {
              shm_received={} single_copies={} board_collectives={} hier_collectives={} \
              careful_held={} careful_copied_out={} multi_sends={} careful_multi={} \
              timeouts={} fast_retransmits={} window={} resume_sent={} resume_missing={} \
-             bad_mac={} spurious_timeouts={}",
+             bad_mac={} spurious_timeouts={} probes={}",
             self.datagrams_sent,
             self.datagrams_received,
             self.retransmits,
@@ -135,7 +138,8 @@ impl fmt::Display for Stats {
             self.resume_sent,
             self.resume_missing,
             self.bad_mac,
-            self.spurious_timeouts
+            self.spurious_timeouts,
+            self.probes
         )
     }
 }
