@@ -31,8 +31,8 @@ pub fn from_value(v: Option<&str>) -> Result<CostModel, String> {
                     .into(),
             );
         }
-        return CostModel::parse(v)
-            .map_err(|e| format!("PHALANX_COST={}: {e}", crate::config::parse::shown(v)));
+        // The caller (the configuration) names the variable and shows the value.
+        return CostModel::parse(v).map_err(|e| e.to_string());
     }
     Ok(CostModel::DEFAULT)
 }

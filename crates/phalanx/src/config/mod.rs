@@ -162,7 +162,15 @@ impl Config {
                 .map_err(|e| Error::Init(format!("PHALANX_IP: {e}")))?,
             coll: crate::coll::algorithm::Choices::parse(env.with_prefix("PHALANX_COLL_")?)
                 .map_err(Error::Init)?,
-            cost: crate::coll::cost::from_value(env.text("PHALANX_COST")?).map_err(Error::Init)?,
+            cost: {
+                let v = env.text("PHALANX_COST")?;
+                crate::coll::cost::from_value(v).map_err(|e| match v {
+                    Some(v) if !e.starts_with("PHALANX_COST") => {
+                        Error::Init(format!("PHALANX_COST={}: {e}", shown(v)))
+                    }
+                    _ => Error::Init(e),
+                })?
+            },
             log: crate::log::parse_level(env.text("PHALANX_LOG")?.unwrap_or(""))?,
             transport: phalanx_transport::parse_transport_kind(
                 env.text("PHALANX_TRANSPORT")?.unwrap_or(""),
