@@ -3,10 +3,11 @@
 //! Contract:
 //! * [`Secret`] is 32 bytes from the OS's entropy, made by the launcher (or, under PMI,
 //!   by rank 0 into the job's key-value space). It reaches a rank in its environment
-//!   ([`crate::ENV_SECRET`], 64 hex digits), never on a command line; the launcher
-//!   sends it over no connection of its own, but ranks it starts through `phalanx gang`
-//!   node daemons get their environment over the daemon's connection, which is
-//!   authenticated and not encrypted (the README's threat model says so). Its `Debug`
+//!   ([`crate::ENV_SECRET`], 64 hex digits), never on a command line, and never crosses
+//!   the network readable: the launcher sends it over no connection of its own; ranks it
+//!   starts through `phalanx gang` node daemons get their environment over the daemon's
+//!   connection, which is authenticated and then sealed (AES-256-GCM under a key of that
+//!   connection, `phalanx_gang::seal`), and ranks on ssh hosts inside ssh. Its `Debug`
 //!   form does not show it.
 //! * Start-up is challenge–response: on every boot connection the launcher first sends
 //!   a fresh random challenge ([`new_nonce`]); the rank's `Hello` carries

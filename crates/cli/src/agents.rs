@@ -7,7 +7,10 @@
 //! * [`Agents::connect`] opens one connection per distinct agent host of the job. To a
 //!   node daemon: TCP, authenticated with the cluster secret (read from
 //!   `--agent-secret`), bounded by [`CONNECT_TIMEOUT`]; it fails naming the node it
-//!   could not reach. To an ssh host: `CMD… HOST exec PHALANX proxy` (the
+//!   could not reach. After the handshake every line on it, both ways, is sealed
+//!   ([`phalanx_gang::seal`]: AES-256-GCM under a key of this connection, in order), so
+//!   the ranks' environment — the job's secret among it — never crosses the network in
+//!   clear. To an ssh host: `CMD… HOST exec PHALANX proxy` (the
 //!   [`SshSettings`]), in its own session (no terminal: it cannot stop to ask for a
 //!   password) and killed if the launcher dies (PDEATHSIG); whether the host is
 //!   reachable shows in its events ([`Event::Lost`] with `started: false`, naming ssh's
@@ -17,12 +20,15 @@
 //!   stream's lock) and hands every other event to the launcher's loop
 //!   ([`Agents::try_event`]), in the order the agent sent them — a rank's `Exited` comes
 //!   after its output. A connection that closes or sends something malformed or longer
-//!   than [`MAX_LINE`] is [`Event::Lost`], naming the host — except that up to
+//!   than [`MAX_LINE`] (sealed: [`MAX_SEALED_LINE`]), or a sealed line that does not open
+//!   (altered, replayed, reordered, dropped), is [`Event::Lost`], naming the host and
+//!   the reason — except that up to
 //!   [`MAX_CHATTER`] lines an ssh login prints before its proxy's first event (a chatty
 //!   shell start-up file) are shown on stderr and skipped.
 //! * Requests are written with a bound ([`SEND_TIMEOUT`] to a node; to ssh through a
 //!   queue of at most [`MAX_QUEUED`] requests and a writer thread); a failed write is
-//!   reported by the reader as the connection's loss.
+//!   reported by the reader as the connection's loss. A request too long to seal is
+//!   refused before anything is written (the connection goes on).
 //! * Dropping [`Agents`] closes the connections: each agent then kills whatever it
 //!   started for this job (its lifeline contract). For ssh hosts the drop waits, up to
 //!   [`SSH_LINGER`] in all, for every ssh to end — after its proxy killed and reaped its
@@ -30,6 +36,7 @@
 
 use crate::hosts::Host;
 use phalanx_gang::proto::{AgentEvent, AgentRequest, SpawnSpec, MAX_LINE};
+use phalanx_gang::seal::{Opener, Sealer, MAX_SEALED_LINE};
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, SocketAddrV4, TcpStream};
@@ -103,7 +110,9 @@ struct SshLink {
 }
 
 enum Link {
-    Tcp(TcpStream),
+    /// A node daemon's connection, and the sealer of its requests (boxed: AES-256's
+    /// key schedule is large).
+    Tcp(TcpStream, Box<Sealer>),
     Ssh(SshLink),
 }
 
@@ -204,7 +213,6 @@ impl Agents {
     }
 
     fn send(&mut self, i: usize, req: &AgentRequest) -> io::Result<()> {
-        let line = phalanx_boot::frame::encode(req);
         let a = &mut self.agents[i];
         if a.dead {
             return Err(io::Error::new(
@@ -213,10 +221,18 @@ impl Agents {
             ));
         }
         let r = match &mut a.link {
-            Link::Tcp(stream) => stream
-                .set_write_timeout(Some(SEND_TIMEOUT))
-                .and_then(|()| stream.write_all(&line)),
-            Link::Ssh(ssh) => match ssh.queue.as_ref().map(|q| q.try_send(line)) {
+            Link::Tcp(stream, sealer) => {
+                // Refused before anything is written: the connection is still whole.
+                let line = sealer.seal_line(req).map_err(io::Error::other)?;
+                stream
+                    .set_write_timeout(Some(SEND_TIMEOUT))
+                    .and_then(|()| stream.write_all(&line))
+            }
+            Link::Ssh(ssh) => match ssh
+                .queue
+                .as_ref()
+                .map(|q| q.try_send(phalanx_boot::frame::encode(req)))
+            {
                 Some(Ok(())) => Ok(()),
                 Some(Err(TrySendError::Full(_))) => Err(io::Error::new(
                     io::ErrorKind::WouldBlock,
@@ -232,7 +248,7 @@ impl Agents {
             // end and reports the loss.
             a.dead = true;
             match &mut a.link {
-                Link::Tcp(stream) => {
+                Link::Tcp(stream, _) => {
                     let _ = stream.shutdown(Shutdown::Both);
                 }
                 Link::Ssh(ssh) => {
@@ -254,7 +270,7 @@ impl Drop for Agents {
     fn drop(&mut self) {
         for a in &mut self.agents {
             match &mut a.link {
-                Link::Tcp(stream) => {
+                Link::Tcp(stream, _) => {
                     let _ = stream.shutdown(Shutdown::Both);
                 }
                 // The writer thread ends and closes ssh's stdin: the proxy's lifeline.
@@ -281,7 +297,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Connects to a node daemon and authenticates.
+/// Connects to a node daemon, authenticates and keys the sealed channel.
 fn open_node(
     i: usize,
     label: &str,
@@ -290,29 +306,31 @@ fn open_node(
     tag: bool,
     tx: Sender<Event>,
 ) -> Result<Agent, String> {
-    let open = || -> io::Result<TcpStream> {
+    let open = || -> io::Result<(TcpStream, Sealer, Opener)> {
         let mut s = TcpStream::connect_timeout(&SocketAddr::V4(addr), CONNECT_TIMEOUT)?;
         s.set_nodelay(true)?;
         s.set_write_timeout(Some(SEND_TIMEOUT))?;
-        // The daemon's challenge, answered with the proof of the cluster secret.
+        // The daemon's challenge, answered with the proof of the cluster secret and a
+        // nonce of ours: both key the channel.
         s.set_read_timeout(Some(CONNECT_TIMEOUT))?;
         let ch = phalanx_gang::proto::read_challenge(&mut s)?;
         s.set_read_timeout(None)?;
-        let hello = phalanx_gang::proto::proof(secret, &ch.nonce);
+        let (hello, sealer, opener) = phalanx_gang::seal::client_hello(secret, &ch)?;
         s.write_all(&phalanx_boot::frame::encode(&hello))?;
-        Ok(s)
+        Ok((s, sealer, opener))
     };
-    let stream = open().map_err(|e| format!("cannot reach node daemon {label} at {addr}: {e}"))?;
+    let (stream, sealer, opener) =
+        open().map_err(|e| format!("cannot reach node daemon {label} at {addr}: {e}"))?;
     let reader = stream.try_clone().map_err(|e| e.to_string())?;
     let node = format!("node {label}");
     let thread_node = node.clone();
     std::thread::Builder::new()
         .name(format!("phalanx-agent-{i}"))
-        .spawn(move || read_events(i, thread_node, reader, tag, tx, None))
+        .spawn(move || read_events(i, thread_node, reader, Some(opener), tag, tx, None))
         .map_err(|e| format!("cannot start a reader thread: {e}"))?;
     Ok(Agent {
         label: node,
-        link: Link::Tcp(stream),
+        link: Link::Tcp(stream, Box::new(sealer)),
         dead: false,
     })
 }
@@ -397,7 +415,7 @@ fn open_ssh(
         }) as Box<dyn FnOnce() -> String + Send>;
         std::thread::Builder::new()
             .name(format!("phalanx-ssh-out-{i}"))
-            .spawn(move || read_events(i, n, stdout, tag, tx, Some(why)))
+            .spawn(move || read_events(i, n, stdout, None, tag, tx, Some(why)))
     })();
     let reader = match threads {
         Ok(r) => r,
@@ -446,12 +464,13 @@ fn wait_bounded(child: &Mutex<Child>, bound: Duration) -> Option<ExitStatus> {
     }
 }
 
-/// The reader thread of agent `i` (module docs). `why`: explains a closed connection
-/// (an ssh's exit and stderr).
+/// The reader thread of agent `i` (module docs). `opener`: a node daemon's sealed
+/// lines; `why`: explains a closed connection (an ssh's exit and stderr).
 fn read_events(
     i: usize,
     node: String,
     src: impl Read,
+    mut opener: Option<Opener>,
     tag: bool,
     tx: Sender<Event>,
     why: Option<Box<dyn FnOnce() -> String + Send>>,
@@ -462,19 +481,30 @@ fn read_events(
     // Lines a login shell may print before the proxy speaks (a chatty .bashrc): shown,
     // not taken for the protocol; at most this many.
     let mut chatter = if why.is_some() { MAX_CHATTER } else { 0 };
+    // A line and its newline.
+    let limit = if opener.is_some() {
+        MAX_SEALED_LINE
+    } else {
+        MAX_LINE
+    } as u64
+        + 1;
     let cause = loop {
         line.clear();
-        match (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-        {
+        match (&mut reader).take(limit).read_until(b'\n', &mut line) {
             Ok(0) => break "the connection closed".to_string(),
             Ok(_) if line.last() != Some(&b'\n') => break "it sent an over-long line".to_string(),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => break format!("reading from it failed: {e}"),
         }
-        let ev = match serde_json::from_slice::<AgentEvent>(&line) {
+        let parsed = match opener.as_mut() {
+            Some(o) => match o.open_line_msg::<AgentEvent>(&line) {
+                Ok(ev) => Ok(ev),
+                Err(e) => break format!("its sealed connection broke: {e}"),
+            },
+            None => serde_json::from_slice::<AgentEvent>(&line),
+        };
+        let ev = match parsed {
             Ok(ev) => ev,
             Err(_) if !started && chatter > 0 => {
                 chatter -= 1;
@@ -543,4 +573,227 @@ fn read_events(
         why,
         started,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    //! The launcher's end of a node daemon's connection against a fake agent on a real
+    //! socket: the agent's side of the handshake and channel, and every byte the
+    //! launcher writes recorded.
+    use super::*;
+    use phalanx_boot::frame::encode;
+    use phalanx_gang::proto::{challenge, Hello};
+    use std::net::TcpListener;
+
+    const SECRET: &str = "the cluster secret of this test";
+
+    /// The launcher's side of the socket, every byte read from it recorded.
+    struct Tap(TcpStream, Vec<u8>);
+
+    impl Read for Tap {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.read(buf)?;
+            self.1.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+    }
+
+    /// Runs `script` as a node daemon's agent for one launcher (after the real
+    /// handshake, with the agent's end of the channel); with every byte the launcher
+    /// wrote, hello included, once it closed the connection.
+    fn fake_agent<T: Send + 'static>(
+        script: impl FnOnce(&mut TcpStream, &mut BufReader<Tap>, Sealer, Opener) -> T + Send + 'static,
+    ) -> (SocketAddrV4, std::thread::JoinHandle<(Vec<u8>, T)>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let SocketAddr::V4(addr) = listener.local_addr().unwrap() else {
+            unreachable!("bound to an IPv4 address")
+        };
+        let agent = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let ch = challenge().unwrap();
+            s.write_all(&encode(&ch)).unwrap();
+            let mut reader = BufReader::new(Tap(s.try_clone().unwrap(), Vec::new()));
+            let h: Hello = serde_json::from_slice(&raw_line(&mut reader)).unwrap();
+            let (sealer, opener) =
+                phalanx_gang::seal::accept(SECRET, &ch, &h).expect("the launcher's hello");
+            let out = script(&mut s, &mut reader, sealer, opener);
+            let _ = reader.read_to_end(&mut Vec::new());
+            (reader.into_inner().1, out)
+        });
+        (addr, agent)
+    }
+
+    fn connect(addr: SocketAddrV4, name: &str) -> Agents {
+        let path = std::env::temp_dir().join(format!("phx-seal-{name}-{}", std::process::id()));
+        std::fs::write(&path, SECRET).unwrap();
+        let hosts = [Host::Node {
+            label: "n0".into(),
+            agent: addr,
+        }];
+        let (agents, of_rank) = Agents::connect(&hosts, Some(&path), None, false).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(of_rank, vec![Some(0)]);
+        agents
+    }
+
+    fn next_event(agents: &Agents) -> Event {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(ev) = agents.try_event() {
+                return ev;
+            }
+            assert!(Instant::now() < deadline, "no event from the fake agent");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Reads the launcher's next line, as written.
+    fn raw_line(reader: &mut BufReader<Tap>) -> Vec<u8> {
+        let mut line = Vec::new();
+        reader.read_until(b'\n', &mut line).unwrap();
+        line
+    }
+
+    #[test]
+    fn the_job_secret_and_the_environment_never_cross_the_wire_in_clear() {
+        let job_secret = phalanx_boot::auth::Secret::new().unwrap().to_hex();
+        let value = "a value nobody on the path may read";
+        let (addr, agent) = fake_agent(|s, reader, mut sealer, mut opener| {
+            let spawn = opener
+                .open_line_msg::<AgentRequest>(&raw_line(reader))
+                .unwrap();
+            let ev = AgentEvent::Spawned { rank: 0, pid: 4242 };
+            s.write_all(&sealer.seal_line(&ev).unwrap()).unwrap();
+            let ev = AgentEvent::Output {
+                rank: 0,
+                stderr: true,
+                line: "echoed back: PHALANX_TEST_VALUE\n".into(),
+            };
+            s.write_all(&sealer.seal_line(&ev).unwrap()).unwrap();
+            let signal = opener
+                .open_line_msg::<AgentRequest>(&raw_line(reader))
+                .unwrap();
+            (spawn, signal)
+        });
+        let mut agents = connect(addr, "clear");
+        let spec = SpawnSpec {
+            rank: 0,
+            size: 1,
+            boot: "127.0.0.1:1".into(),
+            prog: "/bin/true".into(),
+            args: vec![],
+            env: vec![
+                (phalanx_boot::ENV_SECRET.into(), job_secret.clone()),
+                ("PHALANX_TEST_VALUE".into(), value.into()),
+            ],
+            cwd: "/".into(),
+            bind: false,
+        };
+        agents.spawn(0, spec.clone()).unwrap();
+        match next_event(&agents) {
+            Event::Spawned { agent, rank, pid } => assert_eq!((agent, rank, pid), (0, 0, 4242)),
+            ev => panic!("{ev:?}"),
+        }
+        agents.signal(0, 0, libc::SIGTERM);
+        drop(agents);
+        let (wire, (spawn, signal)) = agent.join().unwrap();
+        // The agent read exactly what was asked…
+        assert_eq!(spawn, AgentRequest::Spawn(spec));
+        assert_eq!(
+            signal,
+            AgentRequest::Signal {
+                rank: 0,
+                sig: libc::SIGTERM
+            }
+        );
+        // …and nothing of it was readable on the way.
+        let wire = String::from_utf8_lossy(&wire).to_lowercase();
+        assert!(wire.len() > 200, "{wire}");
+        for clear in [
+            job_secret.as_str(),
+            &job_secret[..16],
+            value,
+            "phalanx_job_secret",
+            "phalanx_test_value",
+            "spawn",
+            "signal",
+            "/bin/true",
+        ] {
+            assert!(!wire.contains(clear), "{clear:?} on the wire: {wire}");
+        }
+        // Past the hello, only sealed lines.
+        let lines: Vec<&str> = wire.lines().collect();
+        assert_eq!(lines.len(), 3, "{wire}");
+        assert!(lines[0].contains("\"proof\"") && lines[0].contains("\"nonce\""));
+        for l in &lines[1..] {
+            let hex = l.trim_matches('"');
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{l}");
+        }
+    }
+
+    /// The launcher's loss of the fake agent after `script` sent its lines.
+    fn lost_after(name: &str, started: bool, script: fn(&mut Sealer) -> Vec<Vec<u8>>) -> String {
+        let (addr, agent) = fake_agent(move |s, _, mut sealer, _| {
+            for line in script(&mut sealer) {
+                s.write_all(&line).unwrap();
+            }
+        });
+        let agents = connect(addr, name);
+        let why = loop {
+            match next_event(&agents) {
+                Event::Lost {
+                    agent,
+                    node,
+                    why,
+                    started: s,
+                } => {
+                    assert_eq!((agent, node.as_str(), s), (0, "node n0", started), "{why}");
+                    break why;
+                }
+                Event::Spawned { .. } => {}
+                ev => panic!("{ev:?}"),
+            }
+        };
+        drop(agents);
+        agent.join().unwrap();
+        why
+    }
+
+    #[test]
+    fn altered_replayed_or_dropped_events_end_the_connection_naming_why() {
+        fn ev(pid: u32) -> AgentEvent {
+            AgentEvent::Spawned { rank: 0, pid }
+        }
+        let replayed = lost_after("replay", true, |s| {
+            let l = s.seal_line(&ev(1)).unwrap();
+            vec![l.clone(), l]
+        });
+        assert!(
+            replayed.contains("line 0 arrived where line 1 was due"),
+            "{replayed}"
+        );
+        let dropped = lost_after("drop", true, |s| {
+            let l = s.seal_line(&ev(1)).unwrap();
+            let _ = s.seal_line(&ev(2)).unwrap();
+            vec![l, s.seal_line(&ev(3)).unwrap()]
+        });
+        assert!(
+            dropped.contains("line 2 arrived where line 1 was due"),
+            "{dropped}"
+        );
+        let altered = lost_after("alter", false, |s| {
+            let mut l = s.seal_line(&ev(1)).unwrap();
+            l[30] = if l[30] == b'0' { b'1' } else { b'0' };
+            vec![l]
+        });
+        assert!(
+            altered.contains("line 0 does not authenticate"),
+            "{altered}"
+        );
+        let plain = lost_after("plain", false, |_| vec![encode(&ev(1))]);
+        assert!(plain.contains("malformed sealed line"), "{plain}");
+        let long = lost_after("long", false, |_| vec![vec![b'0'; MAX_SEALED_LINE + 2]]);
+        assert!(long.contains("over-long"), "{long}");
+    }
 }

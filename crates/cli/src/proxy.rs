@@ -11,14 +11,14 @@
 //! with its process group and reaped, then it exits 0. It writes nothing else to
 //! stdout; its own complaints go to stderr (which ssh carries back to the launcher).
 
-use crate::serve::{serve_launcher, EventWriter, ServeOptions};
+use crate::serve::{serve_launcher, EventSink, Requests, ServeOptions};
 use crate::spawn::allowed_cpus;
 use phalanx_boot::frame::LineReader;
 use phalanx_gang::proto::MAX_LINE;
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Set by SIGHUP, SIGTERM, SIGINT: the proxy kills its ranks and ends.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -102,13 +102,17 @@ fn serve() -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
-    let writer: EventWriter = Arc::new(Mutex::new(Box::new(Patient(output))));
+    let writer = EventSink::plain(Box::new(Patient(output)));
     let opts = ServeOptions {
         cpus: allowed_cpus(),
         ip_auto: true,
         stop: &STOP,
         groups: &GROUPS,
     };
-    serve_launcher(&mut input, LineReader::new(MAX_LINE), writer, &opts);
+    let requests = Requests::plain(LineReader::new(MAX_LINE));
+    if let Err(e) = serve_launcher(&mut input, requests, writer, &opts) {
+        // On stderr, which ssh carries to the launcher: its account of the loss.
+        eprintln!("phalanx proxy: the launcher's requests: {e}");
+    }
     Ok(())
 }

@@ -4,9 +4,14 @@
 //! launch, over its stdin and stdout).
 //!
 //! Contract of [`serve_launcher`]:
-//! * It reads [`AgentRequest`]s from the launcher and writes [`AgentEvent`]s back (one
-//!   JSON line each, under the writer's lock, flushed), until the input closes, a write
-//!   fails, a read fails or `stop` is set.
+//! * It reads [`AgentRequest`]s from the launcher ([`Requests`]) and writes
+//!   [`AgentEvent`]s back ([`EventSink`]: one JSON line each, under the writer's lock,
+//!   flushed), until the input closes, a write fails, a read fails or `stop` is set. On
+//!   a node daemon's connection both directions are sealed ([`phalanx_gang::seal`]: every
+//!   line encrypted and authenticated, in order); over ssh (`phalanx proxy`) they are
+//!   plain JSON, ssh encrypting them. A line that breaks the protocol — malformed, too
+//!   long, or a sealed line that does not open (altered, replayed, reordered, dropped) —
+//!   ends the service like a closed input, and is its returned error.
 //! * A rank is started exactly as `phalanx run` starts a local one ([`spawn_rank`]: own
 //!   process group, PDEATHSIG, CPU binding, stdin from /dev/null) plus its working
 //!   directory and, with `ip_auto`, `PHALANX_IP` set (unless the launcher set it) to the
@@ -26,7 +31,9 @@ use crate::output::copy_lines;
 use crate::signals::{pollfd, wait_readable};
 use crate::spawn::{signal_group, spawn_rank, Program, ENV_IP};
 use phalanx_boot::frame::{encode, LineReader, Next};
+use phalanx_boot::BootError;
 use phalanx_gang::proto::{AgentEvent, AgentRequest, SpawnSpec, MAX_LINE};
+use phalanx_gang::seal::{Opener, Sealer};
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -43,7 +50,78 @@ pub const MAX_RANKS: usize = 4096;
 pub const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// Where events go: shared by the serving loop and the output threads.
-pub type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
+pub type EventWriter = Arc<Mutex<EventSink>>;
+
+/// The launcher's end of the events: a stream, and the sealer of a sealed connection
+/// (under the same lock: lines are sealed in the order they are written).
+pub struct EventSink {
+    out: Box<dyn Write + Send>,
+    sealer: Option<Sealer>,
+}
+
+impl EventSink {
+    /// Events as plain JSON lines to `out` (ssh's stdout).
+    pub fn plain(out: Box<dyn Write + Send>) -> EventWriter {
+        Arc::new(Mutex::new(EventSink { out, sealer: None }))
+    }
+
+    /// Events sealed with `sealer` to `out` (a node daemon's connection).
+    pub fn sealed(out: Box<dyn Write + Send>, sealer: Sealer) -> EventWriter {
+        Arc::new(Mutex::new(EventSink {
+            out,
+            sealer: Some(sealer),
+        }))
+    }
+}
+
+/// The launcher's requests: lines from a [`LineReader`], opened by the opener of a
+/// sealed connection (whose reader must take [`phalanx_gang::seal::MAX_SEALED_LINE`]).
+pub struct Requests {
+    reader: LineReader,
+    opener: Option<Opener>,
+}
+
+impl Requests {
+    /// Plain JSON lines (ssh's stdin).
+    pub fn plain(reader: LineReader) -> Requests {
+        Requests {
+            reader,
+            opener: None,
+        }
+    }
+
+    /// Sealed lines (a node daemon's connection).
+    pub fn sealed(reader: LineReader, opener: Opener) -> Requests {
+        Requests {
+            reader,
+            opener: Some(opener),
+        }
+    }
+
+    /// The next request ([`Next::Eof`] also for a reset); `Err` names how the input
+    /// broke the protocol, or the read error.
+    fn next(&mut self, input: &mut impl Read) -> Result<Next<AgentRequest>, String> {
+        let line = match self.opener.as_mut() {
+            None => self.reader.next_msg(input),
+            Some(opener) => match self.reader.next_msg::<String, _>(input) {
+                Ok(Next::Msg(hex)) => {
+                    return opener
+                        .open_msg(&hex)
+                        .map(Next::Msg)
+                        .map_err(|e| e.to_string())
+                }
+                Ok(Next::Pending) => Ok(Next::Pending),
+                Ok(Next::Eof) => Ok(Next::Eof),
+                Err(e) => Err(e),
+            },
+        };
+        match line {
+            Err(BootError::LauncherGone) => Ok(Next::Eof),
+            Err(BootError::Protocol(m)) => Err(m),
+            r => r.map_err(|e| e.to_string()),
+        }
+    }
+}
 
 /// How a host starts its ranks.
 pub struct ServeOptions<'a> {
@@ -69,14 +147,16 @@ struct Local {
     ended: Option<(i32, Instant)>,
 }
 
-/// Serves one launcher until its input closes (module docs). `input` must not block
-/// when nothing is there (non-blocking, or a short read timeout): a poll waits for it.
+/// Serves one launcher until its input closes (module docs); `Err`: how its input broke
+/// the protocol. `input` must not block when nothing is there (non-blocking, or a short
+/// read timeout): a poll waits for it.
 pub fn serve_launcher<R: Read + AsRawFd>(
     input: &mut R,
-    mut reader: LineReader,
+    mut requests: Requests,
     writer: EventWriter,
     opts: &ServeOptions,
-) {
+) -> Result<(), String> {
+    let mut broken = None;
     let mut ranks: Vec<Local> = Vec::new();
     // Every group started for this launcher, also of ranks that ended: what they left
     // behind goes when the lifeline is cut.
@@ -88,7 +168,7 @@ pub fn serve_launcher<R: Read + AsRawFd>(
         let mut fds = [pollfd(input.as_raw_fd())];
         let _ = wait_readable(&mut fds, Duration::from_millis(20));
         loop {
-            match reader.next_msg::<AgentRequest, _>(input) {
+            match requests.next(input) {
                 Ok(Next::Msg(AgentRequest::Spawn(spec))) => {
                     let ev = if groups.len() >= MAX_RANKS {
                         AgentEvent::SpawnFailed {
@@ -123,7 +203,11 @@ pub fn serve_launcher<R: Read + AsRawFd>(
                     }
                 }
                 Ok(Next::Pending) => break,
-                Ok(Next::Eof) | Err(_) => break 'serve,
+                Ok(Next::Eof) => break 'serve,
+                Err(e) => {
+                    broken = Some(e);
+                    break 'serve;
+                }
             }
         }
         // Ended ranks: `Exited` once their output is all out (or its bound passed),
@@ -168,6 +252,7 @@ pub fn serve_launcher<R: Read + AsRawFd>(
         let _ = z.wait();
     }
     lock_groups().retain(|g| !groups.contains(g));
+    broken.map_or(Ok(()), Err)
 }
 
 /// Starts one rank with its output forwarded as events.
@@ -249,10 +334,99 @@ fn start(spec: &SpawnSpec, opts: &ServeOptions, writer: &EventWriter) -> std::io
     })
 }
 
-/// Writes one event under the writer's lock.
+/// Writes one event under the writer's lock (sealed if the connection is).
 fn send(writer: &EventWriter, ev: &AgentEvent) -> std::io::Result<()> {
-    let line = encode(ev);
     let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
-    w.write_all(&line)?;
-    w.flush()
+    let line = match w.sealer.as_mut() {
+        Some(s) => s.seal_line(ev).map_err(std::io::Error::other)?,
+        None => encode(ev),
+    };
+    w.out.write_all(&line)?;
+    w.out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phalanx_gang::seal::{channel, Side, MAX_SEALED_LINE};
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::net::UnixStream;
+
+    /// Serves sealed requests `lines` (then the end of the input) on a socket pair;
+    /// what `serve_launcher` returned and the events it sent, opened.
+    fn serve_sealed(
+        lines: impl FnOnce(&mut phalanx_gang::seal::Sealer) -> Vec<Vec<u8>>,
+    ) -> (Result<(), String>, Vec<AgentEvent>) {
+        let (mut launcher, mut agent) = UnixStream::pair().unwrap();
+        let (mut ls, mut lo) = channel("cluster", "challenge", "nonce", Side::Launcher);
+        let (a_s, a_o) = channel("cluster", "challenge", "nonce", Side::Agent);
+        for l in lines(&mut ls) {
+            launcher.write_all(&l).unwrap();
+        }
+        launcher.shutdown(std::net::Shutdown::Write).unwrap();
+        agent.set_nonblocking(true).unwrap();
+        let writer = EventSink::sealed(Box::new(agent.try_clone().unwrap()), a_s);
+        let stop = AtomicBool::new(false);
+        let groups = Mutex::new(Vec::new());
+        let opts = ServeOptions {
+            cpus: Vec::new(),
+            ip_auto: false,
+            stop: &stop,
+            groups: &groups,
+        };
+        let requests = Requests::sealed(LineReader::new(MAX_SEALED_LINE), a_o);
+        let r = serve_launcher(&mut agent, requests, writer, &opts);
+        drop(agent);
+        let events = BufReader::new(launcher)
+            .split(b'\n')
+            .map(|l| lo.open_line_msg(&l.unwrap()).unwrap())
+            .collect();
+        (r, events)
+    }
+
+    #[test]
+    fn sealed_requests_are_served_and_a_broken_one_ends_the_service() {
+        let signal = |s: &mut phalanx_gang::seal::Sealer| {
+            s.seal_line(&AgentRequest::Signal { rank: 7, sig: 0 })
+                .unwrap()
+        };
+        let spawn = |s: &mut phalanx_gang::seal::Sealer| {
+            let spec = SpawnSpec {
+                rank: 3,
+                size: 4,
+                boot: "not an address".into(),
+                prog: "/bin/true".into(),
+                args: vec![],
+                env: vec![],
+                cwd: "/".into(),
+                bind: false,
+            };
+            s.seal_line(&AgentRequest::Spawn(spec)).unwrap()
+        };
+        // In order: served, the events sealed back.
+        let (r, events) = serve_sealed(|s| vec![signal(s), spawn(s)]);
+        assert_eq!(r, Ok(()));
+        assert!(
+            matches!(&events[..], [AgentEvent::SpawnFailed { rank: 3, message }] if message.contains("rendezvous")),
+            "{events:?}"
+        );
+        // Replayed: the service ends before the spawn behind it.
+        let (r, events) = serve_sealed(|s| {
+            let l = signal(s);
+            vec![l.clone(), l, spawn(s)]
+        });
+        let e = r.unwrap_err();
+        assert!(e.contains("line 0 arrived where line 1 was due"), "{e}");
+        assert!(events.is_empty(), "{events:?}");
+        // Altered, or plain JSON.
+        let (r, _) = serve_sealed(|s| {
+            let mut l = spawn(s);
+            let n = l.len();
+            l[n - 3] = if l[n - 3] == b'0' { b'1' } else { b'0' };
+            vec![l]
+        });
+        assert!(r.unwrap_err().contains("line 0 does not authenticate"));
+        let (r, _) = serve_sealed(|_| vec![encode(&AgentRequest::Signal { rank: 1, sig: 0 })]);
+        assert!(r.is_err());
+    }
 }

@@ -18,7 +18,8 @@
 //! Targets: [`decode`] (the datagram header), [`gbn_input`] and [`urtp_input`] (the
 //! reliability engines), and the decoders of the control channels: [`boot_lines`] (the
 //! start-up protocol), [`gang_lines`] (the job manager's protocol), [`pmi_wire`] (the
-//! PMI-1/PMI-2 client) and [`mac_open`] (datagram authentication).
+//! PMI-1/PMI-2 client), [`mac_open`] (datagram authentication) and [`seal_open`] (the
+//! sealed launcher ↔ node-agent channel).
 
 mod lines;
 
@@ -573,4 +574,74 @@ fn length_prefixed<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
     let (bytes, tail) = tail.split_at((len as usize).min(tail.len()));
     *rest = tail;
     Some(bytes)
+}
+
+/// The cluster secret and nonces of [`seal_open`]'s connection.
+pub const SEAL_KEYS: (&str, &str, &str) = ("cluster", "challenge", "launcher nonce");
+
+/// The agent's [`phalanx_gang::seal::Opener`] of one connection on arbitrary lines (the
+/// input split at `\n`), then the launcher's sealing of the input.
+///
+/// Invariants: opening never panics; a line opens only if it is the very line the
+/// launcher's sealer makes for that plaintext as the next counter (re-sealing it gives
+/// the same bytes — AES-GCM is deterministic for a key and nonce); after the first line
+/// that fails, every line fails ([`SealError::Closed`](phalanx_gang::seal::SealError)).
+/// The input itself (up to [`gang::MAX_LINE`] bytes) sealed by the launcher opens to the
+/// same bytes; the same line again, or with one byte changed (16 positions spread over
+/// it), the agent's own line, or it under another connection's key, does not.
+pub fn seal_open(data: &[u8]) {
+    use phalanx_gang::seal::{channel, SealError, Side};
+    let (secret, challenge, nonce) = SEAL_KEYS;
+    let (_, mut opener) = channel(secret, challenge, nonce, Side::Agent);
+    let (mut sealer, _) = channel(secret, challenge, nonce, Side::Launcher);
+    let mut failed = false;
+    for line in data.split(|&b| b == b'\n') {
+        match opener.open_line(line) {
+            Ok(plain) => {
+                assert!(!failed, "a line opened after one failed");
+                let again = sealer.seal_line_bytes(&plain).expect("what opened seals");
+                assert_eq!(
+                    &again[..again.len() - 1],
+                    line,
+                    "a line opened that the launcher did not seal"
+                );
+            }
+            Err(e) => {
+                if failed {
+                    assert_eq!(e, SealError::Closed);
+                }
+                failed = true;
+            }
+        }
+    }
+
+    let plain = &data[..data.len().min(gang::MAX_LINE)];
+    let (mut s, mut o) = (
+        channel(secret, challenge, nonce, Side::Launcher).0,
+        channel(secret, challenge, nonce, Side::Agent).1,
+    );
+    let line = s
+        .seal_line_bytes(plain)
+        .expect("a message within MAX_LINE seals");
+    let fresh = || channel(secret, challenge, nonce, Side::Agent).1;
+    let n = line.len() - 1; // without the newline
+    for k in 0..16 {
+        let i = k * n / 16;
+        let mut x = line.clone();
+        x[i] = if x[i] == b'0' { b'1' } else { b'0' };
+        assert!(
+            fresh().open_line(&x).is_err(),
+            "opened with byte {i} of {n} changed"
+        );
+    }
+    assert_eq!(o.open_line(&line).as_deref(), Ok(plain));
+    assert!(o.open_line(&line).is_err(), "a replayed line opened");
+    let (mut agent, _) = channel(secret, challenge, nonce, Side::Agent);
+    let back = agent.seal_line_bytes(plain).expect("sealed");
+    assert!(
+        fresh().open_line(&back).is_err(),
+        "the agent's own line opened"
+    );
+    let (_, mut other) = channel(secret, "another challenge", nonce, Side::Agent);
+    assert!(other.open_line(&line).is_err(), "opened under another key");
 }

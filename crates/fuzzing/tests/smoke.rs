@@ -850,6 +850,28 @@ fn mac_open() {
     });
 }
 
+#[test]
+fn seal_open() {
+    use phalanx_gang::seal::{channel, Side};
+    let (secret, challenge, nonce) = fz::SEAL_KEYS;
+    smoke("seal_open", fz::seal_open, 300, |rng| {
+        // Lines the launcher sealed in order, now and then one of another connection.
+        let mut s = channel(secret, challenge, nonce, Side::Launcher).0;
+        let mut out = Vec::new();
+        for _ in 0..1 + rng.below(4) {
+            let plain = rng.some_bytes(48);
+            let line = if rng.chance(8) {
+                let mut other = channel(secret, "other", nonce, Side::Launcher).0;
+                other.seal_line_bytes(&plain)
+            } else {
+                s.seal_line_bytes(&plain)
+            };
+            out.extend(line.expect("a short message seals"));
+        }
+        out
+    });
+}
+
 /// The generators make what they claim: well-formed datagrams, messages that decode,
 /// scripts the line harness reads as intended.
 #[test]

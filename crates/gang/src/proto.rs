@@ -17,10 +17,13 @@
 //! [`NODE_SILENCE`], and tells it to exit with [`Reply::Stop`].
 //!
 //! A job's launcher talks to the agent of each node daemon it has ranks on (one TCP
-//! connection per node, also opened with a [`Hello`]): [`AgentRequest`]s go in,
-//! [`AgentEvent`]s come back, one JSON object per line, at most [`MAX_LINE`] bytes. The
-//! connection is the job's lifeline on that node: when it closes, the node daemon kills
-//! every rank it started for it.
+//! connection per node, also opened with a [`Hello`], which there also carries a fresh
+//! nonce of the launcher's): [`AgentRequest`]s go in, [`AgentEvent`]s come back, one
+//! JSON object of at most [`MAX_LINE`] bytes per line, each line sealed (encrypted and
+//! authenticated, [`crate::seal`]) under a key of this connection — they carry the ranks'
+//! environment, with the job's secret. The connection is the job's lifeline on that
+//! node: when it closes, the node daemon kills every rank it started for it. (Over ssh,
+//! `phalanx proxy` speaks the same messages unsealed: ssh encrypts them.)
 
 use crate::matrix::JobId;
 use crate::store::JobRecord;
@@ -41,6 +44,10 @@ pub struct Challenge {
 pub struct Hello {
     /// [`proof`] of the cluster secret for the challenge's nonce (hex).
     pub proof: String,
+    /// To a node daemon's agent: the launcher's own fresh nonce (32 bytes, hex), which
+    /// keys the sealed connection with the challenge's ([`crate::seal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
 }
 
 /// A fresh challenge (32 bytes from the OS, hex).
@@ -65,6 +72,7 @@ fn proof_hash(secret: &str, nonce: &str) -> blake3::Hash {
 pub fn proof(secret: &str, nonce: &str) -> Hello {
     Hello {
         proof: proof_hash(secret, nonce).to_hex().to_string(),
+        nonce: None,
     }
 }
 
@@ -265,7 +273,8 @@ mod tests {
             "abc",
             &c.nonce,
             &Hello {
-                proof: "abc".into()
+                proof: "abc".into(),
+                nonce: None,
             }
         ));
         assert!(!h.proof.contains("abc"));

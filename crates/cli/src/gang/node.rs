@@ -11,25 +11,30 @@
 //!   started first. Its pid is in `DIR/nodes/N.pid`.
 //! * Its agent listens on `--listen IP` (the node's address) for job launchers, at most
 //!   [`MAX_JOBS`] at a time. Each connection must start with the proof of the cluster
-//!   secret for the daemon's challenge ([`Hello`], within [`HELLO_TIMEOUT`] in all; at most [`MAX_UNAUTHENTICATED`]
-//!   connections may be saying hello at once); then it carries
-//!   [`AgentRequest`]s in and [`AgentEvent`]s out, served by
-//!   [`serve_launcher`](crate::serve::serve_launcher) (its contract: ranks started as
-//!   `phalanx run` starts them, plus `PHALANX_IP` (the node's address toward the
-//!   launcher) in a namespace; output and exits
-//!   as events; the connection is the job's lifeline on this node).
+//!   secret for the daemon's challenge and the launcher's own nonce ([`Hello`], within
+//!   [`HELLO_TIMEOUT`] in all; at most [`MAX_UNAUTHENTICATED`] connections may be saying
+//!   hello at once); then it carries [`AgentRequest`](phalanx_gang::proto::AgentRequest)s
+//!   in and [`AgentEvent`](phalanx_gang::proto::AgentEvent)s out, every line sealed under
+//!   the connection's key ([`phalanx_gang::seal`]: the ranks' environment, with the
+//!   job's secret, is never readable on the wire), served by [`serve_launcher`] (its
+//!   contract: ranks started as `phalanx run` starts them, plus `PHALANX_IP` (the node's
+//!   address toward the launcher) in a namespace; output and exits as events; the
+//!   connection is the job's lifeline on this node). A line that does not open (altered, replayed, reordered,
+//!   dropped) or breaks the protocol ends the connection — and so the job's ranks here —
+//!   with a line on the daemon's stderr naming the launcher's address and the reason.
 //! * When the daemon itself is killed with SIGKILL its ranks die with it (PDEATHSIG of
 //!   the thread that forked them); what a rank forked into its own group is then left
 //!   to the master, which kills a lost node's daemon and whose launchers kill the job's
 //!   groups.
 
-use crate::serve::{serve_launcher, EventWriter, ServeOptions};
+use crate::serve::{serve_launcher, EventSink, Requests, ServeOptions};
 use crate::signals::{pollfd, wait_readable};
 use crate::spawn::{allowed_cpus, signal_group};
 use phalanx_boot::frame::{encode, LineReader, Next};
 use phalanx_gang::proto::{
-    challenge, check, proof, read_challenge, Hello, Reply, Request, BEAT, MAX_LINE,
+    challenge, proof, read_challenge, Hello, Reply, Request, BEAT, MAX_LINE,
 };
+use phalanx_gang::seal::{accept, Opener, Sealer, MAX_SEALED_LINE};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -213,9 +218,9 @@ fn accept_jobs(listener: TcpListener, secret: &str, netns: bool) {
             .spawn(move || {
                 let ok = hello(&stream, &secret);
                 hellos.fetch_sub(1, Ordering::SeqCst);
-                if let Some(reader) = ok {
+                if let Some((reader, sealer, opener)) = ok {
                     if jobs.fetch_add(1, Ordering::SeqCst) < MAX_JOBS {
-                        serve_job(stream, reader, netns);
+                        serve_job(stream, reader, sealer, opener, netns);
                     }
                     jobs.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -227,9 +232,10 @@ fn accept_jobs(listener: TcpListener, secret: &str, netns: bool) {
 }
 
 /// Sends the launcher a challenge and reads its [`Hello`] within [`HELLO_TIMEOUT`] in
-/// all (however slowly its bytes come); if it proves the cluster secret, the reader
-/// (with whatever followed the hello already buffered).
-fn hello(stream: &TcpStream, secret: &str) -> Option<LineReader> {
+/// all (however slowly its bytes come); if it proves the cluster secret and carries the
+/// launcher's nonce, the reader (with whatever followed the hello already buffered,
+/// taking sealed lines) and this end of the sealed channel.
+fn hello(stream: &TcpStream, secret: &str) -> Option<(LineReader, Sealer, Opener)> {
     let deadline = Instant::now() + HELLO_TIMEOUT;
     let mut reader = LineReader::new(1024);
     let mut s = stream;
@@ -243,24 +249,34 @@ fn hello(stream: &TcpStream, secret: &str) -> Option<LineReader> {
             return None;
         }
         match reader.next_msg::<Hello, _>(&mut s) {
-            Ok(Next::Msg(h)) if check(secret, &ch.nonce, &h) => {
-                reader.set_limit(MAX_LINE);
+            Ok(Next::Msg(h)) => {
+                let (sealer, opener) = accept(secret, &ch, &h)?;
+                reader.set_limit(MAX_SEALED_LINE);
                 // The challenge's short bound is not the session's.
                 s.set_write_timeout(None).ok()?;
-                return Some(reader);
+                return Some((reader, sealer, opener));
             }
             Ok(Next::Pending) => continue,
-            Ok(Next::Msg(_) | Next::Eof) | Err(_) => return None,
+            Ok(Next::Eof) | Err(_) => return None,
         }
     }
 }
 
 /// Serves one authenticated job launcher until its connection closes
-/// ([`serve_launcher`]).
-fn serve_job(mut stream: TcpStream, reader: LineReader, netns: bool) {
+/// ([`serve_launcher`]), its lines sealed.
+fn serve_job(
+    mut stream: TcpStream,
+    reader: LineReader,
+    sealer: Sealer,
+    opener: Opener,
+    netns: bool,
+) {
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
+    let peer = stream
+        .peer_addr()
+        .map_or_else(|_| "unknown address".into(), |a| a.to_string());
     // Reads give up at once when nothing is there (the poll in `serve_launcher` waits);
     // writes, from several threads under the writer's lock, block. (O_NONBLOCK would be
     // shared by both halves: a read timeout is not.)
@@ -270,12 +286,16 @@ fn serve_job(mut stream: TcpStream, reader: LineReader, netns: bool) {
     {
         return;
     }
-    let writer: EventWriter = Arc::new(Mutex::new(Box::new(write_half)));
+    let writer = EventSink::sealed(Box::new(write_half), sealer);
     let opts = ServeOptions {
         cpus: allowed_cpus(),
         ip_auto: netns,
         stop: &TERMINATE,
         groups: &GROUPS,
     };
-    serve_launcher(&mut stream, reader, writer, &opts);
+    if let Err(e) = serve_launcher(&mut stream, Requests::sealed(reader, opener), writer, &opts) {
+        eprintln!(
+            "phalanx gang node: closed the connection of the job launcher at {peer}, killing its ranks here: {e}"
+        );
+    }
 }
