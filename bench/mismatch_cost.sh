@@ -14,10 +14,10 @@ TGT=${CARGO_TARGET_DIR:-$ROOT/target}
 RUNS=${RUNS:-5}
 WT=$(mktemp -d /tmp/phalanx-nocheck.XXXXXX)
 trap 'git -C "$ROOT" worktree remove --force "$WT" >/dev/null 2>&1 || true; rm -rf "$WT"' EXIT
-(cd "$ROOT" && cargo build --release -p phalanx-cli -p phalanx-bench >/dev/null)
+(cd "$ROOT" && cargo build -q --release -p phalanx-cli -p phalanx-bench)
 git -C "$ROOT" worktree add --detach "$WT" HEAD >/dev/null 2>&1
 git -C "$WT" apply "$ROOT/bench/mismatch_nocheck.patch"
-(cd "$WT" && CARGO_TARGET_DIR=$TGT/nocheck cargo build --release -p phalanx-cli -p phalanx-bench >/dev/null)
+(cd "$WT" && CARGO_TARGET_DIR=$TGT/nocheck cargo build -q --release -p phalanx-cli -p phalanx-bench)
 A=$TGT/release B=$TGT/nocheck/release
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
