@@ -4,9 +4,12 @@
 //!
 //! Contract:
 //! * The construction is AES-128-GMAC (AES-GCM with the datagram as associated data and
-//!   no plaintext; `aes-gcm`, AES-NI and carry-less multiplication where the CPU has
-//!   them). The key is [`datagram_key`] of the job's 32-byte secret (BLAKE3's key
-//!   derivation, with its own context string); the secret itself never travels.
+//!   no plaintext), from AWS-LC (`aws-lc-rs`): its GHASH folds eight blocks per
+//!   reduction with carry-less multiplication (VPCLMULQDQ where the CPU has it), 22 GB/s
+//!   on this machine against 4.6 for RustCrypto's `aes-gcm` 0.11 and 1.9 for 0.10 —
+//!   the MAC is on every datagram's path, both ends. The key is [`datagram_key`] of the
+//!   job's 32-byte secret (BLAKE3's key derivation, with its own context string); the
+//!   secret itself never travels.
 //! * A sealed datagram is the datagram followed by a [`TRAILER`]-byte trailer: the
 //!   sealer's rank (u32 LE), its counter (u64 LE) and the 16-byte tag. The nonce is
 //!   (rank, counter): every rank counts its own sends from 0 and never repeats a value,
@@ -17,8 +20,7 @@
 //!   above drop what their windows have seen (go-back-n, URTP and careful sequence
 //!   numbers).
 
-use aes_gcm::aead::{AeadInOut, KeyInit};
-use aes_gcm::Aes128Gcm;
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
 
 /// Bytes after every sealed datagram: rank (4), counter (8), tag (16).
 pub const TRAILER: usize = 28;
@@ -33,15 +35,18 @@ pub fn datagram_key(secret: &[u8; 32]) -> [u8; 16] {
 }
 
 /// The nonce in a trailer: its first 12 bytes (rank and counter).
-fn nonce(trailer: &[u8]) -> &aes_gcm::Nonce<aes_gcm::aead::consts::U12> {
-    trailer[..12]
-        .try_into()
-        .expect("a trailer has 12 nonce bytes")
+fn nonce(trailer: &[u8]) -> Option<Nonce> {
+    Nonce::try_assume_unique_for_key(trailer.get(..12)?).ok()
+}
+
+/// A GMAC key (AES-128 takes any 16 bytes, so this cannot fail).
+fn gmac_key(k: &[u8; 16]) -> LessSafeKey {
+    LessSafeKey::new(UnboundKey::new(&AES_128_GCM, k).expect("a 16-byte AES-128 key"))
 }
 
 /// One rank's sealing and opening state.
 pub struct Seal {
-    cipher: Aes128Gcm,
+    cipher: LessSafeKey,
     rank: u32,
     counter: u64,
 }
@@ -50,7 +55,7 @@ impl Seal {
     /// Seals as `rank` under `key` (from [`datagram_key`]).
     pub fn new(key: &[u8; 16], rank: u32) -> Seal {
         Seal {
-            cipher: Aes128Gcm::new(key.into()),
+            cipher: gmac_key(key),
             rank,
             counter: 0,
         }
@@ -60,7 +65,7 @@ impl Seal {
     /// reused by one rank, whatever the keys).
     pub fn rekeyed(&self, key: &[u8; 16]) -> Seal {
         Seal {
-            cipher: Aes128Gcm::new(key.into()),
+            cipher: gmac_key(key),
             rank: self.rank,
             counter: self.counter,
         }
@@ -73,12 +78,16 @@ impl Seal {
         let mut t = [0u8; TRAILER];
         t[..4].copy_from_slice(&self.rank.to_le_bytes());
         t[4..12].copy_from_slice(&counter.to_le_bytes());
-        let tag = self
-            .cipher
-            .encrypt_inout_detached(nonce(&t), datagram, (&mut [][..]).into())
-            // Only a message beyond GCM's length limit (64 GiB) fails.
-            .unwrap_or_default();
-        t[12..].copy_from_slice(&tag);
+        // Only a message beyond GCM's length limit (64 GiB) fails; its tag stays zero
+        // and the receiver drops it.
+        if let Some(n) = nonce(&t) {
+            if let Ok(tag) = self
+                .cipher
+                .seal_in_place_separate_tag(n, Aad::from(datagram), &mut [])
+            {
+                t[12..].copy_from_slice(tag.as_ref());
+            }
+        }
         t
     }
 
@@ -86,15 +95,12 @@ impl Seal {
     pub fn open<'a>(&self, sealed: &'a [u8]) -> Option<&'a [u8]> {
         let body = sealed.len().checked_sub(TRAILER)?;
         let (datagram, t) = sealed.split_at(body);
+        let mut tag = [0u8; TAG];
+        tag.copy_from_slice(&t[12..12 + TAG]);
         self.cipher
-            .decrypt_inout_detached(
-                nonce(t),
-                datagram,
-                (&mut [][..]).into(),
-                t[12..12 + TAG].try_into().ok()?,
-            )
+            .open_in_place(nonce(t)?, Aad::from(datagram), &mut tag)
             .ok()
-            .map(|()| datagram)
+            .map(|_| datagram)
     }
 }
 
@@ -125,6 +131,33 @@ mod tests {
         let other = Seal::new(&datagram_key(&[8; 32]), 5);
         assert_eq!(other.open(&sealed), None);
         assert_eq!(b.open(&[&b"other"[..], &t1[..]].concat()), None);
+        // The tag is AES-GCM's (NIST CAVP gcmEncryptExtIV128, PTlen 0, AADlen 128, count
+        // 0): the wire does not depend on the library.
+        let k = [
+            0x77, 0xbe, 0x63, 0x70, 0x89, 0x71, 0xc4, 0xe2, 0x40, 0xd1, 0xcb, 0x79, 0xe8, 0xd7,
+            0x7f, 0xeb,
+        ];
+        let iv = [
+            0xe0, 0xe0, 0x0f, 0x19, 0xfe, 0xd7, 0xba, 0x01, 0x36, 0xa7, 0x97, 0xf3,
+        ];
+        let aad = [
+            0x7a, 0x43, 0xec, 0x1d, 0x9c, 0x0a, 0x5a, 0x78, 0xa0, 0xb1, 0x65, 0x33, 0xa6, 0x21,
+            0x3c, 0xab,
+        ];
+        let want = [
+            0x20, 0x9f, 0xcc, 0x8d, 0x36, 0x75, 0xed, 0x93, 0x8e, 0x9c, 0x71, 0x66, 0x70, 0x9d,
+            0xd9, 0x46,
+        ];
+        let tag = gmac_key(&k)
+            .seal_in_place_separate_tag(nonce(&iv).expect("12 bytes"), Aad::from(aad), &mut [])
+            .expect("sealed");
+        assert_eq!(tag.as_ref(), &want[..]);
+        let mut sealer = Seal {
+            cipher: gmac_key(&k),
+            rank: u32::from_le_bytes([0xe0, 0xe0, 0x0f, 0x19]),
+            counter: u64::from_le_bytes([0xfe, 0xd7, 0xba, 0x01, 0x36, 0xa7, 0x97, 0xf3]),
+        };
+        assert_eq!(&sealer.trailer(&aad)[12..], &want[..]);
         // An empty datagram seals too.
         let t = a.trailer(&[]);
         assert_eq!(b.open(&t), Some(&[][..]));
