@@ -256,15 +256,7 @@ pub(crate) unsafe fn write_str(dst: *mut c_char, max: usize, s: &str, len: *mut 
 export!(MPI_Get_processor_name, PMPI_Get_processor_name,
         (name: *mut c_char, resultlen: *mut c_int) -> c_int {
     guard("MPI_Get_processor_name", WORLD, || {
-        let mut buf = [0u8; MAX_PROCESSOR_NAME];
-        // SAFETY: buf is writable for its length; gethostname writes at most that much.
-        let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len() - 1) };
-        let host = if rc == 0 {
-            let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            String::from_utf8_lossy(&buf[..n]).into_owned()
-        } else {
-            "localhost".into()
-        };
+        let host = phalanx::environment::processor_name().unwrap_or_else(|_| "localhost".into());
         // SAFETY: the caller passes MPI_MAX_PROCESSOR_NAME bytes and a writable int.
         unsafe { write_str(name, MAX_PROCESSOR_NAME, &host, resultlen) }
     })
@@ -284,10 +276,7 @@ export!(MPI_Abi_get_version, PMPI_Abi_get_version,
 export!(MPI_Get_library_version, PMPI_Get_library_version,
         (version: *mut c_char, resultlen: *mut c_int) -> c_int {
     guard("MPI_Get_library_version", WORLD, || {
-        let v = format!(
-            "phalanx {} (MPI 5.0, standard ABI 1.0, thread level FUNNELED)",
-            env!("CARGO_PKG_VERSION")
-        );
+        let v = phalanx::environment::library_version().unwrap_or_default();
         // SAFETY: the caller passes MPI_MAX_LIBRARY_VERSION_STRING bytes and an int.
         unsafe { write_str(version, MAX_LIBRARY_VERSION_STRING, &v, resultlen) }
     })

@@ -5,10 +5,26 @@
 //! the struct has no padding (the sum of its field sizes equals its size), so that every
 //! byte of the value is data and every bit pattern is valid. Enums and unions are
 //! rejected: their bit patterns are restricted.
+//! * The emitted paths name the phalanx crate by the name the deriving crate imports it
+//!   under (`proc-macro-crate`): `mpi = { package = "phalanx", … }` — the one-line port
+//!   from rsmpi — gets `::mpi::…`; a crate without phalanx among its dependencies (or
+//!   phalanx itself, which is `extern crate self as phalanx`) gets `::phalanx::…`.
 
 use proc_macro::TokenStream;
+use proc_macro_crate::{crate_name, FoundCrate};
 use quote::quote;
-use syn::{parse_macro_input, Data, DeriveInput, Fields, Index};
+use syn::{parse_macro_input, Data, DeriveInput, Fields, Ident, Index};
+
+/// The path of the phalanx crate as the deriving crate names it (module docs).
+fn phalanx_path() -> proc_macro2::TokenStream {
+    match crate_name("phalanx") {
+        Ok(FoundCrate::Name(n)) => {
+            let id = Ident::new(&n, proc_macro2::Span::call_site());
+            quote!(::#id)
+        }
+        Ok(FoundCrate::Itself) | Err(_) => quote!(::phalanx),
+    }
+}
 
 /// Derives `Equivalence` for a struct without padding whose fields are all `Equivalence`.
 #[proc_macro_derive(Equivalence)]
@@ -55,6 +71,7 @@ pub fn derive_equivalence(input: TokenStream) -> TokenStream {
             .unzip(),
         Fields::Unit => (Vec::new(), Vec::new()),
     };
+    let krate = phalanx_path();
     let expanded = quote! {
         const _: () = {
             assert!(
@@ -66,13 +83,13 @@ pub fn derive_equivalence(input: TokenStream) -> TokenStream {
         // SAFETY: every field is Equivalence (checked by the trait bounds below) and the
         // struct has no padding (checked by the const assertion above), so every byte is
         // data and every bit pattern is a valid value.
-        unsafe impl ::phalanx::datatype::Equivalence for #name {
-            fn equivalent_datatype() -> ::phalanx::datatype::Datatype {
-                ::phalanx::datatype::Datatype::structure(
+        unsafe impl #krate::datatype::Equivalence for #name {
+            fn equivalent_datatype() -> #krate::datatype::Datatype {
+                #krate::datatype::Datatype::structure(
                     ::core::mem::size_of::<Self>(),
                     &[ #( (
                         ::core::mem::offset_of!(#name, #members),
-                        <#types as ::phalanx::datatype::Equivalence>::equivalent_datatype(),
+                        <#types as #krate::datatype::Equivalence>::equivalent_datatype(),
                     ) ),* ],
                 )
             }

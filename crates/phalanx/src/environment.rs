@@ -17,6 +17,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
+static FINALIZED: AtomicBool = AtomicBool::new(false);
 
 /// Supported thread levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -33,6 +34,7 @@ pub enum Threading {
 
 /// The initialized runtime. Dropping it finalizes.
 pub struct Universe {
+    buffer: usize,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -46,6 +48,62 @@ pub fn initialize() -> Option<Universe> {
     }
 }
 
+/// Initializes phalanx asking for a thread level (rsmpi's form): the universe and the
+/// level provided — the one asked for, at most [`Threading::Funneled`] (module docs of
+/// the crate). `None` if phalanx was already initialized in this process.
+pub fn initialize_with_threading(threading: Threading) -> Option<(Universe, Threading)> {
+    let u = initialize()?;
+    Some((u, threading.min(Threading::Funneled)))
+}
+
+/// Whether phalanx has been initialized in this process (`MPI_Initialized`).
+pub fn is_initialized() -> bool {
+    INITIALIZED.load(Ordering::SeqCst)
+}
+
+/// Whether phalanx has been finalized in this process (`MPI_Finalized`).
+pub fn is_finalized() -> bool {
+    FINALIZED.load(Ordering::SeqCst)
+}
+
+/// The thread level phalanx provides: [`Threading::Funneled`] (`MPI_Query_thread`).
+pub fn threading_support() -> Threading {
+    Threading::Funneled
+}
+
+/// The version of the MPI standard phalanx implements, (major, minor)
+/// (`MPI_Get_version`): its C ABI is MPI 5.0's.
+pub fn version() -> (i32, i32) {
+    (5, 0)
+}
+
+/// What phalanx is (`MPI_Get_library_version`). Never fails; the `Result` is rsmpi's
+/// signature.
+pub fn library_version() -> std::result::Result<String, std::string::FromUtf8Error> {
+    Ok(format!(
+        "phalanx {} (MPI 5.0, standard ABI 1.0, thread level FUNNELED)",
+        env!("CARGO_PKG_VERSION")
+    ))
+}
+
+/// The name of this processor: the host's name (`MPI_Get_processor_name`), or
+/// `localhost` if the system gives none.
+pub fn processor_name() -> std::result::Result<String, std::string::FromUtf8Error> {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is writable for its length; gethostname writes at most that much.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len() - 1) };
+    if rc != 0 {
+        return Ok("localhost".into());
+    }
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..n].to_vec())
+}
+
+/// Resolution of [`time`] in seconds (`MPI_Wtick`): the monotonic clock's nanosecond.
+pub fn time_resolution() -> f64 {
+    1e-9
+}
+
 /// Initializes phalanx, returning start-up errors.
 pub fn try_initialize() -> Result<Universe> {
     if INITIALIZED.swap(true, Ordering::SeqCst) {
@@ -54,6 +112,7 @@ pub fn try_initialize() -> Result<Universe> {
     let engine = Engine::init()?;
     crate::runtime::install(engine);
     Ok(Universe {
+        buffer: 0,
         _not_send: PhantomData,
     })
 }
@@ -70,6 +129,25 @@ impl Universe {
     /// Size of the job.
     pub fn size(&self) -> usize {
         call("size", |e| Ok(e.size as usize))
+    }
+    /// The size of the buffer attached for buffered sends (`MPI_Buffer_attach`; 0: none).
+    /// phalanx's sends never wait for a buffer (eager messages are copied into its own
+    /// bounded queues), so the size is recorded for the program, not used.
+    pub fn buffer_size(&self) -> usize {
+        self.buffer
+    }
+    /// Attaches a buffer of `size` bytes for buffered sends (see [`Universe::buffer_size`]).
+    pub fn set_buffer_size(&mut self, size: usize) {
+        self.buffer = size;
+    }
+    /// Detaches the buffered-send buffer (`MPI_Buffer_detach`).
+    pub fn detach_buffer(&mut self) {
+        self.buffer = 0;
+    }
+    /// The application number of this process (`MPI_APPNUM`): `None`, as phalanx runs
+    /// one program per job.
+    pub fn appnum(&self) -> Option<i32> {
+        None
     }
 }
 
@@ -89,6 +167,7 @@ impl Drop for Universe {
             fatal("finalize", e);
         }
         crate::runtime::take();
+        FINALIZED.store(true, Ordering::SeqCst);
     }
 }
 

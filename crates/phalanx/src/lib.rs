@@ -47,7 +47,8 @@ mod runtime;
 pub mod status;
 pub mod topology;
 
-pub use environment::{initialize, try_initialize, Threading, Universe};
+pub use environment::{initialize, initialize_with_threading, try_initialize, Threading, Universe};
+pub use environment::{time, time_resolution};
 pub use error::{Error, ErrorClass};
 pub use phalanx_derive::Equivalence;
 

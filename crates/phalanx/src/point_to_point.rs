@@ -319,3 +319,129 @@ impl Destination for Process<'_> {
         self.comm.world_rank(self.rank)
     }
 }
+
+/// Sends `msg` to `destination` with `sendtag` while receiving from `source` with
+/// `receivetag` into `buf` (`MPI_Sendrecv`): the send is started, the receive completes,
+/// then the send, so two ranks exchanging with each other never deadlock.
+pub fn send_receive_into_with_tags<M, D, B, S>(
+    msg: &M,
+    destination: &D,
+    sendtag: Tag,
+    buf: &mut B,
+    source: &S,
+    receivetag: Tag,
+) -> Status
+where
+    M: ?Sized + Buffer,
+    D: Destination + ?Sized,
+    B: ?Sized + BufferMut,
+    S: Source + ?Sized,
+{
+    exchange(send_buf(msg), destination, sendtag, source, |s| {
+        receive_into_impl(s, buf, Some(receivetag))
+    })
+}
+
+/// [`send_receive_into_with_tags`] with send tag 0, receiving any tag.
+pub fn send_receive_into<M, D, B, S>(msg: &M, destination: &D, buf: &mut B, source: &S) -> Status
+where
+    M: ?Sized + Buffer,
+    D: Destination + ?Sized,
+    B: ?Sized + BufferMut,
+    S: Source + ?Sized,
+{
+    exchange(send_buf(msg), destination, 0, source, |s| {
+        receive_into_impl(s, buf, None)
+    })
+}
+
+/// Sends `msg` with `sendtag` and receives one `R` tagged `receivetag`.
+pub fn send_receive_with_tags<M, D, R, S>(
+    msg: &M,
+    destination: &D,
+    sendtag: Tag,
+    source: &S,
+    receivetag: Tag,
+) -> (R, Status)
+where
+    M: Equivalence,
+    D: Destination + ?Sized,
+    R: Equivalence,
+    S: Source + ?Sized,
+{
+    exchange(send_buf(msg), destination, sendtag, source, |s| {
+        receive_one(s, Some(receivetag))
+    })
+}
+
+/// Sends `msg` with tag 0 and receives one `R` with any tag.
+pub fn send_receive<R, M, D, S>(msg: &M, destination: &D, source: &S) -> (R, Status)
+where
+    M: Equivalence,
+    D: Destination + ?Sized,
+    R: Equivalence,
+    S: Source + ?Sized,
+{
+    exchange(send_buf(msg), destination, 0, source, |s| {
+        receive_one(s, None)
+    })
+}
+
+/// Sends the contents of `buf` with `sendtag` and replaces them with the message received
+/// tagged `receivetag` (`MPI_Sendrecv_replace`): the outgoing contents are copied first.
+pub fn send_receive_replace_into_with_tags<B, D, S>(
+    buf: &mut B,
+    destination: &D,
+    sendtag: Tag,
+    source: &S,
+    receivetag: Tag,
+) -> Status
+where
+    B: ?Sized + BufferMut,
+    D: Destination + ?Sized,
+    S: Source + ?Sized,
+{
+    let out = owned_copy(&*buf);
+    exchange(out, destination, sendtag, source, |s| {
+        receive_into_impl(s, buf, Some(receivetag))
+    })
+}
+
+/// [`send_receive_replace_into_with_tags`] with send tag 0, receiving any tag.
+pub fn send_receive_replace_into<B, D, S>(buf: &mut B, destination: &D, source: &S) -> Status
+where
+    B: ?Sized + BufferMut,
+    D: Destination + ?Sized,
+    S: Source + ?Sized,
+{
+    let out = owned_copy(&*buf);
+    exchange(out, destination, 0, source, |s| {
+        receive_into_impl(s, buf, None)
+    })
+}
+
+/// The contents of `buf` as an owned (packed) send buffer.
+fn owned_copy<B: ?Sized + Buffer>(buf: &B) -> SendBuf {
+    match send_buf(buf) {
+        SendBuf::Raw(p, n) => {
+            // SAFETY: Buffer guarantees `n` readable bytes at `p` for a contiguous type.
+            SendBuf::Owned(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+        }
+        owned => owned,
+    }
+}
+
+/// Starts sending `sb`, runs the receive, then completes the send.
+fn exchange<D, S, T>(sb: SendBuf, d: &D, tag: Tag, s: &S, receive: impl FnOnce(&S) -> T) -> T
+where
+    D: Destination + ?Sized,
+    S: Source + ?Sized,
+{
+    let (dst, ctx) = (d.destination_world(), d.comm().context());
+    let id = call("send_receive", |e| e.start_send(sb, dst, tag, ctx, false));
+    let r = receive(s);
+    if let Some(id) = id {
+        call("send_receive", |e| e.wait(id).map(|_| ()));
+    }
+    r
+}

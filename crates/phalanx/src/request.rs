@@ -259,3 +259,26 @@ pub fn wait_all<'a, Buf: ?Sized, S: Scope<'a>>(mut reqs: Vec<Request<'a, Buf, S>
     });
     out
 }
+
+/// A request that is waited for when the guard is dropped (rsmpi's `WaitGuard`): the
+/// usual way to keep a nonblocking send going until the end of a scope.
+pub struct WaitGuard<'a, Buf: ?Sized, S: Scope<'a> = StaticScope>(Option<Request<'a, Buf, S>>);
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> From<Request<'a, Buf, S>> for WaitGuard<'a, Buf, S> {
+    fn from(r: Request<'a, Buf, S>) -> Self {
+        WaitGuard(Some(r))
+    }
+}
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for WaitGuard<'a, Buf, S> {
+    fn drop(&mut self) {
+        if let Some(r) = self.0.take() {
+            if std::thread::panicking() {
+                // The request's own drop handles a dying rank.
+                drop(r);
+            } else {
+                r.wait();
+            }
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! rsmpi's README example: a ring exchange with a nonblocking send under a `WaitGuard`,
+//! a blocking receive of a vector from any process, and a broadcast and reduction.
+
+use mpi::collective::SystemOperation;
+use mpi::request::WaitGuard;
+use mpi::traits::*;
+
+fn main() {
+    let universe = mpi::initialize().unwrap();
+    let world = universe.world();
+    let size = world.size();
+    let rank = world.rank();
+
+    let next_rank = (rank + 1) % size;
+    let previous_rank = (rank - 1 + size) % size;
+
+    let msg = [rank, 2 * rank, 4 * rank];
+    mpi::request::scope(|scope| {
+        let _sreq = WaitGuard::from(
+            world
+                .process_at_rank(next_rank)
+                .immediate_send(scope, &msg[..]),
+        );
+        let (msg, status) = world.any_process().receive_vec::<mpi::Rank>();
+        let x = status.source_rank();
+        assert_eq!(x, previous_rank);
+        assert_eq!(vec![x, 2 * x, 4 * x], msg);
+    });
+
+    let root = world.process_at_rank(0);
+    let mut x = if rank == 0 { 2.5f64 } else { 0.0 };
+    root.broadcast_into(&mut x);
+    assert_eq!(x, 2.5);
+
+    let mut sum = 0;
+    world.all_reduce_into(&rank, &mut sum, SystemOperation::sum());
+    assert_eq!(sum, size * (size - 1) / 2);
+    println!("rank {rank} of {size}: ring ok");
+}

@@ -1,0 +1,57 @@
+//! Runs the rsmpi-style examples (phalanx imported as `mpi`) on 2 and 3 ranks through
+//! the launcher: every rank must print its line and the job exit 0.
+
+#[path = "../../phalanx/tests/common/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+fn example(name: &str) -> String {
+    let path = common::profile_dir().join("examples").join(name);
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "-p", "phalanx-rsmpi-compat", "--examples"]);
+        if common::profile_dir()
+            .file_name()
+            .is_some_and(|n| n == "release")
+        {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo build").success());
+    }
+    path.to_string_lossy().into_owned()
+}
+
+fn runs_on(name: &str, np: u32, what: &str) {
+    runs_over(name, np, what, "auto");
+}
+
+fn runs_over(name: &str, np: u32, what: &str, transport: &str) {
+    let prog = example(name);
+    let np_s = np.to_string();
+    let env = [("PHALANX_TRANSPORT", transport)];
+    let r = common::run(&["-n", &np_s, &prog], &env, Duration::from_secs(60));
+    assert!(r.ok(), "{name} on {np} ranks: {}", r.dump());
+    for rank in 0..np {
+        let line = format!("rank {rank} of {np}: {what} ok");
+        assert!(
+            r.stdout.contains(&line),
+            "{name}: no {line:?}\n{}",
+            r.dump()
+        );
+    }
+}
+
+#[test]
+fn rsmpi_ring_on_2_and_3_ranks() {
+    runs_on("rsmpi_ring", 2, "ring");
+    runs_on("rsmpi_ring", 3, "ring");
+}
+
+#[test]
+fn rsmpi_exchange_on_2_and_3_ranks() {
+    runs_on("rsmpi_exchange", 2, "exchange");
+    runs_on("rsmpi_exchange", 3, "exchange");
+    runs_over("rsmpi_exchange", 3, "exchange", "udp");
+}
