@@ -83,6 +83,49 @@ impl SystemOperation {
     }
 }
 
+impl<O: Operation + ?Sized> Operation for &O {
+    fn kind(&self) -> OpKind {
+        (**self).kind()
+    }
+}
+
+/// Combines `sendbuf` into `recvbuf` element by element with `op`, on this rank alone
+/// (`MPI_Reduce_local`): `recvbuf[i] = sendbuf[i] op recvbuf[i]`. Buffers of different
+/// types or lengths, or an operation the type does not support, are an error for the
+/// fatal handler.
+pub fn reduce_local_into<S, R, O>(sendbuf: &S, recvbuf: &mut R, op: O)
+where
+    S: ?Sized + Buffer,
+    R: ?Sized + BufferMut,
+    O: Operation,
+{
+    let dt = sendbuf.datatype();
+    let n = sendbuf.count() * dt.size();
+    let r =
+        if recvbuf.datatype().signature() != dt.signature() || recvbuf.count() != sendbuf.count() {
+            Err(Error::InvalidArg(
+                "reduce_local_into: send and receive buffers differ in type or length".into(),
+            ))
+        } else if !dt.is_contiguous() {
+            Err(Error::InvalidArg(
+                "reduce_local_into: only contiguous element types".into(),
+            ))
+        } else {
+            // SAFETY: Buffer/BufferMut guarantee `n` bytes at each pointer (same count and a
+            // contiguous type of the same size); a `&` and a `&mut` never overlap.
+            let (src, acc) = unsafe {
+                (
+                    std::slice::from_raw_parts(sendbuf.buffer_ptr(), n),
+                    std::slice::from_raw_parts_mut(recvbuf.buffer_mut_ptr(), n),
+                )
+            };
+            crate::coll::ops::apply(op.kind(), &dt, acc, src)
+        };
+    if let Err(e) = r {
+        crate::runtime::fatal("reduce_local_into", e);
+    }
+}
+
 impl Operation for SystemOperation {
     fn kind(&self) -> OpKind {
         self.0
@@ -458,9 +501,65 @@ pub trait CommunicatorCollectives: Communicator {
         let (spec, plan) = scan_spec(c, sendbuf, recvbuf, op.kind());
         Request::new(start(spec, plan), scope, c)
     }
+
+    /// Exclusive prefix reduction: member i > 0 gets `op` over members 0..i; member 0's
+    /// `recvbuf` is left unchanged (undefined in MPI).
+    fn exclusive_scan_into<S: ?Sized + Buffer, R: ?Sized + BufferMut, O: Operation>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut R,
+        op: O,
+    ) {
+        let (spec, plan) = exscan_spec(self.as_simple(), sendbuf, recvbuf, op.kind());
+        run(spec, plan)
+    }
+
+    /// Starts an exclusive prefix reduction; `recvbuf` holds the result once it completes.
+    fn immediate_exclusive_scan_into<'a, Sc, S, R, O>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+        op: O,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+        O: Operation,
+    {
+        let c = self.as_simple();
+        let (spec, plan) = exscan_spec(c, sendbuf, recvbuf, op.kind());
+        Request::new(start(spec, plan), scope, c)
+    }
 }
 
 type PlanFn = Box<dyn FnOnce(&Shape) -> Result<(Chosen, Plan), Error>>;
+
+fn exscan_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+    c: &'c SimpleCommunicator,
+    sendbuf: &S,
+    recvbuf: &mut R,
+    op: OpKind,
+) -> (Spec<'c>, PlanFn) {
+    let spec = reduction_spec(
+        c,
+        ("exclusive_scan_into", CollKind::Exscan),
+        sendbuf,
+        recvbuf,
+        op,
+    );
+    let (len, recv_len) = (spec.send.1, spec.recv.1);
+    let plan = move |s: &Shape| {
+        check(
+            recv_len >= len,
+            "exclusive_scan_into: receive buffer smaller than send buffer",
+        )?;
+        let c = choose(CollKind::Exscan, s, Algorithm::Linear, Algorithm::Linear);
+        Ok((c, algos::exscan(s, len)))
+    };
+    (spec, Box::new(plan))
+}
 
 fn barrier_spec(c: &SimpleCommunicator) -> Spec<'_> {
     Spec {

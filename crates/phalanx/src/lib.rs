@@ -56,6 +56,8 @@ pub use phalanx_derive::Equivalence;
 pub type Rank = i32;
 /// Message tag.
 pub type Tag = i32;
+/// A memory address or displacement (`MPI_Aint`).
+pub type Address = isize;
 /// Count of elements.
 pub type Count = i32;
 

@@ -55,3 +55,12 @@ fn rsmpi_exchange_on_2_and_3_ranks() {
     runs_on("rsmpi_exchange", 3, "exchange");
     runs_over("rsmpi_exchange", 3, "exchange", "udp");
 }
+
+#[test]
+fn rsmpi_collectives_on_2_3_and_5_ranks() {
+    for np in [2, 3, 5] {
+        runs_on("rsmpi_collectives", np, "collectives");
+    }
+    runs_over("rsmpi_collectives", 3, "collectives", "udp");
+    runs_over("rsmpi_collectives", 5, "collectives", "udp");
+}

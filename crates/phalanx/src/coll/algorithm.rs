@@ -96,7 +96,7 @@ impl Algorithm {
 
 /// The collectives that can be forced, their variable suffix and what they accept
 /// besides `shm` (every collective) and `hier` (those with a hierarchical form).
-const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 9] = [
+const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 10] = [
     (
         CollKind::Bcast,
         "BCAST",
@@ -151,6 +151,7 @@ const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 9] = [
         false,
     ),
     (CollKind::Scan, "SCAN", &[Algorithm::Linear], false),
+    (CollKind::Exscan, "EXSCAN", &[Algorithm::Linear], false),
 ];
 
 /// Default k of the k-concurrency multicast all-gather.

@@ -190,6 +190,50 @@ pub fn scan(s: &Shape, len: usize) -> Plan {
     plan
 }
 
+/// Exclusive prefix reduction of `len` bytes by recursive doubling (for any p): every
+/// member keeps the reduction of the window of members it has heard of (`partial`, its
+/// own data first) and exchanges it with the member whose index differs in bit k;
+/// contributions from below also go into the result, the first one copied (member 0
+/// gets none: its receive buffer is left as it was, as MPI leaves it undefined). The
+/// predefined operations are commutative, so the order of combination does not matter.
+pub fn exscan(s: &Shape, len: usize) -> Plan {
+    let mut plan = Plan::default();
+    let out = Region::new(Buf::Recv, 0, len);
+    let partial = Region::new(plan.tmp(len), 0, len);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, len),
+            to: partial,
+        }],
+    );
+    let mut have_out = false;
+    let mut k = 0;
+    while (1usize << k) < s.p {
+        let partner = s.me ^ (1 << k);
+        if partner < s.p {
+            let t = Region::new(plan.tmp(len), 0, len);
+            let comm = vec![send(s.w(partner), k, partial), recv(s.w(partner), k, t)];
+            let mut local = Vec::new();
+            if partner < s.me {
+                local.push(if have_out {
+                    LocalOp::Reduce { from: t, into: out }
+                } else {
+                    LocalOp::Copy { from: t, to: out }
+                });
+                have_out = true;
+            }
+            local.push(LocalOp::Reduce {
+                from: t,
+                into: partial,
+            });
+            plan.round(comm, local);
+        }
+        k += 1;
+    }
+    plan
+}
+
 /// Gather of `block` bytes per member to `root` along a binomial tree (subtrees travel
 /// as contiguous runs in root-relative order).
 pub fn gather_binomial(s: &Shape, root: usize, block: usize) -> Plan {

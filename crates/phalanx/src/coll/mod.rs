@@ -84,6 +84,8 @@ pub enum CollKind {
     Scan = 9,
     /// Communicator split (an allgather of colors and keys).
     Split = 10,
+    /// Exclusive scan.
+    Exscan = 11,
 }
 
 impl CollKind {
@@ -99,6 +101,7 @@ impl CollKind {
             8 => "all_to_all",
             9 => "scan",
             10 => "split",
+            11 => "exclusive_scan",
             _ => "unknown collective",
         }
     }

@@ -99,6 +99,7 @@ fn kind_name(k: CollKind) -> &'static str {
         CollKind::Alltoall => "all_to_all",
         CollKind::Scan => "scan",
         CollKind::Split => "split",
+        CollKind::Exscan => "exclusive_scan",
     }
 }
 
@@ -107,7 +108,9 @@ fn kind_name(k: CollKind) -> &'static str {
 /// pieces of a scatter or all-to-all step must fit one buffer)?
 pub(crate) fn fits(kind: CollKind, board: usize, need: usize, p: usize) -> bool {
     let pieces = matches!(kind, CollKind::Scatter | CollKind::Alltoall);
-    board > 0 && kind != CollKind::Split && need <= MAX_STREAM && (!pieces || p <= board)
+    // Split and the exclusive scan run as schedules.
+    let scheduled = matches!(kind, CollKind::Split | CollKind::Exscan);
+    board > 0 && !scheduled && need <= MAX_STREAM && (!pieces || p <= board)
 }
 
 impl Run<'_> {
@@ -246,7 +249,7 @@ impl Engine {
         let (slen, rlen) = (call.send.1, call.recv.1);
         // Bytes per member block (or of the vector), and bytes of it per step.
         let (block, chunk) = match bc.kind {
-            CollKind::Barrier | CollKind::Split => (0, 1),
+            CollKind::Barrier | CollKind::Split | CollKind::Exscan => (0, 1),
             CollKind::Bcast => (slen.max(rlen), cap),
             CollKind::Gather | CollKind::Allgather => (slen, cap),
             CollKind::Scatter => (rlen, (cap / p).max(1)),
@@ -408,10 +411,11 @@ impl Engine {
                 self.board_publish(run, n, p - 1 - me, |b| put(b, send(off, n)))?;
                 self.board_reduce_in_order(run, me + 1, None, 0..n, recv(off, n))?;
             }
-            CollKind::Split => {
-                return Err(Error::InvalidArg(
-                    "split does not run on the shared-memory board".into(),
-                ))
+            CollKind::Split | CollKind::Exscan => {
+                return Err(Error::InvalidArg(format!(
+                    "{} does not run on the shared-memory board",
+                    kind_name(bc.kind)
+                )))
             }
         }
         Ok(())
