@@ -781,7 +781,7 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     (spec, Box::new(plan))
 }
 
-impl CommunicatorCollectives for SimpleCommunicator {}
+impl<C: Communicator + ?Sized> CommunicatorCollectives for C {}
 
 /// Splitting takes an allgather of (color, key): it lives with the collectives, so that
 /// communicators need nothing above them.

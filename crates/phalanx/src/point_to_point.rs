@@ -253,6 +253,37 @@ pub trait Destination {
     fn send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
         self.send_with_tag(buf, 0)
     }
+    /// Ready-mode send (`MPI_Rsend`: the program promises the receive is posted). A
+    /// standard send is a correct ready send, and phalanx's eager and rendezvous paths
+    /// gain nothing from the promise.
+    fn ready_send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
+        self.send_with_tag(buf, tag)
+    }
+    /// Ready-mode send with tag 0.
+    fn ready_send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
+        self.send_with_tag(buf, 0)
+    }
+    /// Starts a ready-mode send (`MPI_Irsend`; see [`Destination::ready_send_with_tag`]).
+    fn immediate_ready_send_with_tag<'a, Sc, Buf>(
+        &self,
+        scope: Sc,
+        buf: &'a Buf,
+        tag: Tag,
+    ) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + Buffer,
+    {
+        self.immediate_send_with_tag(scope, buf, tag)
+    }
+    /// Starts a ready-mode send with tag 0.
+    fn immediate_ready_send<'a, Sc, Buf>(&self, scope: Sc, buf: &'a Buf) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + Buffer,
+    {
+        self.immediate_send_with_tag(scope, buf, 0)
+    }
     /// Starts sending `buf` with `tag`.
     fn immediate_send_with_tag<'a, Sc, Buf>(
         &self,

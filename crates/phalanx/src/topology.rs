@@ -213,6 +213,40 @@ impl Group {
             me: self.me,
         }
     }
+    /// The members of this group, then those of `other` not in it (`MPI_Group_union`).
+    pub fn union(&self, other: &Group) -> Group {
+        let mut members = self.members.clone();
+        members.extend(other.members.iter().filter(|m| !self.members.contains(m)));
+        Group {
+            members,
+            me: self.me,
+        }
+    }
+    /// The members of this group that are also in `other`, in this group's order
+    /// (`MPI_Group_intersection`).
+    pub fn intersection(&self, other: &Group) -> Group {
+        self.filtered(|m| other.members.contains(m))
+    }
+    /// The members of this group that are not in `other`, in this group's order
+    /// (`MPI_Group_difference`).
+    pub fn difference(&self, other: &Group) -> Group {
+        self.filtered(|m| !other.members.contains(m))
+    }
+    fn filtered(&self, keep: impl Fn(&u32) -> bool) -> Group {
+        Group {
+            members: self.members.iter().copied().filter(keep).collect(),
+            me: self.me,
+        }
+    }
+    /// How this group relates to `other` (`MPI_Group_compare`): the same members in the
+    /// same order, the same members in another order, or not the same members.
+    pub fn compare(&self, other: &Group) -> GroupRelation {
+        relation(&self.members, &other.members)
+    }
+    /// The rank in `other` of this group's rank `rank` (`None` where not a member).
+    pub fn translate_rank(&self, rank: Rank, other: &Group) -> Option<Rank> {
+        self.translate_ranks(&[rank], other).pop().flatten()
+    }
     /// Ranks in `other` of this group's ranks `ranks` (`None` where not a member).
     pub fn translate_ranks(&self, ranks: &[Rank], other: &Group) -> Vec<Option<Rank>> {
         ranks
@@ -222,6 +256,44 @@ impl Group {
                 other.members.iter().position(|m| m == w).map(|p| p as Rank)
             })
             .collect()
+    }
+}
+
+/// How two groups relate (`MPI_IDENT`, `MPI_SIMILAR`, `MPI_UNEQUAL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupRelation {
+    /// The same members in the same order.
+    Identical,
+    /// The same members in another order.
+    Similar,
+    /// Different members.
+    Unequal,
+}
+
+/// How two communicators relate (`MPI_Comm_compare`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommunicatorRelation {
+    /// The same communicator (same context).
+    Identical,
+    /// Different contexts, the same members in the same order.
+    Congruent,
+    /// Different contexts, the same members in another order.
+    Similar,
+    /// Different members.
+    Unequal,
+}
+
+fn relation(a: &[u32], b: &[u32]) -> GroupRelation {
+    if a == b {
+        return GroupRelation::Identical;
+    }
+    let (mut x, mut y) = (a.to_vec(), b.to_vec());
+    x.sort_unstable();
+    y.sort_unstable();
+    if x == y {
+        GroupRelation::Similar
+    } else {
+        GroupRelation::Unequal
     }
 }
 
@@ -256,6 +328,21 @@ pub trait Communicator {
     fn any_process(&self) -> AnyProcess<'_> {
         AnyProcess {
             comm: self.as_simple(),
+        }
+    }
+    /// How this communicator relates to `other` (`MPI_Comm_compare`).
+    fn compare<C: Communicator + ?Sized>(&self, other: &C) -> CommunicatorRelation
+    where
+        Self: Sized,
+    {
+        let (a, b) = (self.as_simple(), other.as_simple());
+        match relation(&a.group().members, &b.group().members) {
+            GroupRelation::Identical if a.context() == b.context() => {
+                CommunicatorRelation::Identical
+            }
+            GroupRelation::Identical => CommunicatorRelation::Congruent,
+            GroupRelation::Similar => CommunicatorRelation::Similar,
+            GroupRelation::Unequal => CommunicatorRelation::Unequal,
         }
     }
     /// This process.

@@ -2,6 +2,7 @@
 //! derived as `mpi::traits::Equivalence` under the crate name `mpi`.
 
 use mpi::point_to_point as p2p;
+use mpi::topology::{CommunicatorRelation, GroupRelation};
 use mpi::traits::*;
 use mpi::Threading;
 
@@ -50,6 +51,37 @@ fn main() {
     let mut buf = [rank; 4];
     p2p::send_receive_replace_into(&mut buf[..], &next, &previous);
     assert_eq!(buf, [from; 4]);
+
+    // Ready-mode sends (the receive is posted first: the barrier orders them).
+    let mut got = 0u8;
+    mpi::request::scope(|scope| {
+        let r = previous.immediate_receive_into_with_tag(scope, &mut got, 3);
+        world.barrier();
+        next.ready_send_with_tag(&(rank as u8), 3);
+        r.wait();
+    });
+    assert_eq!(got, from as u8);
+
+    // Communicators and groups compared; collectives through `&dyn Communicator`.
+    let dup = world.duplicate();
+    assert_eq!(world.compare(&world), CommunicatorRelation::Identical);
+    assert_eq!(world.compare(&dup), CommunicatorRelation::Congruent);
+    let group = world.group();
+    let first = group.include(&[0]);
+    let rest = group.exclude(&[0]);
+    assert_eq!(first.union(&rest).compare(&group), GroupRelation::Identical);
+    assert_eq!(rest.union(&first).compare(&group), GroupRelation::Similar);
+    assert_eq!(group.intersection(&first).size(), 1);
+    assert_eq!(
+        group.difference(&first).compare(&rest),
+        GroupRelation::Identical
+    );
+    assert_eq!(first.compare(&rest), GroupRelation::Unequal);
+    assert_eq!(group.translate_rank(0, &first), Some(0));
+    let comm: &dyn Communicator = &dup;
+    let mut total = 0;
+    comm.all_reduce_into(&1, &mut total, mpi::collective::SystemOperation::sum());
+    assert_eq!(total, size);
 
     // Environment.
     let (major, _minor) = mpi::environment::version();
