@@ -791,6 +791,24 @@ impl SimpleCommunicator {
         self.split_by_color_with_key(color, 0)
     }
 
+    /// The members of this communicator on this rank's host, ordered by `key` then rank
+    /// (`MPI_Comm_split_type` with `MPI_COMM_TYPE_SHARED`: members that can share
+    /// memory). Collective.
+    pub fn split_shared(&self, key: i32) -> SimpleCommunicator {
+        let me = self.world_rank(self.rank) as usize;
+        let host = call("split_shared", |e| {
+            Ok(e.host_of.get(me).copied().unwrap_or(0))
+        });
+        // Host ids are small indices, so the color is defined: a communicator comes back.
+        match self.split_by_color_with_key(Color::with_value(host as i32), key) {
+            Some(c) => c,
+            None => crate::runtime::fatal(
+                "split_shared",
+                Error::InvalidArg("no communicator for this host".into()),
+            ),
+        }
+    }
+
     /// Splits into one communicator per color, members ordered by (key, rank).
     /// Collective; members with [`Color::undefined`] get `None`.
     pub fn split_by_color_with_key(&self, color: Color, key: i32) -> Option<SimpleCommunicator> {

@@ -297,6 +297,16 @@ fn relation(a: &[u32], b: &[u32]) -> GroupRelation {
     }
 }
 
+/// Longest communicator name kept (`MPI_MAX_OBJECT_NAME`).
+pub const MAX_OBJECT_NAME: usize = 127;
+
+thread_local! {
+    /// Names set with [`Communicator::set_name`], by context (bounded by the number of
+    /// communicators the program makes).
+    static NAMES: std::cell::RefCell<std::collections::HashMap<u32, String>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 /// Operations every communicator has.
 pub trait Communicator {
     /// The underlying communicator.
@@ -344,6 +354,31 @@ pub trait Communicator {
             GroupRelation::Similar => CommunicatorRelation::Similar,
             GroupRelation::Unequal => CommunicatorRelation::Unequal,
         }
+    }
+    /// Names this communicator (`MPI_Comm_set_name`; at most [`MAX_OBJECT_NAME`] bytes
+    /// are kept, cut at a character boundary). The name belongs to this process's view
+    /// of the communicator (its context), as in MPI.
+    fn set_name(&self, name: &str) {
+        let mut end = name.len().min(MAX_OBJECT_NAME);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let ctx = self.as_simple().context();
+        NAMES.with(|n| n.borrow_mut().insert(ctx, name[..end].to_string()));
+    }
+    /// The communicator's name (`MPI_Comm_get_name`): the one set, else `MPI_COMM_WORLD`
+    /// for the world and an empty string for others.
+    fn get_name(&self) -> String {
+        let c = self.as_simple();
+        NAMES
+            .with(|n| n.borrow().get(&c.context()).cloned())
+            .unwrap_or_else(|| {
+                if c.members().is_none() {
+                    "MPI_COMM_WORLD".into()
+                } else {
+                    String::new()
+                }
+            })
     }
     /// This process.
     fn this_process(&self) -> Process<'_> {

@@ -83,6 +83,14 @@ fn main() {
     comm.all_reduce_into(&1, &mut total, mpi::collective::SystemOperation::sum());
     assert_eq!(total, size);
 
+    // Names and the shared-memory split (all ranks run on this host).
+    assert_eq!(world.get_name(), "MPI_COMM_WORLD");
+    dup.set_name("my duplicate");
+    assert_eq!(dup.get_name(), "my duplicate");
+    let local = world.split_shared(-rank);
+    assert_eq!(local.size(), size);
+    assert_eq!(local.rank(), size - 1 - rank, "ordered by key");
+
     // Environment.
     let (major, _minor) = mpi::environment::version();
     assert!(major >= 3);
