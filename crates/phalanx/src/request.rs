@@ -260,6 +260,27 @@ pub fn wait_all<'a, Buf: ?Sized, S: Scope<'a>>(mut reqs: Vec<Request<'a, Buf, S>
     out
 }
 
+/// Waits until one of `requests` completes, takes it out of the vector and returns its
+/// index (before removal) and status (rsmpi's `wait_any`); `None` for an empty vector.
+/// The others keep running. The wait sleeps like any other (no busy loop).
+pub fn wait_any<'a, Buf: ?Sized, S: Scope<'a>>(
+    requests: &mut Vec<Request<'a, Buf, S>>,
+) -> Option<(usize, Status)> {
+    if requests.is_empty() {
+        return None;
+    }
+    if let Some(i) = requests.iter().position(|r| r.early.is_some()) {
+        let st = requests.remove(i).wait();
+        return Some((i, st));
+    }
+    let ids: Vec<_> = requests.iter().map(|r| r.id).collect();
+    let (i, raw) = call("wait_any", |e| e.wait_any(&ids));
+    let mut r = requests.remove(i);
+    r.done = true;
+    r.scope.unregister(r.id);
+    Some((i, r.status(raw)))
+}
+
 /// A request that is waited for when the guard is dropped (rsmpi's `WaitGuard`): the
 /// usual way to keep a nonblocking send going until the end of a scope.
 pub struct WaitGuard<'a, Buf: ?Sized, S: Scope<'a> = StaticScope>(Option<Request<'a, Buf, S>>);

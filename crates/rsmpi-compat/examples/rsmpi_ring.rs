@@ -27,6 +27,37 @@ fn main() {
         assert_eq!(vec![x, 2 * x, 4 * x], msg);
     });
 
+    // wait_any: receives from every other rank, completed in whatever order.
+    let others: Vec<_> = (0..size).filter(|&r| r != rank).collect();
+    let mut got = vec![-1; others.len()];
+    mpi::request::scope(|scope| {
+        let sends: Vec<_> = others
+            .iter()
+            .map(|&r| {
+                world
+                    .process_at_rank(r)
+                    .immediate_send_with_tag(scope, &rank, 9)
+            })
+            .collect();
+        let mut recvs: Vec<_> = got
+            .iter_mut()
+            .zip(&others)
+            .map(|(g, &r)| {
+                world
+                    .process_at_rank(r)
+                    .immediate_receive_into_with_tag(scope, g, 9)
+            })
+            .collect();
+        let mut seen = 0;
+        while let Some((_, status)) = mpi::request::wait_any(&mut recvs) {
+            assert!(others.contains(&status.source_rank()));
+            seen += 1;
+        }
+        assert_eq!(seen, others.len());
+        mpi::request::wait_all(sends);
+    });
+    assert_eq!(got, others);
+
     let root = world.process_at_rank(0);
     let mut x = if rank == 0 { 2.5f64 } else { 0.0 };
     root.broadcast_into(&mut x);

@@ -236,6 +236,24 @@ impl Engine {
         self.wait_running(id)
     }
 
+    /// Waits until one of `ids` is finished and returns its position in `ids` with its
+    /// result (`MPI_Waitany`); described as the wait for the first of them. `ids` must
+    /// not be empty.
+    pub fn wait_any(&mut self, ids: &[ReqId]) -> Result<(usize, RawStatus)> {
+        let first = *ids.first().ok_or(Error::InvalidRequest)?;
+        let done = |e: &Engine| ids.iter().position(|&id| e.reqs.is_done(id));
+        if done(self).is_none() {
+            let waiting = self.p2p.describe(&self.reqs, first);
+            self.wait_until(waiting, |e| done(e).is_some())?;
+        }
+        let i = done(self).ok_or(Error::InvalidRequest)?;
+        let r = self
+            .reqs
+            .take_done(ids[i])
+            .unwrap_or(Err(Error::InvalidRequest))?;
+        Ok((i, r))
+    }
+
     /// [`wait`](Self::wait) for a request that is not finished yet.
     #[inline(never)]
     fn wait_running(&mut self, id: ReqId) -> Result<RawStatus> {
