@@ -6,6 +6,9 @@
 
 use crate::Rank;
 use std::marker::PhantomData;
+
+mod cartesian;
+pub use cartesian::{CartesianCommunicator, CartesianLayout};
 use std::rc::Rc;
 
 /// A communicator.
@@ -379,6 +382,24 @@ pub trait Communicator {
                     String::new()
                 }
             })
+    }
+    /// The first `product(dims)` members laid out on a grid (`MPI_Cart_create`; see
+    /// [`CartesianCommunicator`]): `None` for members beyond it. Collective.
+    fn create_cartesian_communicator(
+        &self,
+        dims: &[crate::Count],
+        periods: &[bool],
+        reorder: bool,
+    ) -> Option<CartesianCommunicator> {
+        let _ = reorder;
+        CartesianCommunicator::create(self.as_simple(), dims, periods)
+    }
+    /// This rank's rank on the grid `dims` (`MPI_Cart_map`): its rank if it lies on the
+    /// grid (phalanx does not reorder), else `None`.
+    fn cartesian_map(&self, dims: &[crate::Count], periods: &[bool]) -> Option<Rank> {
+        let c = self.as_simple();
+        let n = cartesian::grid_size("cartesian_map", dims, periods, c.size);
+        (c.rank < n).then_some(c.rank)
     }
     /// This process.
     fn this_process(&self) -> Process<'_> {

@@ -64,3 +64,10 @@ fn rsmpi_collectives_on_2_3_and_5_ranks() {
     runs_over("rsmpi_collectives", 3, "collectives", "udp");
     runs_over("rsmpi_collectives", 5, "collectives", "udp");
 }
+
+#[test]
+fn rsmpi_cartesian_on_2_3_4_and_5_ranks() {
+    for np in [2, 3, 4, 5] {
+        runs_on("rsmpi_cartesian", np, "cartesian");
+    }
+}
