@@ -80,6 +80,10 @@ pub const MPI_ERR_KEYVAL: c_int = 36;
 pub const MPI_ERR_ARG: c_int = 13;
 /// Invalid dimension argument.
 pub const MPI_ERR_DIMS: c_int = 12;
+/// `MPI_ERR_TOPOLOGY`.
+pub const MPI_ERR_TOPOLOGY: c_int = 11;
+/// `MPI_CART` (`MPI_Topo_test`).
+pub const MPI_CART: c_int = 211;
 /// Row-major array order (last dimension varies fastest).
 pub const MPI_ORDER_C: c_int = 0xC;
 /// Column-major array order (first dimension varies fastest).

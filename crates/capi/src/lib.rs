@@ -50,6 +50,7 @@ pub mod persist;
 pub mod state;
 pub mod stubs;
 pub mod stubs_gen;
+pub mod topo;
 pub mod types;
 pub mod types_more;
 

@@ -34,13 +34,20 @@ pub struct CommEntry {
     pub errh: usize,
     /// What the engine's direct entry points need of `comm`.
     pub raw: RawComm,
+    /// Its grid, if `MPI_Cart_create` or `MPI_Cart_sub` made it (`topo.rs`).
+    pub cart: Option<phalanx::topology::CartesianCommunicator>,
 }
 
 impl CommEntry {
     /// The entry of `comm` with error handler `errh`.
     pub fn new(comm: SimpleCommunicator, errh: usize) -> CommEntry {
         let raw = RawComm::of(&comm);
-        CommEntry { comm, errh, raw }
+        CommEntry {
+            comm,
+            errh,
+            raw,
+            cart: None,
+        }
     }
 }
 

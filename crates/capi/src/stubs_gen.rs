@@ -296,54 +296,6 @@ export!(MPI_Buffer_iflush, PMPI_Buffer_iflush, (request: *mut Handle) -> c_int {
     not_implemented("MPI_Buffer_iflush", WORLD)
 });
 
-export!(MPI_Cart_coords, PMPI_Cart_coords, (comm: Handle, rank: c_int, maxdims: c_int, coords: *mut c_void) -> c_int {
-    let _ = (comm, rank, maxdims, coords);
-    not_implemented("MPI_Cart_coords", comm)
-});
-
-export!(MPI_Cart_create, PMPI_Cart_create, (comm_old: Handle, ndims: c_int, dims: *const c_void, periods: *const c_void, reorder: c_int, comm_cart: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(comm_cart, NULL_COMM);
-    }
-    let _ = (comm_old, ndims, dims, periods, reorder, comm_cart);
-    not_implemented("MPI_Cart_create", comm_old)
-});
-
-export!(MPI_Cart_get, PMPI_Cart_get, (comm: Handle, maxdims: c_int, dims: *mut c_void, periods: *mut c_void, coords: *mut c_void) -> c_int {
-    let _ = (comm, maxdims, dims, periods, coords);
-    not_implemented("MPI_Cart_get", comm)
-});
-
-export!(MPI_Cart_map, PMPI_Cart_map, (comm: Handle, ndims: c_int, dims: *const c_void, periods: *const c_void, newrank: *mut c_void) -> c_int {
-    let _ = (comm, ndims, dims, periods, newrank);
-    not_implemented("MPI_Cart_map", comm)
-});
-
-export!(MPI_Cart_rank, PMPI_Cart_rank, (comm: Handle, coords: *const c_void, rank: *mut c_void) -> c_int {
-    let _ = (comm, coords, rank);
-    not_implemented("MPI_Cart_rank", comm)
-});
-
-export!(MPI_Cart_shift, PMPI_Cart_shift, (comm: Handle, direction: c_int, disp: c_int, rank_source: *mut c_void, rank_dest: *mut c_void) -> c_int {
-    let _ = (comm, direction, disp, rank_source, rank_dest);
-    not_implemented("MPI_Cart_shift", comm)
-});
-
-export!(MPI_Cart_sub, PMPI_Cart_sub, (comm: Handle, remain_dims: *const c_void, newcomm: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newcomm, NULL_COMM);
-    }
-    let _ = (comm, remain_dims, newcomm);
-    not_implemented("MPI_Cart_sub", comm)
-});
-
-export!(MPI_Cartdim_get, PMPI_Cartdim_get, (comm: Handle, ndims: *mut c_void) -> c_int {
-    let _ = (comm, ndims);
-    not_implemented("MPI_Cartdim_get", comm)
-});
-
 export!(MPI_Close_port, PMPI_Close_port, (port_name: *const c_void) -> c_int {
     let _ = (port_name,);
     not_implemented("MPI_Close_port", WORLD)
@@ -515,11 +467,6 @@ export!(MPI_Comm_test_inter, PMPI_Comm_test_inter, (comm: Handle, flag: *mut c_v
 export!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: Handle, target_rank: c_int, target_disp: isize, win: Handle) -> c_int {
     let _ = (origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win);
     not_implemented("MPI_Compare_and_swap", WORLD)
-});
-
-export!(MPI_Dims_create, PMPI_Dims_create, (nnodes: c_int, ndims: c_int, dims: *mut c_void) -> c_int {
-    let _ = (nnodes, ndims, dims);
-    not_implemented("MPI_Dims_create", WORLD)
 });
 
 export!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_old: Handle, n: c_int, sources: *const c_void, degrees: *const c_void, destinations: *const c_void, weights: *const c_void, info: Handle, reorder: c_int, comm_dist_graph: *mut Handle) -> c_int {
@@ -2370,11 +2317,6 @@ export!(MPI_Status_set_elements_c, PMPI_Status_set_elements_c, (status: *mut c_v
 export!(MPI_Status_set_elements_x, PMPI_Status_set_elements_x, (status: *mut c_void, datatype: Handle, count: i64) -> c_int {
     let _ = (status, datatype, count);
     not_implemented("MPI_Status_set_elements_x", WORLD)
-});
-
-export!(MPI_Topo_test, PMPI_Topo_test, (comm: Handle, status: *mut c_void) -> c_int {
-    let _ = (comm, status);
-    not_implemented("MPI_Topo_test", comm)
 });
 
 export!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c, (count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {

@@ -432,6 +432,14 @@ fn types_packing_info_groups_attributes_and_nonblocking_collectives() {
 }
 
 #[test]
+fn cartesian_topologies_from_c() {
+    let exe = c_test("topo");
+    for n in [1, 2, 3, 4, 6] {
+        run_ok(n, &exe, &[], "topo ok");
+    }
+}
+
+#[test]
 fn errors_return_their_class_under_errors_return() {
     let exe = c_test("errors");
     run_ok(2, &exe, &[], "errors ok");
