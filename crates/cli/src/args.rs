@@ -366,10 +366,26 @@ fn parse_forward(s: &str) -> Result<(String, Option<String>), String> {
     }
 }
 
+/// Longest `-x KEY=VALUE` (the kernel takes no longer environment string:
+/// `MAX_ARG_STRLEN`, 32 pages).
+pub const MAX_ENV_ARG: usize = 128 << 10;
+
 fn parse_env(s: &str) -> Result<(String, String), String> {
+    if s.len() > MAX_ENV_ARG {
+        return Err(format!(
+            "{} is {} bytes long, more than {MAX_ENV_ARG}",
+            crate::bounds::shown(s),
+            s.len()
+        ));
+    }
     match s.split_once('=') {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!("{s:?} is not of the form KEY=VALUE")),
+        Some((k, v)) if !k.is_empty() && !k.contains('\0') && !v.contains('\0') => {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!(
+            "{} is not of the form KEY=VALUE",
+            crate::bounds::shown(s)
+        )),
     }
 }
 
@@ -464,6 +480,14 @@ mod tests {
         assert!(e.contains("not text"), "{e}");
         let _ = std::fs::remove_file(&bin);
         assert!(parse(&["-n", "2", "--env", "novalue", "prog"]).is_err());
+        assert!(parse(&["-n", "2", "--env", "=value", "prog"]).is_err());
+        let edge = format!("K={}", "v".repeat(MAX_ENV_ARG - 2));
+        assert!(parse(&["-n", "2", "--env", &edge, "prog"]).is_ok());
+        let past = format!("K={}", "v".repeat(MAX_ENV_ARG - 1));
+        let e = parse(&["-n", "2", "--env", &past, "prog"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than"), "{e}");
         assert!(parse(&["-n", "2", "--timeout", "-1", "prog"]).is_err());
     }
 
