@@ -797,7 +797,10 @@ impl SimpleCommunicator {
     pub fn split_shared(&self, key: i32) -> SimpleCommunicator {
         let me = self.world_rank(self.rank) as usize;
         let host = call("split_shared", |e| {
-            Ok(e.host_of.get(me).copied().unwrap_or(0))
+            e.host_of
+                .get(me)
+                .copied()
+                .ok_or_else(|| Error::InvalidArg(format!("no host known for world rank {me}")))
         });
         // Host ids are small indices, so the color is defined: a communicator comes back.
         match self.split_by_color_with_key(Color::with_value(host as i32), key) {

@@ -376,7 +376,7 @@ pub trait Communicator {
         NAMES
             .with(|n| n.borrow().get(&c.context()).cloned())
             .unwrap_or_else(|| {
-                if c.members().is_none() {
+                if c.context() == SimpleCommunicator::world(0, 1).context() {
                     "MPI_COMM_WORLD".into()
                 } else {
                     String::new()

@@ -221,6 +221,9 @@ struct Peer {
     recover: u32,
     /// A probe (first timeout since progress) is owed.
     probe_pending: bool,
+    /// The caller refused the last packet delivered from this peer (no buffer); cleared
+    /// when it accepts one.
+    refused: bool,
     /// After a timeout: the left edge it re-sent, until the next ACK progress tells
     /// whether the timeout was spurious.
     frto_edge: Option<u32>,
@@ -263,6 +266,7 @@ impl Peer {
             in_recovery: false,
             recover: s,
             probe_pending: false,
+            refused: false,
             frto_edge: None,
             unresponsive_reported: false,
             rcv_nxt: s,
@@ -411,8 +415,13 @@ impl Gbn {
     /// Processes a validated, job-key-checked datagram: its ACK field first, then its data.
     #[must_use]
     pub fn handle_packet(&mut self, now: u64, pkt: &Packet<'_>) -> Verdict {
-        // A previously delivered but not accepted packet counts as not received.
-        self.pending = None;
+        // A previously delivered but not accepted packet counts as not received: the
+        // receiver refused it (no buffer), which is no loss to report.
+        if let Some((peer, _, _)) = self.pending.take() {
+            if let Some(p) = self.peers.get_mut(peer as usize) {
+                p.refused = true;
+            }
+        }
         let v = self.handle_inner(now, pkt);
         if matches!(v, Verdict::Invalid(_)) {
             self.stats.invalid += 1;
@@ -452,11 +461,18 @@ impl Gbn {
                 }
             } else {
                 self.ack_progress(now, src, a.wrapping_add(1));
+                // A GAP that also advances reports a loss beyond the new left edge
+                // (NewReno's partial ACK): go back from there at once.
+                let p = &self.peers[src as usize];
+                if kind == Kind::GbnAck && fl & flags::GAP != 0 && p.in_flight() {
+                    self.dup_ack_received(now, src);
+                }
             }
         }
         if kind == Kind::GbnAck {
             if fl & flags::TX_HINT != 0 {
-                self.tx_hint(now, src, pkt.seq(), fl & flags::ACK_REQUEST != 0);
+                let asked = fl & flags::ACK_REQUEST != 0;
+                self.tx_hint(now, src, pkt.seq(), asked, fl & flags::GAP != 0);
             }
             self.schedule(src);
             return Verdict::AckOnly;
@@ -482,10 +498,15 @@ impl Gbn {
 
     /// A pure ACK from `peer` says it has transmitted up to `last`: a gap if this side
     /// has not received that far (answered at once when `asked`, else rate-limited),
-    /// else an ACK of everything when `asked` (a probe).
-    fn tx_hint(&mut self, now: u64, peer: u32, last: u32, asked: bool) {
+    /// else an ACK of everything when `asked` (a probe). A gap behind a packet this side
+    /// refused (no buffer) is no loss: it gets a plain ACK, so the sender backs off
+    /// instead of bursting at a full receiver. A hint on a GAP ACK (the peer's own loss
+    /// report) is answered with a GAP only once per in-order advance, so two peers with
+    /// gaps both ways do not keep each other sending.
+    fn tx_hint(&mut self, now: u64, peer: u32, last: u32, asked: bool, on_gap: bool) {
         let p = &self.peers[peer as usize];
-        if serial::lt(p.rcv_nxt.wrapping_sub(1), last) {
+        let behind = serial::lt(p.rcv_nxt.wrapping_sub(1), last);
+        if behind && !p.refused && (asked || !on_gap || p.dup_ok) {
             self.queue_dup_ack(now, peer, asked, true);
         } else if asked {
             let p = &mut self.peers[peer as usize];
@@ -593,6 +614,7 @@ impl Gbn {
         }
         p.rcv_nxt = seq.wrapping_add(1);
         p.rcv_any = true;
+        p.refused = false;
         p.dup_ok = true;
         p.ack_debt = p.ack_debt.saturating_add(1);
         self.stats.delivered += 1;

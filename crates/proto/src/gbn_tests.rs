@@ -188,9 +188,14 @@ fn out_of_order_dup_ack_is_rate_limited_and_triggers_fast_retransmit() {
     assert_eq!(b.stats().dup_acks_sent, 1);
     let k = pkt(&acks[0].1);
     assert_eq!((k.kind(), k.ack()), (Kind::GbnAck, 0));
-    // The sender: ACK progress to 0, then the dup ACK of 0 triggers go-back from 1.
+    // The sender: ACK progress to 0 with a GAP (a partial ACK) goes back from 1 at once;
+    // the same report again, in the same recovery, changes nothing.
     assert_eq!(feed(&mut a, 2, &acks[0].1), Verdict::AckOnly);
-    assert_eq!(a.stats().fast_retransmits, 0, "first ACK of 0 is progress");
+    assert_eq!(
+        a.stats().fast_retransmits,
+        1,
+        "a GAP that advances is a loss too"
+    );
     assert_eq!(feed(&mut a, 2, &acks[0].1), Verdict::AckOnly);
     assert_eq!(a.stats().fast_retransmits, 1);
     let rtx = drain(&mut a, 2);
@@ -613,4 +618,42 @@ fn transmit_hint_on_a_delayed_ack_reveals_a_loss() {
     let fine = drain(&mut b, t + 2);
     assert_eq!(feed(&mut a, t + 3, &fine[0].1), Verdict::AckOnly);
     assert!(drain(&mut a, t + 3).is_empty());
+}
+
+/// A receiver that refuses a delivered packet (no buffer) is full, not lossy: the
+/// sender's probe gets a plain ACK, never a GAP that would burst the window at it.
+#[test]
+fn a_refused_packet_is_no_gap() {
+    let (mut a, mut b) = pair(cfg());
+    for i in 0..3 {
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    let out = drain(&mut a, 0);
+    // b delivers the first packet but does not accept it (no buffer), then drops the
+    // rest as out of order; its duplicate ACKs are lost.
+    assert_eq!(b.handle_packet(1, &pkt(&out[0].1)), Verdict::Deliver);
+    for (_, d) in &out[1..] {
+        assert_eq!(feed(&mut b, 1, d), Verdict::OutOfOrder);
+    }
+    let _lost = drain(&mut b, 1);
+    a.handle_timeout(4_000_000);
+    let probe = drain(&mut a, 4_000_000);
+    assert_eq!(feed(&mut b, 4_000_001, &probe[0].1), Verdict::AckOnly);
+    let answer = drain(&mut b, 4_000_001);
+    assert_eq!(answer.len(), 1, "a probe is always answered");
+    assert_eq!(pkt(&answer[0].1).flags() & flags::GAP, 0, "but with no GAP");
+    assert_eq!(feed(&mut a, 4_000_002, &answer[0].1), Verdict::AckOnly);
+    assert!(
+        drain(&mut a, 4_000_002).is_empty(),
+        "nothing re-sent at once"
+    );
+    assert_eq!(a.stats().fast_retransmits, 0);
+    // The timeouts go on as before: probes, then the left edge again.
+    let rtx = {
+        a.handle_timeout(12_000_000);
+        a.handle_timeout(28_000_000);
+        a.handle_timeout(60_000_000);
+        drain(&mut a, 60_000_000)
+    };
+    assert!(rtx.iter().any(|(_, d)| pkt(d).kind() == Kind::GbnData));
 }

@@ -85,6 +85,7 @@ fn main() {
 
     // Names and the shared-memory split (all ranks run on this host).
     assert_eq!(world.get_name(), "MPI_COMM_WORLD");
+    assert_eq!(dup.get_name(), "", "a duplicate is not the world");
     dup.set_name("my duplicate");
     assert_eq!(dup.get_name(), "my duplicate");
     let local = world.split_shared(-rank);

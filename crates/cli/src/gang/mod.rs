@@ -37,21 +37,28 @@ pub struct GangArgs {
     command: GangCommand,
 }
 
+/// Most node daemons `gang up` starts (and a master takes).
+const MAX_NODES: i64 = 256;
+/// Longest time slice (ms): an hour.
+const MAX_QUANTUM_MS: u64 = 3_600_000;
+/// Most time slots of the gang matrix.
+const MAX_SLOTS: i64 = 1024;
+
 #[derive(Subcommand, Debug)]
 enum GangCommand {
     /// Start the master and N node daemons (in the background).
     Up {
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=MAX_NODES))]
         nodes: u32,
         /// Each node daemon (and its ranks) in a network namespace of its own, on a
         /// bridge: ranks on different nodes talk over UDP and multicast.
         #[arg(long)]
         netns: bool,
-        /// Time slice of each slot, in milliseconds.
-        #[arg(long, default_value_t = 1000)]
+        /// Time slice of each slot, in milliseconds (1 to an hour).
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=MAX_QUANTUM_MS))]
         quantum: u64,
-        /// Time slots of the gang matrix.
-        #[arg(long, default_value_t = 8)]
+        /// Time slots of the gang matrix (1 to 1024).
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=MAX_SLOTS))]
         slots: u32,
         /// Communication memory of each node (bytes, `k`/`m`/`g` suffix): shared-memory
         /// rings and go-back-n windows of the jobs on it (seed 001's buffer budget).
@@ -114,11 +121,11 @@ enum GangCommand {
     /// Run the master in the foreground (what `up` starts).
     #[command(hide = true)]
     Master {
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_NODES))]
         nodes: u32,
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_QUANTUM_MS))]
         quantum: u64,
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_SLOTS))]
         slots: u32,
         /// Listen for node daemons on this address too (the nodes' bridge).
         #[arg(long)]

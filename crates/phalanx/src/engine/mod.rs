@@ -166,7 +166,8 @@ fn gbn_config(cfg: &Config) -> GbnConfig {
         // acknowledgement progress the peer is declared unresponsive.
         // Clamped, not cast: a cast kept the low 32 bits only (a peer timeout of 2^32
         // clamps, 17179869.184 s at the default 4 ms, gave 0, i.e. a single timeout).
-        max_backoffs: (cfg.peer_timeout.as_nanos() / cfg.rto_max.as_nanos().max(1))
+        // (The clamp go-back-n uses is at least the floor.)
+        max_backoffs: (cfg.peer_timeout.as_nanos() / cfg.rto_max.max(cfg.rto_min).as_nanos().max(1))
             .clamp(1, u32::MAX as u128) as u32,
         // A delayed ACK carries the transmit hint that tells the peer of a lost packet
         // (issue 13 item 4): 200 µs, below the 300 µs RTO floor.
