@@ -2,7 +2,7 @@
 //!
 //! Contract: every value read from outside has a documented range, and past it the
 //! launcher stops with an error naming the variable (or option), quoting at most
-//! [`MAX_SHOWN`] bytes of the value and stating the bound; nothing panics. The
+//! [`MAX_SHOWN`](phalanx_wire::shown::MAX_SHOWN) bytes of the value and stating the bound; nothing panics. The
 //! variables: `PHALANX_GANG_DIR`, `PHALANX_HOME` and `PHALANX_CC` (paths, at most
 //! [`MAX_PATH_LEN`] bytes, [`path_var`]); `SLURM_NTASKS` (1 to
 //! [`crate::slurm::MAX_TASKS`]); the time options (0 to [`crate::args::MAX_SECS`]).
@@ -13,20 +13,7 @@ use std::ffi::OsString;
 
 /// Longest path taken from the environment (Linux's `PATH_MAX`).
 pub const MAX_PATH_LEN: usize = 4096;
-/// How much of a bad value a message quotes.
-pub const MAX_SHOWN: usize = 64;
-
-/// `v` quoted, cut to [`MAX_SHOWN`] bytes (at a character boundary), marked when cut.
-pub fn shown(v: &str) -> String {
-    if v.len() <= MAX_SHOWN {
-        return format!("{v:?}");
-    }
-    let mut end = MAX_SHOWN;
-    while !v.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}… ({} bytes)", &v[..end], v.len())
-}
+pub use phalanx_wire::shown::shown;
 
 /// The path in variable `name` (`None` when unset); longer than [`MAX_PATH_LEN`] bytes
 /// is an error naming it.

@@ -2,7 +2,7 @@
 //!
 //! Contract: every value is at most [`MAX_VALUE_LEN`] bytes and inside its documented
 //! range, or the result is an error naming the variable, its value (at most
-//! [`MAX_SHOWN`] bytes of it) and the range; nothing panics whatever the text. This
+//! [`MAX_SHOWN`](phalanx_wire::shown::MAX_SHOWN) bytes of it) and the range; nothing panics whatever the text. This
 //! crate reads no environment itself: the library passes its lookup in.
 
 use std::path::PathBuf;
@@ -15,20 +15,7 @@ use crate::ShmConfig;
 pub const MAX_VALUE_LEN: usize = 4096;
 /// Longest `PHALANX_SHM_TIMEOUT`, seconds (one day).
 pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
-/// How much of a bad value an error message quotes.
-const MAX_SHOWN: usize = 64;
-
-/// `v` cut to [`MAX_SHOWN`] bytes (at a character boundary), marked when cut.
-fn shown(v: &str) -> String {
-    if v.len() <= MAX_SHOWN {
-        return format!("{v:?}");
-    }
-    let mut end = MAX_SHOWN;
-    while !v.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}… ({} bytes)", &v[..end], v.len())
-}
+use phalanx_wire::shown::shown;
 
 impl ShmConfig {
     /// Defaults overridden by, as `get` returns them (the library reads the environment;

@@ -441,6 +441,7 @@ pub mod stamp {
 }
 
 pub mod mcast;
+pub mod shown;
 
 /// Serial-number arithmetic on wrapping u32 sequence numbers (RFC 1982 style).
 pub mod serial {

@@ -2,7 +2,7 @@
 //!
 //! Contract: [`Env`] is a snapshot of the environment (or of pairs a test gives). Every
 //! accessor returns either a value inside the range its caller states or an
-//! [`Error::Init`] naming the variable, quoting at most [`MAX_SHOWN`] bytes of its value
+//! [`Error::Init`] naming the variable, quoting at most [`MAX_SHOWN`](phalanx_wire::shown::MAX_SHOWN) bytes of its value
 //! and stating the range; whatever the text (not UTF-8, `inf`, `NaN`, 20 digits, a
 //! megabyte), nothing panics. No value longer than [`MAX_TEXT_LEN`] bytes is accepted.
 //! Unset and empty (or blank) values mean the default.
@@ -15,20 +15,7 @@ use std::time::Duration;
 
 /// Longest value of any variable the library reads (a path: Linux's `PATH_MAX`).
 pub const MAX_TEXT_LEN: usize = 4096;
-/// How much of a bad value an error message quotes.
-pub const MAX_SHOWN: usize = 64;
-
-/// `v` quoted, cut to [`MAX_SHOWN`] bytes (at a character boundary) and marked when cut.
-pub fn shown(v: &str) -> String {
-    if v.len() <= MAX_SHOWN {
-        return format!("{v:?}");
-    }
-    let mut end = MAX_SHOWN;
-    while !v.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}… ({} bytes)", &v[..end], v.len())
-}
+pub use phalanx_wire::shown::shown;
 
 fn init(msg: String) -> Error {
     Error::Init(msg)
