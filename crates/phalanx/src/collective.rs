@@ -28,12 +28,41 @@ use std::rc::Rc;
 mod board;
 mod hier;
 mod root;
+mod user;
 pub use root::Root;
+pub use user::{DynBuffer, DynBufferMut, UserOperation};
 
 /// A reduction operation.
 pub trait Operation {
     /// Which predefined operation.
     fn kind(&self) -> OpKind;
+    /// The program's own operation, if this is one ([`UserOperation`]).
+    fn user(&self) -> Option<&UserOperation<'_>> {
+        None
+    }
+}
+
+impl Operation for UserOperation<'_> {
+    /// Unused: a user operation takes its own path (`user()`), never the core's kernels.
+    fn kind(&self) -> OpKind {
+        OpKind::Sum
+    }
+    fn user(&self) -> Option<&UserOperation<'_>> {
+        Some(self)
+    }
+}
+
+/// Ends the rank with a clear error: the nonblocking collectives take only the
+/// predefined operations (collective/user.rs).
+fn no_user_op<O: Operation + ?Sized>(op: &O, call: &str) {
+    if op.user().is_some() {
+        crate::runtime::fatal(
+            call,
+            Error::InvalidOp(format!(
+                "{call}: user operations run on the blocking collectives only"
+            )),
+        );
+    }
 }
 
 /// The predefined operations.
@@ -87,6 +116,9 @@ impl<O: Operation + ?Sized> Operation for &O {
     fn kind(&self) -> OpKind {
         (**self).kind()
     }
+    fn user(&self) -> Option<&UserOperation<'_>> {
+        (**self).user()
+    }
 }
 
 /// Combines `sendbuf` into `recvbuf` element by element with `op`, on this rank alone
@@ -119,7 +151,13 @@ where
                     std::slice::from_raw_parts_mut(recvbuf.buffer_mut_ptr(), n),
                 )
             };
-            crate::coll::ops::apply(op.kind(), &dt, acc, src)
+            match op.user() {
+                Some(u) => {
+                    u.combine(&dt, src, acc);
+                    Ok(())
+                }
+                None => crate::coll::ops::apply(op.kind(), &dt, acc, src),
+            }
         };
     if let Err(e) = r {
         crate::runtime::fatal("reduce_local_into", e);
@@ -449,6 +487,9 @@ pub trait CommunicatorCollectives: Communicator {
         op: O,
     ) {
         let c = self.as_simple();
+        if let Some(u) = op.user() {
+            return user::all_reduce(c, sendbuf, recvbuf, u);
+        }
         let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
         run(spec, plan)
     }
@@ -468,6 +509,7 @@ pub trait CommunicatorCollectives: Communicator {
         O: Operation,
     {
         let c = self.as_simple();
+        no_user_op(&op, "immediate_all_reduce_into");
         let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
         Request::new(start(spec, plan), scope, c)
     }
@@ -479,6 +521,9 @@ pub trait CommunicatorCollectives: Communicator {
         recvbuf: &mut R,
         op: O,
     ) {
+        if let Some(u) = op.user() {
+            return user::scan(self.as_simple(), sendbuf, recvbuf, u, false);
+        }
         let (spec, plan) = scan_spec(self.as_simple(), sendbuf, recvbuf, op.kind());
         run(spec, plan)
     }
@@ -498,6 +543,7 @@ pub trait CommunicatorCollectives: Communicator {
         O: Operation,
     {
         let c = self.as_simple();
+        no_user_op(&op, "immediate_scan_into");
         let (spec, plan) = scan_spec(c, sendbuf, recvbuf, op.kind());
         Request::new(start(spec, plan), scope, c)
     }
@@ -510,6 +556,9 @@ pub trait CommunicatorCollectives: Communicator {
         recvbuf: &mut R,
         op: O,
     ) {
+        if let Some(u) = op.user() {
+            return user::scan(self.as_simple(), sendbuf, recvbuf, u, true);
+        }
         let (spec, plan) = exscan_spec(self.as_simple(), sendbuf, recvbuf, op.kind());
         run(spec, plan)
     }
@@ -529,6 +578,7 @@ pub trait CommunicatorCollectives: Communicator {
         O: Operation,
     {
         let c = self.as_simple();
+        no_user_op(&op, "immediate_exclusive_scan_into");
         let (spec, plan) = exscan_spec(c, sendbuf, recvbuf, op.kind());
         Request::new(start(spec, plan), scope, c)
     }

@@ -5,7 +5,7 @@
 // form is what this example checks compiles.
 #![allow(clippy::needless_borrows_for_generic_args)]
 
-use mpi::collective::{self, SystemOperation};
+use mpi::collective::{self, SystemOperation, UserOperation};
 use mpi::traits::*;
 
 fn main() {
@@ -45,6 +45,59 @@ fn main() {
     let mut acc = [1u32, 2, 3];
     collective::reduce_local_into(&[10u32, 20, 30][..], &mut acc[..], SystemOperation::sum());
     assert_eq!(acc, [11, 22, 33]);
+
+    // A user operation, as rsmpi's reduce example writes it.
+    let add = UserOperation::commutative(|x, y| {
+        let x: &[mpi::Rank] = x.downcast().unwrap();
+        let y: &mut [mpi::Rank] = y.downcast().unwrap();
+        for (&x_i, y_i) in x.iter().zip(y) {
+            *y_i += x_i;
+        }
+    });
+    let mut sum: mpi::Rank = 0;
+    world.all_reduce_into(&rank, &mut sum, &add);
+    assert_eq!(sum, size * (size - 1) / 2);
+
+    // A non-commutative one: composing affine maps x -> a x + b, (a, b) pairs, must
+    // combine in rank order.
+    let compose = UserOperation::associative(|f, g| {
+        let f: &[i64] = f.downcast().unwrap();
+        let g: &mut [i64] = g.downcast().unwrap();
+        for (f, g) in f.chunks_exact(2).zip(g.chunks_exact_mut(2)) {
+            let (a, b) = (f[0] * g[0], f[0] * g[1] + f[1]);
+            g.copy_from_slice(&[a, b]);
+        }
+    });
+    let mine = [2i64, rank as i64 + 1];
+    let fold = |upto: mpi::Rank| {
+        (1..=upto).fold([2i64, 1], |acc, r| {
+            [acc[0] * 2, acc[0] * (r as i64 + 1) + acc[1]]
+        })
+    };
+    let mut all = [0i64; 2];
+    world.all_reduce_into(&mine[..], &mut all[..], &compose);
+    assert_eq!(all, fold(size - 1), "all-reduce in rank order");
+    let root = world.process_at_rank(size - 1);
+    if rank == size - 1 {
+        let mut at_root = [0i64; 2];
+        root.reduce_into_root(&mine[..], &mut at_root[..], &compose);
+        assert_eq!(at_root, fold(size - 1));
+    } else {
+        root.reduce_into(&mine[..], &compose);
+    }
+    let mut prefix = [0i64; 2];
+    world.scan_into(&mine[..], &mut prefix[..], &compose);
+    assert_eq!(prefix, fold(rank), "scan in rank order");
+    let mut before = [-1i64; 2];
+    world.exclusive_scan_into(&mine[..], &mut before[..], &compose);
+    if rank > 0 {
+        assert_eq!(before, fold(rank - 1), "exclusive scan in rank order");
+    } else {
+        assert_eq!(before, [-1, -1]);
+    }
+    let mut local = [3i64, 4];
+    collective::reduce_local_into(&[2i64, 1][..], &mut local[..], &compose);
+    assert_eq!(local, [6, 9], "(2x + 1) after (3x + 4)");
 
     world.barrier();
     println!("rank {rank} of {size}: collectives ok");

@@ -137,6 +137,10 @@ pub trait Root {
 
     /// Non-root side of a reduction.
     fn reduce_into<S: ?Sized + Buffer, O: Operation>(&self, sendbuf: &S, op: O) {
+        if let Some(u) = op.user() {
+            let p = self.root_process();
+            return super::user::reduce::<S, [u8]>(p.comm, sendbuf, None, u, p.rank);
+        }
         let (spec, plan) = reduce_spec(
             self.root_process(),
             sendbuf,
@@ -153,6 +157,10 @@ pub trait Root {
         recvbuf: &mut R,
         op: O,
     ) {
+        if let Some(u) = op.user() {
+            let p = self.root_process();
+            return super::user::reduce(p.comm, sendbuf, Some(recvbuf), u, p.rank);
+        }
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = reduce_spec(self.root_process(), sendbuf, recv, op.kind());
         run(spec, plan)
@@ -170,6 +178,7 @@ pub trait Root {
         S: ?Sized + Buffer,
         O: Operation,
     {
+        super::no_user_op(&op, "immediate_reduce_into");
         let p = self.root_process();
         let (spec, plan) = reduce_spec(p, sendbuf, (std::ptr::null_mut(), 0), op.kind());
         Request::new(start(spec, plan), scope, p.comm)
@@ -189,6 +198,7 @@ pub trait Root {
         R: ?Sized + BufferMut,
         O: Operation,
     {
+        super::no_user_op(&op, "immediate_reduce_into_root");
         let p = self.root_process();
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = reduce_spec(p, sendbuf, recv, op.kind());

@@ -1,0 +1,313 @@
+//! User-defined reduction operations (rsmpi's `UserOperation`, `DynBuffer`,
+//! `DynBufferMut`).
+//!
+//! Contract: a [`UserOperation`] wraps a function `f(x, y)` that sets `y = x op y`
+//! element by element. Reductions with one run on the blocking `all_reduce_into`,
+//! `reduce_into(_root)`, `scan_into` and `exclusive_scan_into` (and `reduce_local_into`)
+//! outside the core's schedules: the packed contributions travel as point-to-point
+//! messages on a private duplicate of the communicator and are folded in rank order,
+//! `((a0 op a1) op a2) …`, which is right for commutative and merely associative
+//! operations alike — Reduce gathers to the root, Allreduce reduces to rank 0 and
+//! broadcasts, Scan and Exscan pass the running prefix from rank to rank (linear in p:
+//! correct first, the core's trees are for the predefined operations). The `immediate_`
+//! forms refuse a user operation with an error (they would otherwise need the function
+//! inside the progress engine). Every rank must pass the same operation.
+
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::point_to_point::{Destination, Source};
+use crate::topology::{Communicator, SimpleCommunicator};
+use crate::Rank;
+
+/// Elements a user function reads (rsmpi's `DynBuffer`).
+#[derive(Clone, Copy)]
+pub struct DynBuffer<'a> {
+    bytes: &'a [u8],
+    dt: &'a Datatype,
+}
+
+/// Elements a user function combines into (rsmpi's `DynBufferMut`).
+pub struct DynBufferMut<'a> {
+    bytes: &'a mut [u8],
+    dt: &'a Datatype,
+}
+
+/// Whether `dt` is `count` contiguous `T`s.
+fn is_of<T: Equivalence>(dt: &Datatype) -> bool {
+    let t = T::equivalent_datatype();
+    dt.is_contiguous() && t.is_contiguous() && dt.signature() == t.signature()
+}
+
+impl<'a> DynBuffer<'a> {
+    /// The elements as `T`s, if they are `T`s.
+    pub fn downcast<T: Equivalence>(self) -> Option<&'a [T]> {
+        if !is_of::<T>(self.dt) || std::mem::size_of::<T>() == 0 {
+            return None;
+        }
+        let n = self.bytes.len() / std::mem::size_of::<T>();
+        let p = self.bytes.as_ptr();
+        if p.align_offset(std::mem::align_of::<T>()) != 0 {
+            return None;
+        }
+        // SAFETY: aligned, `n` whole elements inside the slice, and Equivalence makes
+        // every bit pattern a valid `T`.
+        Some(unsafe { std::slice::from_raw_parts(p as *const T, n) })
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.dt.size().max(1)
+    }
+    /// No elements.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+    /// The element datatype.
+    pub fn as_datatype(&self) -> &Datatype {
+        self.dt
+    }
+}
+
+impl<'a> DynBufferMut<'a> {
+    /// The elements as `T`s, if they are `T`s.
+    pub fn downcast<T: Equivalence>(self) -> Option<&'a mut [T]> {
+        if !is_of::<T>(self.dt) || std::mem::size_of::<T>() == 0 {
+            return None;
+        }
+        let n = self.bytes.len() / std::mem::size_of::<T>();
+        let p = self.bytes.as_mut_ptr();
+        if p.align_offset(std::mem::align_of::<T>()) != 0 {
+            return None;
+        }
+        // SAFETY: as in `DynBuffer::downcast`, and the slice is borrowed exclusively.
+        Some(unsafe { std::slice::from_raw_parts_mut(p as *mut T, n) })
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.dt.size().max(1)
+    }
+    /// No elements.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+    /// The element datatype.
+    pub fn as_datatype(&self) -> &Datatype {
+        self.dt
+    }
+}
+
+type UserFn<'a> = dyn Fn(DynBuffer<'_>, DynBufferMut<'_>) + Sync + 'a;
+
+/// A reduction operation defined by the program (module docs).
+pub struct UserOperation<'a> {
+    f: Box<UserFn<'a>>,
+    commutative: bool,
+}
+
+impl<'a> UserOperation<'a> {
+    /// An associative operation (`MPI_Op_create` with `commute = false`): combined in
+    /// rank order.
+    pub fn associative<F>(function: F) -> Self
+    where
+        F: Fn(DynBuffer<'_>, DynBufferMut<'_>) + Sync + 'a,
+    {
+        UserOperation {
+            f: Box::new(function),
+            commutative: false,
+        }
+    }
+    /// A commutative operation (`commute = true`).
+    pub fn commutative<F>(function: F) -> Self
+    where
+        F: Fn(DynBuffer<'_>, DynBufferMut<'_>) + Sync + 'a,
+    {
+        UserOperation {
+            f: Box::new(function),
+            commutative: true,
+        }
+    }
+    /// Whether it was made commutative.
+    pub fn is_commutative(&self) -> bool {
+        self.commutative
+    }
+    /// `y = x op y` over packed elements of `dt`.
+    pub(crate) fn combine(&self, dt: &Datatype, x: &[u8], y: &mut [u8]) {
+        // The function's downcast needs aligned elements: combine in aligned copies.
+        let mut xa = aligned(x);
+        let mut ya = aligned(y);
+        let n = x.len().min(y.len());
+        {
+            let xs = &bytes_of(&mut xa)[..n];
+            let ys = &mut bytes_of(&mut ya)[..n];
+            (self.f)(DynBuffer { bytes: xs, dt }, DynBufferMut { bytes: ys, dt });
+        }
+        y[..n].copy_from_slice(&bytes_of(&mut ya)[..n]);
+    }
+}
+
+/// `b` in 16-byte-aligned storage.
+fn aligned(b: &[u8]) -> Vec<u128> {
+    let mut v = vec![0u128; b.len().div_ceil(16)];
+    bytes_of(&mut v)[..b.len()].copy_from_slice(b);
+    v
+}
+
+fn bytes_of(v: &mut [u128]) -> &mut [u8] {
+    // SAFETY: u128 storage viewed as its bytes.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, v.len() * 16) }
+}
+
+/// The packed bytes of `buf`.
+fn packed<B: ?Sized + Buffer>(buf: &B) -> Vec<u8> {
+    let dt = buf.datatype();
+    let mut v = Vec::new();
+    // SAFETY: Buffer guarantees `count` elements of `dt` at its pointer.
+    unsafe { dt.pack(buf.buffer_ptr(), buf.count(), &mut v) };
+    v
+}
+
+/// `data` (packed) into `buf`.
+fn unpacked<B: ?Sized + BufferMut>(data: &[u8], buf: &mut B) {
+    let dt = buf.datatype();
+    let n = data.len().min(buf.count() * dt.size());
+    // SAFETY: BufferMut guarantees room for `count` elements of `dt`; at most that many
+    // packed bytes are unpacked.
+    unsafe { dt.unpack(&data[..n], buf.buffer_mut_ptr()) };
+}
+
+/// The fold of every member's contribution in rank order, at `root` (`None` elsewhere).
+fn reduce_at(
+    c: &SimpleCommunicator,
+    mine: Vec<u8>,
+    dt: &Datatype,
+    op: &UserOperation<'_>,
+    root: Rank,
+) -> Option<Vec<u8>> {
+    let d = c.duplicate();
+    if d.rank() != root {
+        d.process_at_rank(root).send(&mine[..]);
+        return None;
+    }
+    let mut acc: Option<Vec<u8>> = None;
+    for r in 0..d.size() {
+        let a = if r == root {
+            mine.clone()
+        } else {
+            d.process_at_rank(r).receive_vec::<u8>().0
+        };
+        acc = Some(match acc {
+            None => a,
+            Some(prev) => {
+                // acc = prev op a, with a as the in-out operand.
+                let mut y = a;
+                op.combine(dt, &prev, &mut y);
+                y
+            }
+        });
+    }
+    acc
+}
+
+/// Blocking reduction with a user operation to `root` (`None`: the result is not kept).
+pub(crate) fn reduce<S, R>(
+    c: &SimpleCommunicator,
+    send: &S,
+    recv: Option<&mut R>,
+    op: &UserOperation<'_>,
+    root: Rank,
+) where
+    S: ?Sized + Buffer,
+    R: ?Sized + BufferMut,
+{
+    let dt = send.datatype();
+    if let (Some(v), Some(r)) = (reduce_at(c, packed(send), &dt, op, root), recv) {
+        unpacked(&v, r);
+    }
+}
+
+/// Blocking all-reduce with a user operation.
+pub(crate) fn all_reduce<S, R>(
+    c: &SimpleCommunicator,
+    send: &S,
+    recv: &mut R,
+    op: &UserOperation<'_>,
+) where
+    S: ?Sized + Buffer,
+    R: ?Sized + BufferMut,
+{
+    use crate::collective::Root;
+    let dt = send.datatype();
+    let mine = packed(send);
+    let len = mine.len();
+    let mut v = reduce_at(c, mine, &dt, op, 0).unwrap_or_else(|| vec![0; len]);
+    c.process_at_rank(0).broadcast_into(&mut v[..]);
+    unpacked(&v, recv);
+}
+
+/// Blocking inclusive (`exclusive = false`) or exclusive scan with a user operation.
+pub(crate) fn scan<S, R>(
+    c: &SimpleCommunicator,
+    send: &S,
+    recv: &mut R,
+    op: &UserOperation<'_>,
+    exclusive: bool,
+) where
+    S: ?Sized + Buffer,
+    R: ?Sized + BufferMut,
+{
+    let dt = send.datatype();
+    let d = c.duplicate();
+    let (me, p) = (d.rank(), d.size());
+    let mine = packed(send);
+    let prefix = (me > 0).then(|| d.process_at_rank(me - 1).receive_vec::<u8>().0);
+    // Running prefix through this rank: prefix op mine.
+    let through = match &prefix {
+        None => mine,
+        Some(pre) => {
+            let mut y = mine;
+            op.combine(&dt, pre, &mut y);
+            y
+        }
+    };
+    if me + 1 < p {
+        d.process_at_rank(me + 1).send(&through[..]);
+    }
+    match (exclusive, prefix) {
+        (false, _) => unpacked(&through, recv),
+        (true, Some(pre)) => unpacked(&pre, recv),
+        (true, None) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_downcast_only_to_their_own_type_and_combine_in_order() {
+        let dt = f64::equivalent_datatype();
+        let x = aligned(&[1.5f64.to_ne_bytes(), 2.5f64.to_ne_bytes()].concat());
+        let mut xv = x.clone();
+        let xb = &bytes_of(&mut xv)[..16];
+        let b = DynBuffer { bytes: xb, dt: &dt };
+        assert_eq!(b.len(), 2);
+        assert!(b.downcast::<i32>().is_none(), "not i32s");
+        assert!(b.downcast::<u64>().is_none(), "same size, other type");
+        assert_eq!(b.downcast::<f64>(), Some(&[1.5, 2.5][..]));
+        // y = x op y with op(x, y) = 10 x + y: the operands' order is kept.
+        let op = UserOperation::associative(|x, y| {
+            let x: &[f64] = x.downcast().unwrap();
+            let y: &mut [f64] = y.downcast().unwrap();
+            for (a, b) in x.iter().zip(y) {
+                *b += 10.0 * a;
+            }
+        });
+        let mut y = [1.0f64.to_ne_bytes(), 2.0f64.to_ne_bytes()].concat();
+        op.combine(
+            &dt,
+            &[3.0f64.to_ne_bytes(), 4.0f64.to_ne_bytes()].concat(),
+            &mut y,
+        );
+        assert_eq!(&y[..8], &31.0f64.to_ne_bytes());
+        assert_eq!(&y[8..], &42.0f64.to_ne_bytes());
+        assert!(!op.is_commutative());
+    }
+}
