@@ -27,6 +27,10 @@ fn main() {
         assert_eq!(vec![x, 2 * x, 4 * x], msg);
     });
 
+    // Every ring message is taken before anyone sends the next ones: the ring's receive
+    // matches any source and any tag.
+    world.barrier();
+
     // wait_any: receives from every other rank, completed in whatever order.
     let others: Vec<_> = (0..size).filter(|&r| r != rank).collect();
     let mut got = vec![-1; others.len()];
