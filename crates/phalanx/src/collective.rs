@@ -29,6 +29,7 @@ mod board;
 mod hier;
 mod root;
 mod user;
+mod varcount;
 pub use root::Root;
 pub use user::{DynBuffer, DynBufferMut, UserOperation};
 
@@ -425,6 +426,16 @@ pub trait CommunicatorCollectives: Communicator {
     }
 
     /// Gathers every member's `sendbuf` into every member's `recvbuf` (rank order).
+    /// All-gather of different counts (`MPI_Allgatherv`): block i of `recvbuf` gets
+    /// member i's elements on every member (collective/varcount.rs).
+    fn all_gather_varcount_into<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut crate::datatype::PartitionMut<'_, R>,
+    ) {
+        varcount::all_gather(self.as_simple(), sendbuf, recvbuf)
+    }
+
     fn all_gather_into<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         &self,
         sendbuf: &S,

@@ -11,6 +11,8 @@
 //! every field `Equivalence`); it is implemented here for the integer and float types and
 //! arrays of them, not for `bool` or `char`, whose bit patterns are restricted.
 
+use crate::Count;
+use std::borrow::Borrow;
 use std::sync::Arc;
 
 /// The predefined element types (their order in a signature is what MPI matches).
@@ -306,6 +308,63 @@ unsafe impl<T: Equivalence> Buffer for Vec<T> {
 unsafe impl<T: Equivalence> BufferMut for Vec<T> {
     fn buffer_mut_ptr(&mut self) -> *mut u8 {
         self.as_mut_ptr() as *mut u8
+    }
+}
+
+/// A buffer split into per-member blocks for the varcount collectives (rsmpi's
+/// `Partition`): block i is `counts[i]` elements at element `displs[i]`.
+pub struct Partition<'b, B: ?Sized> {
+    pub(crate) buf: &'b B,
+    pub(crate) counts: Vec<Count>,
+    pub(crate) displs: Vec<Count>,
+}
+
+/// A buffer split into per-member blocks, to receive into.
+pub struct PartitionMut<'b, B: ?Sized> {
+    pub(crate) buf: &'b mut B,
+    pub(crate) counts: Vec<Count>,
+    pub(crate) displs: Vec<Count>,
+}
+
+impl<'b, B: ?Sized + Buffer> Partition<'b, B> {
+    /// `buf` with block i of `counts[i]` elements at element `displs[i]`.
+    pub fn new<C: Borrow<[Count]>, D: Borrow<[Count]>>(buf: &'b B, counts: C, displs: D) -> Self {
+        Partition {
+            buf,
+            counts: counts.borrow().to_vec(),
+            displs: displs.borrow().to_vec(),
+        }
+    }
+    /// The counts.
+    pub fn counts(&self) -> &[Count] {
+        &self.counts
+    }
+    /// The displacements.
+    pub fn displs(&self) -> &[Count] {
+        &self.displs
+    }
+}
+
+impl<'b, B: ?Sized + BufferMut> PartitionMut<'b, B> {
+    /// `buf` with block i of `counts[i]` elements at element `displs[i]`.
+    pub fn new<C: Borrow<[Count]>, D: Borrow<[Count]>>(
+        buf: &'b mut B,
+        counts: C,
+        displs: D,
+    ) -> Self {
+        PartitionMut {
+            buf,
+            counts: counts.borrow().to_vec(),
+            displs: displs.borrow().to_vec(),
+        }
+    }
+    /// The counts.
+    pub fn counts(&self) -> &[Count] {
+        &self.counts
+    }
+    /// The displacements.
+    pub fn displs(&self) -> &[Count] {
+        &self.displs
     }
 }
 

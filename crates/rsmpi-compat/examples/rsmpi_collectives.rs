@@ -6,7 +6,9 @@
 #![allow(clippy::needless_borrows_for_generic_args)]
 
 use mpi::collective::{self, SystemOperation, UserOperation};
+use mpi::datatype::{Partition, PartitionMut};
 use mpi::traits::*;
+use mpi::Count;
 
 fn main() {
     let universe = mpi::initialize().unwrap();
@@ -98,6 +100,43 @@ fn main() {
     let mut local = [3i64, 4];
     collective::reduce_local_into(&[2i64, 1][..], &mut local[..], &compose);
     assert_eq!(local, [6, 9], "(2x + 1) after (3x + 4)");
+
+    // Varcount forms, as rsmpi's examples write them: rank r contributes r elements.
+    let counts: Vec<Count> = (0..size).collect();
+    let displs: Vec<Count> = counts
+        .iter()
+        .scan(0, |acc, &x| {
+            let tmp = *acc;
+            *acc += x;
+            Some(tmp)
+        })
+        .collect();
+    let total = (size * (size - 1) / 2) as usize;
+    let expected: Vec<mpi::Rank> = (0..size).flat_map(|r| 0..r).collect();
+    let msg: Vec<mpi::Rank> = (0..rank).collect();
+    let root = world.process_at_rank(0);
+    if rank == 0 {
+        let mut buf = vec![-1; total];
+        {
+            let mut partition = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+            root.gather_varcount_into_root(&msg[..], &mut partition);
+        }
+        assert_eq!(buf, expected, "gather_varcount");
+        let partition = Partition::new(&expected[..], counts.clone(), &displs[..]);
+        let mut mine: Vec<mpi::Rank> = vec![];
+        root.scatter_varcount_into_root(&partition, &mut mine[..]);
+    } else {
+        root.gather_varcount_into(&msg[..]);
+        let mut mine = vec![-1; rank as usize];
+        root.scatter_varcount_into(&mut mine[..]);
+        assert_eq!(mine, msg, "scatter_varcount");
+    }
+    let mut everyone = vec![-1; total];
+    {
+        let mut partition = PartitionMut::new(&mut everyone[..], &counts[..], &displs[..]);
+        world.all_gather_varcount_into(&msg[..], &mut partition);
+    }
+    assert_eq!(everyone, expected, "all_gather_varcount");
 
     world.barrier();
     println!("rank {rank} of {size}: collectives ok");

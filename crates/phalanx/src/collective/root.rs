@@ -49,6 +49,39 @@ pub trait Root {
         run(spec, plan)
     }
 
+    /// Non-root side of a gather of different counts (`MPI_Gatherv`).
+    fn gather_varcount_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
+        let p = self.root_process();
+        super::varcount::gather::<S, [u8]>(p.comm, p.rank, sendbuf, None)
+    }
+
+    /// Root side of a gather of different counts: block i of `recvbuf` receives member
+    /// i's elements.
+    fn gather_varcount_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &S,
+        recvbuf: &mut crate::datatype::PartitionMut<'_, R>,
+    ) {
+        let p = self.root_process();
+        super::varcount::gather(p.comm, p.rank, sendbuf, Some(recvbuf))
+    }
+
+    /// Non-root side of a scatter of different counts (`MPI_Scatterv`).
+    fn scatter_varcount_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
+        let p = self.root_process();
+        super::varcount::scatter::<[u8], R>(p.comm, p.rank, None, recvbuf)
+    }
+
+    /// Root side of a scatter of different counts: member i gets block i of `sendbuf`.
+    fn scatter_varcount_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &crate::datatype::Partition<'_, S>,
+        recvbuf: &mut R,
+    ) {
+        let p = self.root_process();
+        super::varcount::scatter(p.comm, p.rank, Some(sendbuf), recvbuf)
+    }
+
     /// Root side of a gather: `recvbuf` receives every member's block in rank order.
     fn gather_into_root<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         &self,
