@@ -160,7 +160,11 @@ export!(MPI_Comm_dup, PMPI_Comm_dup, (comm: Handle, newcomm: *mut Handle) -> c_i
         if newcomm.is_null() {
             return Err(err(MPI_ERR_ARG, "null output argument"));
         }
-        let h = state::add_comm(c.duplicate(), state::errhandler(comm));
+        // A Cartesian communicator's duplicate keeps its grid (MPI copies topologies).
+        let h = match crate::topo::grid_of(comm) {
+            Some(cart) => crate::topo::add_cart(cart.duplicate(), comm),
+            None => state::add_comm(c.duplicate(), state::errhandler(comm)),
+        };
         crate::attrs::copy_all(comm, h)?;
         // SAFETY: non-null, and the caller passes a writable handle.
         unsafe { out(newcomm, h) }

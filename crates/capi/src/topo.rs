@@ -18,24 +18,30 @@ use std::ffi::c_int;
 
 const WORLD: Handle = COMM_WORLD as Handle;
 
+/// The grid of communicator `h`, if it has one.
+pub fn grid_of(h: Handle) -> Option<CartesianCommunicator> {
+    state::with(|s| s.comms.get(&(h as usize)).and_then(|e| e.cart.clone()))
+}
+
 /// The grid of communicator `h` (`MPI_ERR_TOPOLOGY` if it has none).
 fn cart(h: Handle) -> CResult<CartesianCommunicator> {
     state::comm(h)?;
-    state::with(|s| s.comms.get(&(h as usize)).and_then(|e| e.cart.clone()))
-        .ok_or_else(|| err(MPI_ERR_TOPOLOGY, "not a Cartesian communicator"))
+    grid_of(h).ok_or_else(|| err(MPI_ERR_TOPOLOGY, "not a Cartesian communicator"))
 }
 
 /// `MPI_COMM_NULL` into a non-null output handle before anything can fail, so a caller
 /// going on under `MPI_ERRORS_RETURN` never uses a garbage handle.
-fn null_first(h: *mut Handle) {
-    if !h.is_null() {
-        // SAFETY: a non-null output handle is writable (MPI contract).
-        unsafe { h.write(COMM_NULL as Handle) };
+fn null_first(h: *mut Handle) -> CResult {
+    if h.is_null() {
+        return Err(err(MPI_ERR_ARG, "null output communicator"));
     }
+    // SAFETY: a non-null output handle is writable (MPI contract).
+    unsafe { h.write(COMM_NULL as Handle) };
+    Ok(())
 }
 
 /// A new communicator handle for `c`, inheriting `parent`'s error handler.
-fn add_cart(c: CartesianCommunicator, parent: Handle) -> Handle {
+pub fn add_cart(c: CartesianCommunicator, parent: Handle) -> Handle {
     let h = state::add_comm(c.as_simple().clone(), state::errhandler(parent));
     state::with(|s| {
         if let Some(e) = s.comms.get_mut(&(h as usize)) {
@@ -83,7 +89,7 @@ export!(MPI_Cart_create, PMPI_Cart_create,
         (comm_old: Handle, ndims: c_int, dims: *const c_int, periods: *const c_int,
          reorder: c_int, comm_cart: *mut Handle) -> c_int {
     guard("MPI_Cart_create", comm_old, || {
-        null_first(comm_cart);
+        null_first(comm_cart)?;
         let c = state::comm(comm_old)?;
         // SAFETY: ndims ints in dims and periods (MPI contract).
         let (d, p) = unsafe { grid(ndims, dims, periods, c.size())? };
@@ -175,7 +181,7 @@ export!(MPI_Cart_shift, PMPI_Cart_shift,
 export!(MPI_Cart_sub, PMPI_Cart_sub,
         (comm: Handle, remain_dims: *const c_int, newcomm: *mut Handle) -> c_int {
     guard("MPI_Cart_sub", comm, || {
-        null_first(newcomm);
+        null_first(newcomm)?;
         let c = cart(comm)?;
         let n = c.num_dimensions() as usize;
         // SAFETY: one int per dimension (MPI contract).
@@ -215,11 +221,16 @@ pub fn dims_create(nnodes: c_int, dims: &mut [c_int]) -> CResult {
     if nnodes <= 0 || dims.iter().any(|&d| d < 0) {
         return Err(err(MPI_ERR_DIMS, format!("{nnodes} nodes over {dims:?}")));
     }
-    let fixed: i64 = dims
-        .iter()
-        .filter(|&&d| d > 0)
-        .map(|&d| i64::from(d))
-        .product();
+    let mut fixed: i64 = 1;
+    for &d in dims.iter().filter(|&&d| d > 0) {
+        fixed = fixed.saturating_mul(i64::from(d));
+        if fixed > i64::from(nnodes) {
+            return Err(err(
+                MPI_ERR_DIMS,
+                format!("the fixed extents {dims:?} exceed {nnodes} nodes"),
+            ));
+        }
+    }
     if i64::from(nnodes) % fixed != 0 {
         return Err(err(
             MPI_ERR_DIMS,
@@ -227,7 +238,7 @@ pub fn dims_create(nnodes: c_int, dims: &mut [c_int]) -> CResult {
         ));
     }
     let free = dims.iter().filter(|&&d| d == 0).count();
-    let mut m = (i64::from(nnodes) / fixed) as c_int;
+    let m = (i64::from(nnodes) / fixed) as c_int;
     if free == 0 {
         return if m == 1 {
             Ok(())
@@ -238,25 +249,9 @@ pub fn dims_create(nnodes: c_int, dims: &mut [c_int]) -> CResult {
             ))
         };
     }
-    // Prime factors, largest first, each to the currently smallest free dimension.
-    let mut primes = Vec::new();
-    let mut f = 2;
-    while f * f <= m {
-        while m % f == 0 {
-            primes.push(f);
-            m /= f;
-        }
-        f += 1;
-    }
-    if m > 1 {
-        primes.push(m);
-    }
-    let mut fill = vec![1 as c_int; free];
-    for &p in primes.iter().rev() {
-        if let Some(x) = fill.iter_mut().min() {
-            *x *= p;
-        }
-    }
+    // The most balanced factorization: the smallest possible largest factor, then
+    // recursively the same for the rest (72 over 2 is 9 x 8).
+    let mut fill = balanced(m, free);
     fill.sort_unstable_by(|a, b| b.cmp(a));
     let mut it = fill.into_iter();
     for d in dims.iter_mut().filter(|d| **d == 0) {
@@ -265,15 +260,73 @@ pub fn dims_create(nnodes: c_int, dims: &mut [c_int]) -> CResult {
     Ok(())
 }
 
+/// The divisors of `m`, ascending (from its prime factors: at most a few thousand).
+fn divisors(m: c_int) -> Vec<c_int> {
+    let mut primes: Vec<(c_int, u32)> = Vec::new();
+    let mut rest = m;
+    let mut f: c_int = 2;
+    while f <= rest / f {
+        let mut k = 0;
+        while rest % f == 0 {
+            rest /= f;
+            k += 1;
+        }
+        if k > 0 {
+            primes.push((f, k));
+        }
+        f += 1;
+    }
+    if rest > 1 {
+        primes.push((rest, 1));
+    }
+    let mut ds = vec![1 as c_int];
+    for (p, k) in primes {
+        let mut more = Vec::new();
+        for &d in &ds {
+            let mut x = d;
+            for _ in 0..k {
+                x *= p;
+                more.push(x);
+            }
+        }
+        ds.extend(more);
+    }
+    ds.sort_unstable();
+    ds
+}
+
+/// `k` factors of `m`, non-increasing, the largest as small as possible.
+fn balanced(m: c_int, k: usize) -> Vec<c_int> {
+    fn split(m: c_int, k: usize, cap: c_int, ds: &[c_int]) -> Option<Vec<c_int>> {
+        if k == 1 {
+            return (m <= cap).then(|| vec![m]);
+        }
+        for &f in ds.iter().filter(|&&f| f <= cap && m % f == 0) {
+            // The largest of k factors is at least the k-th root of m.
+            if (f64::from(f)).powi(k as i32) < f64::from(m) * (1.0 - 1e-9) {
+                continue;
+            }
+            if let Some(mut rest) = split(m / f, k - 1, f, ds) {
+                rest.insert(0, f);
+                return Some(rest);
+            }
+        }
+        None
+    }
+    let ds = divisors(m);
+    split(m, k, m, &ds).unwrap_or_else(|| {
+        let mut v = vec![1; k];
+        v[0] = m;
+        v
+    })
+}
+
 export!(MPI_Dims_create, PMPI_Dims_create,
         (nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     guard("MPI_Dims_create", WORLD, || {
         let n = count(ndims)?;
-        if n > 0 && dims.is_null() {
-            return Err(err(MPI_ERR_ARG, "null dims"));
-        }
-        // SAFETY: ndims writable ints (MPI contract), checked non-null above.
-        let d = unsafe { std::slice::from_raw_parts_mut(dims, n) };
+        // SAFETY: ndims writable ints (MPI contract); typed_mut checks null and alignment.
+        let d = unsafe { crate::typed_mut::<c_int>(dims.cast(), n)? };
         dims_create(nnodes, d)
     })
 });
@@ -294,6 +347,13 @@ mod tests {
         assert_eq!(dims(6, vec![0, 3, 0]), [2, 3, 1]);
         assert_eq!(dims(24, vec![0, 0, 0]), [4, 3, 2]);
         assert_eq!(dims(16, vec![0, 0]), [4, 4]);
+        assert_eq!(dims(72, vec![0, 0]), [9, 8], "as balanced as possible");
+        assert_eq!(
+            dims(i32::MAX, vec![0, 0]),
+            [i32::MAX, 1],
+            "a large prime, quickly"
+        );
+        assert!(dims_create(4, &mut [65536, 65536, 65536, 65536]).is_err());
         assert_eq!(dims(1, vec![0, 0]), [1, 1]);
         assert!(dims_create(7, &mut [0, 3]).is_err());
         assert!(dims_create(0, &mut [0]).is_err());

@@ -425,7 +425,6 @@ pub trait CommunicatorCollectives: Communicator {
         Request::new(start(barrier_spec(c), barrier_plan), StaticScope, c)
     }
 
-    /// Gathers every member's `sendbuf` into every member's `recvbuf` (rank order).
     /// All-gather of different counts (`MPI_Allgatherv`): block i of `recvbuf` gets
     /// member i's elements on every member (collective/varcount.rs).
     fn all_gather_varcount_into<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
@@ -436,6 +435,7 @@ pub trait CommunicatorCollectives: Communicator {
         varcount::all_gather(self.as_simple(), sendbuf, recvbuf)
     }
 
+    /// Gathers every member's `sendbuf` into every member's `recvbuf` (rank order).
     fn all_gather_into<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         &self,
         sendbuf: &S,

@@ -137,6 +137,23 @@ fn main() {
         world.all_gather_varcount_into(&msg[..], &mut partition);
     }
     assert_eq!(everyone, expected, "all_gather_varcount");
+    // With gaps between the blocks: what lies between them stays as it was.
+    let spaced: Vec<Count> = displs.iter().zip(0..).map(|(&d, i)| d + i).collect();
+    let mut gappy = vec![-7; total + size as usize];
+    {
+        let mut partition = PartitionMut::new(&mut gappy[..], &counts[..], &spaced[..]);
+        world.all_gather_varcount_into(&msg[..], &mut partition);
+    }
+    for (r, (&c, &d)) in counts.iter().zip(&spaced).enumerate() {
+        let (c, d) = (c as usize, d as usize);
+        assert_eq!(
+            gappy[d..d + c],
+            expected[displs[r] as usize..displs[r] as usize + c]
+        );
+        if d + c < gappy.len() && !spaced.contains(&((d + c) as Count)) {
+            assert_eq!(gappy[d + c], -7, "the gap after block {r} untouched");
+        }
+    }
 
     world.barrier();
     println!("rank {rank} of {size}: collectives ok");

@@ -60,6 +60,16 @@ int main(int argc, char **argv) {
     OK(MPI_Cartdim_get(row, &nd));
     CHECK(nd == 1);
 
+    /* A duplicate keeps the grid. */
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(cart, &dup));
+    OK(MPI_Topo_test(dup, &status));
+    CHECK(status == MPI_CART);
+    int s2, d2;
+    OK(MPI_Cart_shift(dup, 1, 1, &s2, &d2));
+    CHECK(s2 == src && d2 == dst);
+    OK(MPI_Comm_free(&dup));
+
     int newrank;
     OK(MPI_Cart_map(MPI_COMM_WORLD, 2, dims, periods, &newrank));
     CHECK(newrank == rank);

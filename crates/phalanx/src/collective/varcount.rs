@@ -148,9 +148,15 @@ pub(crate) fn gather<S, R>(
                 send.datatype()
                     .pack(send.buffer_ptr(), send.count(), &mut mine)
             };
-            let n = mine.len().min(b.count * dt.size());
+            let n = b.count * dt.size();
+            if mine.len() > n {
+                bad(
+                    "gather_varcount_into_root",
+                    format!("the root's {} bytes exceed its block of {n}", mine.len()),
+                );
+            }
             // SAFETY: the block holds `count` elements; at most that many bytes unpack.
-            unsafe { dt.unpack(&mine[..n], b.ptr) };
+            unsafe { dt.unpack(&mine, b.ptr) };
         } else {
             d.process_at_rank(r).receive_into(b);
         }
@@ -190,9 +196,18 @@ pub(crate) fn scatter<S, R>(
             // SAFETY: the block holds `count` elements of `dt` inside the partition.
             unsafe { dt.pack(b.ptr, b.count, &mut mine) };
             let rdt = recv.datatype();
-            let n = mine.len().min(recv.count() * rdt.size());
-            // SAFETY: BufferMut guarantees room for `count` elements.
-            unsafe { rdt.unpack(&mine[..n], recv.buffer_mut_ptr()) };
+            let n = recv.count() * rdt.size();
+            if mine.len() > n {
+                bad(
+                    "scatter_varcount_into_root",
+                    format!(
+                        "the root's block of {} bytes exceeds its {n}-byte buffer",
+                        mine.len()
+                    ),
+                );
+            }
+            // SAFETY: BufferMut guarantees room for `count` elements (checked above).
+            unsafe { rdt.unpack(&mine, recv.buffer_mut_ptr()) };
         } else {
             d.process_at_rank(r).send(b);
         }
@@ -212,5 +227,14 @@ where
     } else {
         gather::<S, R>(c, 0, send, None);
     }
-    c.process_at_rank(0).broadcast_into(&mut *recv.buf);
+    // Block by block: what lies between the blocks stays as it was on every member.
+    let len = len_of(&*recv.buf);
+    let dt = recv.buf.datatype();
+    let ptr = recv.buf.buffer_mut_ptr();
+    let layout = (&recv.counts[..], &recv.displs[..]);
+    let call = "all_gather_varcount_into";
+    let root = c.process_at_rank(0);
+    for b in blocks(call, (ptr, len), &dt, layout, c.size(), true).iter_mut() {
+        root.broadcast_into(b);
+    }
 }

@@ -170,12 +170,33 @@ impl CartesianCommunicator {
             );
         };
         let me = self.rank_to_coordinates(self.comm.rank);
-        let moved = |by: Count| {
+        let (d, periodic) = (self.dims[k], self.periods[k]);
+        // In i64: any displacement, wrapped exactly on a periodic dimension.
+        let moved = |by: i64| {
+            let x = i64::from(me[k]) + by;
+            let x = if periodic {
+                x.rem_euclid(i64::from(d))
+            } else if (0..i64::from(d)).contains(&x) {
+                x
+            } else {
+                return None;
+            };
             let mut c = me.clone();
-            c[k] = c[k].saturating_add(by);
+            c[k] = x as Count;
             self.at(&c)
         };
-        (moved(-displacement), moved(displacement))
+        let by = i64::from(displacement);
+        (moved(-by), moved(by))
+    }
+
+    /// A duplicate of this communicator with the same grid (`MPI_Comm_dup` of a
+    /// Cartesian communicator). Collective.
+    pub fn duplicate(&self) -> CartesianCommunicator {
+        CartesianCommunicator {
+            comm: self.comm.duplicate(),
+            dims: self.dims.clone(),
+            periods: self.periods.clone(),
+        }
     }
 
     /// The sub-grids that keep the dimensions marked `true` (`MPI_Cart_sub`): this
@@ -263,6 +284,12 @@ mod tests {
         assert_eq!(g.shift(0, 2), (None, None));
         assert_eq!(g.shift(1, 1), (Some(7), Some(5)));
         assert_eq!(g.shift(1, -1), (Some(5), Some(7)));
+        assert_eq!(
+            g.shift(1, Count::MAX),
+            (Some(5), Some(7)),
+            "2^31 - 1 = 3 mod 4"
+        );
+        assert_eq!(g.shift(0, Count::MIN), (None, None));
         let layout = g.get_layout();
         assert_eq!(
             (layout.coords, layout.periods),
