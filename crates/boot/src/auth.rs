@@ -40,27 +40,15 @@ impl Secret {
 
     /// The environment form: 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
-        hex(&self.0)
+        hex::encode(self.0)
     }
 
     /// Parses the environment form; `None` unless exactly 64 hex digits.
     pub fn from_hex(s: &str) -> Option<Secret> {
-        let s = s.trim().as_bytes();
-        if s.len() != 64 {
-            return None;
-        }
         let mut out = [0u8; 32];
-        for (i, pair) in s.chunks_exact(2).enumerate() {
-            let d = |c: u8| (c as char).to_digit(16);
-            out[i] = (d(pair[0])? * 16 + d(pair[1])?) as u8;
-        }
+        hex::decode_to_slice(s.trim(), &mut out).ok()?;
         Some(Secret(out))
     }
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A fresh challenge: 32 random bytes in hex.

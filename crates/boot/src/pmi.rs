@@ -223,7 +223,7 @@ impl Pmi {
                 value.len()
             )));
         }
-        let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(value);
         if self.v1 {
             let kvs = self.kvsname.clone();
             self.cmd1("put", &[("kvsname", &kvs), ("key", key), ("value", &hex)])?;
@@ -444,13 +444,7 @@ fn expect(reply: &str, want: &str, cmd: &str) -> Result<(), BootError> {
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    hex::decode(s).ok()
 }
 
 /// At exit: a rank that bootstrapped through PMI and did not finalize (it exited with

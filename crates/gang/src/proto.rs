@@ -56,7 +56,7 @@ pub fn challenge() -> std::io::Result<Challenge> {
     let mut b = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
     Ok(Challenge {
-        nonce: b.iter().map(|x| format!("{x:02x}")).collect(),
+        nonce: hex::encode(b),
     })
 }
 

@@ -171,16 +171,6 @@ fn nonce(dir: u8, counter: u64) -> [u8; 12] {
     n
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-fn unhex(d: u8) -> Option<u8> {
-    match d {
-        b'0'..=b'9' => Some(d - b'0'),
-        b'a'..=b'f' => Some(d - b'a' + 10),
-        _ => None,
-    }
-}
-
 impl Sealer {
     /// `plain` sealed as the next line: its hex (module docs), without quotes.
     pub fn seal(&mut self, plain: &[u8]) -> Result<String, SealError> {
@@ -200,12 +190,7 @@ impl Sealer {
                 len: plain.len(),
                 max: MAX_LINE,
             })?;
-        let mut hex = String::with_capacity(2 * (8 + sealed.len()));
-        for b in counter.to_be_bytes().iter().chain(&sealed) {
-            hex.push(HEX[usize::from(b >> 4)] as char);
-            hex.push(HEX[usize::from(b & 15)] as char);
-        }
-        Ok(hex)
+        Ok(hex::encode([&counter.to_be_bytes()[..], &sealed].concat()))
     }
 
     /// `plain` sealed: the whole line to write (quotes and newline included).
@@ -254,10 +239,10 @@ impl Opener {
                 "not an even number of hex digits past the minimum",
             ));
         }
-        let bytes = hex
-            .chunks_exact(2)
-            .map(|p| Some(unhex(p[0])? << 4 | unhex(p[1])?))
-            .collect::<Option<Vec<u8>>>()
+        let lower = hex.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let bytes = hex::decode(hex)
+            .ok()
+            .filter(|_| lower)
             .ok_or(SealError::Malformed("not lowercase hex"))?;
         let (counter, sealed) = bytes.split_at(8);
         let mut c = [0u8; 8];

@@ -332,11 +332,9 @@ fn up(
 
 /// A fresh cluster secret, readable only by its owner.
 fn write_secret(dir: &std::path::Path) -> Result<(), String> {
-    let mut key = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut key))
-        .map_err(|e| format!("no randomness for the secret: {e}"))?;
-    let secret: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    let secret = phalanx_boot::auth::Secret::new()
+        .map_err(|e| format!("no randomness for the secret: {e}"))?
+        .to_hex();
     let path = dir.join("secret");
     let _ = std::fs::remove_file(&path);
     std::fs::OpenOptions::new()

@@ -31,23 +31,20 @@ pub struct DynBufferMut<'a> {
     dt: &'a Datatype,
 }
 
-/// Whether `dt` is `count` contiguous `T`s.
-fn is_of<T: Equivalence>(dt: &Datatype) -> bool {
+/// How many `T`s `len` bytes at `p` of elements `dt` are, if they are `T`s (the same
+/// contiguous type, `p` aligned for `T`).
+fn elements<T: Equivalence>(dt: &Datatype, p: *const u8, len: usize) -> Option<usize> {
     let t = T::equivalent_datatype();
-    dt.is_contiguous() && t.is_contiguous() && dt.signature() == t.signature()
+    let same = dt.is_contiguous() && t.is_contiguous() && dt.signature() == t.signature();
+    let size = std::mem::size_of::<T>();
+    (same && size > 0 && p.align_offset(std::mem::align_of::<T>()) == 0).then(|| len / size)
 }
 
 impl<'a> DynBuffer<'a> {
     /// The elements as `T`s, if they are `T`s.
     pub fn downcast<T: Equivalence>(self) -> Option<&'a [T]> {
-        if !is_of::<T>(self.dt) || std::mem::size_of::<T>() == 0 {
-            return None;
-        }
-        let n = self.bytes.len() / std::mem::size_of::<T>();
         let p = self.bytes.as_ptr();
-        if p.align_offset(std::mem::align_of::<T>()) != 0 {
-            return None;
-        }
+        let n = elements::<T>(self.dt, p, self.bytes.len())?;
         // SAFETY: aligned, `n` whole elements inside the slice, and Equivalence makes
         // every bit pattern a valid `T`.
         Some(unsafe { std::slice::from_raw_parts(p as *const T, n) })
@@ -69,14 +66,8 @@ impl<'a> DynBuffer<'a> {
 impl<'a> DynBufferMut<'a> {
     /// The elements as `T`s, if they are `T`s.
     pub fn downcast<T: Equivalence>(self) -> Option<&'a mut [T]> {
-        if !is_of::<T>(self.dt) || std::mem::size_of::<T>() == 0 {
-            return None;
-        }
-        let n = self.bytes.len() / std::mem::size_of::<T>();
         let p = self.bytes.as_mut_ptr();
-        if p.align_offset(std::mem::align_of::<T>()) != 0 {
-            return None;
-        }
+        let n = elements::<T>(self.dt, p, self.bytes.len())?;
         // SAFETY: as in `DynBuffer::downcast`, and the slice is borrowed exclusively.
         Some(unsafe { std::slice::from_raw_parts_mut(p as *mut T, n) })
     }
