@@ -49,7 +49,7 @@ pub mod topology;
 
 pub use environment::{initialize, initialize_with_threading, try_initialize, Threading, Universe};
 pub use environment::{time, time_resolution};
-pub use error::{Error, ErrorClass};
+pub use error::{Error, ErrorClass, MpiError};
 pub use phalanx_derive::Equivalence;
 
 /// Rank of a process in a communicator.
