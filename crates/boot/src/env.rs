@@ -264,6 +264,30 @@ pub fn check_hosts(hosts: &[(u32, &HostInfo)]) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn spawned_env_round_trips_and_rejects_garbage() {
+        let e = SpawnedEnv {
+            first: 4,
+            count: 2,
+            context: 0xdead_beee,
+            parents: vec![0, 2, 3],
+        };
+        assert_eq!(e.to_value(), "4:2:3735928558:0,2,3");
+        assert_eq!(SpawnedEnv::parse(&e.to_value()).unwrap(), e);
+        for bad in [
+            "",
+            "4:2:1",
+            "4:0:1:0",
+            "4:2:1:",
+            "4:2:x:0",
+            "4:2:1:0,,1",
+            "70000:1:1:0",
+        ] {
+            let err = SpawnedEnv::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(ENV_SPAWNED), "{bad:?}: {err}");
+        }
+    }
+
     const SECRET: &str = "abababababababababababababababababababababababababababababababab";
 
     fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {

@@ -16,6 +16,7 @@
 //! group that overlaps the other, a leader out of range or an intercommunicator call on
 //! an ordinary communicator is an error.
 
+use crate::datatype::{Buffer, BufferMut};
 use crate::error::{Error, MpiError};
 use crate::point_to_point::{Destination, Source};
 use crate::request::scope;
@@ -26,6 +27,10 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::Command;
 
 use super::{CommunicatorCollectives, Root};
+
+/// Tag of the intercommunicator broadcast on the internal context (merge and barrier
+/// use 0).
+const TAG_BCAST: Tag = 1;
 
 /// Most members a group may have (bounds the leaders' exchange).
 const MAX_GROUP: usize = 1 << 20;
@@ -314,6 +319,27 @@ impl InterCommunicator {
     pub fn barrier(&self) {
         self.local.barrier();
         self.swap_word(0);
+    }
+
+    /// The root's side of a broadcast to the remote group (`MPI_Bcast` with
+    /// `MPI_ROOT`): `buf` goes to every member of the remote group, which calls
+    /// [`InterCommunicator::broadcast_from`]. The root group's other members take no part
+    /// (`MPI_PROC_NULL`).
+    pub fn broadcast_root<B: ?Sized + Buffer>(&self, buf: &B) {
+        self.internal
+            .process_at_rank(0)
+            .send_with_tag(buf, TAG_BCAST);
+    }
+
+    /// The receivers' side of [`InterCommunicator::broadcast_root`]: every member of this
+    /// group receives into `buf` what rank `root` of the remote group sends.
+    pub fn broadcast_from<B: ?Sized + BufferMut>(&self, root: Rank, buf: &mut B) {
+        if self.local.rank == 0 {
+            self.internal
+                .process_at_rank(root)
+                .receive_into_with_tag(buf, TAG_BCAST);
+        }
+        self.local.process_at_rank(0).broadcast_into(buf);
     }
 }
 
