@@ -148,6 +148,9 @@ pub struct Engine {
     spawned: Option<phalanx_boot::SpawnedEnv>,
     /// The launcher's answer to this rank's spawn request.
     spawn_answer: Option<std::result::Result<(u32, Vec<Endpoint>), String>>,
+    /// Per job rank: it knows this rank (the same era, parents and children of a spawn);
+    /// the others of a grown job never write to it (see `spawn`).
+    pub(crate) acquainted: Vec<bool>,
 }
 
 /// Default eager limit towards shared-memory peers that pull larger messages with one
@@ -332,6 +335,9 @@ impl Engine {
                 .map(|c| CarefulLink::new(c, env.size));
         if let Some(s) = &spawned {
             engine.era = (s.first, s.count);
+            for (r, a) in engine.acquainted.iter_mut().enumerate() {
+                *a = engine.era.0 <= r as u32 || s.parents.contains(&(r as u32));
+            }
         }
         let spawned_rank = spawned.is_some();
         engine.spawned = spawned;
@@ -487,6 +493,7 @@ impl Engine {
             era: (0, size),
             spawned: None,
             spawn_answer: None,
+            acquainted: vec![true; size as usize],
         }
     }
 

@@ -110,6 +110,10 @@ impl Engine {
         self.links.grow(end, Medium::Gbn);
         self.p2p.grow(end);
         self.host_of.resize(n, u32::MAX);
+        self.acquainted.resize(n, false);
+        for r in first..end {
+            self.acquainted[r as usize] = true;
+        }
         self.single_copy_pids.resize(n, 0);
         self.readable_by.resize(n, false);
         if !self.resumed.is_empty() {
