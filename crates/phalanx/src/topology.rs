@@ -1,14 +1,19 @@
-//! Communicators and processes.
+//! Communicators, processes and groups.
 //!
 //! Contract: a communicator is a context id plus an ordered list of world ranks; ranks
 //! given to and returned by the facade are communicator ranks, the engine works in world
-//! ranks. Handles are `!Send` (funneled thread level).
+//! ranks. Handles are `!Send` (funneled thread level). Clones of a handle are the same
+//! communicator (same context, same attributes); `duplicate` makes a new one.
 
-use crate::Rank;
+pub use crate::Rank;
 use std::marker::PhantomData;
 
+pub(crate) mod attribute;
 mod cartesian;
+mod group;
+use attribute::{Attributes, CommAttribute};
 pub use cartesian::{CartesianCommunicator, CartesianLayout};
+pub use group::{Group, GroupRelation, SystemGroup, UserGroup};
 use std::rc::Rc;
 
 /// A communicator.
@@ -23,6 +28,8 @@ pub struct SimpleCommunicator {
     derived: Rc<std::cell::Cell<u32>>,
     /// Collective calls made so far (all ranks count the same calls).
     coll_seq: Rc<std::cell::Cell<u32>>,
+    /// Cached attributes ([`AnyCommunicator`]).
+    attrs: Rc<Attributes>,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -35,6 +42,7 @@ impl SimpleCommunicator {
             size: size as Rank,
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
+            attrs: Attributes::world(),
             _not_send: PhantomData,
         }
     }
@@ -42,9 +50,12 @@ impl SimpleCommunicator {
     /// A new communicator with the same members and a new context, so its messages never
     /// match this one's. Collective: every member calls it in the same order (as MPI
     /// requires), which lets every rank derive the same context id without messages.
+    /// Attributes whose type asks ([`CommAttribute::CLONE_ON_DUP`]) are cloned to it.
     pub fn duplicate(&self) -> SimpleCommunicator {
         let ctx = self.derive_context(0);
-        self.sub(ctx, self.rank, self.members.clone(), self.size)
+        let mut d = self.sub(ctx, self.rank, self.members.clone(), self.size);
+        d.attrs = self.attrs.duplicate();
+        d
     }
 
     /// The next derived context id: a mix of (parent context, derivation number, salt);
@@ -74,38 +85,45 @@ impl SimpleCommunicator {
             size,
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
+            attrs: Rc::default(),
             _not_send: PhantomData,
         }
     }
 
-    /// This communicator's group.
-    pub fn group(&self) -> Group {
-        Group {
-            members: (0..self.size).map(|r| self.world_rank(r)).collect(),
-            me: self.world_rank(self.rank),
-        }
+    /// This communicator's group (the members in rank order).
+    fn user_group(&self) -> UserGroup {
+        UserGroup::new(
+            (0..self.size).map(|r| self.world_rank(r)).collect(),
+            self.world_rank(self.rank),
+        )
     }
 
-    /// A communicator of the members of `group` (a subgroup of this one's). Collective
-    /// over this communicator; members outside the group get `None`.
-    pub fn split_by_subgroup_collective(&self, group: &Group) -> Option<SimpleCommunicator> {
-        let salt = group
-            .members
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, &m| {
-                (h ^ m as u64).wrapping_mul(0x1000_0000_01b3)
-            });
+    /// See [`Communicator::split_by_subgroup_collective`].
+    fn subgroup_collective(&self, group: &dyn Group) -> Option<SimpleCommunicator> {
+        let (members, _) = group.members_and_me();
+        let salt = members.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &m| {
+            (h ^ m as u64).wrapping_mul(0x1000_0000_01b3)
+        });
         let ctx = self.derive_context(salt);
-        let rank = group
-            .members
+        if let Some(&m) = members
+            .iter()
+            .find(|&&m| self.comm_rank(m) < 0 || m == u32::MAX)
+        {
+            crate::runtime::fatal(
+                "split_by_subgroup_collective",
+                crate::Error::InvalidArg(format!(
+                    "world rank {m} of the group is not a member of the communicator"
+                )),
+            );
+        }
+        let rank = members
             .iter()
             .position(|&m| m == self.world_rank(self.rank))?;
-        let size = group.members.len() as Rank;
         Some(self.sub(
             ctx,
             rank as Rank,
-            Some(Rc::new(group.members.clone())),
-            size,
+            Some(Rc::new(members.to_vec())),
+            members.len() as Rank,
         ))
     }
     /// The sequence number of the next collective call.
@@ -157,122 +175,6 @@ impl Color {
     }
 }
 
-/// An ordered set of processes (world ranks).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Group {
-    members: Vec<u32>,
-    me: u32,
-}
-
-impl Group {
-    /// Number of members.
-    pub fn size(&self) -> Rank {
-        self.members.len() as Rank
-    }
-    /// This process's rank in the group, if it is a member.
-    pub fn rank(&self) -> Option<Rank> {
-        self.members
-            .iter()
-            .position(|&m| m == self.me)
-            .map(|p| p as Rank)
-    }
-    /// The subgroup of the given ranks, in that order. A rank outside the group or given
-    /// twice is an error (through the fatal handler), as in MPI.
-    pub fn include(&self, ranks: &[Rank]) -> Group {
-        let mut members = Vec::with_capacity(ranks.len());
-        for &r in ranks {
-            let Some(&m) = usize::try_from(r).ok().and_then(|i| self.members.get(i)) else {
-                crate::runtime::fatal(
-                    "Group::include",
-                    crate::Error::InvalidRank {
-                        rank: r,
-                        size: self.members.len(),
-                    },
-                );
-            };
-            if members.contains(&m) {
-                crate::runtime::fatal(
-                    "Group::include",
-                    crate::Error::InvalidArg(format!("rank {r} given twice")),
-                );
-            }
-            members.push(m);
-        }
-        Group {
-            members,
-            me: self.me,
-        }
-    }
-    /// The group without the given ranks.
-    pub fn exclude(&self, ranks: &[Rank]) -> Group {
-        Group {
-            members: self
-                .members
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !ranks.contains(&(*i as Rank)))
-                .map(|(_, &m)| m)
-                .collect(),
-            me: self.me,
-        }
-    }
-    /// The members of this group, then those of `other` not in it (`MPI_Group_union`).
-    pub fn union(&self, other: &Group) -> Group {
-        let mut members = self.members.clone();
-        members.extend(other.members.iter().filter(|m| !self.members.contains(m)));
-        Group {
-            members,
-            me: self.me,
-        }
-    }
-    /// The members of this group that are also in `other`, in this group's order
-    /// (`MPI_Group_intersection`).
-    pub fn intersection(&self, other: &Group) -> Group {
-        self.filtered(|m| other.members.contains(m))
-    }
-    /// The members of this group that are not in `other`, in this group's order
-    /// (`MPI_Group_difference`).
-    pub fn difference(&self, other: &Group) -> Group {
-        self.filtered(|m| !other.members.contains(m))
-    }
-    fn filtered(&self, keep: impl Fn(&u32) -> bool) -> Group {
-        Group {
-            members: self.members.iter().copied().filter(keep).collect(),
-            me: self.me,
-        }
-    }
-    /// How this group relates to `other` (`MPI_Group_compare`): the same members in the
-    /// same order, the same members in another order, or not the same members.
-    pub fn compare(&self, other: &Group) -> GroupRelation {
-        relation(&self.members, &other.members)
-    }
-    /// The rank in `other` of this group's rank `rank` (`None` where not a member).
-    pub fn translate_rank(&self, rank: Rank, other: &Group) -> Option<Rank> {
-        self.translate_ranks(&[rank], other).pop().flatten()
-    }
-    /// Ranks in `other` of this group's ranks `ranks` (`None` where not a member).
-    pub fn translate_ranks(&self, ranks: &[Rank], other: &Group) -> Vec<Option<Rank>> {
-        ranks
-            .iter()
-            .map(|&r| {
-                let w = self.members.get(usize::try_from(r).ok()?)?;
-                other.members.iter().position(|m| m == w).map(|p| p as Rank)
-            })
-            .collect()
-    }
-}
-
-/// How two groups relate (`MPI_IDENT`, `MPI_SIMILAR`, `MPI_UNEQUAL`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupRelation {
-    /// The same members in the same order.
-    Identical,
-    /// The same members in another order.
-    Similar,
-    /// Different members.
-    Unequal,
-}
-
 /// How two communicators relate (`MPI_Comm_compare`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommunicatorRelation {
@@ -284,20 +186,6 @@ pub enum CommunicatorRelation {
     Similar,
     /// Different members.
     Unequal,
-}
-
-fn relation(a: &[u32], b: &[u32]) -> GroupRelation {
-    if a == b {
-        return GroupRelation::Identical;
-    }
-    let (mut x, mut y) = (a.to_vec(), b.to_vec());
-    x.sort_unstable();
-    y.sort_unstable();
-    if x == y {
-        GroupRelation::Similar
-    } else {
-        GroupRelation::Unequal
-    }
 }
 
 /// Longest communicator name kept (`MPI_MAX_OBJECT_NAME`).
@@ -349,7 +237,7 @@ pub trait Communicator {
         Self: Sized,
     {
         let (a, b) = (self.as_simple(), other.as_simple());
-        match relation(&a.group().members, &b.group().members) {
+        match group::relation(a.user_group().members(), b.user_group().members()) {
             GroupRelation::Identical if a.context() == b.context() => {
                 CommunicatorRelation::Identical
             }
@@ -401,6 +289,17 @@ pub trait Communicator {
         let n = cartesian::grid_size("cartesian_map", dims, periods, c.size);
         (c.rank < n).then_some(c.rank)
     }
+    /// This communicator's group (`MPI_Comm_group`).
+    fn group(&self) -> UserGroup {
+        self.as_simple().user_group()
+    }
+    /// A communicator of the members of `group`, a subgroup of this one's
+    /// (`MPI_Comm_create`). Collective over this communicator (every member passes the
+    /// same group); members outside the group get `None`. A group with a process that
+    /// is not a member of this communicator ends the rank through the error handler.
+    fn split_by_subgroup_collective(&self, group: &dyn Group) -> Option<SimpleCommunicator> {
+        self.as_simple().subgroup_collective(group)
+    }
     /// This process.
     fn this_process(&self) -> Process<'_> {
         let c = self.as_simple();
@@ -423,6 +322,27 @@ pub trait Communicator {
 impl Communicator for SimpleCommunicator {
     fn as_simple(&self) -> &SimpleCommunicator {
         self
+    }
+}
+
+/// Attribute access, for every communicator (rsmpi's `AnyCommunicator`: methods that
+/// would otherwise keep [`Communicator`] from being used as `dyn Communicator`). See
+/// [`crate::attribute`] for what is shared, copied and dropped when.
+pub trait AnyCommunicator: Communicator {
+    /// The value of attribute `A` cached on this communicator, `None` if not set
+    /// (`MPI_Comm_get_attr`).
+    fn get_attr<A: CommAttribute>(&self) -> Option<&A>;
+    /// Caches `val` on this communicator, replacing any value of `A`
+    /// (`MPI_Comm_set_attr`).
+    fn set_attr<A: CommAttribute>(&mut self, val: A);
+}
+
+impl<C: Communicator + ?Sized> AnyCommunicator for C {
+    fn get_attr<A: CommAttribute>(&self) -> Option<&A> {
+        Attributes::get(&self.as_simple().attrs)
+    }
+    fn set_attr<A: CommAttribute>(&mut self, val: A) {
+        Attributes::set(&self.as_simple().attrs, val)
     }
 }
 

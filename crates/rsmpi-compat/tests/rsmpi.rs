@@ -71,3 +71,10 @@ fn rsmpi_cartesian_on_2_3_4_and_5_ranks() {
         runs_on("rsmpi_cartesian", np, "cartesian");
     }
 }
+
+#[test]
+fn rsmpi_groups_on_2_and_3_ranks() {
+    runs_on("rsmpi_groups", 2, "groups");
+    runs_on("rsmpi_groups", 3, "groups");
+    runs_over("rsmpi_groups", 3, "groups", "udp");
+}
