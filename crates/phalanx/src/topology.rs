@@ -30,6 +30,8 @@ pub struct SimpleCommunicator {
     coll_seq: Rc<std::cell::Cell<u32>>,
     /// Cached attributes ([`AnyCommunicator`]).
     attrs: Rc<Attributes>,
+    /// The grid (extents, periods) of a Cartesian communicator and its duplicates.
+    grid: Option<Rc<(Vec<crate::Count>, Vec<bool>)>>,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -43,6 +45,7 @@ impl SimpleCommunicator {
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
             attrs: Attributes::world(),
+            grid: None,
             _not_send: PhantomData,
         }
     }
@@ -50,12 +53,35 @@ impl SimpleCommunicator {
     /// A new communicator with the same members and a new context, so its messages never
     /// match this one's. Collective: every member calls it in the same order (as MPI
     /// requires), which lets every rank derive the same context id without messages.
-    /// Attributes whose type asks ([`CommAttribute::CLONE_ON_DUP`]) are cloned to it.
+    /// Attributes whose type asks ([`CommAttribute::CLONE_ON_DUP`]) are cloned to it,
+    /// and a Cartesian communicator's grid is kept (as `MPI_Comm_dup` does).
     pub fn duplicate(&self) -> SimpleCommunicator {
         let ctx = self.derive_context(0);
         let mut d = self.sub(ctx, self.rank, self.members.clone(), self.size);
         d.attrs = self.attrs.duplicate();
+        d.grid = self.grid.clone();
         d
+    }
+
+    /// The topology of this communicator (`MPI_Topo_test`): Cartesian for one made by
+    /// [`Communicator::create_cartesian_communicator`] or a duplicate of one, else
+    /// undefined (phalanx's Rust API has no graph topologies, like rsmpi 0.8's; the C ABI
+    /// has them).
+    pub fn topology(&self) -> Topology {
+        if self.grid.is_some() {
+            Topology::Cartesian
+        } else {
+            Topology::Undefined
+        }
+    }
+
+    /// This communicator as its precise type: a [`CartesianCommunicator`] when it has a
+    /// grid, else itself.
+    pub fn into_topology(self) -> IntoTopology {
+        match self.grid.clone() {
+            Some(g) => IntoTopology::Cartesian(CartesianCommunicator::wrap(self, &g.0, &g.1)),
+            None => IntoTopology::Undefined(self),
+        }
     }
 
     /// The next derived context id: a mix of (parent context, derivation number, salt);
@@ -86,6 +112,7 @@ impl SimpleCommunicator {
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
             attrs: Rc::default(),
+            grid: None,
             _not_send: PhantomData,
         }
     }
@@ -159,6 +186,42 @@ impl SimpleCommunicator {
         }
     }
 }
+
+/// The topology kinds of MPI (`MPI_Topo_test`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// A graph (`MPI_GRAPH`).
+    Graph,
+    /// A Cartesian grid (`MPI_CART`).
+    Cartesian,
+    /// A distributed graph (`MPI_DIST_GRAPH`).
+    DistributedGraph,
+    /// None (`MPI_UNDEFINED`).
+    Undefined,
+}
+
+/// A communicator as its precise type ([`SimpleCommunicator::into_topology`]).
+#[derive(Debug)]
+pub enum IntoTopology {
+    /// A graph communicator (never made by the Rust API).
+    Graph(GraphCommunicator),
+    /// A Cartesian communicator.
+    Cartesian(CartesianCommunicator),
+    /// A distributed graph communicator (never made by the Rust API).
+    DistributedGraph(DistributedGraphCommunicator),
+    /// A communicator without a topology.
+    Undefined(SimpleCommunicator),
+}
+
+/// rsmpi 0.8's placeholder for graph communicators (it has no graph API either);
+/// graphs are in phalanx's C ABI (`MPI_Graph_create`).
+#[derive(Debug)]
+pub struct GraphCommunicator;
+
+/// rsmpi 0.8's placeholder for distributed graph communicators; they are in phalanx's C
+/// ABI (`MPI_Dist_graph_create_adjacent`).
+#[derive(Debug)]
+pub struct DistributedGraphCommunicator;
 
 /// A split color: members with the same color land in the same communicator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,5 +432,26 @@ pub struct AnyProcess<'a> {
 impl crate::request::Members for SimpleCommunicator {
     fn members(&self) -> Option<&Rc<Vec<u32>>> {
         SimpleCommunicator::members(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_keep_the_grid_and_splits_do_not() {
+        let world = SimpleCommunicator::world(0, 4);
+        assert_eq!(world.topology(), Topology::Undefined);
+        let cart = CartesianCommunicator::wrap(world.duplicate(), &[2, 2], &[true, false]);
+        let d = cart.as_simple().duplicate();
+        assert_eq!(d.topology(), Topology::Cartesian);
+        match d.into_topology() {
+            IntoTopology::Cartesian(c) => assert_eq!(c.get_layout().dims, [2, 2]),
+            other => panic!("not Cartesian: {other:?}"),
+        }
+        let ctx = world.derive_context(7);
+        let plain = world.sub(ctx, 0, None, 4);
+        assert!(matches!(plain.into_topology(), IntoTopology::Undefined(_)));
     }
 }

@@ -4,7 +4,10 @@
 //! `&dyn Group`, and `CommAttribute` values cached on communicators, cloned on
 //! `duplicate` only when the type asks.
 
-use mpi::topology::{Color, Communicator, GroupRelation, Rank, SimpleCommunicator, SystemGroup};
+use mpi::topology::{
+    Color, Communicator, GroupRelation, IntoTopology, Rank, SimpleCommunicator, SystemGroup,
+    Topology,
+};
 use mpi::traits::*;
 
 #[derive(Debug, PartialEq)]
@@ -138,6 +141,11 @@ fn main() {
     let mut world = universe.world();
     let (rank, size) = (world.rank(), world.size());
 
+    assert_eq!(world.topology(), Topology::Undefined);
+    assert!(matches!(
+        world.duplicate().into_topology(),
+        IntoTopology::Undefined(_)
+    ));
     groups(&world);
     subgroups(&world);
     attributes(&mut world);
