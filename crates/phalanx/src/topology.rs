@@ -28,6 +28,9 @@ pub struct SimpleCommunicator {
     derived: Rc<std::cell::Cell<u32>>,
     /// Collective calls made so far (all ranks count the same calls).
     coll_seq: Rc<std::cell::Cell<u32>>,
+    /// Calls of [`Communicator::split_by_subgroup_with_tag`] so far, by (group, tag)
+    /// (the members of a group count the same calls).
+    group_calls: Rc<std::cell::RefCell<std::collections::HashMap<(u64, i32), u32>>>,
     /// Cached attributes ([`AnyCommunicator`]).
     attrs: Rc<Attributes>,
     /// The grid (extents, periods) of a Cartesian communicator and its duplicates.
@@ -44,6 +47,7 @@ impl SimpleCommunicator {
             size: size as Rank,
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
+            group_calls: Rc::default(),
             attrs: Attributes::world(),
             grid: None,
             _not_send: PhantomData,
@@ -111,6 +115,7 @@ impl SimpleCommunicator {
             size,
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
+            group_calls: Rc::default(),
             attrs: Rc::default(),
             grid: None,
             _not_send: PhantomData,
@@ -127,22 +132,51 @@ impl SimpleCommunicator {
 
     /// See [`Communicator::split_by_subgroup_collective`].
     fn subgroup_collective(&self, group: &dyn Group) -> Option<SimpleCommunicator> {
+        let members = self.subgroup_members("split_by_subgroup_collective", group);
+        let ctx = self.derive_context(fnv(members));
+        self.subgroup_of(ctx, members)
+    }
+
+    /// See [`Communicator::split_by_subgroup_with_tag`]: the context mixes this one's,
+    /// the group, the tag and how many times the members made this (group, tag) before —
+    /// all known to every member without messages.
+    fn subgroup_local(&self, group: &dyn Group, tag: crate::Tag) -> Option<SimpleCommunicator> {
+        let members = self.subgroup_members("split_by_subgroup", group);
+        members
+            .contains(&self.world_rank(self.rank))
+            .then_some(())?;
+        let h = fnv(members);
+        let n = {
+            let mut calls = self.group_calls.borrow_mut();
+            let n = calls.entry((h, tag)).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let mut z = (u64::from(self.ctx) << 32 | u64::from(n))
+            ^ h.rotate_left(17)
+            ^ (tag as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ 0x5bd1_e995_2f1c_d3a7;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.subgroup_of(((z ^ (z >> 31)) as u32).max(1), members)
+    }
+
+    /// The group's members, each a member of this communicator (else fatal).
+    fn subgroup_members<'g>(&self, call: &str, group: &'g dyn Group) -> &'g [u32] {
         let (members, _) = group.members_and_me();
-        let salt = members.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &m| {
-            (h ^ m as u64).wrapping_mul(0x1000_0000_01b3)
-        });
-        let ctx = self.derive_context(salt);
-        if let Some(&m) = members
-            .iter()
-            .find(|&&m| self.comm_rank(m) < 0 || m == u32::MAX)
-        {
+        if let Some(&m) = members.iter().find(|&&m| self.comm_rank(m) < 0) {
             crate::runtime::fatal(
-                "split_by_subgroup_collective",
+                call,
                 crate::Error::InvalidArg(format!(
                     "world rank {m} of the group is not a member of the communicator"
                 )),
             );
         }
+        members
+    }
+
+    /// The communicator `ctx` of `members`, if this rank is one.
+    fn subgroup_of(&self, ctx: u32, members: &[u32]) -> Option<SimpleCommunicator> {
         let rank = members
             .iter()
             .position(|&m| m == self.world_rank(self.rank))?;
@@ -185,6 +219,13 @@ impl SimpleCommunicator {
             None => w as Rank,
         }
     }
+}
+
+/// FNV-1a of a member list (a group's identity in derived contexts).
+fn fnv(members: &[u32]) -> u64 {
+    members.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &m| {
+        (h ^ m as u64).wrapping_mul(0x1000_0000_01b3)
+    })
 }
 
 /// The topology kinds of MPI (`MPI_Topo_test`).
@@ -362,6 +403,22 @@ pub trait Communicator {
     /// is not a member of this communicator ends the rank through the error handler.
     fn split_by_subgroup_collective(&self, group: &dyn Group) -> Option<SimpleCommunicator> {
         self.as_simple().subgroup_collective(group)
+    }
+    /// A communicator of the members of `group` (`MPI_Comm_create_group` with tag 0):
+    /// only the group's members call it (not collective over this communicator); a
+    /// caller outside the group gets `None`.
+    fn split_by_subgroup(&self, group: &dyn Group) -> Option<SimpleCommunicator> {
+        self.split_by_subgroup_with_tag(group, 0)
+    }
+    /// [`Communicator::split_by_subgroup`] with a tag, so that calls for the same group
+    /// made concurrently (MPI: in different orders on different members) are told apart.
+    /// Members calling with the same (group, tag) must call in the same order.
+    fn split_by_subgroup_with_tag(
+        &self,
+        group: &dyn Group,
+        tag: crate::Tag,
+    ) -> Option<SimpleCommunicator> {
+        self.as_simple().subgroup_local(group, tag)
     }
     /// This process.
     fn this_process(&self) -> Process<'_> {
