@@ -18,7 +18,8 @@
 //! neighbour collective that never completes. `MPI_Dist_graph_create` gathers every
 //! member's edges (an all-gather of `3 × edges` ints) and lists each rank's neighbours
 //! in (contributing rank, position) order. Weights are kept as given; `MPI_UNWEIGHTED`
-//! on one side must be on the other too.
+//! must be on both sides (on every member, for `MPI_Dist_graph_create`) or on none — a
+//! side without edges has no say.
 
 use crate::consts::*;
 use crate::state;
@@ -336,15 +337,26 @@ unsafe fn weights(p: *const c_int, n: usize, what: &str) -> CResult<Option<Vec<c
     Ok(Some(ws.to_vec()))
 }
 
-/// Both sides weighted or both `MPI_UNWEIGHTED`.
-fn same_weighting(a: &Option<Vec<c_int>>, b: &Option<Vec<c_int>>) -> CResult {
-    if a.is_some() != b.is_some() {
-        return Err(err(
-            MPI_ERR_ARG,
-            "MPI_UNWEIGHTED on one side of the graph only (it must be on both or neither)",
-        ));
-    }
-    Ok(())
+/// One side's weights (`None`: unweighted).
+type Weights = Option<Vec<c_int>>;
+
+/// Both sides weighted or both `MPI_UNWEIGHTED` (a side without edges goes with the
+/// other); returns the two sides, both `None` when unweighted.
+fn same_weighting(a: Weights, na: usize, b: Weights, nb: usize) -> CResult<(Weights, Weights)> {
+    let weighted = match (na, nb) {
+        (0, 0) => a.is_some() && b.is_some(),
+        (0, _) => b.is_some(),
+        (_, 0) => a.is_some(),
+        _ if a.is_some() == b.is_some() => a.is_some(),
+        _ => {
+            return Err(err(
+                MPI_ERR_ARG,
+                "MPI_UNWEIGHTED on one side of the graph only (it must be on both or neither)",
+            ))
+        }
+    };
+    let side = |w: Weights| weighted.then(|| w.unwrap_or_default());
+    Ok((side(a), side(b)))
 }
 
 /// Collective check that `c`'s members agree on the edges between each pair: member
@@ -392,10 +404,13 @@ export!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent,
             let dw = weights(destweights, d.len(), "destweights")?;
             (s, sw, d, dw)
         };
-        same_weighting(&sw, &dw)?;
+        let (sw, dw) = same_weighting(sw, s.len(), dw, d.len())?;
+        // Derived before the check, so that every member's next derivation stays in step
+        // even where the check fails on some members only.
+        let dup = c.duplicate();
         agree(&c, &s, &d)?;
         let t = Topo::Dist { sources: s, sweights: sw, dests: d, dweights: dw };
-        let h = add(c.duplicate(), t, comm_old);
+        let h = add(dup, t, comm_old);
         // SAFETY: writable handle (MPI contract).
         unsafe { out(comm_dist_graph, h) }
     })
@@ -430,19 +445,22 @@ export!(MPI_Dist_graph_create, PMPI_Dist_graph_create,
                     e += 1;
                 }
             }
-            (t, ws.is_some())
+            // 2: no edges here, so no say in whether the graph is weighted.
+            (t, if m == 0 { 2 } else { c_int::from(ws.is_some()) })
         };
         // Every member's edges, in rank order (an all-gather of counts, then of edges).
         let mut lens = vec![0 as c_int; p as usize];
         c.all_gather_into(&(triples.len() as c_int), &mut lens[..]);
         let mut flags = vec![0 as c_int; p as usize];
-        c.all_gather_into(&c_int::from(weighted), &mut flags[..]);
-        if flags.iter().any(|&f| f != c_int::from(weighted)) {
+        c.all_gather_into(&weighted, &mut flags[..]);
+        let said: Vec<c_int> = flags.into_iter().filter(|&f| f != 2).collect();
+        if said.windows(2).any(|w| w[0] != w[1]) {
             return Err(err(
                 MPI_ERR_ARG,
                 "MPI_UNWEIGHTED on some members only (it must be on all or none)",
             ));
         }
+        let weighted = said.first() == Some(&1);
         let mut displs = Vec::with_capacity(lens.len());
         let mut total: c_int = 0;
         for &l in &lens {

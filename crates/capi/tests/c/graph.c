@@ -197,6 +197,26 @@ static void dist_graph_topology(int rank) {
     neighbor_collectives(dg, &d, rank);
     OK(MPI_Comm_free(&dg));
 
+    /* A star into rank 0, unweighted; the side without edges may say
+     * MPI_WEIGHTS_EMPTY. */
+    if (size <= 8) {
+        Graph star;
+        for (int i = 0; i < size; i++) {
+            star.nin[i] = i == 0 ? size - 1 : 0;
+            star.nout[i] = i == 0 ? 0 : 1;
+            star.out[i][0] = 0;
+            if (i > 0) star.in[0][i - 1] = i;
+        }
+        OK(MPI_Dist_graph_create_adjacent(
+            MPI_COMM_WORLD, star.nin[rank], star.in[rank],
+            rank == 0 ? MPI_UNWEIGHTED : MPI_WEIGHTS_EMPTY, star.nout[rank], star.out[rank],
+            rank == 0 ? MPI_WEIGHTS_EMPTY : MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &dg));
+        OK(MPI_Dist_graph_neighbors_count(dg, &indeg, &outdeg, &weighted));
+        CHECK(indeg == star.nin[rank] && outdeg == star.nout[rank] && weighted == 0);
+        neighbor_collectives(dg, &star, rank);
+        OK(MPI_Comm_free(&dg));
+    }
+
     /* The general form: rank 0 gives every i -> i+1, each rank adds its own i -> i+3;
      * unweighted. */
     int srcs[MAXN + 1], degs[MAXN + 1], dsts[MAXN + 1], k = 0;
