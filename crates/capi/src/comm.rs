@@ -8,7 +8,7 @@
 use crate::consts::*;
 use crate::state;
 use crate::{count, err, export, guard, out, raise, typed, CResult};
-use phalanx::topology::{Color, Group};
+use phalanx::topology::{Color, Communicator, Group, UserGroup};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -25,10 +25,10 @@ const SIMILAR: c_int = 203;
 const UNEQUAL: c_int = 204;
 
 thread_local! {
-    static GROUPS: RefCell<(HashMap<usize, Group>, usize)> = RefCell::new((HashMap::new(), 0));
+    static GROUPS: RefCell<(HashMap<usize, UserGroup>, usize)> = RefCell::new((HashMap::new(), 0));
 }
 
-pub(crate) fn add_group(g: Group) -> Handle {
+pub(crate) fn add_group(g: UserGroup) -> Handle {
     GROUPS.with(|t| {
         let mut t = t.borrow_mut();
         let h = 0x100_0000 + t.1;
@@ -39,7 +39,7 @@ pub(crate) fn add_group(g: Group) -> Handle {
 }
 
 /// The group behind handle `h` (`MPI_GROUP_EMPTY` included).
-pub(crate) fn group(h: Handle) -> CResult<Group> {
+pub(crate) fn group(h: Handle) -> CResult<UserGroup> {
     if h as usize == GROUP_EMPTY {
         return Ok(state::comm(COMM_SELF as Handle)?.group().include(&[]));
     }

@@ -84,6 +84,10 @@ pub const MPI_ERR_DIMS: c_int = 12;
 pub const MPI_ERR_TOPOLOGY: c_int = 11;
 /// `MPI_CART` (`MPI_Topo_test`).
 pub const MPI_CART: c_int = 211;
+/// `MPI_GRAPH` (`MPI_Topo_test`).
+pub const MPI_GRAPH: c_int = 212;
+/// `MPI_DIST_GRAPH` (`MPI_Topo_test`).
+pub const MPI_DIST_GRAPH: c_int = 213;
 /// Row-major array order (last dimension varies fastest).
 pub const MPI_ORDER_C: c_int = 0xC;
 /// Column-major array order (first dimension varies fastest).

@@ -167,6 +167,7 @@ export!(MPI_Comm_dup, PMPI_Comm_dup, (comm: Handle, newcomm: *mut Handle) -> c_i
             (Some(cart), None) => crate::topo::add_cart(cart.duplicate(), comm),
             (None, None) => state::add_comm(c.duplicate(), state::errhandler(comm)),
         };
+        crate::graph::copy(comm, h);
         crate::attrs::copy_all(comm, h)?;
         // SAFETY: non-null, and the caller passes a writable handle.
         unsafe { out(newcomm, h) }
@@ -185,6 +186,7 @@ export!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut Handle) -> c_int {
             return Err(err(MPI_ERR_COMM, "cannot free a predefined communicator"));
         }
         crate::attrs::delete_all(h)?;
+        crate::graph::forget(h);
         state::with(|s| s.comms.remove(&(h as usize)));
         // SAFETY: non-null and writable (checked above, MPI contract).
         unsafe { out(comm, COMM_NULL as Handle) }

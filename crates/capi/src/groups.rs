@@ -10,13 +10,13 @@
 use crate::comm::{add_group, group, GROUP_EMPTY};
 use crate::consts::*;
 use crate::{count, err, export, guard, out, state, typed, CResult};
-use phalanx::topology::Group;
+use phalanx::topology::{Communicator, Group, UserGroup};
 use std::ffi::c_int;
 
 const WORLD: Handle = COMM_WORLD as Handle;
 
 /// World ranks of the members of `g`, in group order.
-fn members(g: &Group) -> CResult<Vec<c_int>> {
+fn members(g: &UserGroup) -> CResult<Vec<c_int>> {
     let w = state::comm(WORLD)?.group();
     let rs: Vec<c_int> = (0..g.size()).collect();
     Ok(g.translate_ranks(&rs, &w)
@@ -33,7 +33,7 @@ fn from_world(ws: &[c_int]) -> CResult<Handle> {
     Ok(add_group(state::comm(WORLD)?.group().include(ws)))
 }
 
-fn check_ranks(g: &Group, rs: &[c_int]) -> CResult {
+fn check_ranks(g: &UserGroup, rs: &[c_int]) -> CResult {
     for (i, &r) in rs.iter().enumerate() {
         if !(0..g.size()).contains(&r) || rs[..i].contains(&r) {
             return Err(err(
@@ -49,7 +49,7 @@ fn check_ranks(g: &Group, rs: &[c_int]) -> CResult {
 ///
 /// # Safety
 /// `ranges` points to `n` triplets.
-unsafe fn ranges(g: &Group, n: usize, ranges: *const [c_int; 3]) -> CResult<Vec<c_int>> {
+unsafe fn ranges(g: &UserGroup, n: usize, ranges: *const [c_int; 3]) -> CResult<Vec<c_int>> {
     // SAFETY: n triplets (caller).
     let t: &[[c_int; 3]] = unsafe { typed(ranges.cast(), n)? };
     let mut v = Vec::new();

@@ -358,7 +358,7 @@ pub fn local_size(h: Handle) -> Option<c_int> {
 }
 
 /// `MPI_Comm_group` of an intercommunicator: its local group.
-pub fn local_group(h: Handle) -> Option<phalanx::topology::Group> {
+pub fn local_group(h: Handle) -> Option<phalanx::topology::UserGroup> {
     inter_of(h).map(|ic| ic.group())
 }
 

@@ -418,34 +418,6 @@ export!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (origin_addr: *const c_void
     not_implemented("MPI_Compare_and_swap", WORLD)
 });
 
-export!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_old: Handle, n: c_int, sources: *const c_void, degrees: *const c_void, destinations: *const c_void, weights: *const c_void, info: Handle, reorder: c_int, comm_dist_graph: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(comm_dist_graph, NULL_COMM);
-    }
-    let _ = (comm_old, n, sources, degrees, destinations, weights, info, reorder, comm_dist_graph);
-    not_implemented("MPI_Dist_graph_create", comm_old)
-});
-
-export!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (comm_old: Handle, indegree: c_int, sources: *const c_void, sourceweights: *const c_void, outdegree: c_int, destinations: *const c_void, destweights: *const c_void, info: Handle, reorder: c_int, comm_dist_graph: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(comm_dist_graph, NULL_COMM);
-    }
-    let _ = (comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, comm_dist_graph);
-    not_implemented("MPI_Dist_graph_create_adjacent", comm_old)
-});
-
-export!(MPI_Dist_graph_neighbors, PMPI_Dist_graph_neighbors, (comm: Handle, maxindegree: c_int, sources: *mut c_void, sourceweights: *mut c_void, maxoutdegree: c_int, destinations: *mut c_void, destweights: *mut c_void) -> c_int {
-    let _ = (comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights);
-    not_implemented("MPI_Dist_graph_neighbors", comm)
-});
-
-export!(MPI_Dist_graph_neighbors_count, PMPI_Dist_graph_neighbors_count, (comm: Handle, indegree: *mut c_void, outdegree: *mut c_void, weighted: *mut c_void) -> c_int {
-    let _ = (comm, indegree, outdegree, weighted);
-    not_implemented("MPI_Dist_graph_neighbors_count", comm)
-});
-
 export!(MPI_Exscan_c, PMPI_Exscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, comm);
     not_implemented("MPI_Exscan_c", comm)
@@ -1109,40 +1081,6 @@ export!(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info, (hw_info: *mut Hand
     not_implemented("MPI_Get_hw_resource_info", WORLD)
 });
 
-export!(MPI_Graph_create, PMPI_Graph_create, (comm_old: Handle, nnodes: c_int, indx: *const c_void, edges: *const c_void, reorder: c_int, comm_graph: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(comm_graph, NULL_COMM);
-    }
-    let _ = (comm_old, nnodes, indx, edges, reorder, comm_graph);
-    not_implemented("MPI_Graph_create", comm_old)
-});
-
-export!(MPI_Graph_get, PMPI_Graph_get, (comm: Handle, maxindex: c_int, maxedges: c_int, indx: *mut c_void, edges: *mut c_void) -> c_int {
-    let _ = (comm, maxindex, maxedges, indx, edges);
-    not_implemented("MPI_Graph_get", comm)
-});
-
-export!(MPI_Graph_map, PMPI_Graph_map, (comm: Handle, nnodes: c_int, indx: *const c_void, edges: *const c_void, newrank: *mut c_void) -> c_int {
-    let _ = (comm, nnodes, indx, edges, newrank);
-    not_implemented("MPI_Graph_map", comm)
-});
-
-export!(MPI_Graph_neighbors, PMPI_Graph_neighbors, (comm: Handle, rank: c_int, maxneighbors: c_int, neighbors: *mut c_void) -> c_int {
-    let _ = (comm, rank, maxneighbors, neighbors);
-    not_implemented("MPI_Graph_neighbors", comm)
-});
-
-export!(MPI_Graph_neighbors_count, PMPI_Graph_neighbors_count, (comm: Handle, rank: c_int, nneighbors: *mut c_void) -> c_int {
-    let _ = (comm, rank, nneighbors);
-    not_implemented("MPI_Graph_neighbors_count", comm)
-});
-
-export!(MPI_Graphdims_get, PMPI_Graphdims_get, (comm: Handle, nnodes: *mut c_void, nedges: *mut c_void) -> c_int {
-    let _ = (comm, nnodes, nedges);
-    not_implemented("MPI_Graphdims_get", comm)
-});
-
 export!(MPI_Grequest_complete, PMPI_Grequest_complete, (request: Handle) -> c_int {
     let _ = (request,);
     not_implemented("MPI_Grequest_complete", WORLD)
@@ -1555,11 +1493,6 @@ export!(MPI_Mrecv_c, PMPI_Mrecv_c, (buf: *mut c_void, count: i64, datatype: Hand
     not_implemented("MPI_Mrecv_c", WORLD)
 });
 
-export!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    not_implemented("MPI_Neighbor_allgather", comm)
-});
-
 export!(MPI_Neighbor_allgather_c, PMPI_Neighbor_allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     not_implemented("MPI_Neighbor_allgather_c", comm)
@@ -1581,11 +1514,6 @@ export!(MPI_Neighbor_allgather_init_c, PMPI_Neighbor_allgather_init_c, (sendbuf:
     }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_allgather_init_c", comm)
-});
-
-export!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    not_implemented("MPI_Neighbor_allgatherv", comm)
 });
 
 export!(MPI_Neighbor_allgatherv_c, PMPI_Neighbor_allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
@@ -1611,11 +1539,6 @@ export!(MPI_Neighbor_allgatherv_init_c, PMPI_Neighbor_allgatherv_init_c, (sendbu
     not_implemented("MPI_Neighbor_allgatherv_init_c", comm)
 });
 
-export!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    not_implemented("MPI_Neighbor_alltoall", comm)
-});
-
 export!(MPI_Neighbor_alltoall_c, PMPI_Neighbor_alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     not_implemented("MPI_Neighbor_alltoall_c", comm)
@@ -1637,11 +1560,6 @@ export!(MPI_Neighbor_alltoall_init_c, PMPI_Neighbor_alltoall_init_c, (sendbuf: *
     }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     not_implemented("MPI_Neighbor_alltoall_init_c", comm)
-});
-
-export!(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    not_implemented("MPI_Neighbor_alltoallv", comm)
 });
 
 export!(MPI_Neighbor_alltoallv_c, PMPI_Neighbor_alltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle) -> c_int {

@@ -1,7 +1,9 @@
 //! Cartesian topologies: `MPI_Cart_create`, `MPI_Cart_get`, `MPI_Cartdim_get`,
 //! `MPI_Cart_coords`, `MPI_Cart_rank`, `MPI_Cart_shift`, `MPI_Cart_sub`, `MPI_Cart_map`,
 //! `MPI_Topo_test` and `MPI_Dims_create`, on the Rust API's
-//! [`CartesianCommunicator`] (row-major, ranks not reordered).
+//! [`CartesianCommunicator`] (row-major, ranks not reordered). Graphs are in
+//! [`crate::graph`], the neighbour collectives in [`crate::neighbor`]; `MPI_Topo_test`
+//! answers for all three kinds.
 //!
 //! Contract: a communicator made by `MPI_Cart_create` or `MPI_Cart_sub` carries its grid
 //! in its table entry; the `MPI_Cart_*` queries on any other communicator fail with
@@ -210,8 +212,14 @@ export!(MPI_Topo_test, PMPI_Topo_test, (comm: Handle, status: *mut c_int) -> c_i
     guard("MPI_Topo_test", comm, || {
         state::comm(comm)?;
         let is_cart = state::with(|s| s.comms.get(&(comm as usize)).is_some_and(|e| e.cart.is_some()));
+        let kind = match crate::graph::topo_of(comm).as_deref() {
+            _ if is_cart => MPI_CART,
+            Some(crate::graph::Topo::Graph { .. }) => MPI_GRAPH,
+            Some(crate::graph::Topo::Dist { .. }) => MPI_DIST_GRAPH,
+            None => MPI_UNDEFINED,
+        };
         // SAFETY: writable int (MPI contract).
-        unsafe { out(status, if is_cart { MPI_CART } else { MPI_UNDEFINED }) }
+        unsafe { out(status, kind) }
     })
 });
 

@@ -463,6 +463,14 @@ fn spawn_and_intercommunicators_from_c() {
 }
 
 #[test]
+fn graph_topologies_and_neighbor_collectives_from_c() {
+    let exe = c_test("graph");
+    for n in [1, 2, 3, 4, 5] {
+        run_ok(n, &exe, &[], "graph ok");
+    }
+}
+
+#[test]
 fn errors_return_their_class_under_errors_return() {
     let exe = c_test("errors");
     run_ok(2, &exe, &[], "errors ok");

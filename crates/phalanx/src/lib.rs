@@ -31,6 +31,7 @@
 
 extern crate self as phalanx;
 
+pub mod attribute;
 pub mod coll;
 pub mod collective;
 pub mod config;
@@ -63,10 +64,11 @@ pub type Count = i32;
 
 /// The usual imports: `use phalanx::traits::*;`.
 pub mod traits {
+    pub use crate::attribute::CommAttribute;
     pub use crate::collective::{CommunicatorCollectives, Operation, Root};
     pub use crate::datatype::{Buffer, BufferMut, Equivalence};
     pub use crate::point_to_point::{Destination, Source};
-    pub use crate::topology::Communicator;
+    pub use crate::topology::{AnyCommunicator, Communicator, Group};
     pub use phalanx_derive::Equivalence;
 }
 

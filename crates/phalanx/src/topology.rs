@@ -1,15 +1,20 @@
-//! Communicators and processes.
+//! Communicators, processes and groups.
 //!
 //! Contract: a communicator is a context id plus an ordered list of world ranks; ranks
 //! given to and returned by the facade are communicator ranks, the engine works in world
-//! ranks. Handles are `!Send` (funneled thread level).
+//! ranks. Handles are `!Send` (funneled thread level). Clones of a handle are the same
+//! communicator (same context, same attributes); `duplicate` makes a new one.
 
-use crate::Rank;
+pub use crate::Rank;
 use std::marker::PhantomData;
 
+pub(crate) mod attribute;
 mod cartesian;
+mod group;
+use attribute::{Attributes, CommAttribute};
 pub use cartesian::{CartesianCommunicator, CartesianLayout};
 mod inter;
+pub use group::{Group, GroupRelation, SystemGroup, UserGroup};
 pub use inter::{InterCommunicator, MergeOrder};
 use std::rc::Rc;
 
@@ -29,6 +34,13 @@ pub struct SimpleCommunicator {
     /// are the remote group, `rank` is this process's rank in the local group. No
     /// collective runs on it.
     pub(crate) inter: bool,
+    /// Calls of [`Communicator::split_by_subgroup_with_tag`] so far, by (group, tag)
+    /// (the members of a group count the same calls).
+    group_calls: Rc<std::cell::RefCell<std::collections::HashMap<(u64, i32), u32>>>,
+    /// Cached attributes ([`AnyCommunicator`]).
+    attrs: Rc<Attributes>,
+    /// The grid (extents, periods) of a Cartesian communicator and its duplicates.
+    grid: Option<Rc<(Vec<crate::Count>, Vec<bool>)>>,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -42,6 +54,9 @@ impl SimpleCommunicator {
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
             inter: false,
+            group_calls: Rc::default(),
+            attrs: Attributes::world(),
+            grid: None,
             _not_send: PhantomData,
         }
     }
@@ -59,6 +74,8 @@ impl SimpleCommunicator {
     /// A new communicator with the same members and a new context, so its messages never
     /// match this one's. Collective: every member calls it in the same order (as MPI
     /// requires), which lets every rank derive the same context id without messages.
+    /// Attributes whose type asks ([`CommAttribute::CLONE_ON_DUP`]) are cloned to it,
+    /// and a Cartesian communicator's grid is kept (as `MPI_Comm_dup` does).
     pub fn duplicate(&self) -> SimpleCommunicator {
         if self.inter {
             crate::runtime::fatal(
@@ -71,7 +88,31 @@ impl SimpleCommunicator {
             );
         }
         let ctx = self.derive_context(0);
-        self.sub(ctx, self.rank, self.members.clone(), self.size)
+        let mut d = self.sub(ctx, self.rank, self.members.clone(), self.size);
+        d.attrs = self.attrs.duplicate();
+        d.grid = self.grid.clone();
+        d
+    }
+
+    /// The topology of this communicator (`MPI_Topo_test`): Cartesian for one made by
+    /// [`Communicator::create_cartesian_communicator`] or a duplicate of one, else
+    /// undefined (phalanx's Rust API has no graph topologies, like rsmpi 0.8's; the C ABI
+    /// has them).
+    pub fn topology(&self) -> Topology {
+        if self.grid.is_some() {
+            Topology::Cartesian
+        } else {
+            Topology::Undefined
+        }
+    }
+
+    /// This communicator as its precise type: a [`CartesianCommunicator`] when it has a
+    /// grid, else itself.
+    pub fn into_topology(self) -> IntoTopology {
+        match self.grid.clone() {
+            Some(g) => IntoTopology::Cartesian(CartesianCommunicator::wrap(self, &g.0, &g.1)),
+            None => IntoTopology::Undefined(self),
+        }
     }
 
     /// The next derived context id: a mix of (parent context, derivation number, salt);
@@ -102,38 +143,76 @@ impl SimpleCommunicator {
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
             inter: false,
+            group_calls: Rc::default(),
+            attrs: Rc::default(),
+            grid: None,
             _not_send: PhantomData,
         }
     }
 
-    /// This communicator's group.
-    pub fn group(&self) -> Group {
-        Group {
-            members: (0..self.size).map(|r| self.world_rank(r)).collect(),
-            me: self.world_rank(self.rank),
-        }
+    /// This communicator's group (the members in rank order).
+    fn user_group(&self) -> UserGroup {
+        UserGroup::new(
+            (0..self.size).map(|r| self.world_rank(r)).collect(),
+            self.world_rank(self.rank),
+        )
     }
 
-    /// A communicator of the members of `group` (a subgroup of this one's). Collective
-    /// over this communicator; members outside the group get `None`.
-    pub fn split_by_subgroup_collective(&self, group: &Group) -> Option<SimpleCommunicator> {
-        let salt = group
-            .members
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, &m| {
-                (h ^ m as u64).wrapping_mul(0x1000_0000_01b3)
-            });
-        let ctx = self.derive_context(salt);
-        let rank = group
-            .members
+    /// See [`Communicator::split_by_subgroup_collective`].
+    fn subgroup_collective(&self, group: &dyn Group) -> Option<SimpleCommunicator> {
+        let members = self.subgroup_members("split_by_subgroup_collective", group);
+        let ctx = self.derive_context(fnv(members));
+        self.subgroup_of(ctx, members)
+    }
+
+    /// See [`Communicator::split_by_subgroup_with_tag`]: the context mixes this one's,
+    /// the group, the tag and how many times the members made this (group, tag) before —
+    /// all known to every member without messages.
+    fn subgroup_local(&self, group: &dyn Group, tag: crate::Tag) -> Option<SimpleCommunicator> {
+        let members = self.subgroup_members("split_by_subgroup", group);
+        members
+            .contains(&self.world_rank(self.rank))
+            .then_some(())?;
+        let h = fnv(members);
+        let n = {
+            let mut calls = self.group_calls.borrow_mut();
+            let n = calls.entry((h, tag)).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let mut z = (u64::from(self.ctx) << 32 | u64::from(n))
+            ^ h.rotate_left(17)
+            ^ (tag as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ 0x5bd1_e995_2f1c_d3a7;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.subgroup_of(((z ^ (z >> 31)) as u32).max(1), members)
+    }
+
+    /// The group's members, each a member of this communicator (else fatal).
+    fn subgroup_members<'g>(&self, call: &str, group: &'g dyn Group) -> &'g [u32] {
+        let (members, _) = group.members_and_me();
+        if let Some(&m) = members.iter().find(|&&m| self.comm_rank(m) < 0) {
+            crate::runtime::fatal(
+                call,
+                crate::Error::InvalidArg(format!(
+                    "world rank {m} of the group is not a member of the communicator"
+                )),
+            );
+        }
+        members
+    }
+
+    /// The communicator `ctx` of `members`, if this rank is one.
+    fn subgroup_of(&self, ctx: u32, members: &[u32]) -> Option<SimpleCommunicator> {
+        let rank = members
             .iter()
             .position(|&m| m == self.world_rank(self.rank))?;
-        let size = group.members.len() as Rank;
         Some(self.sub(
             ctx,
             rank as Rank,
-            Some(Rc::new(group.members.clone())),
-            size,
+            Some(Rc::new(members.to_vec())),
+            members.len() as Rank,
         ))
     }
     /// The sequence number of the next collective call.
@@ -170,6 +249,49 @@ impl SimpleCommunicator {
     }
 }
 
+/// FNV-1a of a member list (a group's identity in derived contexts).
+fn fnv(members: &[u32]) -> u64 {
+    members.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &m| {
+        (h ^ m as u64).wrapping_mul(0x1000_0000_01b3)
+    })
+}
+
+/// The topology kinds of MPI (`MPI_Topo_test`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// A graph (`MPI_GRAPH`).
+    Graph,
+    /// A Cartesian grid (`MPI_CART`).
+    Cartesian,
+    /// A distributed graph (`MPI_DIST_GRAPH`).
+    DistributedGraph,
+    /// None (`MPI_UNDEFINED`).
+    Undefined,
+}
+
+/// A communicator as its precise type ([`SimpleCommunicator::into_topology`]).
+#[derive(Debug)]
+pub enum IntoTopology {
+    /// A graph communicator (never made by the Rust API).
+    Graph(GraphCommunicator),
+    /// A Cartesian communicator.
+    Cartesian(CartesianCommunicator),
+    /// A distributed graph communicator (never made by the Rust API).
+    DistributedGraph(DistributedGraphCommunicator),
+    /// A communicator without a topology.
+    Undefined(SimpleCommunicator),
+}
+
+/// rsmpi 0.8's placeholder for graph communicators (it has no graph API either);
+/// graphs are in phalanx's C ABI (`MPI_Graph_create`).
+#[derive(Debug)]
+pub struct GraphCommunicator;
+
+/// rsmpi 0.8's placeholder for distributed graph communicators; they are in phalanx's C
+/// ABI (`MPI_Dist_graph_create_adjacent`).
+#[derive(Debug)]
+pub struct DistributedGraphCommunicator;
+
 /// A split color: members with the same color land in the same communicator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Color(pub(crate) i32);
@@ -185,122 +307,6 @@ impl Color {
     }
 }
 
-/// An ordered set of processes (world ranks).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Group {
-    members: Vec<u32>,
-    me: u32,
-}
-
-impl Group {
-    /// Number of members.
-    pub fn size(&self) -> Rank {
-        self.members.len() as Rank
-    }
-    /// This process's rank in the group, if it is a member.
-    pub fn rank(&self) -> Option<Rank> {
-        self.members
-            .iter()
-            .position(|&m| m == self.me)
-            .map(|p| p as Rank)
-    }
-    /// The subgroup of the given ranks, in that order. A rank outside the group or given
-    /// twice is an error (through the fatal handler), as in MPI.
-    pub fn include(&self, ranks: &[Rank]) -> Group {
-        let mut members = Vec::with_capacity(ranks.len());
-        for &r in ranks {
-            let Some(&m) = usize::try_from(r).ok().and_then(|i| self.members.get(i)) else {
-                crate::runtime::fatal(
-                    "Group::include",
-                    crate::Error::InvalidRank {
-                        rank: r,
-                        size: self.members.len(),
-                    },
-                );
-            };
-            if members.contains(&m) {
-                crate::runtime::fatal(
-                    "Group::include",
-                    crate::Error::InvalidArg(format!("rank {r} given twice")),
-                );
-            }
-            members.push(m);
-        }
-        Group {
-            members,
-            me: self.me,
-        }
-    }
-    /// The group without the given ranks.
-    pub fn exclude(&self, ranks: &[Rank]) -> Group {
-        Group {
-            members: self
-                .members
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !ranks.contains(&(*i as Rank)))
-                .map(|(_, &m)| m)
-                .collect(),
-            me: self.me,
-        }
-    }
-    /// The members of this group, then those of `other` not in it (`MPI_Group_union`).
-    pub fn union(&self, other: &Group) -> Group {
-        let mut members = self.members.clone();
-        members.extend(other.members.iter().filter(|m| !self.members.contains(m)));
-        Group {
-            members,
-            me: self.me,
-        }
-    }
-    /// The members of this group that are also in `other`, in this group's order
-    /// (`MPI_Group_intersection`).
-    pub fn intersection(&self, other: &Group) -> Group {
-        self.filtered(|m| other.members.contains(m))
-    }
-    /// The members of this group that are not in `other`, in this group's order
-    /// (`MPI_Group_difference`).
-    pub fn difference(&self, other: &Group) -> Group {
-        self.filtered(|m| !other.members.contains(m))
-    }
-    fn filtered(&self, keep: impl Fn(&u32) -> bool) -> Group {
-        Group {
-            members: self.members.iter().copied().filter(keep).collect(),
-            me: self.me,
-        }
-    }
-    /// How this group relates to `other` (`MPI_Group_compare`): the same members in the
-    /// same order, the same members in another order, or not the same members.
-    pub fn compare(&self, other: &Group) -> GroupRelation {
-        relation(&self.members, &other.members)
-    }
-    /// The rank in `other` of this group's rank `rank` (`None` where not a member).
-    pub fn translate_rank(&self, rank: Rank, other: &Group) -> Option<Rank> {
-        self.translate_ranks(&[rank], other).pop().flatten()
-    }
-    /// Ranks in `other` of this group's ranks `ranks` (`None` where not a member).
-    pub fn translate_ranks(&self, ranks: &[Rank], other: &Group) -> Vec<Option<Rank>> {
-        ranks
-            .iter()
-            .map(|&r| {
-                let w = self.members.get(usize::try_from(r).ok()?)?;
-                other.members.iter().position(|m| m == w).map(|p| p as Rank)
-            })
-            .collect()
-    }
-}
-
-/// How two groups relate (`MPI_IDENT`, `MPI_SIMILAR`, `MPI_UNEQUAL`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupRelation {
-    /// The same members in the same order.
-    Identical,
-    /// The same members in another order.
-    Similar,
-    /// Different members.
-    Unequal,
-}
-
 /// How two communicators relate (`MPI_Comm_compare`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommunicatorRelation {
@@ -312,20 +318,6 @@ pub enum CommunicatorRelation {
     Similar,
     /// Different members.
     Unequal,
-}
-
-fn relation(a: &[u32], b: &[u32]) -> GroupRelation {
-    if a == b {
-        return GroupRelation::Identical;
-    }
-    let (mut x, mut y) = (a.to_vec(), b.to_vec());
-    x.sort_unstable();
-    y.sort_unstable();
-    if x == y {
-        GroupRelation::Similar
-    } else {
-        GroupRelation::Unequal
-    }
 }
 
 /// Longest communicator name kept (`MPI_MAX_OBJECT_NAME`).
@@ -377,7 +369,7 @@ pub trait Communicator {
         Self: Sized,
     {
         let (a, b) = (self.as_simple(), other.as_simple());
-        match relation(&a.group().members, &b.group().members) {
+        match group::relation(a.user_group().members(), b.user_group().members()) {
             GroupRelation::Identical if a.context() == b.context() => {
                 CommunicatorRelation::Identical
             }
@@ -434,6 +426,33 @@ pub trait Communicator {
     fn parent(&self) -> Option<InterCommunicator> {
         inter::parent()
     }
+    /// This communicator's group (`MPI_Comm_group`).
+    fn group(&self) -> UserGroup {
+        self.as_simple().user_group()
+    }
+    /// A communicator of the members of `group`, a subgroup of this one's
+    /// (`MPI_Comm_create`). Collective over this communicator (every member passes the
+    /// same group); members outside the group get `None`. A group with a process that
+    /// is not a member of this communicator ends the rank through the error handler.
+    fn split_by_subgroup_collective(&self, group: &dyn Group) -> Option<SimpleCommunicator> {
+        self.as_simple().subgroup_collective(group)
+    }
+    /// A communicator of the members of `group` (`MPI_Comm_create_group` with tag 0):
+    /// only the group's members call it (not collective over this communicator); a
+    /// caller outside the group gets `None`.
+    fn split_by_subgroup(&self, group: &dyn Group) -> Option<SimpleCommunicator> {
+        self.split_by_subgroup_with_tag(group, 0)
+    }
+    /// [`Communicator::split_by_subgroup`] with a tag, so that calls for the same group
+    /// made concurrently (MPI: in different orders on different members) are told apart.
+    /// Members calling with the same (group, tag) must call in the same order.
+    fn split_by_subgroup_with_tag(
+        &self,
+        group: &dyn Group,
+        tag: crate::Tag,
+    ) -> Option<SimpleCommunicator> {
+        self.as_simple().subgroup_local(group, tag)
+    }
     /// This process.
     fn this_process(&self) -> Process<'_> {
         let c = self.as_simple();
@@ -456,6 +475,27 @@ pub trait Communicator {
 impl Communicator for SimpleCommunicator {
     fn as_simple(&self) -> &SimpleCommunicator {
         self
+    }
+}
+
+/// Attribute access, for every communicator (rsmpi's `AnyCommunicator`: methods that
+/// would otherwise keep [`Communicator`] from being used as `dyn Communicator`). See
+/// [`crate::attribute`] for what is shared, copied and dropped when.
+pub trait AnyCommunicator: Communicator {
+    /// The value of attribute `A` cached on this communicator, `None` if not set
+    /// (`MPI_Comm_get_attr`).
+    fn get_attr<A: CommAttribute>(&self) -> Option<&A>;
+    /// Caches `val` on this communicator, replacing any value of `A`
+    /// (`MPI_Comm_set_attr`).
+    fn set_attr<A: CommAttribute>(&mut self, val: A);
+}
+
+impl<C: Communicator + ?Sized> AnyCommunicator for C {
+    fn get_attr<A: CommAttribute>(&self) -> Option<&A> {
+        Attributes::get(&self.as_simple().attrs)
+    }
+    fn set_attr<A: CommAttribute>(&mut self, val: A) {
+        Attributes::set(&self.as_simple().attrs, val)
     }
 }
 
@@ -482,5 +522,26 @@ pub struct AnyProcess<'a> {
 impl crate::request::Members for SimpleCommunicator {
     fn members(&self) -> Option<&Rc<Vec<u32>>> {
         SimpleCommunicator::members(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_keep_the_grid_and_splits_do_not() {
+        let world = SimpleCommunicator::world(0, 4);
+        assert_eq!(world.topology(), Topology::Undefined);
+        let cart = CartesianCommunicator::wrap(world.duplicate(), &[2, 2], &[true, false]);
+        let d = cart.as_simple().duplicate();
+        assert_eq!(d.topology(), Topology::Cartesian);
+        match d.into_topology() {
+            IntoTopology::Cartesian(c) => assert_eq!(c.get_layout().dims, [2, 2]),
+            other => panic!("not Cartesian: {other:?}"),
+        }
+        let ctx = world.derive_context(7);
+        let plain = world.sub(ctx, 0, None, 4);
+        assert!(matches!(plain.into_topology(), IntoTopology::Undefined(_)));
     }
 }

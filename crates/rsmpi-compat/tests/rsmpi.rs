@@ -102,3 +102,12 @@ fn rsmpi_spawn_on_2_and_3_ranks() {
         }
     }
 }
+
+#[test]
+fn rsmpi_groups_on_2_and_3_ranks() {
+    runs_on("rsmpi_groups", 2, "groups");
+    runs_on("rsmpi_groups", 3, "groups");
+    runs_over("rsmpi_groups", 3, "groups", "udp");
+    // Two odd members, which make their tagged communicators in opposite orders.
+    runs_on("rsmpi_groups", 4, "groups");
+}

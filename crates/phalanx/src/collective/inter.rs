@@ -310,7 +310,7 @@ impl InterCommunicator {
     /// A new intercommunicator between the same groups (`MPI_Comm_dup`). Collective
     /// over both groups.
     pub fn duplicate(&self) -> InterCommunicator {
-        let ctx = self.internal.derive_context(0x6475_70) & !1;
+        let ctx = self.internal.derive_context(0x0064_7570) & !1;
         let local = self.local.duplicate();
         InterCommunicator::new(ctx.max(2), local, self.remote_members())
     }
@@ -351,7 +351,7 @@ mod tests {
     fn the_context_is_even_and_not_zero() {
         for (a, b) in [(0, 0), (1, 2), (u32::MAX, 7), (12345, 54321)] {
             let c = mix(a, b);
-            assert!(c >= 2 && c % 2 == 0, "{a} {b} -> {c}");
+            assert!(c >= 2 && c.is_multiple_of(2), "{a} {b} -> {c}");
         }
         assert_ne!(mix(1, 2), mix(2, 1));
     }

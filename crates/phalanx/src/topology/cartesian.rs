@@ -79,11 +79,21 @@ impl CartesianCommunicator {
             Color::undefined()
         };
         let c = comm.split_by_color_with_key(color, comm.rank)?;
-        Some(CartesianCommunicator {
-            comm: c,
+        Some(CartesianCommunicator::wrap(c, dims, periods))
+    }
+
+    /// `comm` with the grid `dims`/`periods`, which it records (kept by duplicates).
+    pub(super) fn wrap(
+        mut comm: SimpleCommunicator,
+        dims: &[Count],
+        periods: &[bool],
+    ) -> CartesianCommunicator {
+        comm.grid = Some(std::rc::Rc::new((dims.to_vec(), periods.to_vec())));
+        CartesianCommunicator {
+            comm,
             dims: dims.to_vec(),
             periods: periods.to_vec(),
-        })
+        }
     }
 
     /// Number of dimensions (`MPI_Cartdim_get`).
@@ -225,7 +235,7 @@ impl CartesianCommunicator {
                 .map(|(&x, _)| x)
                 .collect()
         };
-        let periods = self
+        let periods: Vec<bool> = self
             .periods
             .iter()
             .zip(retain)
@@ -239,11 +249,7 @@ impl CartesianCommunicator {
             Some(c) => c,
             None => invalid("subgroup", "no sub-grid for this rank".into()),
         };
-        CartesianCommunicator {
-            comm,
-            dims: pick(&self.dims),
-            periods,
-        }
+        CartesianCommunicator::wrap(comm, &pick(&self.dims), &periods)
     }
 }
 

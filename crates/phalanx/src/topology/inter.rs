@@ -16,7 +16,7 @@
 //! intercommunicators moves messages, so those operations live with the collectives
 //! (`collective/inter.rs`); this module holds the data.
 
-use super::{Communicator, Group, SimpleCommunicator};
+use super::{Communicator, SimpleCommunicator, UserGroup};
 use crate::Rank;
 use std::rc::Rc;
 
@@ -63,18 +63,11 @@ impl InterCommunicator {
     }
 
     /// The remote group (`MPI_Comm_remote_group`).
-    pub fn remote_group(&self) -> Group {
-        Group {
-            members: (0..self.view.size)
-                .map(|r| self.view.world_rank(r))
-                .collect(),
-            me: self.local.world_rank(self.local.rank),
-        }
-    }
-
-    /// The local group (`MPI_Comm_group` of an intercommunicator).
-    pub fn group(&self) -> Group {
-        self.local.group()
+    pub fn remote_group(&self) -> UserGroup {
+        UserGroup::new(
+            self.remote_members(),
+            self.local.world_rank(self.local.rank),
+        )
     }
 
     /// A private communicator of the local group (its own context).
@@ -98,6 +91,10 @@ impl Communicator for InterCommunicator {
     /// for the remote one.
     fn size(&self) -> Rank {
         self.local.size
+    }
+    /// The local group (`MPI_Comm_group` of an intercommunicator).
+    fn group(&self) -> UserGroup {
+        self.local.user_group()
     }
 }
 
