@@ -129,10 +129,11 @@ impl Universe {
     pub fn threading_support(&self) -> Threading {
         Threading::Funneled
     }
-    /// Size of the job (`MPI_UNIVERSE_SIZE`): every rank this process can reach, its
-    /// world and the ranks spawned from it or that spawned it.
-    pub fn size(&self) -> usize {
-        call("size", |e| Ok(e.size as usize))
+    /// Size of the job (`MPI_UNIVERSE_SIZE`, rsmpi's `Option`; always known here): every
+    /// rank this process can reach, its world and the ranks spawned from it or that
+    /// spawned it.
+    pub fn size(&self) -> Option<usize> {
+        Some(call("size", |e| Ok(e.size as usize)))
     }
     /// The size of the buffer attached for buffered sends (`MPI_Buffer_attach`; 0: none).
     /// phalanx's sends never wait for a buffer (eager messages are copied into its own

@@ -18,6 +18,13 @@ pub use group::{Group, GroupRelation, SystemGroup, UserGroup};
 pub use inter::{InterCommunicator, MergeOrder};
 use std::rc::Rc;
 
+thread_local! {
+    /// The world's derivation and collective counters, shared by all its handles.
+    #[allow(clippy::type_complexity)]
+    static WORLD_COUNTERS: (Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>) =
+        (Rc::default(), Rc::default());
+}
+
 /// A communicator.
 #[derive(Debug, Clone)]
 pub struct SimpleCommunicator {
@@ -45,14 +52,19 @@ pub struct SimpleCommunicator {
 }
 
 impl SimpleCommunicator {
+    /// The world communicator. Every handle of it is the same communicator: they share
+    /// its derivation and collective counters (and attributes), so that two handles
+    /// (`universe.world()` called twice) never derive the same context for different
+    /// communicators or number two collectives alike.
     pub(crate) fn world(rank: u32, size: u32) -> Self {
+        let (derived, coll_seq) = WORLD_COUNTERS.with(|c| c.clone());
         SimpleCommunicator {
             ctx: 0,
             rank: rank as Rank,
             members: None,
             size: size as Rank,
-            derived: Rc::new(std::cell::Cell::new(0)),
-            coll_seq: Rc::new(std::cell::Cell::new(0)),
+            derived,
+            coll_seq,
             inter: false,
             group_calls: Rc::default(),
             attrs: Attributes::world(),
@@ -528,6 +540,20 @@ impl crate::request::Members for SimpleCommunicator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_world_handle_is_the_same_communicator() {
+        // Two handles (universe.world() twice): new communicators derived from either
+        // get distinct contexts, and collectives are numbered in one sequence.
+        let (a, b) = (
+            SimpleCommunicator::world(0, 2),
+            SimpleCommunicator::world(0, 2),
+        );
+        let (x, y) = (a.duplicate(), b.duplicate());
+        assert_ne!(x.context(), y.context());
+        let first = a.next_coll_seq();
+        assert_eq!(b.next_coll_seq(), first + 1);
+    }
 
     #[test]
     fn duplicates_keep_the_grid_and_splits_do_not() {

@@ -113,10 +113,21 @@ pub(crate) fn parent() -> Option<InterCommunicator> {
                 crate::runtime::call("parent", |e| Ok((e.rank, e.spawned_env().cloned())));
             let s = s?;
             let world = SimpleCommunicator::world_of(rank, s.first, s.count);
-            let local_ctx = world.derive_context(s.context as u64);
+            // Not derived from the world's counter: members may call parent() at
+            // different points of their programs.
+            let local_ctx = private_context(s.context);
             let local = world.sub(local_ctx, world.rank, world.members().cloned(), world.size);
             Some(InterCommunicator::new(s.context, local, s.parents))
         })
         .clone()
     })
+}
+
+/// The context of the children's private local communicator of intercommunicator `ctx`
+/// (a mix of it; never 0).
+fn private_context(ctx: u32) -> u32 {
+    let mut z = (ctx as u64 ^ 0x7061_7265_6e74_0000).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    ((z ^ (z >> 31)) as u32).max(1)
 }
