@@ -119,6 +119,9 @@ pub enum Error {
     /// An argument the call cannot accept (buffer sizes, datatypes).
     #[error("invalid argument: {0}")]
     InvalidArg(String),
+    /// A buffered send that does not fit in the attached buffer (`MPI_ERR_BUFFER`).
+    #[error("buffered send: {0}")]
+    BufferFull(String),
     /// An operating-system error.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -137,6 +140,7 @@ impl Error {
             Error::InvalidOp(_) => ErrorClass::Op,
             Error::CollectiveMismatch { .. } => ErrorClass::Other,
             Error::InvalidArg(_) => ErrorClass::Arg,
+            Error::BufferFull(_) => ErrorClass::Buffer,
             Error::LinkFailure(_) => ErrorClass::ProcFailed,
             Error::Quiesce(_) => ErrorClass::Other,
             Error::Init(_) | Error::NotInitialized => ErrorClass::Other,

@@ -65,7 +65,7 @@ pub type Count = i32;
 pub mod traits {
     pub use crate::collective::{CommunicatorCollectives, Operation, Root};
     pub use crate::datatype::{Buffer, BufferMut, Equivalence};
-    pub use crate::point_to_point::{Destination, Source};
+    pub use crate::point_to_point::{Destination, MatchedReceiveVec, Source};
     pub use crate::topology::Communicator;
     pub use phalanx_derive::Equivalence;
 }

@@ -71,3 +71,10 @@ fn rsmpi_cartesian_on_2_3_4_and_5_ranks() {
         runs_on("rsmpi_cartesian", np, "cartesian");
     }
 }
+
+#[test]
+fn rsmpi_requests_on_2_and_3_ranks() {
+    runs_on("rsmpi_requests", 2, "requests");
+    runs_on("rsmpi_requests", 3, "requests");
+    runs_over("rsmpi_requests", 3, "requests", "udp");
+}

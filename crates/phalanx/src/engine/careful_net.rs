@@ -159,8 +159,7 @@ impl Engine {
             .map(|p| RawStatus {
                 source: p.src(),
                 tag: p.tag(),
-                bytes: p.msg_len(),
-            })
+                bytes: p.msg_len(), cancelled: false, })
     }
 
     /// Whether a posted receive wants the message `pkt` starts.

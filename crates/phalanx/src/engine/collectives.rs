@@ -33,8 +33,7 @@ impl CollIo for Engine {
             r.map(|bytes| RawStatus {
                 source,
                 tag: 0,
-                bytes,
-            }),
+                bytes, cancelled: false, }),
         );
     }
 }

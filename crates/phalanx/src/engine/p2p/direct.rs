@@ -109,8 +109,7 @@ pub(in crate::engine) fn finish_buf(
     Ok(RawStatus {
         source,
         tag,
-        bytes: total,
-    })
+        bytes: total, cancelled: false, })
 }
 
 impl Engine {

@@ -53,7 +53,7 @@ impl Engine {
     #[inline(never)]
     fn irecv_unexpected(&mut self, id: ReqId, src: Option<u32>, tag: Option<i32>, ctx: u32) {
         // Look in the unexpected queue first (arrival order), skipping entries that a
-        // receive already owns.
+        // receive already owns or a matched probe took.
         let pos = self
             .p2p
             .unexpected
@@ -61,45 +61,48 @@ impl Engine {
             .position(|u| u.matches(src, tag, ctx));
         match pos {
             None => self.p2p.posted.push_back(Posted { id, src, tag, ctx }),
-            Some(i) => {
-                let (src, tag, total) = {
-                    let u = &self.p2p.unexpected[i];
-                    (u.src, u.tag, u.total)
-                };
-                let whole = matches!(&self.p2p.unexpected[i].kind,
-                    UnexpKind::Eager { data, .. } if data.len() as u64 == total);
-                if whole {
-                    // A whole eager message: one delivery, and its buffer is kept for
-                    // the next unexpected one.
-                    if let Some(Unexpected {
-                        kind: UnexpKind::Eager { data, .. },
-                        ..
-                    }) = self.p2p.unexpected.remove(i)
-                    {
-                        self.unexpected_release(data.len());
-                        self.deliver_whole(id, src, tag, &data);
-                        self.p2p.recycle(data);
-                    }
-                    return;
-                }
-                self.start_recv(id, src, tag, total);
-                if self.p2p.unexpected[i].complete() {
-                    let Some(u) = self.p2p.unexpected.remove(i) else {
-                        return;
-                    };
-                    match u.kind {
-                        UnexpKind::Eager { data, .. } => {
-                            self.unexpected_release(data.len());
-                            self.recv_data(id, 0, &data);
-                        }
-                        UnexpKind::Rts { sreq, addr } => {
-                            self.rts_matched(src, u.ctx, sreq, addr, id)
-                        }
-                    }
-                } else if let UnexpKind::Eager { matched, .. } = &mut self.p2p.unexpected[i].kind {
-                    *matched = Some(id);
-                }
+            Some(i) => self.receive_unexpected(id, i),
+        }
+    }
+
+    /// Receive `id` takes unexpected message `i`: delivered now if it is all here (a
+    /// whole eager message, or a rendezvous whose sender is now cleared to send), else
+    /// owned by the receive until its last fragment arrives.
+    pub(in crate::engine) fn receive_unexpected(&mut self, id: ReqId, i: usize) {
+        let (src, tag, total) = {
+            let u = &self.p2p.unexpected[i];
+            (u.src, u.tag, u.total)
+        };
+        let whole = matches!(&self.p2p.unexpected[i].kind,
+            UnexpKind::Eager { data, .. } if data.len() as u64 == total);
+        if whole {
+            // A whole eager message: one delivery, and its buffer is kept for the next
+            // unexpected one.
+            if let Some(Unexpected {
+                kind: UnexpKind::Eager { data, .. },
+                ..
+            }) = self.p2p.unexpected.remove(i)
+            {
+                self.unexpected_release(data.len());
+                self.deliver_whole(id, src, tag, &data);
+                self.p2p.recycle(data);
             }
+            return;
+        }
+        self.start_recv(id, src, tag, total);
+        if self.p2p.unexpected[i].complete() {
+            let Some(u) = self.p2p.unexpected.remove(i) else {
+                return;
+            };
+            match u.kind {
+                UnexpKind::Eager { data, .. } => {
+                    self.unexpected_release(data.len());
+                    self.recv_data(id, 0, &data);
+                }
+                UnexpKind::Rts { sreq, addr } => self.rts_matched(src, u.ctx, sreq, addr, id),
+            }
+        } else if let UnexpKind::Eager { matched, .. } = &mut self.p2p.unexpected[i].kind {
+            *matched = Some(id);
         }
     }
 
@@ -116,8 +119,7 @@ impl Engine {
             .map(|u| RawStatus {
                 source: u.src,
                 tag: u.tag,
-                bytes: u.total,
-            })
+                bytes: u.total, cancelled: false, })
             // Then messages still in careful receive buffers (each link's come after
             // those of the same link already copied out).
             .or_else(|| self.careful_probe(src, tag, ctx))
@@ -161,6 +163,7 @@ impl Engine {
             ctx,
             total,
             kind,
+            claimed: false,
         });
         id
     }
