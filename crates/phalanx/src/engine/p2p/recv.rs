@@ -217,9 +217,15 @@ impl Engine {
             .is_some_and(|i| i.is_some())
     }
 
-    /// Whether a posted receive wants a message from `src` with `tag` on `ctx`.
+    /// Whether a posted receive (or a waiting matched probe) wants a message from `src`
+    /// with `tag` on `ctx`.
     pub(in crate::engine) fn has_posted_for(&self, src: u32, tag: i32, ctx: u32) -> bool {
-        self.direct_wants(src, tag, ctx) || self.p2p.posted.iter().any(|p| p.matches(src, tag, ctx))
+        self.direct_wants(src, tag, ctx)
+            || self.p2p.posted.iter().any(|p| p.matches(src, tag, ctx))
+            // A waiting matched probe wants what it matches.
+            || self.p2p.probe_wants.iter().any(|&(s, t, c)| {
+                c == ctx && s.is_none_or(|s| s == src) && t.is_none_or(|t| t == tag)
+            })
     }
 
     pub(in crate::engine) fn match_posted(
