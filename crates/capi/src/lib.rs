@@ -41,6 +41,7 @@ pub mod fastpath;
 pub mod groups;
 pub mod localop;
 pub mod misc;
+pub mod mprobe;
 pub mod nbc;
 pub mod nbc_v;
 pub mod ops;

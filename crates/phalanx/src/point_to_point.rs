@@ -184,7 +184,13 @@ where
     // One raw pointer for the engine's writes and the request's later reads.
     let data: *mut B = buf;
     // SAFETY: `data` is the caller's buffer, borrowed for 'a by the request.
-    let rb = unsafe { recv_buf((*data).buffer_mut_ptr(), (*data).count(), (*data).datatype()) };
+    let rb = unsafe {
+        recv_buf(
+            (*data).buffer_mut_ptr(),
+            (*data).count(),
+            (*data).datatype(),
+        )
+    };
     let (src, ctx) = (s.source_world(), s.comm().context());
     let id = call("immediate_receive", |e| e.irecv(rb, src, tag, ctx));
     Request::new(id, scope, s.comm(), data)
@@ -389,7 +395,9 @@ pub trait Destination {
                 RawStatus {
                     source: me,
                     tag,
-                    bytes: len, cancelled: false, },
+                    bytes: len,
+                    cancelled: false,
+                },
                 scope,
                 self.comm(),
                 buf,

@@ -57,7 +57,10 @@ fn main() {
         let (msg, _) = prev.matched_probe_with_tag(8);
         let mut w = [0u16; 7];
         let st = msg.matched_receive_into(&mut w[..]);
-        assert_eq!((w, st.count(u16::equivalent_datatype())), ([prev_rank as u16; 7], 7));
+        assert_eq!(
+            (w, st.count(u16::equivalent_datatype())),
+            ([prev_rank as u16; 7], 7)
+        );
     });
     world.barrier();
 
@@ -142,7 +145,9 @@ fn main() {
         world.this_process().send_with_tag(&rank, 40);
         assert!(!r2.wait().is_cancelled());
 
-        let s = world.this_process().immediate_send_with_tag(scope, &five, 41);
+        let s = world
+            .this_process()
+            .immediate_send_with_tag(scope, &five, 41);
         s.cancel();
         if !s.wait().is_cancelled() {
             let (v, _) = world.this_process().receive_with_tag::<Rank>(41);

@@ -159,7 +159,9 @@ impl Engine {
             .map(|p| RawStatus {
                 source: p.src(),
                 tag: p.tag(),
-                bytes: p.msg_len(), cancelled: false, })
+                bytes: p.msg_len(),
+                cancelled: false,
+            })
     }
 
     /// Whether a posted receive wants the message `pkt` starts.

@@ -33,7 +33,9 @@ impl CollIo for Engine {
             r.map(|bytes| RawStatus {
                 source,
                 tag: 0,
-                bytes, cancelled: false, }),
+                bytes,
+                cancelled: false,
+            }),
         );
     }
 }

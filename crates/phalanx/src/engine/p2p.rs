@@ -250,7 +250,9 @@ impl Engine {
             None => self.reqs.insert(Req::Done(Ok(RawStatus {
                 source: self.rank,
                 tag,
-                bytes: len, cancelled: false, }))),
+                bytes: len,
+                cancelled: false,
+            }))),
         }
     }
 
@@ -485,7 +487,9 @@ impl Engine {
                     Ok(RawStatus {
                         source: self.rank,
                         tag,
-                        bytes: total, cancelled: false, }),
+                        bytes: total,
+                        cancelled: false,
+                    }),
                 );
             }
             // A datagram the link cannot take now goes back to the front of the queue
@@ -642,7 +646,9 @@ impl Engine {
                             Ok(RawStatus {
                                 source: self.rank,
                                 tag,
-                                bytes, cancelled: false, }),
+                                bytes,
+                                cancelled: false,
+                            }),
                         );
                     }
                     _ => self.stats.drop_invalid += 1,

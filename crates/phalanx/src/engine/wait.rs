@@ -261,7 +261,11 @@ impl Engine {
         let mut err = None;
         for (i, &id) in ids.iter().enumerate() {
             if self.reqs.is_done(id) {
-                match self.reqs.take_done(id).unwrap_or(Err(Error::InvalidRequest)) {
+                match self
+                    .reqs
+                    .take_done(id)
+                    .unwrap_or(Err(Error::InvalidRequest))
+                {
                     Ok(st) => out.push((i, st)),
                     Err(e) => {
                         err.get_or_insert(e);

@@ -119,7 +119,13 @@ impl Message {
         // One raw pointer for the engine's writes and the request's later reads.
         let data: *mut Buf = buf;
         // SAFETY: `data` is the caller's buffer, borrowed for 'a by the request.
-        let rb = unsafe { recv_buf((*data).buffer_mut_ptr(), (*data).count(), (*data).datatype()) };
+        let rb = unsafe {
+            recv_buf(
+                (*data).buffer_mut_ptr(),
+                (*data).count(),
+                (*data).datatype(),
+            )
+        };
         let id = self.id;
         self.received = true;
         let rid = call("immediate_matched_receive_into", |e| e.imrecv(id, rb));
@@ -136,7 +142,9 @@ impl Drop for Message {
         let mut scratch = vec![0u8; self.bytes as usize];
         let rb = crate::engine::RecvBuf::Raw(scratch.as_mut_ptr(), scratch.len());
         let id = self.id;
-        call("drop of a matched message", |e| e.mrecv(id, rb).map(|_| ()));
+        // Not the fatal handler: a message dropped after the universe (the C ABI's
+        // table at thread exit) has nothing left to receive from.
+        let _ = crate::runtime::with_engine(|e| e.mrecv(id, rb));
     }
 }
 

@@ -213,7 +213,10 @@ impl<'a, D: ?Sized> RequestCollection<'a, D> {
         };
         let mut raws: Vec<Option<RawStatus>> = raws.into_iter().map(Some).collect();
         for i in 0..self.entries.len() {
-            let raw = idx.iter().position(|&j| j == i).and_then(|k| raws[k].take());
+            let raw = idx
+                .iter()
+                .position(|&j| j == i)
+                .and_then(|k| raws[k].take());
             result.extend(self.take(i, raw));
         }
         true

@@ -109,7 +109,9 @@ pub(in crate::engine) fn finish_buf(
     Ok(RawStatus {
         source,
         tag,
-        bytes: total, cancelled: false, })
+        bytes: total,
+        cancelled: false,
+    })
 }
 
 impl Engine {

@@ -119,7 +119,9 @@ impl Engine {
             .map(|u| RawStatus {
                 source: u.src,
                 tag: u.tag,
-                bytes: u.total, cancelled: false, })
+                bytes: u.total,
+                cancelled: false,
+            })
             // Then messages still in careful receive buffers (each link's come after
             // those of the same link already copied out).
             .or_else(|| self.careful_probe(src, tag, ctx))
