@@ -20,6 +20,11 @@ use std::mem::MaybeUninit;
 mod matched;
 pub use matched::{MatchedReceiveVec, Message, ReceiveFuture};
 
+/// The point-to-point traits (rsmpi's `point_to_point::traits`).
+pub mod traits {
+    pub use super::{Destination, MatchedReceiveVec, Source};
+}
+
 fn send_buf<B: ?Sized + Buffer>(buf: &B) -> SendBuf {
     let dt = buf.datatype();
     if dt.is_contiguous() {
