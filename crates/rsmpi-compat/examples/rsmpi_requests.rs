@@ -69,7 +69,17 @@ fn main() {
     // `immediate_matched_receive_into`.
     let big: Vec<u32> = (0..300_000u32).map(|i| i ^ rank as u32).collect();
     let mut got = vec![0u32; big.len()];
+    // And a middle-sized one: eager, in many fragments over UDP, probed when its first
+    // fragment is in (the rest is appended to the probed message).
+    let mid: Vec<u64> = (0..2000u64).map(|i| i * 3 + rank as u64).collect();
     mpi::request::scope(|scope| {
+        let _m = WaitGuard::from(next.immediate_send_with_tag(scope, &mid[..], 12));
+        let (v, st) = prev.matched_probe_with_tag(12).matched_receive_vec::<u64>();
+        assert_eq!(st.count(u64::equivalent_datatype()), 2000);
+        assert!(v
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == i as u64 * 3 + prev_rank as u64));
         let _s = WaitGuard::from(next.immediate_send_with_tag(scope, &big[..], 11));
         let (msg, status) = loop {
             if let Some(p) = prev.immediate_matched_probe_with_tag(11) {
