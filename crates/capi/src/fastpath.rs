@@ -319,7 +319,10 @@ fn c_status(send: bool, st: phalanx::engine::RawStatus) -> MPI_Status {
         MPI_Status::empty(MPI_ANY_SOURCE)
     } else {
         // Receives on this path are on communicators whose ranks are world ranks.
-        MPI_Status::new(st.source as c_int, st.tag, st.bytes)
+        let mut c = MPI_Status::new(st.source as c_int, st.tag, st.bytes);
+        // The cancelled flag, where `MPI_Test_cancelled` reads it.
+        c.MPI_internal[2] = st.cancelled as c_int;
+        c
     }
 }
 

@@ -43,6 +43,7 @@ pub mod groups;
 pub mod inter;
 pub mod localop;
 pub mod misc;
+pub mod mprobe;
 pub mod nbc;
 pub mod nbc_v;
 pub mod neighbor;

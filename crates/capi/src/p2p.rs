@@ -76,7 +76,12 @@ fn bad_tag(tag: c_int) -> crate::CErr {
 
 /// The C status of a phalanx status.
 pub fn c_status(st: Status) -> MPI_Status {
-    MPI_Status::new(st.source_rank(), st.tag(), st.byte_count())
+    let mut c = MPI_Status::new(st.source_rank(), st.tag(), st.byte_count());
+    if st.is_cancelled() {
+        // Where `MPI_Status_set_cancelled` keeps the flag `MPI_Test_cancelled` reads.
+        c.MPI_internal[2] = 1;
+    }
+    c
 }
 
 /// Writes `st` unless `p` is `MPI_STATUS_IGNORE`.

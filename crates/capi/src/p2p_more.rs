@@ -3,14 +3,16 @@
 //! `MPI_Request_free`, `MPI_Cancel`, `MPI_Test_cancelled`.
 //!
 //! `MPI_Ssend`/`MPI_Issend` use the core's synchronous mode (always rendezvous): they
-//! complete only after the receiver matched the message. Limits: `MPI_Cancel` of a request still in flight is not supported
-//! (`MPI_ERR_OTHER`); cancelling a completed request is a no-op, so
-//! `MPI_Test_cancelled` always reports false. A freed request completes on its own and is
+//! complete only after the receiver matched the message. `MPI_Cancel` cancels a receive
+//! that has not matched a message (the core takes it out of its posted queue; it
+//! completes with a status `MPI_Test_cancelled` reports as cancelled); a send, a receive
+//! that already matched, a collective or a completed request is not cancelled and
+//! completes normally, as MPI allows. A freed request completes on its own and is
 //! finally waited for by `MPI_Finalize`.
 
 use crate::consts::*;
 use crate::p2p::{c_status, complete, put_status, read_req, side, start_recv};
-use crate::state::{self, ReqEntry};
+use crate::state::{self, LiveReq, ReqEntry};
 use crate::{bytes_mut, count, err, export, guard, out, CResult};
 use phalanx::capi_support::immediate_probe_tag;
 use phalanx::traits::{Communicator, Destination};
@@ -354,13 +356,34 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
 export!(MPI_Cancel, PMPI_Cancel, (request: *mut Handle) -> c_int {
     guard("MPI_Cancel", WORLD, || {
         // SAFETY: readable handle (null checked).
-        let h = unsafe { read_req(request)? } as usize;
-        match peek(h as Handle)? {
-            None => Err(err(MPI_ERR_REQUEST, "cannot cancel MPI_REQUEST_NULL")),
-            // Already complete: cancelling has no effect.
-            Some(true) => Ok(()),
-            Some(false) => Err(err(MPI_ERR_OTHER, "cancelling a request in flight is not supported by phalanx")),
+        let h = unsafe { read_req(request)? };
+        if h as usize == REQUEST_NULL {
+            return Err(err(MPI_ERR_REQUEST, "cannot cancel MPI_REQUEST_NULL"));
         }
+        if crate::p2p::done_at_start(h) {
+            return Ok(());
+        }
+        if let Some((id, _)) = crate::fastpath::raw_id(h) {
+            // An id the core no longer knows completed already (its status is parked):
+            // nothing to cancel.
+            let _ = phalanx::capi_support::cancel(id);
+            return Ok(());
+        }
+        state::with(|s| {
+            let e = match s.reqs.get(&(h as usize)) {
+                Some(ReqEntry::Persistent(p)) => p.active.as_deref(),
+                e => e,
+            };
+            match e {
+                Some(ReqEntry::Live { req: LiveReq::Bytes(r), .. }) => {
+                    r.cancel();
+                    Ok(())
+                }
+                // Collectives, barriers and completed requests go on (or are done).
+                Some(_) => Ok(()),
+                None => Err(err(MPI_ERR_REQUEST, format!("invalid request {h:p}"))),
+            }
+        })
     })
 });
 
@@ -370,7 +393,7 @@ export!(MPI_Test_cancelled, PMPI_Test_cancelled,
         if status.is_null() {
             return Err(err(MPI_ERR_ARG, "null status"));
         }
-        // SAFETY: writable flag (null checked). No request is ever cancelled.
-        unsafe { out(flag, 0) }
+        // SAFETY: readable status (null checked), writable flag (null checked by out).
+        unsafe { out(flag, ((*status).MPI_internal[2] != 0) as c_int) }
     })
 });

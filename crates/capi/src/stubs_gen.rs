@@ -24,8 +24,6 @@ const NULL_WIN: usize = 0x110;
 const NULL_FILE: usize = 0x118;
 /// `MPI_SESSION_NULL`.
 const NULL_SESSION: usize = 0x120;
-/// `MPI_MESSAGE_NULL`.
-const NULL_MESSAGE: usize = 0x128;
 /// `MPI_INFO_NULL`.
 const NULL_INFO: usize = 0x130;
 /// `MPI_ERRHANDLER_NULL`.
@@ -1203,33 +1201,6 @@ export!(MPI_Igatherv_c, PMPI_Igatherv_c, (sendbuf: *const c_void, sendcount: i64
     not_implemented("MPI_Igatherv_c", comm)
 });
 
-export!(MPI_Improbe, PMPI_Improbe, (source: c_int, tag: c_int, comm: Handle, flag: *mut c_void, message: *mut Handle, status: *mut c_void) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(message, NULL_MESSAGE);
-    }
-    let _ = (source, tag, comm, flag, message, status);
-    not_implemented("MPI_Improbe", comm)
-});
-
-export!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: Handle, message: *mut c_void, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, message, request);
-    not_implemented("MPI_Imrecv", WORLD)
-});
-
-export!(MPI_Imrecv_c, PMPI_Imrecv_c, (buf: *mut c_void, count: i64, datatype: Handle, message: *mut c_void, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, message, request);
-    not_implemented("MPI_Imrecv_c", WORLD)
-});
-
 export!(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1472,25 +1443,6 @@ export!(MPI_Issend_c, PMPI_Issend_c, (buf: *const c_void, count: i64, datatype: 
 export!(MPI_Lookup_name, PMPI_Lookup_name, (service_name: *const c_void, info: Handle, port_name: *mut c_void) -> c_int {
     let _ = (service_name, info, port_name);
     not_implemented("MPI_Lookup_name", WORLD)
-});
-
-export!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm: Handle, message: *mut Handle, status: *mut c_void) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(message, NULL_MESSAGE);
-    }
-    let _ = (source, tag, comm, message, status);
-    not_implemented("MPI_Mprobe", comm)
-});
-
-export!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: Handle, message: *mut c_void, status: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, message, status);
-    not_implemented("MPI_Mrecv", WORLD)
-});
-
-export!(MPI_Mrecv_c, PMPI_Mrecv_c, (buf: *mut c_void, count: i64, datatype: Handle, message: *mut c_void, status: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, message, status);
-    not_implemented("MPI_Mrecv_c", WORLD)
 });
 
 export!(MPI_Neighbor_allgather_c, PMPI_Neighbor_allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {

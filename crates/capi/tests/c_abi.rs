@@ -587,3 +587,24 @@ fn mpicc_and_mpicxx_scripts() {
     assert!(o.status.success(), "mpicc: {}", show(&o));
     run_ok(2, &exe, &[], "p2p ok");
 }
+
+#[test]
+fn matched_probes_and_cancel_from_c() {
+    let exe = c_test("mprobe");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "mprobe ok");
+    }
+    // Over UDP with go-back-n, and with the careful protocol on UDP (held messages go
+    // to a waiting matched probe).
+    for reliable_net in ["0", "1"] {
+        let o = Command::new(phalanx())
+            .args(["run", "-n", "3", "--timeout", "60"])
+            .env("PHALANX_TRANSPORT", "udp")
+            .env("PHALANX_RELIABLE_NET", reliable_net)
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{reliable_net}: {}", show(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("mprobe ok"));
+    }
+}

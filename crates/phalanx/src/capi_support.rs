@@ -204,6 +204,12 @@ pub fn wait_each(ids: &[ReqId], done: &mut dyn FnMut(usize, RawStatus)) -> Resul
     })
 }
 
+/// Cancels request `id` (`MPI_Cancel`): true when it was a receive that had not matched
+/// a message (it completes as cancelled); false when it goes on to complete normally.
+pub fn cancel(id: ReqId) -> Result<bool> {
+    with_engine(|e| e.cancel(id))
+}
+
 /// Gives up request `id`'s result (`MPI_Request_free`); it runs on to completion.
 pub fn detach(id: ReqId) -> Result<()> {
     with_engine(|e| e.reqs.detach(id))

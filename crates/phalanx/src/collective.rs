@@ -439,7 +439,7 @@ pub trait CommunicatorCollectives: Communicator {
     /// Starts a barrier; the request completes once every member has called it.
     fn immediate_barrier(&self) -> Request<'static, (), StaticScope> {
         let c = self.as_simple();
-        Request::new(start(barrier_spec(c), barrier_plan), StaticScope, c)
+        Request::new(start(barrier_spec(c), barrier_plan), StaticScope, c, &())
     }
 
     /// All-gather of different counts (`MPI_Allgatherv`): block i of `recvbuf` gets
@@ -477,7 +477,7 @@ pub trait CommunicatorCollectives: Communicator {
     {
         let c = self.as_simple();
         let (spec, plan) = all_gather_spec(c, sendbuf, recvbuf);
-        Request::new(start(spec, plan), scope, c)
+        Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 
     /// Member i sends block j of `sendbuf` to member j, which stores it as block i.
@@ -504,7 +504,7 @@ pub trait CommunicatorCollectives: Communicator {
     {
         let c = self.as_simple();
         let (spec, plan) = all_to_all_spec(c, sendbuf, recvbuf);
-        Request::new(start(spec, plan), scope, c)
+        Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 
     /// Reduces every member's `sendbuf` element-wise with `op` into every `recvbuf`.
@@ -539,7 +539,7 @@ pub trait CommunicatorCollectives: Communicator {
         let c = self.as_simple();
         no_user_op(&op, "immediate_all_reduce_into");
         let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
-        Request::new(start(spec, plan), scope, c)
+        Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 
     /// Inclusive prefix reduction: member i gets `op` over members 0..=i.
@@ -573,7 +573,7 @@ pub trait CommunicatorCollectives: Communicator {
         let c = self.as_simple();
         no_user_op(&op, "immediate_scan_into");
         let (spec, plan) = scan_spec(c, sendbuf, recvbuf, op.kind());
-        Request::new(start(spec, plan), scope, c)
+        Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 
     /// Exclusive prefix reduction: member i > 0 gets `op` over members 0..i; member 0's
@@ -608,7 +608,7 @@ pub trait CommunicatorCollectives: Communicator {
         let c = self.as_simple();
         no_user_op(&op, "immediate_exclusive_scan_into");
         let (spec, plan) = exscan_spec(c, sendbuf, recvbuf, op.kind());
-        Request::new(start(spec, plan), scope, c)
+        Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 }
 

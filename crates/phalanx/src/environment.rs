@@ -136,18 +136,28 @@ impl Universe {
         Some(call("size", |e| Ok(e.size as usize)))
     }
     /// The size of the buffer attached for buffered sends (`MPI_Buffer_attach`; 0: none).
-    /// phalanx's sends never wait for a buffer (eager messages are copied into its own
-    /// bounded queues), so the size is recorded for the program, not used.
+    /// Buffered sends copy their message and account it against this size (its length
+    /// plus `MPI_BSEND_OVERHEAD`, 512 bytes, while it is in flight); one that does not fit
+    /// is an `MPI_ERR_BUFFER` error.
     pub fn buffer_size(&self) -> usize {
         self.buffer
     }
-    /// Attaches a buffer of `size` bytes for buffered sends (see [`Universe::buffer_size`]).
+    /// Attaches a buffer of `size` bytes for buffered sends (detaching the one attached
+    /// before, as rsmpi does; 0 leaves none attached).
     pub fn set_buffer_size(&mut self, size: usize) {
-        self.buffer = size;
+        self.detach_buffer();
+        if size > 0 {
+            call("set_buffer_size", |e| e.bsend_attach(size));
+            self.buffer = size;
+        }
     }
-    /// Detaches the buffered-send buffer (`MPI_Buffer_detach`).
+    /// Detaches the buffered-send buffer (`MPI_Buffer_detach`): waits until every
+    /// buffered message in flight has been sent.
     pub fn detach_buffer(&mut self) {
-        self.buffer = 0;
+        if self.buffer > 0 {
+            call("detach_buffer", |e| e.bsend_detach().map(|_| ()));
+            self.buffer = 0;
+        }
     }
     /// The application number of this process (`MPI_APPNUM`): `None`, as phalanx runs
     /// one program per job.
@@ -164,6 +174,8 @@ impl Drop for Universe {
             return;
         }
         let r = with_engine(|e| {
+            // Buffered messages still in flight are sent first (rsmpi detaches too).
+            e.bsend_detach()?;
             // The board first: its last call may still be read by other ranks.
             e.board_finalize()?;
             e.finalize()

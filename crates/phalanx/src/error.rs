@@ -128,6 +128,9 @@ pub enum Error {
     /// New processes could not be started (`MPI_Comm_spawn`).
     #[error("spawn failed: {0}")]
     Spawn(String),
+    /// A buffered send that does not fit in the attached buffer (`MPI_ERR_BUFFER`).
+    #[error("buffered send: {0}")]
+    BufferFull(String),
     /// An operating-system error.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -148,6 +151,7 @@ impl Error {
             Error::InvalidArg(_) => ErrorClass::Arg,
             Error::InvalidComm(_) => ErrorClass::Comm,
             Error::Spawn(_) => ErrorClass::Spawn,
+            Error::BufferFull(_) => ErrorClass::Buffer,
             Error::LinkFailure(_) => ErrorClass::ProcFailed,
             Error::Quiesce(_) => ErrorClass::Other,
             Error::Init(_) | Error::NotInitialized => ErrorClass::Other,

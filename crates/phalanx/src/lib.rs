@@ -67,7 +67,7 @@ pub mod traits {
     pub use crate::attribute::CommAttribute;
     pub use crate::collective::{CommunicatorCollectives, Operation, Root};
     pub use crate::datatype::{Buffer, BufferMut, Equivalence};
-    pub use crate::point_to_point::{Destination, Source};
+    pub use crate::point_to_point::{Destination, MatchedReceiveVec, Source};
     pub use crate::topology::{AnyCommunicator, Communicator, Group};
     pub use phalanx_derive::Equivalence;
 }

@@ -4,6 +4,8 @@
 //! (`MPI_ANY_TAG`), `send*` without a tag use tag 0. Every buffer is described by its
 //! element [`Datatype`]: contiguous types go straight from/to user memory, others are
 //! packed and unpacked through the datatype's block list. Errors go to the fatal handler.
+//! Matched probes, [`Message`] and [`ReceiveFuture`] are in [`matched`]; buffered sends
+//! honour the capacity attached with `Universe::set_buffer_size` (the engine's `bsend`).
 
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
 use crate::engine::{RawStatus, RecvBuf, SendBuf};
@@ -14,6 +16,14 @@ pub use crate::status::Status;
 use crate::topology::{AnyProcess, Process, SimpleCommunicator};
 use crate::Tag;
 use std::mem::MaybeUninit;
+
+mod matched;
+pub use matched::{MatchedReceiveVec, Message, ReceiveFuture};
+
+/// The point-to-point traits (rsmpi's `point_to_point::traits`).
+pub mod traits {
+    pub use super::{Destination, MatchedReceiveVec, Source};
+}
 
 fn send_buf<B: ?Sized + Buffer>(buf: &B) -> SendBuf {
     let dt = buf.datatype();
@@ -84,12 +94,39 @@ pub trait Source {
     }
     /// Checks once whether a message with any tag can be received.
     fn immediate_probe(&self) -> Option<Status> {
-        let (src, ctx) = (self.source_world(), self.comm().context());
-        call("iprobe", |e| {
-            e.progress()?;
-            Ok(e.iprobe(src, None, ctx))
-        })
-        .map(|raw| self.comm().status(raw))
+        immediate_probe_impl(self, None)
+    }
+    /// Checks once whether a message with `tag` can be received.
+    fn immediate_probe_with_tag(&self, tag: Tag) -> Option<Status> {
+        immediate_probe_impl(self, Some(tag))
+    }
+    /// Waits for a message with `tag` and takes it out of matching (`MPI_Mprobe`): no
+    /// other receive or probe can get it; the [`Message`] receives it.
+    fn matched_probe_with_tag(&self, tag: Tag) -> (Message, Status) {
+        matched::matched_probe(self, Some(tag))
+    }
+    /// Waits for a message with any tag and takes it out of matching (`MPI_Mprobe`).
+    fn matched_probe(&self) -> (Message, Status) {
+        matched::matched_probe(self, None)
+    }
+    /// Checks once for a message with `tag` and takes it out of matching if there is one
+    /// (`MPI_Improbe`).
+    fn immediate_matched_probe_with_tag(&self, tag: Tag) -> Option<(Message, Status)> {
+        matched::immediate_matched_probe(self, Some(tag))
+    }
+    /// Checks once for a message with any tag and takes it out of matching if there is
+    /// one (`MPI_Improbe`).
+    fn immediate_matched_probe(&self) -> Option<(Message, Status)> {
+        matched::immediate_matched_probe(self, None)
+    }
+    /// Starts receiving one `Msg` with `tag` into storage of its own (rsmpi's
+    /// `immediate_receive_with_tag`).
+    fn immediate_receive_with_tag<Msg: Equivalence>(&self, tag: Tag) -> ReceiveFuture<Msg> {
+        matched::immediate_receive(self, Some(tag))
+    }
+    /// Starts receiving one `Msg` with any tag into storage of its own.
+    fn immediate_receive<Msg: Equivalence>(&self) -> ReceiveFuture<Msg> {
+        matched::immediate_receive(self, None)
     }
     /// Starts receiving into `buf` a message with `tag`.
     fn immediate_receive_into_with_tag<'a, Sc, Buf>(
@@ -118,6 +155,15 @@ pub trait Source {
     }
 }
 
+fn immediate_probe_impl<S: Source + ?Sized>(s: &S, tag: Option<Tag>) -> Option<Status> {
+    let (src, ctx) = (s.source_world(), s.comm().context());
+    call("iprobe", |e| {
+        e.progress()?;
+        Ok(e.iprobe(src, tag, ctx))
+    })
+    .map(|raw| s.comm().status(raw))
+}
+
 fn receive_into_impl<S: Source + ?Sized, B: ?Sized + BufferMut>(
     s: &S,
     buf: &mut B,
@@ -140,10 +186,19 @@ where
     Sc: Scope<'a>,
     B: ?Sized + BufferMut,
 {
-    let rb = recv_buf(buf.buffer_mut_ptr(), buf.count(), buf.datatype());
+    // One raw pointer for the engine's writes and the request's later reads.
+    let data: *mut B = buf;
+    // SAFETY: `data` is the caller's buffer, borrowed for 'a by the request.
+    let rb = unsafe {
+        recv_buf(
+            (*data).buffer_mut_ptr(),
+            (*data).count(),
+            (*data).datatype(),
+        )
+    };
     let (src, ctx) = (s.source_world(), s.comm().context());
     let id = call("immediate_receive", |e| e.irecv(rb, src, tag, ctx));
-    Request::new(id, scope, s.comm())
+    Request::new(id, scope, s.comm(), data)
 }
 
 fn receive_one<S: Source + ?Sized, M: Equivalence>(s: &S, tag: Option<Tag>) -> (M, Status) {
@@ -235,7 +290,7 @@ pub trait Destination {
         let id = call("immediate_synchronous_send", |e| {
             e.isend_mode(sb, dst, tag, ctx, true)
         });
-        Request::new(id, scope, self.comm())
+        Request::new(id, scope, self.comm(), buf)
     }
     /// Starts a synchronous-mode send of `buf` with tag 0.
     fn immediate_synchronous_send<'a, Sc, Buf>(
@@ -252,6 +307,44 @@ pub trait Destination {
     /// Sends `buf` with tag 0.
     fn send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
         self.send_with_tag(buf, 0)
+    }
+    /// Buffered-mode send (`MPI_Bsend`) of `buf` with `tag`: the message is copied and
+    /// the call returns at once. It must fit in what is left of the buffer attached with
+    /// `Universe::set_buffer_size` (its size plus `MPI_BSEND_OVERHEAD`, 512 bytes, per
+    /// message in flight); otherwise the error handler reports `MPI_ERR_BUFFER`.
+    fn buffered_send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
+        let sb = send_buf(buf);
+        let (dst, ctx) = (self.destination_world(), self.comm().context());
+        call("buffered_send", |e| e.bsend(sb, dst, tag, ctx).map(|_| ()));
+    }
+    /// Buffered-mode send of `buf` with tag 0.
+    fn buffered_send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
+        self.buffered_send_with_tag(buf, 0)
+    }
+    /// Starts a buffered-mode send (`MPI_Ibsend`): the message is copied, so the request
+    /// is complete at once (see [`Destination::buffered_send_with_tag`]).
+    fn immediate_buffered_send_with_tag<'a, Sc, Buf>(
+        &self,
+        scope: Sc,
+        buf: &'a Buf,
+        tag: Tag,
+    ) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + Buffer,
+    {
+        let sb = send_buf(buf);
+        let (dst, ctx) = (self.destination_world(), self.comm().context());
+        let raw = call("immediate_buffered_send", |e| e.bsend(sb, dst, tag, ctx));
+        Request::complete(raw, scope, self.comm(), buf)
+    }
+    /// Starts a buffered-mode send with tag 0.
+    fn immediate_buffered_send<'a, Sc, Buf>(&self, scope: Sc, buf: &'a Buf) -> Request<'a, Buf, Sc>
+    where
+        Sc: Scope<'a>,
+        Buf: ?Sized + Buffer,
+    {
+        self.immediate_buffered_send_with_tag(scope, buf, 0)
     }
     /// Ready-mode send (`MPI_Rsend`: the program promises the receive is posted). A
     /// standard send is a correct ready send, and phalanx's eager and rendezvous paths
@@ -301,16 +394,18 @@ pub trait Destination {
         match call("immediate_send", |e| {
             Ok((e.start_send(sb, dst, tag, ctx, false)?, e.rank))
         }) {
-            (Some(id), _) => Request::new(id, scope, self.comm()),
+            (Some(id), _) => Request::new(id, scope, self.comm(), buf),
             // Already in the peer's ring: complete, with no engine entry.
             (None, me) => Request::complete(
                 RawStatus {
                     source: me,
                     tag,
                     bytes: len,
+                    cancelled: false,
                 },
                 scope,
                 self.comm(),
+                buf,
             ),
         }
     }

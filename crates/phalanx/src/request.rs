@@ -7,12 +7,23 @@
 //! unwinds. Dropping an incomplete request waits for it; if that happens while a panic
 //! unwinds, the rank ends (exit code 101) rather than free buffers the network may still
 //! write into or hang a failing job.
+//!
+//! A request keeps a pointer to its buffer (`&'a D` once it completed: rsmpi's
+//! [`Request::wait_for_data`], and what a [`RequestCollection`] hands back). Cancelling
+//! ([`Request::cancel`], [`CancelGuard`]) really cancels a receive that has not matched a
+//! message: the engine takes it out of its posted queue, and its status says
+//! [`Status::is_cancelled`]; a send or a matched receive completes normally (MPI allows
+//! a cancel to fail). Multiple completion ([`multiple_scope`], [`RequestCollection`])
+//! sleeps in the engine's wait like every other wait.
 
 use crate::engine::requests::ReqId;
 use crate::runtime::call;
 use crate::status::Status;
 use std::cell::RefCell;
 use std::marker::PhantomData;
+
+mod collection;
+pub use collection::{multiple_scope, RequestCollection};
 
 /// Something that keeps request buffers alive.
 ///
@@ -122,11 +133,15 @@ pub struct Request<'a, Buf: ?Sized, S: Scope<'a> = StaticScope> {
     early: Option<crate::engine::RawStatus>,
     scope: S,
     done: bool,
+    /// The buffer, borrowed for `'a` (for a receive, the engine writes into it until the
+    /// request completes; it is read through this pointer only after that).
+    data: *const Buf,
     _buf: PhantomData<&'a Buf>,
 }
 
 impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
-    pub(crate) fn new(id: ReqId, scope: S, comm: &impl Members) -> Self {
+    /// Request `id` of the engine on buffer `data` (borrowed for `'a` by the caller).
+    pub(crate) fn new(id: ReqId, scope: S, comm: &impl Members, data: *const Buf) -> Self {
         scope.register(id);
         Request {
             id,
@@ -134,20 +149,110 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
             early: None,
             scope,
             done: false,
+            data,
             _buf: PhantomData,
         }
     }
 
     /// A request that completed when it started, with status `raw`: nothing to wait
     /// for, nothing registered.
-    pub(crate) fn complete(raw: crate::engine::RawStatus, scope: S, comm: &impl Members) -> Self {
+    pub(crate) fn complete(
+        raw: crate::engine::RawStatus,
+        scope: S,
+        comm: &impl Members,
+        data: *const Buf,
+    ) -> Self {
         Request {
             id: 0,
             members: comm.members().cloned(),
             early: Some(raw),
             scope,
             done: false,
+            data,
             _buf: PhantomData,
+        }
+    }
+
+    /// Takes the request apart for a [`RequestCollection`]: unregistered from its scope
+    /// (the collection completes it), nothing left for its drop to do.
+    fn into_parts(mut self) -> collection::Entry<'a, Buf> {
+        self.done = true;
+        if self.early.is_none() {
+            self.scope.unregister(self.id);
+        }
+        collection::Entry {
+            id: self.id,
+            early: self.early.take(),
+            members: self.members.take(),
+            data: self.data,
+            _buf: PhantomData,
+        }
+    }
+
+    /// Waits for completion and returns the buffer (rsmpi's `wait_for_data`: for a
+    /// receive, the data received).
+    pub fn wait_for_data(self) -> &'a Buf {
+        let data = self.data;
+        self.wait();
+        // SAFETY: as in `data`: borrowed for 'a, and the operation completed.
+        unsafe { &*data }
+    }
+
+    /// Waits for completion without the status.
+    pub fn wait_without_status(self) {
+        self.wait();
+    }
+
+    /// Tests for completion once: the status and the buffer, or the request back.
+    pub fn test_with_data(self) -> Result<(Status, &'a Buf), Self> {
+        let data = self.data;
+        // SAFETY: as in `data`: borrowed for 'a, and the operation completed.
+        self.test().map(|st| (st, unsafe { &*data }))
+    }
+
+    /// Asks for the operation to be cancelled (`MPI_Cancel`); it must still be
+    /// completed (waited for or tested). A receive that has not matched a message is
+    /// cancelled: it receives nothing and its status says
+    /// [`is_cancelled`](Status::is_cancelled). A send, a receive that already matched and
+    /// a collective complete normally, which MPI allows.
+    pub fn cancel(&self) {
+        if self.early.is_none() && !self.done {
+            call("cancel", |e| e.cancel(self.id).map(|_| ()));
+        }
+    }
+
+    /// Moves the request to a scope of shorter lifetime.
+    pub fn shrink_scope_to<'b, S2>(mut self, scope: S2) -> Request<'b, Buf, S2>
+    where
+        'a: 'b,
+        S2: Scope<'b>,
+    {
+        self.done = true;
+        let data = self.data;
+        let members = self.members.take();
+        match self.early.take() {
+            Some(raw) => Request {
+                id: 0,
+                members,
+                early: Some(raw),
+                scope,
+                done: false,
+                data,
+                _buf: PhantomData,
+            },
+            None => {
+                self.scope.unregister(self.id);
+                scope.register(self.id);
+                Request {
+                    id: self.id,
+                    members,
+                    early: None,
+                    scope,
+                    done: false,
+                    data,
+                    _buf: PhantomData,
+                }
+            }
         }
     }
 
@@ -288,6 +393,57 @@ pub struct WaitGuard<'a, Buf: ?Sized, S: Scope<'a> = StaticScope>(Option<Request
 impl<'a, Buf: ?Sized, S: Scope<'a>> From<Request<'a, Buf, S>> for WaitGuard<'a, Buf, S> {
     fn from(r: Request<'a, Buf, S>) -> Self {
         WaitGuard(Some(r))
+    }
+}
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> From<WaitGuard<'a, Buf, S>> for Request<'a, Buf, S> {
+    fn from(mut g: WaitGuard<'a, Buf, S>) -> Self {
+        match g.0.take() {
+            Some(r) => r,
+            // A guard always holds its request until it is dropped or converted.
+            None => unreachable!("a WaitGuard without its request"),
+        }
+    }
+}
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> WaitGuard<'a, Buf, S> {
+    fn cancel(&self) {
+        if let Some(r) = &self.0 {
+            r.cancel();
+        }
+    }
+}
+
+/// A request that is cancelled, then waited for, when the guard is dropped (rsmpi's
+/// `CancelGuard`): a receive that has not matched a message is taken back.
+pub struct CancelGuard<'a, Buf: ?Sized, S: Scope<'a> = StaticScope>(WaitGuard<'a, Buf, S>);
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for CancelGuard<'a, Buf, S> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.0.cancel();
+        }
+        // Then the inner guard waits.
+    }
+}
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> From<Request<'a, Buf, S>> for CancelGuard<'a, Buf, S> {
+    fn from(r: Request<'a, Buf, S>) -> Self {
+        CancelGuard(WaitGuard::from(r))
+    }
+}
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> From<WaitGuard<'a, Buf, S>> for CancelGuard<'a, Buf, S> {
+    fn from(g: WaitGuard<'a, Buf, S>) -> Self {
+        CancelGuard(g)
+    }
+}
+
+impl<'a, Buf: ?Sized, S: Scope<'a>> From<CancelGuard<'a, Buf, S>> for WaitGuard<'a, Buf, S> {
+    fn from(g: CancelGuard<'a, Buf, S>) -> Self {
+        let mut g = std::mem::ManuallyDrop::new(g);
+        // Moved out of a guard that is never dropped (no cancel).
+        WaitGuard(g.0 .0.take())
     }
 }
 

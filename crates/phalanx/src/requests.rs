@@ -22,6 +22,8 @@ pub struct RawStatus {
     pub tag: i32,
     /// Bytes received (or sent).
     pub bytes: u64,
+    /// The operation was cancelled (`MPI_Test_cancelled`): it moved no data.
+    pub cancelled: bool,
 }
 
 /// Where a send's bytes come from.

@@ -13,6 +13,7 @@ pub struct Status {
     source: Rank,
     tag: Tag,
     bytes: u64,
+    cancelled: bool,
 }
 
 impl Status {
@@ -22,6 +23,7 @@ impl Status {
             source,
             tag: raw.tag,
             bytes: raw.bytes,
+            cancelled: raw.cancelled,
         }
     }
     pub(crate) fn from_raw_members(raw: RawStatus, members: &[u32]) -> Status {
@@ -32,6 +34,7 @@ impl Status {
                 .map_or(-1, |p| p as Rank),
             tag: raw.tag,
             bytes: raw.bytes,
+            cancelled: raw.cancelled,
         }
     }
     pub(crate) fn from_raw_world(raw: RawStatus) -> Status {
@@ -39,6 +42,7 @@ impl Status {
             source: raw.source as Rank,
             tag: raw.tag,
             bytes: raw.bytes,
+            cancelled: raw.cancelled,
         }
     }
     /// Rank of the sender in the communicator.
@@ -62,5 +66,11 @@ impl Status {
     /// Bytes in the message.
     pub fn byte_count(&self) -> u64 {
         self.bytes
+    }
+    /// Whether the operation was cancelled ([`Request::cancel`](crate::request::Request::cancel);
+    /// MPI's `MPI_Test_cancelled`, which rsmpi does not wrap): a cancelled receive
+    /// received nothing.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled
     }
 }

@@ -111,3 +111,17 @@ fn rsmpi_groups_on_2_and_3_ranks() {
     // Two odd members, which make their tagged communicators in opposite orders.
     runs_on("rsmpi_groups", 4, "groups");
 }
+
+#[test]
+fn rsmpi_requests_on_2_and_3_ranks() {
+    runs_on("rsmpi_requests", 2, "requests");
+    runs_on("rsmpi_requests", 3, "requests");
+    runs_over("rsmpi_requests", 3, "requests", "udp");
+    // Careful links over UDP hold messages in their receive buffers until a receive (or
+    // a waiting matched probe) wants them.
+    let prog = example("rsmpi_requests");
+    let env = [("PHALANX_TRANSPORT", "udp"), ("PHALANX_RELIABLE_NET", "1")];
+    let r = common::run(&["-n", "3", &prog], &env, Duration::from_secs(60));
+    assert!(r.ok(), "rsmpi_requests on careful links: {}", r.dump());
+    assert_eq!(r.stdout.matches("requests ok").count(), 3, "{}", r.dump());
+}

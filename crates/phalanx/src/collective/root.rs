@@ -67,7 +67,7 @@ pub trait Root {
     {
         let p = self.root_process();
         let (spec, plan) = bcast_spec(p, buffer);
-        Request::new(start(spec, plan), scope, p.comm)
+        Request::new(start(spec, plan), scope, p.comm, &*buffer)
     }
 
     /// Non-root side of a gather: sends `sendbuf` to the root.
@@ -128,7 +128,7 @@ pub trait Root {
     {
         let p = self.root_process();
         let (spec, plan) = gather_spec(p, sendbuf, (std::ptr::null_mut(), 0));
-        Request::new(start(spec, plan), scope, p.comm)
+        Request::new(start(spec, plan), scope, p.comm, sendbuf)
     }
 
     /// Starts the root side of a gather; `recvbuf` is complete once the request is.
@@ -146,7 +146,7 @@ pub trait Root {
         let p = self.root_process();
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = gather_spec(p, sendbuf, recv);
-        Request::new(start(spec, plan), scope, p.comm)
+        Request::new(start(spec, plan), scope, p.comm, &*recvbuf)
     }
 
     /// Non-root side of a scatter: receives this member's block into `recvbuf`.
@@ -174,7 +174,7 @@ pub trait Root {
     {
         let p = self.root_process();
         let (spec, plan) = scatter_spec(p, (std::ptr::null(), 0), recvbuf);
-        Request::new(start(spec, plan), scope, p.comm)
+        Request::new(start(spec, plan), scope, p.comm, &*recvbuf)
     }
 
     /// Starts the root side of a scatter.
@@ -192,7 +192,7 @@ pub trait Root {
         let p = self.root_process();
         let send = (sendbuf.buffer_ptr(), bytes(sendbuf));
         let (spec, plan) = scatter_spec(p, send, recvbuf);
-        Request::new(start(spec, plan), scope, p.comm)
+        Request::new(start(spec, plan), scope, p.comm, &*recvbuf)
     }
 
     /// Non-root side of a reduction.
@@ -241,7 +241,7 @@ pub trait Root {
         super::no_user_op(&op, "immediate_reduce_into");
         let p = self.root_process();
         let (spec, plan) = reduce_spec(p, sendbuf, (std::ptr::null_mut(), 0), op.kind());
-        Request::new(start(spec, plan), scope, p.comm)
+        Request::new(start(spec, plan), scope, p.comm, sendbuf)
     }
 
     /// Starts the root side of a reduction; `recvbuf` holds the result once it completes.
@@ -262,7 +262,7 @@ pub trait Root {
         let p = self.root_process();
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = reduce_spec(p, sendbuf, recv, op.kind());
-        Request::new(start(spec, plan), scope, p.comm)
+        Request::new(start(spec, plan), scope, p.comm, &*recvbuf)
     }
 }
 

@@ -160,6 +160,7 @@ impl Engine {
                 source: p.src(),
                 tag: p.tag(),
                 bytes: p.msg_len(),
+                cancelled: false,
             })
     }
 

@@ -34,6 +34,7 @@ impl CollIo for Engine {
                 source,
                 tag: 0,
                 bytes,
+                cancelled: false,
             }),
         );
     }

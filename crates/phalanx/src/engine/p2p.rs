@@ -18,7 +18,9 @@ use crate::link::Medium;
 use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
 use std::collections::VecDeque;
 
+mod bsend;
 pub(super) mod direct;
+mod matched;
 mod recv;
 
 /// `aux32` of an RTS whose payload is the sender's buffer address (single copy).
@@ -67,13 +69,17 @@ struct Unexpected {
     ctx: u32,
     total: u64,
     kind: UnexpKind,
+    /// Taken by a matched probe ([`matched`]): no receive or probe matches it any more;
+    /// only the matched receive naming its id receives it.
+    claimed: bool,
 }
 
 impl Unexpected {
     /// Whether a receive for (src, tag, ctx) matches this message (one a receive already
-    /// owns does not).
+    /// owns, or a matched probe took, does not).
     fn matches(&self, src: Option<u32>, tag: Option<i32>, ctx: u32) -> bool {
-        ctx == self.ctx
+        !self.claimed
+            && ctx == self.ctx
             && src.is_none_or(|s| s == self.src)
             && tag.is_none_or(|t| t == self.tag)
             && !matches!(
@@ -109,6 +115,11 @@ pub(super) struct P2p {
     rndv_recvs: usize,
     /// The blocking receive being waited on, armed without a request ([`direct`]).
     direct: direct::Direct,
+    /// Selectors of the matched probes being waited on: messages they match are wanted
+    /// like those of posted receives (careful links hand them over).
+    probe_wants: Vec<(Option<u32>, Option<i32>, u32)>,
+    /// Buffered-mode sends: the attached capacity and what is in flight ([`bsend`]).
+    bsend: bsend::Bsend,
 }
 
 /// A posted receive with its selectors (kept here so matching reads no request).
@@ -153,6 +164,8 @@ impl P2p {
             incoming: vec![None; size as usize],
             rndv_recvs: 0,
             direct: Default::default(),
+            probe_wants: Vec::new(),
+            bsend: Default::default(),
         }
     }
 
@@ -247,6 +260,7 @@ impl Engine {
                 source: self.rank,
                 tag,
                 bytes: len,
+                cancelled: false,
             }))),
         }
     }
@@ -483,6 +497,7 @@ impl Engine {
                         source: self.rank,
                         tag,
                         bytes: total,
+                        cancelled: false,
                     }),
                 );
             }
@@ -641,6 +656,7 @@ impl Engine {
                                 source: self.rank,
                                 tag,
                                 bytes,
+                                cancelled: false,
                             }),
                         );
                     }

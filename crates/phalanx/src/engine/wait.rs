@@ -255,6 +255,96 @@ impl Engine {
         Ok((i, r))
     }
 
+    /// Takes every finished request of `ids`: positions in `ids` and results; the first
+    /// error after all of them are taken.
+    fn take_finished(&mut self, ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
+        let mut out = Vec::new();
+        let mut err = None;
+        for (i, &id) in ids.iter().enumerate() {
+            if self.reqs.is_done(id) {
+                match self
+                    .reqs
+                    .take_done(id)
+                    .unwrap_or(Err(Error::InvalidRequest))
+                {
+                    Ok(st) => out.push((i, st)),
+                    Err(e) => {
+                        err.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        err.map_or(Ok(out), Err)
+    }
+
+    /// One round of progress unless one of `ids` is finished already.
+    fn progress_unless_done(&mut self, ids: &[ReqId]) -> Result<()> {
+        if !ids.iter().any(|&id| self.reqs.is_done(id)) {
+            self.progress()?;
+            if self.halt_asked.is_some() {
+                self.job_halt()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until at least one of `ids` is finished, then takes every finished one
+    /// (`MPI_Waitsome`): positions in `ids` and statuses. Empty `ids`: nothing.
+    pub fn wait_some(&mut self, ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
+        let Some(&first) = ids.first() else {
+            return Ok(Vec::new());
+        };
+        let any = |e: &Engine| ids.iter().any(|&id| e.reqs.is_done(id));
+        if !any(self) {
+            let waiting = self.p2p.describe(&self.reqs, first);
+            self.wait_until(waiting, |e| any(e))?;
+        }
+        self.take_finished(ids)
+    }
+
+    /// Tests `ids` once (`MPI_Testany`): one round of progress, then the first finished
+    /// one, taken.
+    pub fn test_any(&mut self, ids: &[ReqId]) -> Result<Option<(usize, RawStatus)>> {
+        self.progress_unless_done(ids)?;
+        match ids.iter().position(|&id| self.reqs.is_done(id)) {
+            None => Ok(None),
+            Some(i) => {
+                let r = self
+                    .reqs
+                    .take_done(ids[i])
+                    .unwrap_or(Err(Error::InvalidRequest))?;
+                Ok(Some((i, r)))
+            }
+        }
+    }
+
+    /// Tests `ids` once (`MPI_Testsome`): one round of progress, then every finished one,
+    /// taken.
+    pub fn test_some(&mut self, ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
+        self.progress_unless_done(ids)?;
+        self.take_finished(ids)
+    }
+
+    /// Tests `ids` once (`MPI_Testall`): one round of progress, then, if every one is
+    /// finished, all of them taken (statuses in order); otherwise none is taken.
+    pub fn test_all(&mut self, ids: &[ReqId]) -> Result<Option<Vec<RawStatus>>> {
+        if !ids.iter().all(|&id| self.reqs.is_done(id)) {
+            self.progress()?;
+            if self.halt_asked.is_some() {
+                self.job_halt()?;
+            }
+            if !ids.iter().all(|&id| self.reqs.is_done(id)) {
+                return Ok(None);
+            }
+        }
+        Ok(Some(
+            self.take_finished(ids)?
+                .into_iter()
+                .map(|(_, st)| st)
+                .collect(),
+        ))
+    }
+
     /// [`wait`](Self::wait) for a request that is not finished yet.
     #[inline(never)]
     fn wait_running(&mut self, id: ReqId) -> Result<RawStatus> {

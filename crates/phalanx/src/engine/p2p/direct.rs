@@ -110,6 +110,7 @@ pub(in crate::engine) fn finish_buf(
         source,
         tag,
         bytes: total,
+        cancelled: false,
     })
 }
 

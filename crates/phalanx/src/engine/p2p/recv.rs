@@ -53,7 +53,7 @@ impl Engine {
     #[inline(never)]
     fn irecv_unexpected(&mut self, id: ReqId, src: Option<u32>, tag: Option<i32>, ctx: u32) {
         // Look in the unexpected queue first (arrival order), skipping entries that a
-        // receive already owns.
+        // receive already owns or a matched probe took.
         let pos = self
             .p2p
             .unexpected
@@ -61,45 +61,48 @@ impl Engine {
             .position(|u| u.matches(src, tag, ctx));
         match pos {
             None => self.p2p.posted.push_back(Posted { id, src, tag, ctx }),
-            Some(i) => {
-                let (src, tag, total) = {
-                    let u = &self.p2p.unexpected[i];
-                    (u.src, u.tag, u.total)
-                };
-                let whole = matches!(&self.p2p.unexpected[i].kind,
-                    UnexpKind::Eager { data, .. } if data.len() as u64 == total);
-                if whole {
-                    // A whole eager message: one delivery, and its buffer is kept for
-                    // the next unexpected one.
-                    if let Some(Unexpected {
-                        kind: UnexpKind::Eager { data, .. },
-                        ..
-                    }) = self.p2p.unexpected.remove(i)
-                    {
-                        self.unexpected_release(data.len());
-                        self.deliver_whole(id, src, tag, &data);
-                        self.p2p.recycle(data);
-                    }
-                    return;
-                }
-                self.start_recv(id, src, tag, total);
-                if self.p2p.unexpected[i].complete() {
-                    let Some(u) = self.p2p.unexpected.remove(i) else {
-                        return;
-                    };
-                    match u.kind {
-                        UnexpKind::Eager { data, .. } => {
-                            self.unexpected_release(data.len());
-                            self.recv_data(id, 0, &data);
-                        }
-                        UnexpKind::Rts { sreq, addr } => {
-                            self.rts_matched(src, u.ctx, sreq, addr, id)
-                        }
-                    }
-                } else if let UnexpKind::Eager { matched, .. } = &mut self.p2p.unexpected[i].kind {
-                    *matched = Some(id);
-                }
+            Some(i) => self.receive_unexpected(id, i),
+        }
+    }
+
+    /// Receive `id` takes unexpected message `i`: delivered now if it is all here (a
+    /// whole eager message, or a rendezvous whose sender is now cleared to send), else
+    /// owned by the receive until its last fragment arrives.
+    pub(in crate::engine) fn receive_unexpected(&mut self, id: ReqId, i: usize) {
+        let (src, tag, total) = {
+            let u = &self.p2p.unexpected[i];
+            (u.src, u.tag, u.total)
+        };
+        let whole = matches!(&self.p2p.unexpected[i].kind,
+            UnexpKind::Eager { data, .. } if data.len() as u64 == total);
+        if whole {
+            // A whole eager message: one delivery, and its buffer is kept for the next
+            // unexpected one.
+            if let Some(Unexpected {
+                kind: UnexpKind::Eager { data, .. },
+                ..
+            }) = self.p2p.unexpected.remove(i)
+            {
+                self.unexpected_release(data.len());
+                self.deliver_whole(id, src, tag, &data);
+                self.p2p.recycle(data);
             }
+            return;
+        }
+        self.start_recv(id, src, tag, total);
+        if self.p2p.unexpected[i].complete() {
+            let Some(u) = self.p2p.unexpected.remove(i) else {
+                return;
+            };
+            match u.kind {
+                UnexpKind::Eager { data, .. } => {
+                    self.unexpected_release(data.len());
+                    self.recv_data(id, 0, &data);
+                }
+                UnexpKind::Rts { sreq, addr } => self.rts_matched(src, u.ctx, sreq, addr, id),
+            }
+        } else if let UnexpKind::Eager { matched, .. } = &mut self.p2p.unexpected[i].kind {
+            *matched = Some(id);
         }
     }
 
@@ -117,6 +120,7 @@ impl Engine {
                 source: u.src,
                 tag: u.tag,
                 bytes: u.total,
+                cancelled: false,
             })
             // Then messages still in careful receive buffers (each link's come after
             // those of the same link already copied out).
@@ -161,6 +165,7 @@ impl Engine {
             ctx,
             total,
             kind,
+            claimed: false,
         });
         id
     }
@@ -214,9 +219,15 @@ impl Engine {
             .is_some_and(|i| i.is_some())
     }
 
-    /// Whether a posted receive wants a message from `src` with `tag` on `ctx`.
+    /// Whether a posted receive (or a waiting matched probe) wants a message from `src`
+    /// with `tag` on `ctx`.
     pub(in crate::engine) fn has_posted_for(&self, src: u32, tag: i32, ctx: u32) -> bool {
-        self.direct_wants(src, tag, ctx) || self.p2p.posted.iter().any(|p| p.matches(src, tag, ctx))
+        self.direct_wants(src, tag, ctx)
+            || self.p2p.posted.iter().any(|p| p.matches(src, tag, ctx))
+            // A waiting matched probe wants what it matches.
+            || self.p2p.probe_wants.iter().any(|&(s, t, c)| {
+                c == ctx && s.is_none_or(|s| s == src) && t.is_none_or(|t| t == tag)
+            })
     }
 
     pub(in crate::engine) fn match_posted(
