@@ -20,7 +20,7 @@
 use crate::options::Plan;
 use crate::report;
 use crate::sync::pair_barrier;
-use phalanx::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use phalanx::datatype::{Buffer, BufferMut, TypeMap, Equivalence};
 use phalanx::environment::time;
 use phalanx::request::{scope, wait_all};
 use phalanx::topology::{Process, SimpleCommunicator};
@@ -186,7 +186,7 @@ unsafe impl Buffer for Slot<'_> {
     fn count(&self) -> usize {
         self.len
     }
-    fn datatype(&self) -> Datatype {
+    fn datatype(&self) -> TypeMap {
         u8::equivalent_datatype()
     }
 }

@@ -14,7 +14,7 @@ use crate::coll::algos::{self, Shape};
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
-use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Packed, TypeMap};
 use crate::engine::requests::ReqId;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
@@ -283,7 +283,7 @@ struct Spec<'a> {
     kind: CollKind,
     root: Option<i32>,
     op: Option<OpKind>,
-    dt: Datatype,
+    dt: TypeMap,
     count: usize,
     send: (*const u8, usize),
     recv: (*mut u8, usize),
@@ -377,6 +377,12 @@ fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<(Chosen, Plan), Error
     }
 }
 
+/// Whether both buffers' datatypes are contiguous (else a blocking collective runs on
+/// packed copies: datatype::Packed).
+fn contiguous<S: ?Sized + Buffer, R: ?Sized + Buffer>(s: &S, r: &R) -> bool {
+    s.datatype().is_contiguous() && r.datatype().is_contiguous()
+}
+
 fn bytes<B: ?Sized + Buffer>(b: &B) -> usize {
     b.count() * b.datatype().size()
 }
@@ -441,6 +447,11 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            self.all_gather_into(&Packed::of(sendbuf), &mut r);
+            return r.unpack_into(recvbuf);
+        }
         let c = self.as_simple();
         let (spec, plan) = all_gather_spec(c, sendbuf, recvbuf);
         run(spec, plan)
@@ -500,6 +511,11 @@ pub trait CommunicatorCollectives: Communicator {
         let c = self.as_simple();
         if let Some(u) = op.user() {
             return user::all_reduce(c, sendbuf, recvbuf, u);
+        }
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            self.all_reduce_into(&Packed::of(sendbuf), &mut r, op);
+            return r.unpack_into(recvbuf);
         }
         let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
         run(spec, plan)
@@ -628,7 +644,7 @@ fn barrier_spec(c: &SimpleCommunicator) -> Spec<'_> {
         kind: CollKind::Barrier,
         root: None,
         op: None,
-        dt: u8::equivalent_datatype(),
+        dt: crate::datatype::type_map_of::<u8>(),
         count: 0,
         send: (std::ptr::null(), 0),
         recv: (std::ptr::null_mut(), 0),

@@ -147,3 +147,16 @@ impl Error {
 
 /// Result alias of the core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// rsmpi's `MpiError`: the errors rsmpi's API returns (rather than sends to the error
+/// handler) — a spawn that started fewer processes than asked, and a Rust string with an
+/// interior NUL where the MPI interface needs a C string.
+#[derive(Debug, Error)]
+pub enum MpiError {
+    /// Failed to spawn some processes: (spawned, requested).
+    #[error("spawned {0} of {1} processes")]
+    Spawn(crate::Rank, crate::Rank),
+    /// `CString::new` failed: the string holds an interior NUL byte.
+    #[error("string with an interior NUL byte: {0}")]
+    StringNul(#[from] std::ffi::NulError),
+}

@@ -49,7 +49,7 @@ pub mod topology;
 
 pub use environment::{initialize, initialize_with_threading, try_initialize, Threading, Universe};
 pub use environment::{time, time_resolution};
-pub use error::{Error, ErrorClass};
+pub use error::{Error, ErrorClass, MpiError};
 pub use phalanx_derive::Equivalence;
 
 /// Rank of a process in a communicator.
@@ -64,7 +64,9 @@ pub type Count = i32;
 /// The usual imports: `use phalanx::traits::*;`.
 pub mod traits {
     pub use crate::collective::{CommunicatorCollectives, Operation, Root};
-    pub use crate::datatype::{Buffer, BufferMut, Equivalence};
+    pub use crate::datatype::{
+        AsDatatype, Buffer, BufferMut, Datatype, Equivalence, UncommittedDatatype,
+    };
     pub use crate::point_to_point::{Destination, Source};
     pub use crate::topology::Communicator;
     pub use phalanx_derive::Equivalence;

@@ -21,7 +21,7 @@ pub mod tree;
 
 pub(crate) use exec::CollIo;
 
-use crate::datatype::Datatype;
+use crate::datatype::TypeMap;
 use crate::error::{Error, Result};
 use crate::requests::ReqId;
 use ops::OpKind;
@@ -113,7 +113,7 @@ pub fn signature(
     kind: CollKind,
     root: Option<u32>,
     op: Option<OpKind>,
-    dt: &Datatype,
+    dt: &TypeMap,
     count: usize,
 ) -> u64 {
     let mut h: u32 = 0x811c_9dc5;
@@ -192,7 +192,7 @@ pub(crate) struct Sched {
     seq: u32,
     sig: u64,
     op: Option<OpKind>,
-    dt: Datatype,
+    dt: TypeMap,
     send: (*const u8, usize),
     recv: (*mut u8, usize),
     tmps: Vec<Vec<u8>>,
@@ -273,7 +273,7 @@ pub struct CollCall {
     /// Reduction, if any.
     pub op: Option<OpKind>,
     /// Element datatype (for reductions).
-    pub dt: Datatype,
+    pub dt: TypeMap,
     /// Send buffer.
     pub send: (*const u8, usize),
     /// Receive buffer.

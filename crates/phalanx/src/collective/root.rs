@@ -7,13 +7,13 @@
 //! blocking calls) and complete when the returned request does. Buffers given to an
 //! immediate form belong to the request until it completes (the scope enforces it).
 
-use super::{bytes, check, choose_board, root_buffer, run, start, Chosen, Operation, PlanFn, Spec};
+use super::{bytes, check, contiguous, choose_board, root_buffer, run, start, Chosen, Operation, PlanFn, Spec};
 use crate::coll::algorithm::Algorithm::*;
 use crate::coll::algos;
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::CollKind;
-use crate::datatype::{Buffer, BufferMut, Datatype};
+use crate::datatype::{Buffer, BufferMut, Packed, TypeMap};
 use crate::request::{Request, Scope};
 use crate::topology::{Communicator, Process};
 
@@ -24,6 +24,12 @@ pub trait Root {
 
     /// Broadcasts the root's `buffer` into every member's `buffer`.
     fn broadcast_into<B: ?Sized + BufferMut>(&self, buffer: &mut B) {
+        if !buffer.datatype().is_contiguous() {
+            // A derived datatype (or bools) travels packed (datatype::Packed).
+            let mut p = Packed::of(&*buffer);
+            self.broadcast_into(&mut p);
+            return p.unpack_into(buffer);
+        }
         let (spec, plan) = bcast_spec(self.root_process(), buffer);
         run(spec, plan)
     }
@@ -45,6 +51,9 @@ pub trait Root {
 
     /// Non-root side of a gather: sends `sendbuf` to the root.
     fn gather_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
+        if !sendbuf.datatype().is_contiguous() {
+            return self.gather_into(&Packed::of(sendbuf));
+        }
         let (spec, plan) = gather_spec(self.root_process(), sendbuf, (std::ptr::null_mut(), 0));
         run(spec, plan)
     }
@@ -88,6 +97,11 @@ pub trait Root {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            self.gather_into_root(&Packed::of(sendbuf), &mut r);
+            return r.unpack_into(recvbuf);
+        }
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = gather_spec(self.root_process(), sendbuf, recv);
         run(spec, plan)
@@ -124,6 +138,11 @@ pub trait Root {
 
     /// Non-root side of a scatter: receives this member's block into `recvbuf`.
     fn scatter_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
+        if !recvbuf.datatype().is_contiguous() {
+            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            self.scatter_into(&mut r);
+            return r.unpack_into(recvbuf);
+        }
         let (spec, plan) = scatter_spec(self.root_process(), (std::ptr::null(), 0), recvbuf);
         run(spec, plan)
     }
@@ -134,6 +153,11 @@ pub trait Root {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            self.scatter_into_root(&Packed::of(sendbuf), &mut r);
+            return r.unpack_into(recvbuf);
+        }
         let send = (sendbuf.buffer_ptr(), bytes(sendbuf));
         let (spec, plan) = scatter_spec(self.root_process(), send, recvbuf);
         run(spec, plan)
@@ -376,7 +400,7 @@ fn scatter_spec<'c, R: ?Sized + BufferMut>(
     recvbuf: &mut R,
 ) -> (Spec<'c>, PlanFn) {
     let block = bytes(recvbuf);
-    let dt: Datatype = recvbuf.datatype();
+    let dt: TypeMap = recvbuf.datatype();
     let root = p.rank() as usize;
     let size = p.comm.size() as usize;
     let is_root = p.comm.rank() == p.rank();
