@@ -20,7 +20,7 @@
 use crate::options::Plan;
 use crate::report;
 use crate::sync::pair_barrier;
-use phalanx::datatype::{Buffer, BufferMut, TypeMap, Equivalence};
+use phalanx::datatype::{Buffer, BufferMut, TypeMap};
 use phalanx::environment::time;
 use phalanx::request::{scope, wait_all};
 use phalanx::topology::{Process, SimpleCommunicator};
@@ -187,7 +187,7 @@ unsafe impl Buffer for Slot<'_> {
         self.len
     }
     fn datatype(&self) -> TypeMap {
-        u8::equivalent_datatype()
+        phalanx::datatype::type_map_of::<u8>()
     }
 }
 

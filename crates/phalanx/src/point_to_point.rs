@@ -5,7 +5,7 @@
 //! element [`TypeMap`]: contiguous types go straight from/to user memory, others are
 //! packed and unpacked through the datatype's block list. Errors go to the fatal handler.
 
-use crate::datatype::{Buffer, BufferMut, TypeMap, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Equivalence, TypeMap};
 use crate::engine::{RawStatus, RecvBuf, SendBuf};
 use crate::error::Error;
 use crate::request::{Request, Scope};

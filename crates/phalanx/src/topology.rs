@@ -420,11 +420,21 @@ pub trait Communicator {
     }
 
     /// Bytes `incount` elements of `datatype` take packed (`MPI_Pack_size`).
-    fn pack_size<Dt: crate::datatype::Datatype>(&self, incount: crate::Count, datatype: &Dt) -> crate::Count {
+    fn pack_size<Dt: crate::datatype::Datatype>(
+        &self,
+        incount: crate::Count,
+        datatype: &Dt,
+    ) -> crate::Count
+    where
+        Self: Sized,
+    {
         crate::datatype::pack_size(incount, datatype)
     }
     /// The data of `inbuf`, packed (`MPI_Pack`); `unpack_into` takes it back.
-    fn pack<Buf: ?Sized + crate::datatype::Buffer>(&self, inbuf: &Buf) -> Vec<u8> {
+    fn pack<Buf: ?Sized + crate::datatype::Buffer>(&self, inbuf: &Buf) -> Vec<u8>
+    where
+        Self: Sized,
+    {
         let mut out = vec![0; inbuf.count() * inbuf.datatype().size()];
         self.pack_into(inbuf, &mut out, 0);
         out
@@ -436,7 +446,10 @@ pub trait Communicator {
         inbuf: &Buf,
         outbuf: &mut [u8],
         position: crate::Count,
-    ) -> crate::Count {
+    ) -> crate::Count
+    where
+        Self: Sized,
+    {
         crate::datatype::pack_into(inbuf, outbuf, position).unwrap_or_else(|e| {
             crate::runtime::fatal("pack_into", crate::error::Error::InvalidArg(e))
         })
@@ -452,7 +465,10 @@ pub trait Communicator {
         inbuf: &[u8],
         outbuf: &mut Buf,
         position: crate::Count,
-    ) -> crate::Count {
+    ) -> crate::Count
+    where
+        Self: Sized,
+    {
         crate::datatype::unpack_from(inbuf, outbuf, position).unwrap_or_else(|e| {
             crate::runtime::fatal("unpack_into", crate::error::Error::InvalidArg(e))
         })

@@ -1,7 +1,7 @@
 //! The API on a singleton (a program started without the launcher): self-messages of
 //! every shape go through the same matching, eager and rendezvous paths as remote ones.
 
-use phalanx::datatype::{TypeMap, Equivalence, Primitive};
+use phalanx::datatype::{Equivalence, Primitive, TypeMap};
 use phalanx::traits::*;
 
 #[derive(Equivalence, Clone, Copy, Debug, PartialEq)]

@@ -71,3 +71,10 @@ fn rsmpi_cartesian_on_2_3_4_and_5_ranks() {
         runs_on("rsmpi_cartesian", np, "cartesian");
     }
 }
+
+#[test]
+fn rsmpi_datatypes_on_2_and_3_ranks() {
+    runs_on("rsmpi_datatypes", 2, "datatypes");
+    runs_on("rsmpi_datatypes", 3, "datatypes");
+    runs_over("rsmpi_datatypes", 3, "datatypes", "udp");
+}

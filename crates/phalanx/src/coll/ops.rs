@@ -5,7 +5,7 @@
 //! commutative and associative (floating point up to rounding). Logical operations treat
 //! non-zero as true; bitwise operations on floats are rejected with an error.
 
-use crate::datatype::{TypeMap, Primitive};
+use crate::datatype::{Primitive, TypeMap};
 use crate::error::{Error, Result};
 
 /// The predefined reduction operations.

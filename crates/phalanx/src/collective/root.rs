@@ -7,7 +7,10 @@
 //! blocking calls) and complete when the returned request does. Buffers given to an
 //! immediate form belong to the request until it completes (the scope enforces it).
 
-use super::{bytes, check, contiguous, choose_board, root_buffer, run, start, Chosen, Operation, PlanFn, Spec};
+use super::{
+    bytes, check, choose_board, contiguous, root_buffer, run, start, Chosen, Operation, PlanFn,
+    Spec,
+};
 use crate::coll::algorithm::Algorithm::*;
 use crate::coll::algos;
 use crate::coll::ops::OpKind;

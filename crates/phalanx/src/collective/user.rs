@@ -13,8 +13,8 @@
 //! forms refuse a user operation with an error (they would otherwise need the function
 //! inside the progress engine). Every rank must pass the same operation.
 
-pub use crate::datatype::{DynBuffer, DynBufferMut};
 use crate::datatype::{Buffer, BufferMut, TypeMap};
+pub use crate::datatype::{DynBuffer, DynBufferMut};
 use crate::point_to_point::{Destination, Source};
 use crate::topology::{Communicator, SimpleCommunicator};
 use crate::Rank;

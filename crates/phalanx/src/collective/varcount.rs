@@ -11,7 +11,7 @@
 //! place; all-gather gathers to member 0 and broadcasts the whole partition). They are
 //! blocking only; the core's schedules, board and hierarchical paths do not take them yet.
 
-use crate::datatype::{Buffer, BufferMut, TypeMap, Partition, PartitionMut};
+use crate::datatype::{Buffer, BufferMut, Partition, PartitionMut, TypeMap};
 use crate::point_to_point::{Destination, Source};
 use crate::topology::{Communicator, SimpleCommunicator};
 use crate::{Count, Rank};

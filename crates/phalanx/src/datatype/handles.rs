@@ -72,6 +72,10 @@ impl<'a> DatatypeRef<'a> {
     pub(crate) fn new(t: &'a TypeMap) -> Self {
         DatatypeRef(t)
     }
+    /// The borrowed type map, for as long as the handle's borrow.
+    pub(crate) fn into_type_map(self) -> &'a TypeMap {
+        self.0
+    }
 }
 
 impl UncommittedDatatype for DatatypeRef<'_> {

@@ -32,8 +32,8 @@ mod typemap;
 mod view;
 
 pub use handles::{
-    address_of, Datatype, DatatypeRef, SystemDatatype, UncommittedDatatype,
-    UncommittedDatatypeRef, UncommittedUserDatatype, UserDatatype,
+    address_of, Datatype, DatatypeRef, SystemDatatype, UncommittedDatatype, UncommittedDatatypeRef,
+    UncommittedUserDatatype, UserDatatype,
 };
 pub use typemap::{Primitive, TypeMap};
 pub(crate) use view::Packed;
@@ -346,7 +346,10 @@ mod tests {
         assert_eq!((d.size(), d.extent()), (16, 16));
         assert!(d.is_contiguous());
         assert_eq!(d.signature(), &[(Primitive::U32, 4)]);
-        assert_eq!(bool::equivalent_datatype().signature(), &[(Primitive::Bool, 1)]);
+        assert_eq!(
+            bool::equivalent_datatype().signature(),
+            &[(Primitive::Bool, 1)]
+        );
         assert!(!type_map_of::<[bool; 3]>().is_contiguous());
     }
 
@@ -357,7 +360,7 @@ mod tests {
         assert_eq!(r.blocks(), &[(0, 4), (8, 4)]);
         let d = t.dup();
         assert_eq!(d.as_type_map(), t.as_type_map());
-        let u = UncommittedUserDatatype::contiguous(2, &r);
+        let u = UncommittedUserDatatype::contiguous(2, &i32::equivalent_datatype());
         let s = UserDatatype::structured(
             &[1, 1],
             &[0, 16],

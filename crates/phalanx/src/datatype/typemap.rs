@@ -170,7 +170,11 @@ impl Builder {
         if round_to_align {
             ext = ext.div_ceil(self.align) * self.align;
         }
-        let ub = if extent.is_some() { ub.max(lb + ext) } else { ub };
+        let ub = if extent.is_some() {
+            ub.max(lb + ext)
+        } else {
+            ub
+        };
         TypeMap(Arc::new(Inner {
             size: self.size,
             lb,
@@ -603,7 +607,11 @@ mod tests {
         let s = TypeMap::try_structured(&[1, 1], &[0, 8], &[&i, &f]).unwrap();
         let two = TypeMap::try_contiguous(2, &s).unwrap();
         assert!(two.same_signature(1, &s, 2));
-        assert!(!s.same_signature(1, &TypeMap::try_structured(&[1, 1], &[0, 8], &[&f, &i]).unwrap(), 1));
+        assert!(!s.same_signature(
+            1,
+            &TypeMap::try_structured(&[1, 1], &[0, 8], &[&f, &i]).unwrap(),
+            1
+        ));
     }
 
     #[test]

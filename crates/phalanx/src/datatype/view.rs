@@ -9,7 +9,7 @@
 //! a pointer; `downcast::<T>()` succeeds only when the datatype is `T`'s (same signature,
 //! densely laid out) and the pointer is aligned for `T`.
 
-use super::handles::{Datatype, DatatypeRef, UncommittedDatatype, UserDatatype};
+use super::handles::{Datatype, DatatypeRef};
 use super::typemap::TypeMap;
 use super::{misuse, type_map_of, AsDatatype, Buffer, BufferMut, Equivalence};
 use crate::Count;
@@ -115,9 +115,7 @@ unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + Buffer> Buffer for View<'
 }
 
 // SAFETY: as for View.
-unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + BufferMut> Buffer
-    for MutView<'d, 'b, D, B>
-{
+unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + BufferMut> Buffer for MutView<'d, 'b, D, B> {
     fn buffer_ptr(&self) -> *const u8 {
         self.buffer.buffer_ptr()
     }
@@ -140,9 +138,7 @@ unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + BufferMut> BufferMut
 }
 
 // SAFETY: the datatype is the view's own.
-unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + Buffer> AsDatatype
-    for View<'d, 'b, D, B>
-{
+unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + Buffer> AsDatatype for View<'d, 'b, D, B> {
     type Out = &'d D;
     fn as_datatype(&self) -> &'d D {
         self.datatype
@@ -161,11 +157,11 @@ unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + BufferMut> AsDatatype
 
 /// Elements of a datatype known only at run time (rsmpi's `DynBuffer`; what a user
 /// operation reads).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct DynBuffer<'a> {
     ptr: *const u8,
     len: usize,
-    dt: TypeMap,
+    dt: &'a TypeMap,
     _data: PhantomData<&'a [u8]>,
 }
 
@@ -174,8 +170,21 @@ pub struct DynBuffer<'a> {
 pub struct DynBufferMut<'a> {
     ptr: *mut u8,
     len: usize,
-    dt: TypeMap,
+    dt: &'a TypeMap,
     _data: PhantomData<&'a mut [u8]>,
+}
+
+/// `t`, kept for the rest of the run: a dynamic buffer borrows its datatype, and a
+/// value's datatype may be built on demand. One copy per distinct layout is kept.
+fn interned(t: TypeMap) -> &'static TypeMap {
+    static KEPT: std::sync::Mutex<Vec<&'static TypeMap>> = std::sync::Mutex::new(Vec::new());
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(k) = kept.iter().find(|k| ***k == t) {
+        return k;
+    }
+    let k: &'static TypeMap = Box::leak(Box::new(t));
+    kept.push(k);
+    k
 }
 
 /// Whether elements of `dt` at `p` are `T`s.
@@ -194,7 +203,7 @@ impl<'a> DynBuffer<'a> {
         DynBuffer {
             ptr: buf.as_ptr() as *const u8,
             len: buf.len(),
-            dt: type_map_of::<T>(),
+            dt: interned(type_map_of::<T>()),
             _data: PhantomData,
         }
     }
@@ -206,7 +215,7 @@ impl<'a> DynBuffer<'a> {
         DynBuffer {
             ptr: ptr as *const u8,
             len: usize::try_from(len).unwrap_or(0),
-            dt: datatype.as_type_map().clone(),
+            dt: datatype.into_type_map(),
             _data: PhantomData,
         }
     }
@@ -215,13 +224,13 @@ impl<'a> DynBuffer<'a> {
         DynBuffer {
             ptr: bytes.as_ptr(),
             len: bytes.len() / dt.size().max(1),
-            dt: dt.packed(),
+            dt: interned(dt.packed()),
             _data: PhantomData,
         }
     }
     /// Whether the elements are `T`s.
     pub fn is<T: Equivalence>(&self) -> bool {
-        is_t::<T>(&self.dt, self.ptr)
+        is_t::<T>(self.dt, self.ptr)
     }
     /// The elements as `T`s, if they are `T`s.
     pub fn downcast<T: Equivalence>(self) -> Option<&'a [T]> {
@@ -250,7 +259,7 @@ impl<'a> DynBufferMut<'a> {
         DynBufferMut {
             ptr: buf.as_mut_ptr() as *mut u8,
             len: buf.len(),
-            dt: type_map_of::<T>(),
+            dt: interned(type_map_of::<T>()),
             _data: PhantomData,
         }
     }
@@ -262,7 +271,7 @@ impl<'a> DynBufferMut<'a> {
         DynBufferMut {
             ptr: ptr as *mut u8,
             len: usize::try_from(len).unwrap_or(0),
-            dt: datatype.as_type_map().clone(),
+            dt: datatype.into_type_map(),
             _data: PhantomData,
         }
     }
@@ -271,13 +280,13 @@ impl<'a> DynBufferMut<'a> {
         DynBufferMut {
             ptr: bytes.as_mut_ptr(),
             len: bytes.len() / dt.size().max(1),
-            dt: dt.packed(),
+            dt: interned(dt.packed()),
             _data: PhantomData,
         }
     }
     /// Whether the elements are `T`s.
     pub fn is<T: Equivalence>(&self) -> bool {
-        is_t::<T>(&self.dt, self.ptr)
+        is_t::<T>(self.dt, self.ptr)
     }
     /// The elements as `T`s, if they are `T`s.
     pub fn downcast<T: Equivalence>(self) -> Option<&'a mut [T]> {
@@ -306,7 +315,7 @@ impl<'a> DynBufferMut<'a> {
         DynBuffer {
             ptr: self.ptr,
             len: self.len,
-            dt: self.dt.clone(),
+            dt: self.dt,
             _data: PhantomData,
         }
     }
@@ -315,7 +324,7 @@ impl<'a> DynBufferMut<'a> {
         DynBufferMut {
             ptr: self.ptr,
             len: self.len,
-            dt: self.dt.clone(),
+            dt: self.dt,
             _data: PhantomData,
         }
     }
@@ -361,17 +370,17 @@ unsafe impl BufferMut for DynBufferMut<'_> {
     }
 }
 // SAFETY: the buffer's own datatype.
-unsafe impl AsDatatype for DynBuffer<'_> {
-    type Out = UserDatatype;
-    fn as_datatype(&self) -> UserDatatype {
-        self.dt.dup()
+unsafe impl<'a> AsDatatype for DynBuffer<'a> {
+    type Out = DatatypeRef<'a>;
+    fn as_datatype(&self) -> DatatypeRef<'a> {
+        DatatypeRef::new(self.dt)
     }
 }
 // SAFETY: as above.
-unsafe impl AsDatatype for DynBufferMut<'_> {
-    type Out = UserDatatype;
-    fn as_datatype(&self) -> UserDatatype {
-        self.dt.dup()
+unsafe impl<'a> AsDatatype for DynBufferMut<'a> {
+    type Out = DatatypeRef<'a>;
+    fn as_datatype(&self) -> DatatypeRef<'a> {
+        DatatypeRef::new(self.dt)
     }
 }
 
@@ -406,7 +415,12 @@ impl Packed {
     }
     fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: u128 storage viewed as its bytes.
-        unsafe { std::slice::from_raw_parts_mut(self.store.as_mut_ptr() as *mut u8, self.store.len() * 16) }
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.store.as_mut_ptr() as *mut u8,
+                self.store.len() * 16,
+            )
+        }
     }
     /// Unpacks the data into `b` (through `b`'s datatype; `bool`s are checked).
     pub(crate) fn unpack_into<B: ?Sized + BufferMut>(&mut self, b: &mut B) {
