@@ -448,7 +448,7 @@ pub trait CommunicatorCollectives: Communicator {
         recvbuf: &mut R,
     ) {
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            let mut r = Packed::of(&*recvbuf);
             self.all_gather_into(&Packed::of(sendbuf), &mut r);
             return r.unpack_into(recvbuf);
         }
@@ -480,6 +480,11 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.all_to_all_into(&Packed::of(sendbuf), &mut r);
+            return r.unpack_into(recvbuf);
+        }
         let (spec, plan) = all_to_all_spec(self.as_simple(), sendbuf, recvbuf);
         run(spec, plan)
     }
@@ -513,7 +518,7 @@ pub trait CommunicatorCollectives: Communicator {
             return user::all_reduce(c, sendbuf, recvbuf, u);
         }
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            let mut r = Packed::of(&*recvbuf);
             self.all_reduce_into(&Packed::of(sendbuf), &mut r, op);
             return r.unpack_into(recvbuf);
         }
@@ -551,6 +556,11 @@ pub trait CommunicatorCollectives: Communicator {
         if let Some(u) = op.user() {
             return user::scan(self.as_simple(), sendbuf, recvbuf, u, false);
         }
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.scan_into(&Packed::of(sendbuf), &mut r, op);
+            return r.unpack_into(recvbuf);
+        }
         let (spec, plan) = scan_spec(self.as_simple(), sendbuf, recvbuf, op.kind());
         run(spec, plan)
     }
@@ -585,6 +595,11 @@ pub trait CommunicatorCollectives: Communicator {
     ) {
         if let Some(u) = op.user() {
             return user::scan(self.as_simple(), sendbuf, recvbuf, u, true);
+        }
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.exclusive_scan_into(&Packed::of(sendbuf), &mut r, op);
+            return r.unpack_into(recvbuf);
         }
         let (spec, plan) = exscan_spec(self.as_simple(), sendbuf, recvbuf, op.kind());
         run(spec, plan)

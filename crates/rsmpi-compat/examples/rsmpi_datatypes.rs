@@ -231,6 +231,65 @@ fn main() {
     let total = |x| (0..size).map(|r| f(r, x)).sum::<f64>();
     assert_eq!(sum, [total(0), 0.0, total(2), 0.0, total(4)]);
 
+    // Gather views at the root and scatter back into views; scans, a reduction and an
+    // all-to-all through views (element j of the vector type: ints 3j and 3j + 2).
+    let sum = mpi::collective::SystemOperation::sum;
+    let t = UserDatatype::vector(2, 1, 2, &i32::equivalent_datatype());
+    let mine = [rank, -7, rank * 10];
+    let v = unsafe { View::with_count_and_datatype(&mine[..], 1, &t) };
+    let mut back = [0i32, -5, 0];
+    if rank == 0 {
+        let mut all = vec![0i32; 2 * size as usize];
+        root.gather_into_root(&v, &mut all[..]);
+        let want: Vec<i32> = (0..size).flat_map(|r| [r, r * 10]).collect();
+        assert_eq!(all, want);
+        let mut mv = unsafe { MutView::with_count_and_datatype(&mut back[..], 1, &t) };
+        root.scatter_into_root(&all[..], &mut mv);
+        let mut red = [-1i32, -5, -1];
+        let mut mv = unsafe { MutView::with_count_and_datatype(&mut red[..], 1, &t) };
+        root.reduce_into_root(&v, &mut mv, sum());
+        let s = (0..size).sum::<i32>();
+        assert_eq!(red, [s, -5, 10 * s]);
+    } else {
+        root.gather_into(&v);
+        let mut mv = unsafe { MutView::with_count_and_datatype(&mut back[..], 1, &t) };
+        root.scatter_into(&mut mv);
+        root.reduce_into(&v, sum());
+    }
+    assert_eq!(back, [rank, -5, rank * 10]);
+    let mut acc = [-1i32, -5, -1];
+    {
+        let mut mv = unsafe { MutView::with_count_and_datatype(&mut acc[..], 1, &t) };
+        world.scan_into(&v, &mut mv, sum());
+    }
+    let upto = (0..=rank).sum::<i32>();
+    assert_eq!(acc, [upto, -5, 10 * upto]);
+    let mut ex = [-1i32, -5, -1];
+    {
+        let mut mv = unsafe { MutView::with_count_and_datatype(&mut ex[..], 1, &t) };
+        world.exclusive_scan_into(&v, &mut mv, sum());
+    }
+    let before = (0..rank).sum::<i32>();
+    let want = if rank == 0 {
+        [-1, -5, -1]
+    } else {
+        [before, -5, 10 * before]
+    };
+    assert_eq!(ex, want, "rank 0's receive buffer is left as it was");
+    let n = size as usize;
+    let out: Vec<i32> = (0..n as i32)
+        .flat_map(|j| [rank * 100 + j, -1, rank * 100 + j + 50])
+        .collect();
+    let mut got = vec![0i32; 2 * n];
+    {
+        let v = unsafe { View::with_count_and_datatype(&out[..], size, &t) };
+        world.all_to_all_into(&v, &mut got[..]);
+    }
+    let want: Vec<i32> = (0..size)
+        .flat_map(|j| [j * 100 + rank, j * 100 + rank + 50])
+        .collect();
+    assert_eq!(got, want);
+
     // dup and DynBufferMut: rsmpi's datatype_dup.rs.
     let int_type = i32::equivalent_datatype().dup();
     let mut ints = if rank == 0 { [1i32, 2, 3, 4] } else { [0; 4] };

@@ -101,7 +101,7 @@ pub trait Root {
         recvbuf: &mut R,
     ) {
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            let mut r = Packed::of(&*recvbuf);
             self.gather_into_root(&Packed::of(sendbuf), &mut r);
             return r.unpack_into(recvbuf);
         }
@@ -142,7 +142,7 @@ pub trait Root {
     /// Non-root side of a scatter: receives this member's block into `recvbuf`.
     fn scatter_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
         if !recvbuf.datatype().is_contiguous() {
-            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            let mut r = Packed::of(&*recvbuf);
             self.scatter_into(&mut r);
             return r.unpack_into(recvbuf);
         }
@@ -157,7 +157,7 @@ pub trait Root {
         recvbuf: &mut R,
     ) {
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::zeroed(&recvbuf.datatype(), recvbuf.count());
+            let mut r = Packed::of(&*recvbuf);
             self.scatter_into_root(&Packed::of(sendbuf), &mut r);
             return r.unpack_into(recvbuf);
         }
@@ -201,6 +201,9 @@ pub trait Root {
             let p = self.root_process();
             return super::user::reduce::<S, [u8]>(p.comm, sendbuf, None, u, p.rank);
         }
+        if !sendbuf.datatype().is_contiguous() {
+            return self.reduce_into(&Packed::of(sendbuf), op);
+        }
         let (spec, plan) = reduce_spec(
             self.root_process(),
             sendbuf,
@@ -220,6 +223,11 @@ pub trait Root {
         if let Some(u) = op.user() {
             let p = self.root_process();
             return super::user::reduce(p.comm, sendbuf, Some(recvbuf), u, p.rank);
+        }
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.reduce_into_root(&Packed::of(sendbuf), &mut r, op);
+            return r.unpack_into(recvbuf);
         }
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = reduce_spec(self.root_process(), sendbuf, recv, op.kind());
