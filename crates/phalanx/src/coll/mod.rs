@@ -123,17 +123,31 @@ pub fn signature(
             h = h.wrapping_mul(0x0100_0193);
         }
     };
+    // The runs of the whole block's type signature, merged across element boundaries,
+    // so that layouts with the same signature (a structure twice, or a contiguous type of
+    // two structures once) hash alike.
     match dt.signature() {
         [(p, n)] => {
             mix(*p as u64);
             mix((*n * count) as u64);
         }
         runs => {
-            for (p, n) in runs {
-                mix(*p as u64);
-                mix(*n as u64);
+            let mut cur: Option<(crate::datatype::Primitive, usize)> = None;
+            for &(p, n) in (0..count).flat_map(|_| runs.iter()) {
+                match &mut cur {
+                    Some((q, k)) if *q == p => *k += n,
+                    _ => {
+                        if let Some((q, k)) = cur.replace((p, n)) {
+                            mix(q as u64);
+                            mix(k as u64);
+                        }
+                    }
+                }
             }
-            mix(count as u64);
+            if let Some((q, k)) = cur {
+                mix(q as u64);
+                mix(k as u64);
+            }
         }
     }
     ((kind as u64) << 56)
@@ -440,5 +454,28 @@ impl CollState {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::{Primitive, TypeMap};
+
+    #[test]
+    fn signatures_hash_the_whole_block_whatever_the_layout() {
+        let (i, f) = (
+            TypeMap::primitive(Primitive::I32),
+            TypeMap::primitive(Primitive::F64),
+        );
+        let s = TypeMap::try_structured(&[1, 1], &[0, 8], &[&i, &f]).unwrap();
+        let two = TypeMap::try_contiguous(2, &s).unwrap();
+        let sig = |t: &TypeMap, n| signature(CollKind::Bcast, Some(0), None, t, n);
+        assert_eq!(sig(&s, 2), sig(&two, 1));
+        assert_ne!(sig(&s, 2), sig(&s, 1));
+        let v = TypeMap::try_vector(2, 2, 3, &f).unwrap();
+        assert_eq!(sig(&v, 1), sig(&f, 4));
+        let swapped = TypeMap::try_structured(&[1, 1], &[8, 0], &[&f, &i]).unwrap();
+        assert_ne!(sig(&s, 1), sig(&swapped, 1));
     }
 }
