@@ -105,6 +105,20 @@ fn main() {
     let g = |x| f(from, x);
     assert_eq!(b2, [g(0), g(1), -1.0, g(3), g(4), -1.0]);
 
+    // Immediate sends and receives of views (the receive unpacks when it completes).
+    let mut b3 = vec![-1.0f64; 6];
+    {
+        let v1 = unsafe { View::with_count_and_datatype(&b1[..], 1, &t) };
+        let mut v3 = unsafe { MutView::with_count_and_datatype(&mut b3[..], 1, &t) };
+        mpi::request::scope(|scope| {
+            let sreq = next.immediate_send(scope, &v1);
+            let rreq = previous.immediate_receive_into(scope, &mut v3);
+            rreq.wait();
+            sreq.wait();
+        });
+    }
+    assert_eq!(b3, b2);
+
     // Every other constructor: sent through a view, received packed into a vector (a
     // type signature matches whatever the layout).
     let int = i32::equivalent_datatype();
