@@ -15,7 +15,7 @@
 //! to (statistics are printed by the rank itself).
 
 use crate::frame::{send_blocking, table_line_limit, LineReader, Next};
-use crate::msg::{Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, Table};
+use crate::msg::{Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, SpawnRequest, Table};
 use crate::pmi::{Pmi, PmiEnv};
 use crate::{BootEnv, BootError, MAX_LINE};
 use std::io::{self, Read};
@@ -101,6 +101,11 @@ impl BootClient {
                 }
                 Next::Msg(LauncherMsg::Release) => {
                     return Err(BootError::Protocol("release before the table".into()))
+                }
+                Next::Msg(LauncherMsg::Spawned { .. } | LauncherMsg::SpawnFailed { .. }) => {
+                    return Err(BootError::Protocol(
+                        "a spawn answer before the table".into(),
+                    ))
                 }
                 Next::Msg(LauncherMsg::Shm { .. }) => {
                     return Err(BootError::Protocol(
@@ -240,6 +245,12 @@ impl BootClient {
                 Ok(Some(Control::Halt(Duration::from_millis(limit_ms))))
             }
             Next::Msg(LauncherMsg::Continue) => Ok(Some(Control::Continue)),
+            Next::Msg(LauncherMsg::Spawned { first, endpoints }) => {
+                Ok(Some(Control::Spawned(Ok((first, endpoints)))))
+            }
+            Next::Msg(LauncherMsg::SpawnFailed { reason }) => {
+                Ok(Some(Control::Spawned(Err(reason))))
+            }
             Next::Msg(LauncherMsg::Table(_)) => {
                 Err(BootError::Protocol("second table from the launcher".into()))
             }
@@ -270,6 +281,17 @@ impl BootClient {
             text: text.into(),
             waits_for,
         })
+    }
+
+    /// Asks the launcher for new processes; the answer arrives as
+    /// [`Control::Spawned`]. Not available under a PMI server.
+    pub fn send_spawn(&mut self, req: SpawnRequest) -> Result<(), BootError> {
+        if self.pmi.is_some() {
+            return Err(BootError::Protocol(
+                "spawning processes needs `phalanx run` (not a PMI server such as srun)".into(),
+            ));
+        }
+        self.send(&RankMsg::Spawn(req))
     }
 
     /// Finalize: this rank has drained (with a warning if the drain gave up on peers).
@@ -338,9 +360,11 @@ impl BootClient {
                 Some(Control::Shm(b)) => return Ok(b),
                 Some(Control::Query) => self.reply_status(status)?,
                 Some(Control::Abort(reason)) => return Err(BootError::Aborted(reason)),
-                Some(Control::Release | Control::Halt(_) | Control::Continue) => {
+                Some(
+                    Control::Release | Control::Halt(_) | Control::Continue | Control::Spawned(_),
+                ) => {
                     return Err(BootError::Protocol(
-                        "release or halt before the shared-memory decision".into(),
+                        "release, halt or spawn answer before the shared-memory decision".into(),
                     ))
                 }
                 None => {

@@ -23,6 +23,67 @@ pub const ENV_BOOT: &str = "PHALANX_BOOT";
 /// Environment variable holding the job's secret (64 hex digits, [`crate::auth`]).
 pub const ENV_SECRET: &str = "PHALANX_JOB_SECRET";
 
+/// Environment variable of a process started by `MPI_Comm_spawn`:
+/// `first:count:context:p0,p1,…` — its world is job ranks `first..first + count`, its
+/// parent intercommunicator has context `context` and remote group `p0, p1, …` (job
+/// ranks).
+pub const ENV_SPAWNED: &str = "PHALANX_SPAWNED";
+
+/// What [`ENV_SPAWNED`] says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnedEnv {
+    /// Job rank of rank 0 of this process's world.
+    pub first: u32,
+    /// Size of its world.
+    pub count: u32,
+    /// Context of the parent intercommunicator.
+    pub context: u32,
+    /// The parents (job ranks), in the spawning communicator's order.
+    pub parents: Vec<u32>,
+}
+
+impl SpawnedEnv {
+    /// The value of [`ENV_SPAWNED`] for these fields.
+    pub fn to_value(&self) -> String {
+        let parents: Vec<String> = self.parents.iter().map(u32::to_string).collect();
+        format!(
+            "{}:{}:{}:{}",
+            self.first,
+            self.count,
+            self.context,
+            parents.join(",")
+        )
+    }
+
+    /// Parses a value of [`ENV_SPAWNED`]; the error names the variable.
+    pub fn parse(v: &str) -> Result<SpawnedEnv, BootError> {
+        let bad = || {
+            BootError::BadEnv(format!(
+                "{ENV_SPAWNED}={:?} is not first:count:context:parents",
+                shown(v)
+            ))
+        };
+        let mut it = v.trim().splitn(4, ':');
+        let mut next = || it.next().ok_or_else(bad);
+        let first = bounded_u32(ENV_SPAWNED, next()?, MAX_RANKS)?;
+        let count = bounded_u32(ENV_SPAWNED, next()?, MAX_RANKS)?;
+        let context = next()?.parse::<u32>().map_err(|_| bad())?;
+        let parents = next()?
+            .split(',')
+            .map(|p| bounded_u32(ENV_SPAWNED, p, MAX_RANKS))
+            .collect::<Result<Vec<u32>, _>>()?;
+        if count == 0 || parents.is_empty() || parents.len() > MAX_RANKS as usize {
+            return Err(bad());
+        }
+        Ok(SpawnedEnv {
+            first,
+            count,
+            context,
+            parents,
+        })
+    }
+}
+
 /// Largest job: [`ENV_SIZE`] and `PMI_SIZE` are `1..=MAX_RANKS` (`phalanx run -n` takes
 /// at most as many).
 pub const MAX_RANKS: u32 = 65536;
@@ -202,6 +263,30 @@ pub fn check_hosts(hosts: &[(u32, &HostInfo)]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spawned_env_round_trips_and_rejects_garbage() {
+        let e = SpawnedEnv {
+            first: 4,
+            count: 2,
+            context: 0xdead_beee,
+            parents: vec![0, 2, 3],
+        };
+        assert_eq!(e.to_value(), "4:2:3735928558:0,2,3");
+        assert_eq!(SpawnedEnv::parse(&e.to_value()).unwrap(), e);
+        for bad in [
+            "",
+            "4:2:1",
+            "4:0:1:0",
+            "4:2:1:",
+            "4:2:x:0",
+            "4:2:1:0,,1",
+            "70000:1:1:0",
+        ] {
+            let err = SpawnedEnv::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(ENV_SPAWNED), "{bad:?}: {err}");
+        }
+    }
 
     const SECRET: &str = "abababababababababababababababababababababababababababababababab";
 

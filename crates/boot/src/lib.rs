@@ -39,12 +39,13 @@ pub mod pmi;
 pub use auth::Secret;
 pub use client::BootClient;
 pub use env::{
-    check_hosts, BootEnv, HostInfo, ENV_BOOT, ENV_RANK, ENV_SECRET, ENV_SIZE, MAX_ADDR_LEN,
-    MAX_RANKS,
+    check_hosts, BootEnv, HostInfo, SpawnedEnv, ENV_BOOT, ENV_RANK, ENV_SECRET, ENV_SIZE,
+    ENV_SPAWNED, MAX_ADDR_LEN, MAX_RANKS,
 };
 pub use error::BootError;
 pub use msg::{
-    Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, Table, PROTOCOL_VERSION,
+    Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, SpawnCommand, SpawnRequest, Table,
+    MAX_SPAWN, PROTOCOL_VERSION,
 };
 
 /// Longest line (in bytes, without the newline) either side accepts for an ordinary

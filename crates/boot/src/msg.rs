@@ -13,6 +13,13 @@
 //! only when every rank of that host joined, `false` as soon as one of them failed (ranks
 //! still connecting then give up at once) or did not try.
 //!
+//! Spawning (`MPI_Comm_spawn`): a running rank sends [`RankMsg::Spawn`]; the launcher
+//! starts the new processes as further ranks of the job (numbered after every rank so
+//! far), gives each of them a `Table` of every endpoint once all have said hello, and
+//! answers the requester with exactly one [`LauncherMsg::Spawned`] (their endpoints) or
+//! [`LauncherMsg::SpawnFailed`]. One spawn at a time per job; a second request while one
+//! runs waits for it. Spawned ranks report no shared-memory outcome (they use UDP).
+//!
 //! Suspending a running job (the job manager's halt and release, seed 001): the launcher
 //! sends [`LauncherMsg::Halt`]; the rank halts its links at a packet boundary, drains
 //! what is in flight, saves what they hold and answers [`RankMsg::Halted`] (once per
@@ -83,6 +90,32 @@ pub enum ShmOutcome {
     },
 }
 
+/// One program of a spawn request.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct SpawnCommand {
+    /// The executable (a path, or a name looked up in PATH).
+    pub prog: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// How many processes run it (at least 1).
+    pub count: u32,
+}
+
+/// A rank asks for new processes (`MPI_Comm_spawn(_multiple)`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct SpawnRequest {
+    /// The programs, in order: their processes are ranks 0.. of the new world, in order.
+    pub commands: Vec<SpawnCommand>,
+    /// The intercommunicator's context, which the new processes' parent communicator uses.
+    pub context: u32,
+    /// The spawning communicator's members (job ranks), in its rank order: the new
+    /// processes' remote group.
+    pub parents: Vec<u32>,
+}
+
+/// Most processes one spawn request may start.
+pub const MAX_SPAWN: u32 = 1024;
+
 /// rank → launcher.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -110,6 +143,8 @@ pub enum RankMsg {
     },
     /// Sent once, right after the table: how joining the host's shared memory went.
     Shm(ShmOutcome),
+    /// Start new processes (answered by `Spawned` or `SpawnFailed`).
+    Spawn(SpawnRequest),
     /// Answer to [`LauncherMsg::Halt`]: the links are halted (and, without `error`,
     /// drained and saved); the rank waits for [`LauncherMsg::Continue`].
     Halted {
@@ -162,10 +197,23 @@ pub enum LauncherMsg {
     },
     /// The job was continued after a halt: restore and resume the links.
     Continue,
+    /// Answer to [`RankMsg::Spawn`]: the new processes run and are job ranks
+    /// `first..first + endpoints.len()`.
+    Spawned {
+        /// Job rank of the first new process.
+        first: u32,
+        /// Their endpoints, in order.
+        endpoints: Vec<Endpoint>,
+    },
+    /// Answer to [`RankMsg::Spawn`]: nothing was started, for this reason.
+    SpawnFailed {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// A launcher message a rank can receive while the job runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Control {
     /// Reply with [`crate::BootClient::reply_status`].
     Query,
@@ -179,6 +227,9 @@ pub enum Control {
     Halt(std::time::Duration),
     /// Resume after a halt (see [`LauncherMsg::Continue`]).
     Continue,
+    /// The answer to this rank's spawn request: the first new job rank and the new
+    /// processes' endpoints, or why none was started.
+    Spawned(Result<(u32, Vec<Endpoint>), String>),
 }
 
 #[cfg(test)]

@@ -120,10 +120,7 @@ macro_rules! with_kind {
 pub(crate) use with_kind;
 
 export!(MPI_Barrier, PMPI_Barrier, (comm: Handle) -> c_int {
-    guard("MPI_Barrier", comm, || {
-        state::comm(comm)?.barrier();
-        Ok(())
-    })
+    guard("MPI_Barrier", comm, || crate::inter::barrier(comm))
 });
 
 export!(MPI_Ibarrier, PMPI_Ibarrier, (comm: Handle, request: *mut Handle) -> c_int {
@@ -143,6 +140,26 @@ export!(MPI_Bcast, PMPI_Bcast,
         (buffer: *mut c_void, cnt: c_int, datatype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Bcast", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_of(comm) {
+            let l = crate::types::layout_of(datatype)?;
+            let n = count(cnt)?;
+            let mut tmp = if root == MPI_ROOT && !l.is_contiguous() {
+                // SAFETY: the root passes count readable elements.
+                unsafe { crate::types::pack(&l, buffer, n)? }
+            } else {
+                vec![0; n * l.size]
+            };
+            if root == MPI_ROOT && l.is_contiguous() {
+                // SAFETY: the root passes count × size readable bytes.
+                tmp.copy_from_slice(unsafe { bytes_mut(buffer, n * l.size)? });
+            }
+            crate::inter::bcast_inter(&ic, root, &mut tmp)?;
+            if root >= 0 {
+                // SAFETY: the receivers pass count writable elements.
+                unsafe { crate::types::unpack(&l, &tmp, buffer, n)? };
+            }
+            return Ok(());
+        }
         let root = root_ok(&c, root)?;
         let l = crate::types::layout_of(datatype)?;
         let n = count(cnt)?;

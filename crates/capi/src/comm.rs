@@ -96,6 +96,7 @@ export!(MPI_Comm_compare, PMPI_Comm_compare,
 export!(MPI_Comm_group, PMPI_Comm_group, (comm: Handle, grp: *mut Handle) -> c_int {
     guard("MPI_Comm_group", comm, || {
         let g = state::comm(comm)?.group();
+        let g = crate::inter::local_group(comm).unwrap_or(g);
         if grp.is_null() {
             return Err(err(MPI_ERR_ARG, "null group"));
         }

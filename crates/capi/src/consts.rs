@@ -94,6 +94,8 @@ pub const MPI_ERR_TRUNCATE: c_int = 15;
 pub const MPI_ERR_OTHER: c_int = 16;
 /// Internal error.
 pub const MPI_ERR_INTERN: c_int = 17;
+/// Error spawning processes.
+pub const MPI_ERR_SPAWN: c_int = 53;
 /// Highest predefined class.
 pub const MPI_ERR_ABI: c_int = 62;
 
@@ -103,6 +105,8 @@ pub const MPI_ANY_SOURCE: c_int = -1;
 pub const MPI_ANY_TAG: c_int = -2;
 /// Null process.
 pub const MPI_PROC_NULL: c_int = -3;
+/// The root of an intercommunicator collective, in its own group.
+pub const MPI_ROOT: c_int = -4;
 /// Undefined value.
 pub const MPI_UNDEFINED: c_int = -32766;
 /// Thread level phalanx provides.

@@ -149,8 +149,9 @@ export!(MPI_Comm_size, PMPI_Comm_size, (comm: Handle, size: *mut c_int) -> c_int
             }
         }
         let c = state::comm(comm)?;
+        let n = crate::inter::local_size(comm).unwrap_or(c.size());
         // SAFETY: the caller passes a writable int.
-        unsafe { out(size, c.size()) }
+        unsafe { out(size, n) }
     })
 });
 
@@ -161,9 +162,10 @@ export!(MPI_Comm_dup, PMPI_Comm_dup, (comm: Handle, newcomm: *mut Handle) -> c_i
             return Err(err(MPI_ERR_ARG, "null output argument"));
         }
         // A Cartesian communicator's duplicate keeps its grid (MPI copies topologies).
-        let h = match crate::topo::grid_of(comm) {
-            Some(cart) => crate::topo::add_cart(cart.duplicate(), comm),
-            None => state::add_comm(c.duplicate(), state::errhandler(comm)),
+        let h = match (crate::topo::grid_of(comm), crate::inter::dup(comm)) {
+            (_, Some(h)) => h,
+            (Some(cart), None) => crate::topo::add_cart(cart.duplicate(), comm),
+            (None, None) => state::add_comm(c.duplicate(), state::errhandler(comm)),
         };
         crate::attrs::copy_all(comm, h)?;
         // SAFETY: non-null, and the caller passes a writable handle.

@@ -39,6 +39,7 @@ pub mod env;
 pub mod errh;
 pub mod fastpath;
 pub mod groups;
+pub mod inter;
 pub mod localop;
 pub mod misc;
 pub mod nbc;

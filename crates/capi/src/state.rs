@@ -36,6 +36,9 @@ pub struct CommEntry {
     pub raw: RawComm,
     /// Its grid, if `MPI_Cart_create` or `MPI_Cart_sub` made it (`topo.rs`).
     pub cart: Option<phalanx::topology::CartesianCommunicator>,
+    /// The intercommunicator, when it is one (`inter.rs`); `comm` is then its
+    /// point-to-point side (ranks name the remote group).
+    pub inter: Option<phalanx::topology::InterCommunicator>,
 }
 
 impl CommEntry {
@@ -47,6 +50,7 @@ impl CommEntry {
             errh,
             raw,
             cart: None,
+            inter: None,
         }
     }
 }

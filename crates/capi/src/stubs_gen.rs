@@ -357,11 +357,6 @@ export!(MPI_Comm_detach_buffer_c, PMPI_Comm_detach_buffer_c, (comm: Handle, buff
     not_implemented("MPI_Comm_detach_buffer_c", comm)
 });
 
-export!(MPI_Comm_disconnect, PMPI_Comm_disconnect, (comm: *mut c_void) -> c_int {
-    let _ = (comm,);
-    not_implemented("MPI_Comm_disconnect", WORLD)
-});
-
 export!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: Handle, info: Handle, newcomm: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -383,15 +378,6 @@ export!(MPI_Comm_get_info, PMPI_Comm_get_info, (comm: Handle, info_used: *mut Ha
     }
     let _ = (comm, info_used);
     not_implemented("MPI_Comm_get_info", comm)
-});
-
-export!(MPI_Comm_get_parent, PMPI_Comm_get_parent, (parent: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(parent, NULL_COMM);
-    }
-    let _ = (parent,);
-    not_implemented("MPI_Comm_get_parent", WORLD)
 });
 
 export!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm: Handle, info: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int {
@@ -422,46 +408,9 @@ export!(MPI_Comm_join, PMPI_Comm_join, (fd: c_int, intercomm: *mut Handle) -> c_
     not_implemented("MPI_Comm_join", WORLD)
 });
 
-export!(MPI_Comm_remote_group, PMPI_Comm_remote_group, (comm: Handle, group: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(group, NULL_GROUP);
-    }
-    let _ = (comm, group);
-    not_implemented("MPI_Comm_remote_group", comm)
-});
-
-export!(MPI_Comm_remote_size, PMPI_Comm_remote_size, (comm: Handle, size: *mut c_void) -> c_int {
-    let _ = (comm, size);
-    not_implemented("MPI_Comm_remote_size", comm)
-});
-
 export!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: Handle, info: Handle) -> c_int {
     let _ = (comm, info);
     not_implemented("MPI_Comm_set_info", comm)
-});
-
-export!(MPI_Comm_spawn, PMPI_Comm_spawn, (command: *const c_void, argv: *mut c_void, maxprocs: c_int, info: Handle, root: c_int, comm: Handle, intercomm: *mut Handle, array_of_errcodes: *mut c_void) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(intercomm, NULL_COMM);
-    }
-    let _ = (command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes);
-    not_implemented("MPI_Comm_spawn", comm)
-});
-
-export!(MPI_Comm_spawn_multiple, PMPI_Comm_spawn_multiple, (count: c_int, array_of_commands: *mut c_void, array_of_argv: *mut c_void, array_of_maxprocs: *const c_void, array_of_info: *const c_void, root: c_int, comm: Handle, intercomm: *mut Handle, array_of_errcodes: *mut c_void) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(intercomm, NULL_COMM);
-    }
-    let _ = (count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes);
-    not_implemented("MPI_Comm_spawn_multiple", comm)
-});
-
-export!(MPI_Comm_test_inter, PMPI_Comm_test_inter, (comm: Handle, flag: *mut c_void) -> c_int {
-    let _ = (comm, flag);
-    not_implemented("MPI_Comm_test_inter", comm)
 });
 
 export!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: Handle, target_rank: c_int, target_disp: isize, win: Handle) -> c_int {
@@ -1447,15 +1396,6 @@ export!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (info: Handle, key: *cons
     not_implemented("MPI_Info_get_valuelen", WORLD)
 });
 
-export!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: Handle, local_leader: c_int, peer_comm: Handle, remote_leader: c_int, tag: c_int, newintercomm: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newintercomm, NULL_COMM);
-    }
-    let _ = (local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm);
-    not_implemented("MPI_Intercomm_create", local_comm)
-});
-
 export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (local_group: Handle, local_leader: c_int, remote_group: Handle, remote_leader: c_int, stringtag: *const c_void, info: Handle, errhandler: Handle, newintercomm: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1463,15 +1403,6 @@ export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (lo
     }
     let _ = (local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm);
     not_implemented("MPI_Intercomm_create_from_groups", WORLD)
-});
-
-export!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: Handle, high: c_int, newintracomm: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newintracomm, NULL_COMM);
-    }
-    let _ = (intercomm, high, newintracomm);
-    not_implemented("MPI_Intercomm_merge", intercomm)
 });
 
 export!(MPI_Irecv_c, PMPI_Irecv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {

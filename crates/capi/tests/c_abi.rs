@@ -440,6 +440,29 @@ fn cartesian_topologies_from_c() {
 }
 
 #[test]
+fn spawn_and_intercommunicators_from_c() {
+    let exe = c_test("spawn");
+    for n in [1, 2, 3] {
+        let o = run(n, &exe, &[]);
+        assert!(o.status.success(), "-n {n}: {}", show(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for r in 0..n {
+            let line = format!("rank {r} of {n}: spawn ok");
+            assert!(out.contains(&line), "no {line:?}: {}", show(&o));
+        }
+        for line in [
+            "child 0 of 2 (child): spawn ok",
+            "child 1 of 2 (child): spawn ok",
+            "child 0 of 3 (first): spawn ok",
+            "child 1 of 3 (first): spawn ok",
+            "child 2 of 3 (second): spawn ok",
+        ] {
+            assert!(out.contains(line), "no {line:?}: {}", show(&o));
+        }
+    }
+}
+
+#[test]
 fn errors_return_their_class_under_errors_return() {
     let exe = c_test("errors");
     run_ok(2, &exe, &[], "errors ok");

@@ -28,6 +28,8 @@
 //! - `--timeout`: every connected rank gets `Query`; statuses are collected for up to
 //!   [`QUERY_WINDOW`] and printed one line per rank, then the job is torn down.
 
+#[path = "job_spawn.rs"]
+mod job_spawn;
 #[path = "remote.rs"]
 mod remote;
 #[path = "stuck.rs"]
@@ -155,6 +157,8 @@ struct Rank {
     shm: Option<ShmOutcome>,
     /// Its answer to the last halt (see [`suspend`]).
     halted: Option<suspend::Halted>,
+    /// Started by a spawn request (it reports no shared-memory outcome).
+    spawned: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -188,6 +192,15 @@ struct Job {
     host_groups: Vec<(Vec<usize>, bool)>,
     /// The node daemons that started ranks of this job.
     agents: Option<Agents>,
+    /// Each rank's launcher address (spawned ranks use their requester's).
+    boots: Vec<SocketAddr>,
+    /// What ranks on this host run with (spawned ones replace program and arguments).
+    local_program: Program,
+    /// For the output threads of spawned ranks.
+    done_tx: Option<std::sync::mpsc::Sender<()>>,
+    /// The spawn in progress, and those waiting ([`job_spawn`]).
+    spawning: Option<job_spawn::Spawning>,
+    spawn_queue: std::collections::VecDeque<(usize, phalanx_boot::SpawnRequest)>,
 }
 
 /// Runs the job described by `cfg`; returns the launcher's exit code.
@@ -241,6 +254,11 @@ pub fn run(cfg: Config) -> i32 {
         outputs_done,
         host_groups: Vec::new(),
         agents: None,
+        boots: boots.clone(),
+        local_program: local_program.clone(),
+        done_tx: Some(done_tx.clone()),
+        spawning: None,
+        spawn_queue: Default::default(),
         cfg,
     };
     let (secret, ssh) = (job.cfg.agent_secret.as_deref(), job.cfg.ssh.as_ref());
@@ -335,6 +353,7 @@ impl Job {
             if self.phase == Phase::Rendezvous && self.ranks.iter().all(|r| r.endpoint.is_some()) {
                 self.send_table()?;
             }
+            self.spawn_progress()?;
             if self.phase == Phase::Running && self.ranks.iter().all(|r| r.drained) {
                 let release = encode(&LauncherMsg::Release);
                 self.broadcast(&release, SEND_TIMEOUT);
@@ -521,8 +540,12 @@ impl Job {
                         rank.stats.push(text);
                     }
                 }
+                Ok(Next::Msg(RankMsg::Spawn(req))) => {
+                    self.spawn_requested(r, req)?;
+                    return Ok(());
+                }
                 Ok(Next::Msg(RankMsg::Shm(outcome))) => {
-                    if rank.shm.is_some() {
+                    if rank.spawned || rank.shm.is_some() {
                         return Err(Failure::new(
                             format!("rank {r} reported its shared-memory join twice"),
                             1,
@@ -655,7 +678,7 @@ impl Job {
         }));
         self.broadcast(&table, SEND_TIMEOUT);
         self.phase = Phase::Running;
-        self.listeners.clear();
+        // The listeners stay open: spawned ranks connect to them (`job_spawn`).
         self.pending.clear();
         Ok(())
     }
@@ -890,6 +913,7 @@ impl Rank {
             waits_for: Vec::new(),
             shm: None,
             halted: None,
+            spawned: false,
         }
     }
 }

@@ -27,9 +27,11 @@ use std::rc::Rc;
 
 mod board;
 mod hier;
+mod inter;
 mod root;
 mod user;
 mod varcount;
+pub use inter::create_intercommunicator;
 pub use root::Root;
 pub use user::{DynBuffer, DynBufferMut, UserOperation};
 
@@ -172,8 +174,23 @@ impl Operation for SystemOperation {
 }
 
 fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
+    if c.inter {
+        crate::runtime::fatal(
+            "collective",
+            Error::InvalidComm(
+                "collectives do not run on an intercommunicator: merge it first \
+                 (InterCommunicator::merge / MPI_Intercomm_merge)"
+                    .into(),
+            ),
+        );
+    }
     let world: Vec<u32> = (0..c.size()).map(|r| c.world_rank(r)).collect();
     let (packet, multicast, board, hosts) = call("collective", |e| {
+        if world.iter().any(|&w| !e.in_era(w)) {
+            // Members of two eras (spawned ranks and their parents): point-to-point
+            // algorithms only, chunked alike on every member (see `engine::spawn`).
+            return Ok((e.max_payload.saturating_sub(8).max(1), false, 0, Vec::new()));
+        }
         let board = if blocking {
             e.board_capacity(&world)
         } else {

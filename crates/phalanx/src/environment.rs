@@ -120,13 +120,17 @@ pub fn try_initialize() -> Result<Universe> {
 impl Universe {
     /// The communicator of all ranks.
     pub fn world(&self) -> SimpleCommunicator {
-        call("world", |e| Ok(SimpleCommunicator::world(e.rank, e.size)))
+        call("world", |e| {
+            let (first, count) = e.era();
+            Ok(SimpleCommunicator::world_of(e.rank, first, count))
+        })
     }
     /// The thread level phalanx provides (and enforces through `!Send` handles).
     pub fn threading_support(&self) -> Threading {
         Threading::Funneled
     }
-    /// Size of the job.
+    /// Size of the job (`MPI_UNIVERSE_SIZE`): every rank this process can reach, its
+    /// world and the ranks spawned from it or that spawned it.
     pub fn size(&self) -> usize {
         call("size", |e| Ok(e.size as usize))
     }

@@ -36,6 +36,8 @@ pub enum ErrorClass {
     InStatus = 18,
     /// Invalid argument.
     Arg = 12,
+    /// Processes could not be spawned.
+    Spawn = 53,
     /// Peer process failed or stopped answering.
     ProcFailed = 54,
 }
@@ -119,6 +121,13 @@ pub enum Error {
     /// An argument the call cannot accept (buffer sizes, datatypes).
     #[error("invalid argument: {0}")]
     InvalidArg(String),
+    /// A communicator the call cannot use (a collective on an intercommunicator, an
+    /// intercommunicator call on an ordinary one).
+    #[error("invalid communicator: {0}")]
+    InvalidComm(String),
+    /// New processes could not be started (`MPI_Comm_spawn`).
+    #[error("spawn failed: {0}")]
+    Spawn(String),
     /// An operating-system error.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -137,6 +146,8 @@ impl Error {
             Error::InvalidOp(_) => ErrorClass::Op,
             Error::CollectiveMismatch { .. } => ErrorClass::Other,
             Error::InvalidArg(_) => ErrorClass::Arg,
+            Error::InvalidComm(_) => ErrorClass::Comm,
+            Error::Spawn(_) => ErrorClass::Spawn,
             Error::LinkFailure(_) => ErrorClass::ProcFailed,
             Error::Quiesce(_) => ErrorClass::Other,
             Error::Init(_) | Error::NotInitialized => ErrorClass::Other,
@@ -148,15 +159,15 @@ impl Error {
 /// Result alias of the core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// rsmpi's `MpiError`: the errors rsmpi's API returns (rather than sends to the error
-/// handler) — a spawn that started fewer processes than asked, and a Rust string with an
-/// interior NUL where the MPI interface needs a C string.
+/// Errors of the rsmpi-shaped calls that return one (rsmpi's `MpiError`); everything else
+/// goes through the error handler.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum MpiError {
-    /// Failed to spawn some processes: (spawned, requested).
-    #[error("spawned {0} of {1} processes")]
+    /// Processes could not be spawned: (requested, started).
+    #[error("spawned {1} of {0} requested processes")]
     Spawn(crate::Rank, crate::Rank),
-    /// `CString::new` failed: the string holds an interior NUL byte.
-    #[error("string with an interior NUL byte: {0}")]
+    /// A string with an interior NUL byte where a C string is needed.
+    #[error("{0}")]
     StringNul(#[from] std::ffi::NulError),
 }

@@ -9,6 +9,8 @@ use std::marker::PhantomData;
 
 mod cartesian;
 pub use cartesian::{CartesianCommunicator, CartesianLayout};
+mod inter;
+pub use inter::{InterCommunicator, MergeOrder};
 use std::rc::Rc;
 
 /// A communicator.
@@ -23,6 +25,10 @@ pub struct SimpleCommunicator {
     derived: Rc<std::cell::Cell<u32>>,
     /// Collective calls made so far (all ranks count the same calls).
     coll_seq: Rc<std::cell::Cell<u32>>,
+    /// The point-to-point side of an intercommunicator ([`InterCommunicator`]): members
+    /// are the remote group, `rank` is this process's rank in the local group. No
+    /// collective runs on it.
+    pub(crate) inter: bool,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -35,14 +41,35 @@ impl SimpleCommunicator {
             size: size as Rank,
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
+            inter: false,
             _not_send: PhantomData,
         }
+    }
+
+    /// The world of a process whose era (see `engine::spawn`) is job ranks
+    /// `first..first + count`: the identity for the original ranks, else those ranks.
+    pub(crate) fn world_of(rank: u32, first: u32, count: u32) -> Self {
+        let mut w = Self::world(rank.wrapping_sub(first), count);
+        if first != 0 {
+            w.members = Some(Rc::new((first..first + count).collect()));
+        }
+        w
     }
 
     /// A new communicator with the same members and a new context, so its messages never
     /// match this one's. Collective: every member calls it in the same order (as MPI
     /// requires), which lets every rank derive the same context id without messages.
     pub fn duplicate(&self) -> SimpleCommunicator {
+        if self.inter {
+            crate::runtime::fatal(
+                "duplicate",
+                crate::Error::InvalidComm(
+                    "an intercommunicator's point-to-point side cannot be duplicated or \
+                     carry collectives (InterCommunicator::duplicate, ::merge)"
+                        .into(),
+                ),
+            );
+        }
         let ctx = self.derive_context(0);
         self.sub(ctx, self.rank, self.members.clone(), self.size)
     }
@@ -74,6 +101,7 @@ impl SimpleCommunicator {
             size,
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
+            inter: false,
             _not_send: PhantomData,
         }
     }
@@ -400,6 +428,11 @@ pub trait Communicator {
         let c = self.as_simple();
         let n = cartesian::grid_size("cartesian_map", dims, periods, c.size);
         (c.rank < n).then_some(c.rank)
+    }
+    /// The intercommunicator to the processes that spawned this one
+    /// (`MPI_Comm_get_parent`); `None` for a process `phalanx run` started.
+    fn parent(&self) -> Option<InterCommunicator> {
+        inter::parent()
     }
     /// This process.
     fn this_process(&self) -> Process<'_> {

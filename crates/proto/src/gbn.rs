@@ -375,6 +375,15 @@ impl Gbn {
         }
     }
 
+    /// Grows the job to `peers` ranks (ranks that joined after start-up start with
+    /// fresh state, as every peer does). Never shrinks.
+    pub fn add_peers(&mut self, peers: u32) {
+        while (self.peers.len() as u32) < peers {
+            self.peers.push(Peer::new(&self.cfg));
+        }
+        self.timers.grow(peers);
+    }
+
     /// The configuration in use (after clamping).
     pub fn config(&self) -> &GbnConfig {
         &self.cfg

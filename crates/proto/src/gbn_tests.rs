@@ -657,3 +657,27 @@ fn a_refused_packet_is_no_gap() {
     };
     assert!(rtx.iter().any(|(_, d)| pkt(d).kind() == Kind::GbnData));
 }
+
+#[test]
+fn peers_added_later_get_fresh_streams() {
+    // Rank 0 of a job of 2 grows to 4; rank 3 (spawned later) talks to it from seq 0.
+    let mut a = Gbn::new(cfg(), KEY, 0, 2);
+    let mut c = Gbn::new(cfg(), KEY, 3, 4);
+    // Before the growth the stranger's datagram is not taken.
+    c.send(0, 0, data(3, 1)).expect("space");
+    let first = drain(&mut c, 0);
+    assert_eq!(first.len(), 1);
+    assert_ne!(feed(&mut a, 0, &first[0].1), Verdict::Deliver);
+    a.add_peers(4);
+    a.add_peers(3); // never shrinks
+    assert_eq!(feed(&mut a, 1, &first[0].1), Verdict::Deliver);
+    // And rank 0 reaches rank 3 on its own fresh stream.
+    a.send(2, 3, data(0, 2)).expect("space");
+    let out = drain(&mut a, 2);
+    let k = pkt(&out.iter().find(|(p, _)| *p == 3).expect("to rank 3").1);
+    assert_eq!(k.seq(), 0);
+    assert_eq!(
+        feed(&mut c, 3, &out.iter().find(|(p, _)| *p == 3).unwrap().1),
+        Verdict::Deliver
+    );
+}

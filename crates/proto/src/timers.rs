@@ -50,6 +50,15 @@ impl TimerTable {
         }
     }
 
+    /// Makes room for peers up to `peers` (no timer of a new peer is armed).
+    pub fn grow(&mut self, peers: u32) {
+        if peers > self.peers {
+            self.peers = peers;
+            self.slots
+                .resize((peers as usize).saturating_mul(self.kinds as usize), None);
+        }
+    }
+
     fn index(&self, peer: u32, kind: u8) -> Option<usize> {
         (peer < self.peers && kind < self.kinds)
             .then(|| peer as usize * self.kinds as usize + kind as usize)

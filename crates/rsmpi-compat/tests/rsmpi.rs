@@ -72,6 +72,37 @@ fn rsmpi_cartesian_on_2_3_4_and_5_ranks() {
     }
 }
 
+/// rsmpi's spawn and spawn_multiple, over shared memory and UDP: the launcher starts
+/// the children, both sides talk over the intercommunicator, merge it and reduce.
+#[test]
+fn rsmpi_spawn_on_2_and_3_ranks() {
+    for (np, transport) in [(2, "auto"), (3, "auto"), (3, "udp")] {
+        let prog = example("rsmpi_spawn");
+        let np_s = np.to_string();
+        let env = [("PHALANX_TRANSPORT", transport)];
+        let r = common::run(&["-n", &np_s, &prog], &env, Duration::from_secs(60));
+        assert!(
+            r.ok(),
+            "rsmpi_spawn on {np} ranks ({transport}): {}",
+            r.dump()
+        );
+        for rank in 0..np {
+            let line = format!("rank {rank} of {np}: spawn ok");
+            assert!(r.stdout.contains(&line), "no {line:?}\n{}", r.dump());
+        }
+        for (rank, size, arg) in [
+            (0, 2, "from_parent"),
+            (1, 2, "from_parent"),
+            (0, 3, "FirstChild"),
+            (1, 3, "FirstChild"),
+            (2, 3, "SecondChild"),
+        ] {
+            let line = format!("child {rank} of {size} ({arg}): spawn ok");
+            assert!(r.stdout.contains(&line), "no {line:?}\n{}", r.dump());
+        }
+    }
+}
+
 #[test]
 fn rsmpi_datatypes_on_2_and_3_ranks() {
     runs_on("rsmpi_datatypes", 2, "datatypes");

@@ -376,6 +376,10 @@ impl<T: Transport> Faulty<T> {
 }
 
 impl<T: Transport> Transport for Faulty<T> {
+    fn add_peers(&mut self, addrs: &[SocketAddrV4]) -> bool {
+        self.inner.add_peers(addrs)
+    }
+
     fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> std::io::Result<bool> {
         Ok(self.whole(Dest::One(peer), datagram)? == 1)
     }

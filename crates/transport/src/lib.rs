@@ -141,6 +141,13 @@ pub trait Transport {
     fn multicast_available(&self) -> bool {
         false
     }
+    /// Appends peers (ranks that joined the job after start-up: `MPI_Comm_spawn`), in
+    /// rank order after the known ones. `false` when this transport cannot grow (the
+    /// caller reports it); the default.
+    fn add_peers(&mut self, addrs: &[SocketAddrV4]) -> bool {
+        let _ = addrs;
+        false
+    }
     /// Drains up to one batch of received datagrams without blocking,
     /// calling `f(from_addr, bytes)` for each. Returns how many.
     fn recv_batch(&mut self, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> std::io::Result<usize>;

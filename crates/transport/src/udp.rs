@@ -439,6 +439,11 @@ impl UdpTransport {
 }
 
 impl Transport for UdpTransport {
+    fn add_peers(&mut self, addrs: &[SocketAddrV4]) -> bool {
+        self.peers.extend(addrs.iter().map(to_sockaddr_in));
+        true
+    }
+
     #[inline]
     fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> io::Result<bool> {
         // Checked here: over a veth the kernel would fragment rather than refuse.

@@ -108,7 +108,9 @@ fn serve(client: &mut BootClient, status: &str, until: Until) {
                 .reply_status(status)
                 .unwrap_or_else(|e| die(&e.to_string())),
             Ok(Some(Control::Release)) if until == Until::Release => return,
-            Ok(Some(Control::Release | Control::Shm(_) | Control::Continue)) => {}
+            Ok(Some(
+                Control::Release | Control::Shm(_) | Control::Continue | Control::Spawned(_),
+            )) => {}
             // Nothing to drain: halted at once.
             Ok(Some(Control::Halt(_))) => client
                 .send_halted(0, 0, 0, 0, None)

@@ -25,6 +25,33 @@ pub trait Root {
     /// The root process.
     fn root_process(&self) -> Process<'_>;
 
+    /// Starts `maxprocs` processes running `command` (its program and arguments; the
+    /// root's matter) and returns the intercommunicator to them (`MPI_Comm_spawn`): their
+    /// `world()` is their own group, and their `parent()` the intercommunicator back to
+    /// this communicator. Collective over the root's communicator. Needs `phalanx run`
+    /// (the launcher starts them, on the launcher's host).
+    fn spawn(
+        &self,
+        command: &std::process::Command,
+        maxprocs: crate::Rank,
+    ) -> Result<crate::topology::InterCommunicator, crate::MpiError> {
+        super::inter::spawn(
+            self.root_process(),
+            std::slice::from_ref(command),
+            &[maxprocs],
+        )
+    }
+
+    /// Like [`Root::spawn`] with several programs: `maxprocs[i]` processes run
+    /// `commands[i]`, numbered in that order in the new world (`MPI_Comm_spawn_multiple`).
+    fn spawn_multiple(
+        &self,
+        commands: &[std::process::Command],
+        maxprocs: &[crate::Rank],
+    ) -> Result<crate::topology::InterCommunicator, crate::MpiError> {
+        super::inter::spawn(self.root_process(), commands, maxprocs)
+    }
+
     /// Broadcasts the root's `buffer` into every member's `buffer`.
     fn broadcast_into<B: ?Sized + BufferMut>(&self, buffer: &mut B) {
         if !buffer.datatype().is_contiguous() {

@@ -6,7 +6,8 @@
 //! to several ranks is one multicast packet (or a unicast fan-out where multicast is not
 //! available). Packets a full URTP window cannot take wait in a FIFO (holding at most the
 //! data of the collectives in flight — the caller's buffers are not kept) and go out in
-//! order as acknowledgements arrive. In-order packets from each source are handed to
+//! order as acknowledgements arrive. Fragments to ranks of another era (see `spawn`)
+//! travel on the go-back-n links instead, like those to shared-memory peers on the rings. In-order packets from each source are handed to
 //! the collective state as they arrive; receives that wait for a source keep URTP's REQ
 //! machinery armed for it.
 
@@ -120,6 +121,12 @@ impl Engine {
         let (local, net): (Vec<u32>, Vec<u32>) = to.iter().partition(|&&r| self.via_shm(r));
         if !local.is_empty() {
             self.coll_send_links(&local, ctx, seq, step, sig, data);
+        }
+        // Ranks of another era (spawned, or this rank's parents) are not URTP peers:
+        // their fragments go on the go-back-n links, in order with point-to-point.
+        let (net, other): (Vec<u32>, Vec<u32>) = net.iter().partition(|&&r| self.in_era(r));
+        if !other.is_empty() {
+            self.coll_send_links(&other, ctx, seq, step, sig, data);
         }
         let to = &net[..];
         if to.is_empty() {
@@ -264,7 +271,7 @@ impl Engine {
         srcs.clear();
         srcs.extend(self.coll.waiting_on());
         // Only URTP's peers need REQs (not shared memory, not careful links).
-        srcs.retain(|&r| self.link(r) == Medium::Gbn);
+        srcs.retain(|&r| self.link(r) == Medium::Gbn && self.in_era(r));
         for &src in &srcs {
             self.links.urtp.proto.want(now, src);
             // Packets refused earlier for lack of buffer may fit now.

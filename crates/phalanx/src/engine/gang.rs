@@ -315,11 +315,13 @@ impl Engine {
         r
     }
 
-    /// The peers this rank reaches over the network.
+    /// The peers this rank reaches over the network (and that know it: see `spawn`).
     fn network_peers(&self) -> Vec<u32> {
         (0..self.size)
             .filter(|&p| {
-                p != self.rank && !matches!(self.links.medium(p), Medium::Local | Medium::Shm)
+                p != self.rank
+                    && self.acquainted.get(p as usize) == Some(&true)
+                    && !matches!(self.links.medium(p), Medium::Local | Medium::Shm)
             })
             .collect()
     }

@@ -14,6 +14,7 @@ mod collectives;
 mod gang;
 mod p2p;
 mod shm;
+mod spawn;
 mod stats;
 mod wait;
 
@@ -60,6 +61,8 @@ pub(crate) enum Waiting {
     /// exchange) before the links take new data.
     Resume(Vec<u32>),
     Coll(ReqId),
+    /// A spawn request, waiting for the launcher's answer.
+    Spawn,
     /// A collective on the shared-memory board, waiting for `peer` (world rank).
     Board {
         ctx: u32,
@@ -138,6 +141,16 @@ pub struct Engine {
     /// In the resume exchange (continued, links still halted).
     resuming: bool,
     finalized: bool,
+    /// Job ranks `era.0..era.0 + era.1` started together with this process (see
+    /// `spawn`): its world.
+    era: (u32, u32),
+    /// What `PHALANX_SPAWNED` said, for a process a spawn started.
+    spawned: Option<phalanx_boot::SpawnedEnv>,
+    /// The launcher's answer to this rank's spawn request.
+    spawn_answer: Option<std::result::Result<(u32, Vec<Endpoint>), String>>,
+    /// Per job rank: it knows this rank (the same era, parents and children of a spawn);
+    /// the others of a grown job never write to it (see `spawn`).
+    pub(crate) acquainted: Vec<bool>,
 }
 
 /// Default eager limit towards shared-memory peers that pull larger messages with one
@@ -211,6 +224,24 @@ impl Engine {
             engine.links.decide(0, 1);
             return Ok(engine);
         }
+        // Started by a spawn: its own world among the job's ranks, UDP only (see `spawn`).
+        let spawned = match (&boot_env, std::env::var(phalanx_boot::ENV_SPAWNED)) {
+            (Some(_), Ok(v)) => {
+                Some(phalanx_boot::SpawnedEnv::parse(&v).map_err(|e| Error::Init(e.to_string()))?)
+            }
+            _ => None,
+        };
+        if let Some(s) = &spawned {
+            let in_world = env.rank.wrapping_sub(s.first) < s.count;
+            if !in_world || s.first.saturating_add(s.count) != env.size {
+                return Err(Error::Init(format!(
+                    "{}: rank {} of {} is not in the spawned world",
+                    phalanx_boot::ENV_SPAWNED,
+                    env.rank,
+                    env.size
+                )));
+            }
+        }
         let udp = UdpTransport::bind(cfg.ip)
             .map_err(|e| Error::Init(format!("cannot bind UDP on {}: {e}", cfg.ip)))?;
         let me = Endpoint {
@@ -258,14 +289,23 @@ impl Engine {
                 env.rank
             );
         }
-        if let Err(e) = udp.join_multicast(table.job_key, cfg.mcast) {
+        let mcast = if spawned.is_some() {
+            phalanx_transport::McastSetting::Disabled
+        } else {
+            cfg.mcast
+        };
+        if let Err(e) = udp.join_multicast(table.job_key, mcast) {
             tracing::warn!(
                 "phalanx: rank {}: multicast unavailable ({e}); collectives fan out",
                 env.rank
             );
         }
         let no_faults = faults.is_none();
-        let shm = shm::setup(&cfg, &table, &me, env.rank, &mut boot)?;
+        let shm = match spawned {
+            // Spawned ranks report no shared-memory outcome (the launcher expects none).
+            Some(_) => None,
+            None => shm::setup(&cfg, &table, &me, env.rank, &mut boot)?,
+        };
         let (reliable_net, careful_stall) = (cfg.reliable_net, cfg.careful_stall_ns);
         let board_bytes = cfg.shm.board_bytes;
         // Faults on shared memory (`PHALANX_TRANSPORT=shm` with `PHALANX_FAULTS`): the
@@ -291,7 +331,16 @@ impl Engine {
         engine.slurm_suspend = pmi_env.is_some();
         engine.links.careful =
             careful_net::setup(reliable_net, careful_stall, &table, env.rank, env.size)
+                .filter(|_| spawned.is_none())
                 .map(|c| CarefulLink::new(c, env.size));
+        if let Some(s) = &spawned {
+            engine.era = (s.first, s.count);
+            for (r, a) in engine.acquainted.iter_mut().enumerate() {
+                *a = engine.era.0 <= r as u32 || s.parents.contains(&(r as u32));
+            }
+        }
+        let spawned_rank = spawned.is_some();
+        engine.spawned = spawned;
         let mut hosts: Vec<(&str, u64)> = Vec::new();
         for (r, e) in table.endpoints.iter().enumerate() {
             let h = (e.host.boot_id.as_str(), e.host.netns_ino);
@@ -308,7 +357,8 @@ impl Engine {
             phalanx_transport::TransportKind::Shm => true,
             phalanx_transport::TransportKind::Auto => true,
         } && no_faults
-            && board_bytes > 0;
+            && board_bytes > 0
+            && !spawned_rank;
         if let Some(t) = shm {
             engine.board = t.board();
             for &p in t.peers() {
@@ -440,6 +490,10 @@ impl Engine {
             resume_answers: Vec::new(),
             resuming: false,
             finalized: false,
+            era: (0, size),
+            spawned: None,
+            spawn_answer: None,
+            acquainted: vec![true; size as usize],
         }
     }
 
@@ -670,6 +724,7 @@ impl Engine {
                 // Halted at the next safe point of a wait (`gang::job_halt`).
                 Ok(Some(Control::Halt(limit))) => self.halt_asked = Some(limit),
                 Ok(Some(Control::Continue)) => self.continued = true,
+                Ok(Some(Control::Spawned(a))) => self.spawn_answered(a),
                 Err(e) => return Err(Error::Launcher(e.to_string())),
             }
         }

@@ -156,6 +156,15 @@ impl P2p {
         }
     }
 
+    /// Room for peers up to `size` (ranks that joined after start-up).
+    pub(super) fn grow(&mut self, size: u32) {
+        let n = size as usize;
+        if self.jobs.len() < n {
+            self.jobs.resize_with(n, VecDeque::new);
+            self.incoming.resize(n, None);
+        }
+    }
+
     /// No queued outgoing work.
     pub(super) fn idle(&self) -> bool {
         self.queued_jobs == 0

@@ -158,7 +158,7 @@ fn watch(
                 cancel.store(true, Ordering::Release);
                 return Err(phalanx_boot::BootError::Aborted(reason));
             }
-            Some(Control::Release | Control::Halt(_) | Control::Continue) => {
+            Some(Control::Release | Control::Halt(_) | Control::Continue | Control::Spawned(_)) => {
                 return Err(phalanx_boot::BootError::Protocol(
                     "release or halt during start-up".into(),
                 ))

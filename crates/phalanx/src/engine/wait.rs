@@ -41,6 +41,7 @@ impl Engine {
             } => format!(
                 "in {kind} on shared memory (communicator {ctx:#x}, call #{seq}), waiting for rank {peer}"
             ),
+            Waiting::Spawn => "waiting for the launcher to start spawned processes".into(),
             Waiting::Halt => format!(
                 "halted, draining what is in flight on its links: {:?}",
                 self.unacked_peers()

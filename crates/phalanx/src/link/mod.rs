@@ -271,6 +271,13 @@ impl Links {
             .collect();
     }
 
+    /// Peers up to `size` that joined after start-up reach this rank over `medium`.
+    pub(crate) fn grow(&mut self, size: u32, medium: Medium) {
+        if self.by_peer.len() < size as usize {
+            self.by_peer.resize(size as usize, medium);
+        }
+    }
+
     /// The point-to-point medium of `peer` (go-back-n for a rank out of range: the
     /// caller checked it).
     #[inline]
