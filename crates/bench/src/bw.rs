@@ -20,7 +20,7 @@
 use crate::options::Plan;
 use crate::report;
 use crate::sync::pair_barrier;
-use phalanx::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use phalanx::datatype::{Buffer, BufferMut, TypeMap};
 use phalanx::environment::time;
 use phalanx::request::{scope, wait_all};
 use phalanx::topology::{Process, SimpleCommunicator};
@@ -186,8 +186,8 @@ unsafe impl Buffer for Slot<'_> {
     fn count(&self) -> usize {
         self.len
     }
-    fn datatype(&self) -> Datatype {
-        u8::equivalent_datatype()
+    fn datatype(&self) -> TypeMap {
+        phalanx::datatype::type_map_of::<u8>()
     }
 }
 

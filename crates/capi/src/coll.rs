@@ -185,7 +185,7 @@ export!(MPI_Bcast, PMPI_Bcast,
     })
 });
 
-fn allreduce_t<T: Equivalence>(
+fn allreduce_t<T: Equivalence + Copy>(
     c: &SimpleCommunicator,
     send: *const c_void,
     recv: *mut c_void,
@@ -226,7 +226,7 @@ export!(MPI_Allreduce, PMPI_Allreduce,
     })
 });
 
-fn reduce_t<T: Equivalence>(
+fn reduce_t<T: Equivalence + Copy>(
     c: &SimpleCommunicator,
     send: *const c_void,
     recv: *mut c_void,

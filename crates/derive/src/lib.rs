@@ -84,12 +84,13 @@ pub fn derive_equivalence(input: TokenStream) -> TokenStream {
         // struct has no padding (checked by the const assertion above), so every byte is
         // data and every bit pattern is a valid value.
         unsafe impl #krate::datatype::Equivalence for #name {
-            fn equivalent_datatype() -> #krate::datatype::Datatype {
-                #krate::datatype::Datatype::structure(
+            type Out = #krate::datatype::TypeMap;
+            fn equivalent_datatype() -> #krate::datatype::TypeMap {
+                #krate::datatype::TypeMap::structure(
                     ::core::mem::size_of::<Self>(),
                     &[ #( (
                         ::core::mem::offset_of!(#name, #members),
-                        <#types as #krate::datatype::Equivalence>::equivalent_datatype(),
+                        #krate::datatype::type_map_of::<#types>(),
                     ) ),* ],
                 )
             }

@@ -14,7 +14,7 @@ use crate::coll::algos::{self, Shape};
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
-use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Packed, TypeMap};
 use crate::engine::requests::ReqId;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
@@ -300,7 +300,7 @@ struct Spec<'a> {
     kind: CollKind,
     root: Option<i32>,
     op: Option<OpKind>,
-    dt: Datatype,
+    dt: TypeMap,
     count: usize,
     send: (*const u8, usize),
     recv: (*mut u8, usize),
@@ -394,6 +394,12 @@ fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<(Chosen, Plan), Error
     }
 }
 
+/// Whether both buffers' datatypes are contiguous (else a blocking collective runs on
+/// packed copies: datatype::Packed).
+fn contiguous<S: ?Sized + Buffer, R: ?Sized + Buffer>(s: &S, r: &R) -> bool {
+    s.datatype().is_contiguous() && r.datatype().is_contiguous()
+}
+
 fn bytes<B: ?Sized + Buffer>(b: &B) -> usize {
     b.count() * b.datatype().size()
 }
@@ -458,6 +464,11 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.all_gather_into(&Packed::of(sendbuf), &mut r);
+            return r.unpack_into(recvbuf);
+        }
         let c = self.as_simple();
         let (spec, plan) = all_gather_spec(c, sendbuf, recvbuf);
         run(spec, plan)
@@ -486,6 +497,11 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.all_to_all_into(&Packed::of(sendbuf), &mut r);
+            return r.unpack_into(recvbuf);
+        }
         let (spec, plan) = all_to_all_spec(self.as_simple(), sendbuf, recvbuf);
         run(spec, plan)
     }
@@ -517,6 +533,11 @@ pub trait CommunicatorCollectives: Communicator {
         let c = self.as_simple();
         if let Some(u) = op.user() {
             return user::all_reduce(c, sendbuf, recvbuf, u);
+        }
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.all_reduce_into(&Packed::of(sendbuf), &mut r, op);
+            return r.unpack_into(recvbuf);
         }
         let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
         run(spec, plan)
@@ -552,6 +573,11 @@ pub trait CommunicatorCollectives: Communicator {
         if let Some(u) = op.user() {
             return user::scan(self.as_simple(), sendbuf, recvbuf, u, false);
         }
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.scan_into(&Packed::of(sendbuf), &mut r, op);
+            return r.unpack_into(recvbuf);
+        }
         let (spec, plan) = scan_spec(self.as_simple(), sendbuf, recvbuf, op.kind());
         run(spec, plan)
     }
@@ -586,6 +612,11 @@ pub trait CommunicatorCollectives: Communicator {
     ) {
         if let Some(u) = op.user() {
             return user::scan(self.as_simple(), sendbuf, recvbuf, u, true);
+        }
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.exclusive_scan_into(&Packed::of(sendbuf), &mut r, op);
+            return r.unpack_into(recvbuf);
         }
         let (spec, plan) = exscan_spec(self.as_simple(), sendbuf, recvbuf, op.kind());
         run(spec, plan)
@@ -645,7 +676,7 @@ fn barrier_spec(c: &SimpleCommunicator) -> Spec<'_> {
         kind: CollKind::Barrier,
         root: None,
         op: None,
-        dt: u8::equivalent_datatype(),
+        dt: crate::datatype::type_map_of::<u8>(),
         count: 0,
         send: (std::ptr::null(), 0),
         recv: (std::ptr::null_mut(), 0),

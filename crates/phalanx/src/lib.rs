@@ -66,7 +66,9 @@ pub type Count = i32;
 pub mod traits {
     pub use crate::attribute::CommAttribute;
     pub use crate::collective::{CommunicatorCollectives, Operation, Root};
-    pub use crate::datatype::{Buffer, BufferMut, Equivalence};
+    pub use crate::datatype::{
+        AsDatatype, Buffer, BufferMut, Datatype, Equivalence, UncommittedDatatype,
+    };
     pub use crate::point_to_point::{Destination, MatchedReceiveVec, Source};
     pub use crate::topology::{AnyCommunicator, Communicator, Group};
     pub use phalanx_derive::Equivalence;

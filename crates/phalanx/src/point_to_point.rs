@@ -2,12 +2,12 @@
 //!
 //! Contract: ranks are communicator ranks; `receive*` without a tag match any tag
 //! (`MPI_ANY_TAG`), `send*` without a tag use tag 0. Every buffer is described by its
-//! element [`Datatype`]: contiguous types go straight from/to user memory, others are
+//! element [`TypeMap`]: contiguous types go straight from/to user memory, others are
 //! packed and unpacked through the datatype's block list. Errors go to the fatal handler.
 //! Matched probes, [`Message`] and [`ReceiveFuture`] are in [`matched`]; buffered sends
 //! honour the capacity attached with `Universe::set_buffer_size` (the engine's `bsend`).
 
-use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Equivalence, TypeMap};
 use crate::engine::{RawStatus, RecvBuf, SendBuf};
 use crate::error::Error;
 use crate::request::{Request, Scope};
@@ -37,7 +37,7 @@ fn send_buf<B: ?Sized + Buffer>(buf: &B) -> SendBuf {
     }
 }
 
-fn recv_buf(ptr: *mut u8, count: usize, dt: Datatype) -> RecvBuf {
+fn recv_buf(ptr: *mut u8, count: usize, dt: TypeMap) -> RecvBuf {
     if dt.is_contiguous() {
         RecvBuf::Raw(ptr, count * dt.size())
     } else {
@@ -203,7 +203,7 @@ where
 
 fn receive_one<S: Source + ?Sized, M: Equivalence>(s: &S, tag: Option<Tag>) -> (M, Status) {
     let mut v = MaybeUninit::<M>::uninit();
-    let dt = M::equivalent_datatype();
+    let dt = crate::datatype::type_map_of::<M>();
     let rb = recv_buf(v.as_mut_ptr() as *mut u8, 1, dt.clone());
     let (src, ctx) = (s.source_world(), s.comm().context());
     let raw = call("receive", |e| {
@@ -224,7 +224,7 @@ fn receive_vec_impl<S: Source + ?Sized, M: Equivalence>(
     s: &S,
     tag: Option<Tag>,
 ) -> (Vec<M>, Status) {
-    let dt = M::equivalent_datatype();
+    let dt = crate::datatype::type_map_of::<M>();
     let (src, ctx) = (s.source_world(), s.comm().context());
     let (v, raw) = call("receive_vec", |e| {
         // The first message matching (src, tag) is the one a receive for its exact

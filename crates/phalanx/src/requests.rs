@@ -4,7 +4,7 @@
 //! (completed and reported) its id never matches again (the slot's generation moves on).
 //! The table holds at most [`MAX_REQUESTS`] live requests.
 
-use crate::datatype::Datatype;
+use crate::datatype::TypeMap;
 use crate::error::{Error, Result};
 
 /// Upper bound on simultaneously live requests of one rank.
@@ -63,7 +63,7 @@ pub enum RecvBuf {
         /// Staging buffer of `cap` bytes.
         tmp: Vec<u8>,
         /// Element datatype.
-        dt: Datatype,
+        dt: TypeMap,
         /// Final destination.
         dst: *mut u8,
     },

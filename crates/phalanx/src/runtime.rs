@@ -64,6 +64,7 @@ pub(crate) fn call<T>(name: &str, f: impl FnOnce(&mut Engine) -> Result<T>) -> T
 
 /// Puts the engine of this thread in place (initialize).
 pub(crate) fn install(engine: Engine) {
+    crate::datatype::set_misuse_handler(|call, msg| fatal(call, Error::InvalidArg(msg.into())));
     ENGINE.with(|c| *c.borrow_mut() = Some(engine));
 }
 

@@ -54,7 +54,8 @@ impl Status {
         self.tag
     }
     /// Number of elements of `dt` in the message (`MPI_UNDEFINED` = -32766 if not whole).
-    pub fn count(&self, dt: Datatype) -> Count {
+    pub fn count<D: Datatype>(&self, d: D) -> Count {
+        let dt = d.as_type_map();
         if dt.size() == 0 {
             return 0;
         }

@@ -482,6 +482,61 @@ pub trait Communicator {
             &format!("rank {rank}: abort({code}) called"),
         )
     }
+
+    /// Bytes `incount` elements of `datatype` take packed (`MPI_Pack_size`).
+    fn pack_size<Dt: crate::datatype::Datatype>(
+        &self,
+        incount: crate::Count,
+        datatype: &Dt,
+    ) -> crate::Count
+    where
+        Self: Sized,
+    {
+        crate::datatype::pack_size(incount, datatype)
+    }
+    /// The data of `inbuf`, packed (`MPI_Pack`); `unpack_into` takes it back.
+    fn pack<Buf: ?Sized + crate::datatype::Buffer>(&self, inbuf: &Buf) -> Vec<u8>
+    where
+        Self: Sized,
+    {
+        let mut out = vec![0; inbuf.count() * inbuf.datatype().size()];
+        self.pack_into(inbuf, &mut out, 0);
+        out
+    }
+    /// Packs `inbuf` into `outbuf` at `position`; returns the position after it. A buffer
+    /// too small is an error for the fatal handler.
+    fn pack_into<Buf: ?Sized + crate::datatype::Buffer>(
+        &self,
+        inbuf: &Buf,
+        outbuf: &mut [u8],
+        position: crate::Count,
+    ) -> crate::Count
+    where
+        Self: Sized,
+    {
+        crate::datatype::pack_into(inbuf, outbuf, position).unwrap_or_else(|e| {
+            crate::runtime::fatal("pack_into", crate::error::Error::InvalidArg(e))
+        })
+    }
+    /// Unpacks `outbuf`'s elements from `inbuf` at `position` (`MPI_Unpack`); returns the
+    /// position after them. Too few bytes is an error for the fatal handler.
+    ///
+    /// # Safety
+    /// The bytes must make valid values of `outbuf`'s elements (any bytes do for
+    /// [`Equivalence`](crate::datatype::Equivalence) types; `bool`s are made 0 or 1).
+    unsafe fn unpack_into<Buf: ?Sized + crate::datatype::BufferMut>(
+        &self,
+        inbuf: &[u8],
+        outbuf: &mut Buf,
+        position: crate::Count,
+    ) -> crate::Count
+    where
+        Self: Sized,
+    {
+        crate::datatype::unpack_from(inbuf, outbuf, position).unwrap_or_else(|e| {
+            crate::runtime::fatal("unpack_into", crate::error::Error::InvalidArg(e))
+        })
+    }
 }
 
 impl Communicator for SimpleCommunicator {

@@ -1,7 +1,7 @@
 //! The API on a singleton (a program started without the launcher): self-messages of
 //! every shape go through the same matching, eager and rendezvous paths as remote ones.
 
-use phalanx::datatype::{Datatype, Equivalence, Primitive};
+use phalanx::datatype::{Equivalence, Primitive, TypeMap};
 use phalanx::traits::*;
 
 #[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
@@ -119,7 +119,7 @@ fn singleton_self_messaging() {
         r.wait();
     });
     assert_eq!(x, 8);
-    let _ = Datatype::primitive(Primitive::U8);
+    let _ = TypeMap::primitive(Primitive::U8);
 
     // A struct whose fields Rust reorders is still one contiguous block, usable in
     // collectives (reductions walk the signature in memory order).

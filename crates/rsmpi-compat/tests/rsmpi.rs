@@ -125,3 +125,36 @@ fn rsmpi_requests_on_2_and_3_ranks() {
     assert!(r.ok(), "rsmpi_requests on careful links: {}", r.dump());
     assert_eq!(r.stdout.matches("requests ok").count(), 3, "{}", r.dump());
 }
+
+#[test]
+fn rsmpi_datatypes_on_2_and_3_ranks() {
+    runs_on("rsmpi_datatypes", 2, "datatypes");
+    runs_on("rsmpi_datatypes", 3, "datatypes");
+    runs_over("rsmpi_datatypes", 3, "datatypes", "udp");
+}
+
+#[test]
+fn rsmpi_datatype_misuse_is_an_error() {
+    let prog = example("rsmpi_datatype_misuse");
+    for (case, call) in [
+        ("view", "View"),
+        ("mutview", "MutView"),
+        ("vector", "UserDatatype::vector"),
+        ("structured", "UserDatatype::structured"),
+        ("unpack", "unpack_into"),
+        ("pack", "pack_into"),
+    ] {
+        let r = common::run(&["-n", "1", &prog, case], &[], Duration::from_secs(60));
+        assert!(!r.ok(), "{case}: misuse not reported\n{}", r.dump());
+        assert!(
+            r.stderr.contains(call) && !r.stdout.contains("not caught"),
+            "{case}: no error naming {call}\n{}",
+            r.dump()
+        );
+        assert!(
+            !r.stderr.contains("panicked"),
+            "{case}: a panic\n{}",
+            r.dump()
+        );
+    }
+}

@@ -21,7 +21,7 @@ pub mod tree;
 
 pub(crate) use exec::CollIo;
 
-use crate::datatype::Datatype;
+use crate::datatype::TypeMap;
 use crate::error::{Error, Result};
 use crate::requests::ReqId;
 use ops::OpKind;
@@ -113,7 +113,7 @@ pub fn signature(
     kind: CollKind,
     root: Option<u32>,
     op: Option<OpKind>,
-    dt: &Datatype,
+    dt: &TypeMap,
     count: usize,
 ) -> u64 {
     let mut h: u32 = 0x811c_9dc5;
@@ -123,17 +123,31 @@ pub fn signature(
             h = h.wrapping_mul(0x0100_0193);
         }
     };
+    // The runs of the whole block's type signature, merged across element boundaries,
+    // so that layouts with the same signature (a structure twice, or a contiguous type of
+    // two structures once) hash alike.
     match dt.signature() {
         [(p, n)] => {
             mix(*p as u64);
             mix((*n * count) as u64);
         }
         runs => {
-            for (p, n) in runs {
-                mix(*p as u64);
-                mix(*n as u64);
+            let mut cur: Option<(crate::datatype::Primitive, usize)> = None;
+            for &(p, n) in (0..count).flat_map(|_| runs.iter()) {
+                match &mut cur {
+                    Some((q, k)) if *q == p => *k += n,
+                    _ => {
+                        if let Some((q, k)) = cur.replace((p, n)) {
+                            mix(q as u64);
+                            mix(k as u64);
+                        }
+                    }
+                }
             }
-            mix(count as u64);
+            if let Some((q, k)) = cur {
+                mix(q as u64);
+                mix(k as u64);
+            }
         }
     }
     ((kind as u64) << 56)
@@ -192,7 +206,7 @@ pub(crate) struct Sched {
     seq: u32,
     sig: u64,
     op: Option<OpKind>,
-    dt: Datatype,
+    dt: TypeMap,
     send: (*const u8, usize),
     recv: (*mut u8, usize),
     tmps: Vec<Vec<u8>>,
@@ -273,7 +287,7 @@ pub struct CollCall {
     /// Reduction, if any.
     pub op: Option<OpKind>,
     /// Element datatype (for reductions).
-    pub dt: Datatype,
+    pub dt: TypeMap,
     /// Send buffer.
     pub send: (*const u8, usize),
     /// Receive buffer.
@@ -440,5 +454,28 @@ impl CollState {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::{Primitive, TypeMap};
+
+    #[test]
+    fn signatures_hash_the_whole_block_whatever_the_layout() {
+        let (i, f) = (
+            TypeMap::primitive(Primitive::I32),
+            TypeMap::primitive(Primitive::F64),
+        );
+        let s = TypeMap::try_structured(&[1, 1], &[0, 8], &[&i, &f]).unwrap();
+        let two = TypeMap::try_contiguous(2, &s).unwrap();
+        let sig = |t: &TypeMap, n| signature(CollKind::Bcast, Some(0), None, t, n);
+        assert_eq!(sig(&s, 2), sig(&two, 1));
+        assert_ne!(sig(&s, 2), sig(&s, 1));
+        let v = TypeMap::try_vector(2, 2, 3, &f).unwrap();
+        assert_eq!(sig(&v, 1), sig(&f, 4));
+        let swapped = TypeMap::try_structured(&[1, 1], &[8, 0], &[&f, &i]).unwrap();
+        assert_ne!(sig(&s, 1), sig(&swapped, 1));
     }
 }

@@ -5,7 +5,7 @@
 //! commutative and associative (floating point up to rounding). Logical operations treat
 //! non-zero as true; bitwise operations on floats are rejected with an error.
 
-use crate::datatype::{Datatype, Primitive};
+use crate::datatype::{Primitive, TypeMap};
 use crate::error::{Error, Result};
 
 /// The predefined reduction operations.
@@ -90,6 +90,26 @@ macro_rules! float_op {
     }};
 }
 
+/// Complex numbers (pairs of floats): sum and product only, as MPI.
+macro_rules! complex_op {
+    ($t:ty, $op:expr, $acc:expr, $src:expr) => {{
+        const N: usize = std::mem::size_of::<$t>();
+        match $op {
+            OpKind::Sum => float_op!($t, $op, $acc, $src),
+            OpKind::Product => {
+                for (a, s) in $acc.chunks_exact_mut(2 * N).zip($src.chunks_exact(2 * N)) {
+                    let f = |b: &[u8]| <$t>::from_ne_bytes(b.try_into().unwrap_or([0; N]));
+                    let (ar, ai, sr, si) = (f(&a[..N]), f(&a[N..]), f(&s[..N]), f(&s[N..]));
+                    a[..N].copy_from_slice(&(ar * sr - ai * si).to_ne_bytes());
+                    a[N..].copy_from_slice(&(ar * si + ai * sr).to_ne_bytes());
+                }
+                Ok(())
+            }
+            _ => Err(Error::InvalidOp(format!("{:?} on complex numbers", $op))),
+        }
+    }};
+}
+
 fn apply_prim(op: OpKind, p: Primitive, acc: &mut [u8], src: &[u8]) -> Result<()> {
     match p {
         Primitive::U8 => int_op!(u8, op, acc, src),
@@ -102,11 +122,20 @@ fn apply_prim(op: OpKind, p: Primitive, acc: &mut [u8], src: &[u8]) -> Result<()
         Primitive::I64 => int_op!(i64, op, acc, src),
         Primitive::F32 => float_op!(f32, op, acc, src),
         Primitive::F64 => float_op!(f64, op, acc, src),
+        // MPI_C_BOOL takes the logical operations only (so results stay 0 or 1).
+        Primitive::Bool => match op {
+            OpKind::LogicalAnd | OpKind::LogicalOr | OpKind::LogicalXor => {
+                int_op!(u8, op, acc, src)
+            }
+            _ => Err(Error::InvalidOp(format!("{op:?} on bool"))),
+        },
+        Primitive::C32 => complex_op!(f32, op, acc, src),
+        Primitive::C64 => complex_op!(f64, op, acc, src),
     }
 }
 
 /// `acc = acc op src` over packed elements of `dt` (both slices the same length).
-pub fn apply(op: OpKind, dt: &Datatype, acc: &mut [u8], src: &[u8]) -> Result<()> {
+pub fn apply(op: OpKind, dt: &TypeMap, acc: &mut [u8], src: &[u8]) -> Result<()> {
     let n = acc.len().min(src.len());
     let sig = dt.signature();
     if let [(p, _)] = sig {

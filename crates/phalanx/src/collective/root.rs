@@ -7,13 +7,16 @@
 //! blocking calls) and complete when the returned request does. Buffers given to an
 //! immediate form belong to the request until it completes (the scope enforces it).
 
-use super::{bytes, check, choose_board, root_buffer, run, start, Chosen, Operation, PlanFn, Spec};
+use super::{
+    bytes, check, choose_board, contiguous, root_buffer, run, start, Chosen, Operation, PlanFn,
+    Spec,
+};
 use crate::coll::algorithm::Algorithm::*;
 use crate::coll::algos;
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::CollKind;
-use crate::datatype::{Buffer, BufferMut, Datatype};
+use crate::datatype::{Buffer, BufferMut, Packed, TypeMap};
 use crate::request::{Request, Scope};
 use crate::topology::{Communicator, Process};
 
@@ -51,6 +54,12 @@ pub trait Root {
 
     /// Broadcasts the root's `buffer` into every member's `buffer`.
     fn broadcast_into<B: ?Sized + BufferMut>(&self, buffer: &mut B) {
+        if !buffer.datatype().is_contiguous() {
+            // A derived datatype (or bools) travels packed (datatype::Packed).
+            let mut p = Packed::of(&*buffer);
+            self.broadcast_into(&mut p);
+            return p.unpack_into(buffer);
+        }
         let (spec, plan) = bcast_spec(self.root_process(), buffer);
         run(spec, plan)
     }
@@ -72,6 +81,9 @@ pub trait Root {
 
     /// Non-root side of a gather: sends `sendbuf` to the root.
     fn gather_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
+        if !sendbuf.datatype().is_contiguous() {
+            return self.gather_into(&Packed::of(sendbuf));
+        }
         let (spec, plan) = gather_spec(self.root_process(), sendbuf, (std::ptr::null_mut(), 0));
         run(spec, plan)
     }
@@ -115,6 +127,11 @@ pub trait Root {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.gather_into_root(&Packed::of(sendbuf), &mut r);
+            return r.unpack_into(recvbuf);
+        }
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = gather_spec(self.root_process(), sendbuf, recv);
         run(spec, plan)
@@ -151,6 +168,11 @@ pub trait Root {
 
     /// Non-root side of a scatter: receives this member's block into `recvbuf`.
     fn scatter_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
+        if !recvbuf.datatype().is_contiguous() {
+            let mut r = Packed::of(&*recvbuf);
+            self.scatter_into(&mut r);
+            return r.unpack_into(recvbuf);
+        }
         let (spec, plan) = scatter_spec(self.root_process(), (std::ptr::null(), 0), recvbuf);
         run(spec, plan)
     }
@@ -161,6 +183,11 @@ pub trait Root {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.scatter_into_root(&Packed::of(sendbuf), &mut r);
+            return r.unpack_into(recvbuf);
+        }
         let send = (sendbuf.buffer_ptr(), bytes(sendbuf));
         let (spec, plan) = scatter_spec(self.root_process(), send, recvbuf);
         run(spec, plan)
@@ -201,6 +228,9 @@ pub trait Root {
             let p = self.root_process();
             return super::user::reduce::<S, [u8]>(p.comm, sendbuf, None, u, p.rank);
         }
+        if !sendbuf.datatype().is_contiguous() {
+            return self.reduce_into(&Packed::of(sendbuf), op);
+        }
         let (spec, plan) = reduce_spec(
             self.root_process(),
             sendbuf,
@@ -220,6 +250,11 @@ pub trait Root {
         if let Some(u) = op.user() {
             let p = self.root_process();
             return super::user::reduce(p.comm, sendbuf, Some(recvbuf), u, p.rank);
+        }
+        if !contiguous(sendbuf, recvbuf) {
+            let mut r = Packed::of(&*recvbuf);
+            self.reduce_into_root(&Packed::of(sendbuf), &mut r, op);
+            return r.unpack_into(recvbuf);
         }
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = reduce_spec(self.root_process(), sendbuf, recv, op.kind());
@@ -403,7 +438,7 @@ fn scatter_spec<'c, R: ?Sized + BufferMut>(
     recvbuf: &mut R,
 ) -> (Spec<'c>, PlanFn) {
     let block = bytes(recvbuf);
-    let dt: Datatype = recvbuf.datatype();
+    let dt: TypeMap = recvbuf.datatype();
     let root = p.rank() as usize;
     let size = p.comm.size() as usize;
     let is_root = p.comm.rank() == p.rank();

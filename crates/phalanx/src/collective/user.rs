@@ -13,77 +13,11 @@
 //! forms refuse a user operation with an error (they would otherwise need the function
 //! inside the progress engine). Every rank must pass the same operation.
 
-use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::datatype::{Buffer, BufferMut, TypeMap};
+pub use crate::datatype::{DynBuffer, DynBufferMut};
 use crate::point_to_point::{Destination, Source};
 use crate::topology::{Communicator, SimpleCommunicator};
 use crate::Rank;
-
-/// Elements a user function reads (rsmpi's `DynBuffer`).
-#[derive(Clone, Copy)]
-pub struct DynBuffer<'a> {
-    bytes: &'a [u8],
-    dt: &'a Datatype,
-}
-
-/// Elements a user function combines into (rsmpi's `DynBufferMut`).
-pub struct DynBufferMut<'a> {
-    bytes: &'a mut [u8],
-    dt: &'a Datatype,
-}
-
-/// How many `T`s `len` bytes at `p` of elements `dt` are, if they are `T`s (the same
-/// contiguous type, `p` aligned for `T`).
-fn elements<T: Equivalence>(dt: &Datatype, p: *const u8, len: usize) -> Option<usize> {
-    let t = T::equivalent_datatype();
-    let same = dt.is_contiguous() && t.is_contiguous() && dt.signature() == t.signature();
-    let size = std::mem::size_of::<T>();
-    (same && size > 0 && p.align_offset(std::mem::align_of::<T>()) == 0).then(|| len / size)
-}
-
-impl<'a> DynBuffer<'a> {
-    /// The elements as `T`s, if they are `T`s.
-    pub fn downcast<T: Equivalence>(self) -> Option<&'a [T]> {
-        let p = self.bytes.as_ptr();
-        let n = elements::<T>(self.dt, p, self.bytes.len())?;
-        // SAFETY: aligned, `n` whole elements inside the slice, and Equivalence makes
-        // every bit pattern a valid `T`.
-        Some(unsafe { std::slice::from_raw_parts(p as *const T, n) })
-    }
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.bytes.len() / self.dt.size().max(1)
-    }
-    /// No elements.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-    /// The element datatype.
-    pub fn as_datatype(&self) -> &Datatype {
-        self.dt
-    }
-}
-
-impl<'a> DynBufferMut<'a> {
-    /// The elements as `T`s, if they are `T`s.
-    pub fn downcast<T: Equivalence>(self) -> Option<&'a mut [T]> {
-        let p = self.bytes.as_mut_ptr();
-        let n = elements::<T>(self.dt, p, self.bytes.len())?;
-        // SAFETY: as in `DynBuffer::downcast`, and the slice is borrowed exclusively.
-        Some(unsafe { std::slice::from_raw_parts_mut(p as *mut T, n) })
-    }
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.bytes.len() / self.dt.size().max(1)
-    }
-    /// No elements.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-    /// The element datatype.
-    pub fn as_datatype(&self) -> &Datatype {
-        self.dt
-    }
-}
 
 type UserFn<'a> = dyn Fn(DynBuffer<'_>, DynBufferMut<'_>) + Sync + 'a;
 
@@ -120,15 +54,18 @@ impl<'a> UserOperation<'a> {
         self.commutative
     }
     /// `y = x op y` over packed elements of `dt`.
-    pub(crate) fn combine(&self, dt: &Datatype, x: &[u8], y: &mut [u8]) {
+    pub(crate) fn combine(&self, dt: &TypeMap, x: &[u8], y: &mut [u8]) {
         // The function's downcast needs aligned elements: combine in aligned copies.
         let mut xa = aligned(x);
         let mut ya = aligned(y);
         let n = x.len().min(y.len());
         {
+            // Operands from the network may hold any byte where a bool lies.
+            dt.fix_bools(&mut bytes_of(&mut xa)[..n]);
+            dt.fix_bools(&mut bytes_of(&mut ya)[..n]);
             let xs = &bytes_of(&mut xa)[..n];
             let ys = &mut bytes_of(&mut ya)[..n];
-            (self.f)(DynBuffer { bytes: xs, dt }, DynBufferMut { bytes: ys, dt });
+            (self.f)(DynBuffer::packed(xs, dt), DynBufferMut::packed(ys, dt));
         }
         y[..n].copy_from_slice(&bytes_of(&mut ya)[..n]);
     }
@@ -168,7 +105,7 @@ fn unpacked<B: ?Sized + BufferMut>(data: &[u8], buf: &mut B) {
 fn reduce_at(
     c: &SimpleCommunicator,
     mine: Vec<u8>,
-    dt: &Datatype,
+    dt: &TypeMap,
     op: &UserOperation<'_>,
     root: Rank,
 ) -> Option<Vec<u8>> {
@@ -274,11 +211,11 @@ mod tests {
 
     #[test]
     fn buffers_downcast_only_to_their_own_type_and_combine_in_order() {
-        let dt = f64::equivalent_datatype();
+        let dt = crate::datatype::type_map_of::<f64>();
         let x = aligned(&[1.5f64.to_ne_bytes(), 2.5f64.to_ne_bytes()].concat());
         let mut xv = x.clone();
         let xb = &bytes_of(&mut xv)[..16];
-        let b = DynBuffer { bytes: xb, dt: &dt };
+        let b = DynBuffer::packed(xb, &dt);
         assert_eq!(b.len(), 2);
         assert!(b.downcast::<i32>().is_none(), "not i32s");
         assert!(b.downcast::<u64>().is_none(), "same size, other type");

@@ -11,7 +11,7 @@
 //! place; all-gather gathers to member 0 and broadcasts the whole partition). They are
 //! blocking only; the core's schedules, board and hierarchical paths do not take them yet.
 
-use crate::datatype::{Buffer, BufferMut, Datatype, Partition, PartitionMut};
+use crate::datatype::{Buffer, BufferMut, Partition, PartitionMut, TypeMap};
 use crate::point_to_point::{Destination, Source};
 use crate::topology::{Communicator, SimpleCommunicator};
 use crate::{Count, Rank};
@@ -20,7 +20,7 @@ use crate::{Count, Rank};
 struct Block {
     ptr: *mut u8,
     count: usize,
-    dt: Datatype,
+    dt: TypeMap,
 }
 
 // SAFETY: a block lies inside its partition's buffer (checked by `blocks`), which the
@@ -32,7 +32,7 @@ unsafe impl Buffer for Block {
     fn count(&self) -> usize {
         self.count
     }
-    fn datatype(&self) -> Datatype {
+    fn datatype(&self) -> TypeMap {
         self.dt.clone()
     }
 }
@@ -53,7 +53,7 @@ fn bad(call: &str, what: String) -> ! {
 fn blocks(
     call: &str,
     (ptr, len): (*mut u8, usize),
-    dt: &Datatype,
+    dt: &TypeMap,
     (counts, displs): (&[Count], &[Count]),
     p: Rank,
     disjoint: bool,

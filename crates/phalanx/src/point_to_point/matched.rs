@@ -78,7 +78,7 @@ impl Message {
     /// Receives the message, which holds one `Msg`.
     pub fn matched_receive<Msg: Equivalence>(mut self) -> (Msg, Status) {
         let mut v = MaybeUninit::<Msg>::uninit();
-        let dt = Msg::equivalent_datatype();
+        let dt = crate::datatype::type_map_of::<Msg>();
         let rb = recv_buf(v.as_mut_ptr() as *mut u8, 1, dt.clone());
         let id = self.id;
         self.received = true;
@@ -158,7 +158,7 @@ pub trait MatchedReceiveVec {
 impl MatchedReceiveVec for (Message, Status) {
     fn matched_receive_vec<Msg: Equivalence>(self) -> (Vec<Msg>, Status) {
         let (mut m, _) = self;
-        let dt = Msg::equivalent_datatype();
+        let dt = crate::datatype::type_map_of::<Msg>();
         let elem = dt.size().max(1);
         let (id, bytes) = (m.id, m.bytes);
         m.received = true;
@@ -197,7 +197,11 @@ pub(super) fn immediate_receive<S: Source + ?Sized, T: Equivalence>(
     tag: Option<Tag>,
 ) -> ReceiveFuture<T> {
     let mut val = Box::new(MaybeUninit::<T>::uninit());
-    let rb = recv_buf(val.as_mut_ptr() as *mut u8, 1, T::equivalent_datatype());
+    let rb = recv_buf(
+        val.as_mut_ptr() as *mut u8,
+        1,
+        crate::datatype::type_map_of::<T>(),
+    );
     let (src, ctx) = (s.source_world(), s.comm().context());
     let id = call("immediate_receive", |e| e.irecv(rb, src, tag, ctx));
     // The request's 'static claim holds: the box it writes into lives in the future,
@@ -208,7 +212,7 @@ pub(super) fn immediate_receive<S: Source + ?Sized, T: Equivalence>(
 
 impl<T: Equivalence> ReceiveFuture<T> {
     fn value(val: &MaybeUninit<T>, st: Status) -> (T, Status) {
-        let size = T::equivalent_datatype().size() as u64;
+        let size = crate::datatype::type_map_of::<T>().size() as u64;
         if st.byte_count() != size {
             crate::runtime::fatal(
                 "ReceiveFuture",
