@@ -96,8 +96,11 @@ export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
 });
 
 export!(MPI_Initialized, PMPI_Initialized, (flag: *mut c_int) -> c_int {
-    // SAFETY: the caller passes a writable int.
-    guard("MPI_Initialized", WORLD, || unsafe { out(flag, state::flags().0 as c_int) })
+    guard("MPI_Initialized", WORLD, || {
+        let on = state::flags().0 || phalanx::environment::is_initialized();
+        // SAFETY: the caller passes a writable int.
+        unsafe { out(flag, on as c_int) }
+    })
 });
 
 export!(MPI_Finalized, PMPI_Finalized, (flag: *mut c_int) -> c_int {

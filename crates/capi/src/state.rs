@@ -385,8 +385,54 @@ fn not_initialized() -> crate::CErr {
     )
 }
 
+/// Joins a universe the Rust API initialized on this thread (a Rust program calling
+/// the C functions through `phalanx::ffi`): `MPI_COMM_WORLD` and `MPI_COMM_SELF` are
+/// made then, without messages; finalizing stays with the Rust side. Nothing when
+/// `MPI_Init` ran or nothing is initialized.
+pub fn attach() {
+    if with(|s| s.universe.is_some()) || FINALIZED.load(Ordering::SeqCst) {
+        return;
+    }
+    let Some(u) = phalanx::Universe::attach() else {
+        return;
+    };
+    let world = u.world();
+    let me = SimpleCommunicator::self_comm();
+    with(|s| {
+        s.universe = Some(u);
+        s.comms
+            .insert(COMM_WORLD, CommEntry::new(world, ERRORS_ARE_FATAL));
+        s.comms
+            .insert(COMM_SELF, CommEntry::new(me, ERRORS_ARE_FATAL));
+    });
+    refresh_world();
+    set_initialized();
+}
+
+/// The handle of communicator `c` (the Rust API's, for `AsRaw`): `MPI_COMM_WORLD` for
+/// the world, the handle already given for the same communicator, or a new one.
+pub fn handle_of(c: &SimpleCommunicator) -> Handle {
+    attach();
+    let raw = RawComm::of(c);
+    let known = with(|s| {
+        let mut hs: Vec<usize> = s
+            .comms
+            .iter()
+            .filter(|(_, e)| e.raw == raw && e.inter.is_none())
+            .map(|(&h, _)| h)
+            .collect();
+        hs.sort_unstable();
+        hs.first().copied()
+    });
+    match known {
+        Some(h) => h as Handle,
+        None => add_comm(c.clone(), ERRORS_ARE_FATAL),
+    }
+}
+
 /// The communicator behind handle `h`.
 pub fn comm(h: Handle) -> CResult<SimpleCommunicator> {
+    attach();
     with(|s| {
         if s.universe.is_none() {
             return Err(not_initialized());
@@ -469,6 +515,7 @@ pub fn raw_comm(h: Handle) -> CResult<(RawComm, usize)> {
 /// [`raw_comm`] of a communicator other than the world (out of line).
 #[inline(never)]
 fn raw_comm_table(h: Handle) -> CResult<(RawComm, usize)> {
+    attach();
     with(|s| match s.comms.get(&(h as usize)) {
         Some(e) => Ok((e.raw.clone(), e.errh)),
         None if s.universe.is_none() => Err(not_initialized()),

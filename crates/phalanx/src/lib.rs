@@ -28,100 +28,148 @@
 //! Thread level: **funneled** — the universe, communicators and requests are `!Send`; only
 //! the thread that called [`initialize`] makes phalanx calls. [`Universe::threading_support`]
 //! reports exactly that.
+//!
+//! The C functions of the MPI-5 standard ABI that phalanx's C interface implements
+//! (`libmpi_abi`) are [`ffi`], rsmpi's `mpi::ffi`, usable beside the Rust API: after
+//! [`initialize`], `ffi::MPI_Comm_rank(ffi::RSMPI_COMM_WORLD, &mut r)` works, and
+//! [`raw::AsRaw`] gives the C handle of a communicator, a predefined datatype or a
+//! predefined operation.
 
-extern crate self as phalanx;
+pub use phalanx_core::*;
 
-pub mod attribute;
-pub mod coll;
-pub mod collective;
-pub mod config;
-pub mod datatype;
-pub mod engine;
-pub mod environment;
-pub mod error;
-mod link;
-mod log;
-pub mod point_to_point;
-pub mod request;
-pub mod requests;
-mod runtime;
-pub mod status;
-pub mod topology;
-
-pub use environment::{initialize, initialize_with_threading, try_initialize, Threading, Universe};
-pub use environment::{time, time_resolution};
-pub use error::{Error, ErrorClass, MpiError};
-pub use phalanx_derive::Equivalence;
-
-/// Rank of a process in a communicator.
-pub type Rank = i32;
-/// Message tag.
-pub type Tag = i32;
-/// A memory address or displacement (`MPI_Aint`).
-pub type Address = isize;
-/// Count of elements.
-pub type Count = i32;
-
-/// The usual imports: `use phalanx::traits::*;`.
+/// The usual imports: `use phalanx::traits::*;` (with [`raw::AsRaw`]).
 pub mod traits {
-    pub use crate::attribute::CommAttribute;
-    pub use crate::collective::{CommunicatorCollectives, Operation, Root};
-    pub use crate::datatype::{
-        AsDatatype, Buffer, BufferMut, Datatype, Equivalence, UncommittedDatatype,
+    pub use crate::raw::AsRaw;
+    pub use phalanx_core::traits::*;
+}
+
+/// The C functions and constants of the MPI-5 standard ABI (rsmpi's `mpi::ffi`), from
+/// phalanx's C interface (`phalanx-capi`): the functions under their C names, the handle
+/// types, and every predefined handle and integer constant of its `mpi.h` under its MPI
+/// name and rsmpi's `RSMPI_` name. Called beside the Rust API, they use its universe
+/// (`MPI_Init` is not needed, and `MPI_Finalize` leaves finalizing to it).
+#[allow(non_camel_case_types)]
+pub mod ffi {
+    pub use mpi_abi::consts::MPI_Status;
+    pub use std::ffi::c_int;
+    /// A handle (every kind is a pointer-sized value).
+    pub type Handle = mpi_abi::consts::Handle;
+    pub type MPI_Comm = Handle;
+    pub type MPI_Datatype = Handle;
+    pub type MPI_Op = Handle;
+    pub type MPI_Group = Handle;
+    pub type MPI_Request = Handle;
+    pub type MPI_Errhandler = Handle;
+    pub type MPI_Info = Handle;
+    pub type MPI_Message = Handle;
+    pub type MPI_Win = Handle;
+    pub type MPI_File = Handle;
+    pub type MPI_Session = Handle;
+    pub type MPI_Aint = isize;
+    pub type MPI_Offset = i64;
+    pub type MPI_Count = i64;
+    pub type MPI_Fint = c_int;
+
+    mod gen;
+    pub use gen::*;
+}
+
+/// C handles of the Rust API's objects (rsmpi's `mpi::raw`).
+pub mod raw {
+    use crate::ffi;
+    use phalanx_core::collective::SystemOperation;
+    use phalanx_core::datatype::{
+        DatatypeRef, Primitive, TypeMap, UncommittedDatatype, UserDatatype,
     };
-    pub use crate::point_to_point::{Destination, MatchedReceiveVec, Source};
-    pub use crate::topology::{AnyCommunicator, Communicator, Group};
-    pub use phalanx_derive::Equivalence;
-}
+    use phalanx_core::topology::{Communicator, InterCommunicator, SimpleCommunicator};
 
-/// Test hooks (not part of the stable API).
-#[doc(hidden)]
-pub mod testing {
-    /// The UDP address of `rank`, for tests that aim foreign traffic at a rank.
-    pub fn peer_addr(rank: u32) -> Option<std::net::SocketAddrV4> {
-        crate::runtime::with_engine(|e| Ok(e.peer_addr(rank)))
-            .ok()
-            .flatten()
+    /// Something with a C handle.
+    ///
+    /// # Safety
+    /// The handle names the same object for as long as `self` lives.
+    pub unsafe trait AsRaw {
+        /// The handle type.
+        type Raw;
+        /// The handle.
+        fn as_raw(&self) -> Self::Raw;
     }
-    /// The job key every datagram of this job carries in clear (what an eavesdropper
-    /// reads off the wire).
-    pub fn job_key() -> Option<u64> {
-        crate::runtime::with_engine(|e| Ok(e.job_key())).ok()
+
+    // SAFETY: the handle stays registered for the process's life.
+    unsafe impl AsRaw for SimpleCommunicator {
+        type Raw = ffi::MPI_Comm;
+        /// `MPI_COMM_WORLD` for the world; the same handle every time for the same
+        /// communicator.
+        fn as_raw(&self) -> ffi::MPI_Comm {
+            mpi_abi::state::handle_of(self)
+        }
     }
-    /// Payload bytes of one collective packet.
-    pub fn coll_packet() -> Option<usize> {
-        crate::runtime::with_engine(|e| Ok(e.coll_packet())).ok()
+
+    // SAFETY: as above (the point-to-point side, which is what sends and receives use).
+    unsafe impl AsRaw for InterCommunicator {
+        type Raw = ffi::MPI_Comm;
+        fn as_raw(&self) -> ffi::MPI_Comm {
+            mpi_abi::state::handle_of(self.as_simple())
+        }
     }
-    /// Whether collectives use real multicast.
-    pub fn multicast() -> Option<bool> {
-        crate::runtime::with_engine(|e| Ok(e.coll_multicast())).ok()
+
+    /// The predefined handle of a primitive type map (`MPI_INT32_T`, `MPI_DOUBLE`, …);
+    /// `MPI_DATATYPE_NULL` for others (build those with the C type constructors).
+    fn primitive_handle(t: &TypeMap) -> ffi::MPI_Datatype {
+        match t.signature() {
+            [(p, 1)] if t.is_contiguous() => match p {
+                Primitive::U8 => ffi::MPI_UINT8_T,
+                Primitive::I8 => ffi::MPI_INT8_T,
+                Primitive::U16 => ffi::MPI_UINT16_T,
+                Primitive::I16 => ffi::MPI_INT16_T,
+                Primitive::U32 => ffi::MPI_UINT32_T,
+                Primitive::I32 => ffi::MPI_INT32_T,
+                Primitive::U64 => ffi::MPI_UINT64_T,
+                Primitive::I64 => ffi::MPI_INT64_T,
+                Primitive::F32 => ffi::MPI_FLOAT,
+                Primitive::F64 => ffi::MPI_DOUBLE,
+                Primitive::Bool => ffi::MPI_C_BOOL,
+                Primitive::C32 => ffi::MPI_C_FLOAT_COMPLEX,
+                Primitive::C64 => ffi::MPI_C_DOUBLE_COMPLEX,
+                _ => ffi::MPI_DATATYPE_NULL,
+            },
+            _ => ffi::MPI_DATATYPE_NULL,
+        }
     }
-    /// This rank's counters so far.
-    pub fn stats() -> Option<crate::engine::Stats> {
-        crate::runtime::with_engine(|e| Ok(e.stats())).ok()
+
+    macro_rules! datatype_as_raw {
+        ($($t:ty),*) => {$(
+            // SAFETY: predefined handles never change.
+            unsafe impl AsRaw for $t {
+                type Raw = ffi::MPI_Datatype;
+                /// The predefined handle of a primitive type; `MPI_DATATYPE_NULL` for
+                /// others.
+                fn as_raw(&self) -> ffi::MPI_Datatype {
+                    primitive_handle(self.as_type_map())
+                }
+            }
+        )*};
     }
-    /// One context switch of this rank, as the job manager will drive it (every rank of
-    /// the job calls it together): halt the links, drain what is in flight (at most
-    /// `limit`), save what they hold, stay stopped for `stop` (a sleep stands in for
-    /// SIGSTOP), restore, resume. Returns the datagrams and bytes saved.
-    pub fn context_switch(
-        stop: std::time::Duration,
-        limit: std::time::Duration,
-    ) -> Result<(usize, usize), crate::Error> {
-        crate::runtime::with_engine(|e| {
-            e.halt_links();
-            e.quiesce(limit)?;
-            let saved = e.save_links()?;
-            let got = (saved.datagrams(), saved.bytes());
-            let t = std::time::Instant::now();
-            std::thread::sleep(stop);
-            e.restore_links(saved);
-            e.resume_links(t.elapsed());
-            Ok(got)
-        })
+    datatype_as_raw!(TypeMap, UserDatatype, DatatypeRef<'_>);
+
+    // SAFETY: predefined handles never change.
+    unsafe impl AsRaw for SystemOperation {
+        type Raw = ffi::MPI_Op;
+        fn as_raw(&self) -> ffi::MPI_Op {
+            use phalanx_core::coll::ops::OpKind;
+            use phalanx_core::collective::Operation;
+            match self.kind() {
+                OpKind::Sum => ffi::MPI_SUM,
+                OpKind::Product => ffi::MPI_PROD,
+                OpKind::Max => ffi::MPI_MAX,
+                OpKind::Min => ffi::MPI_MIN,
+                OpKind::LogicalAnd => ffi::MPI_LAND,
+                OpKind::LogicalOr => ffi::MPI_LOR,
+                OpKind::LogicalXor => ffi::MPI_LXOR,
+                OpKind::BitwiseAnd => ffi::MPI_BAND,
+                OpKind::BitwiseOr => ffi::MPI_BOR,
+                OpKind::BitwiseXor => ffi::MPI_BXOR,
+                _ => ffi::MPI_OP_NULL,
+            }
+        }
     }
 }
-
-/// Support for the C interface (`phalanx-capi`); not a stable API.
-#[doc(hidden)]
-pub mod capi_support;

@@ -158,3 +158,13 @@ fn rsmpi_datatype_misuse_is_an_error() {
         );
     }
 }
+
+/// rsmpi's `mpi::ffi` beside the Rust API (the C interface's functions on the same
+/// universe), on 1–3 ranks.
+#[test]
+fn rsmpi_ffi_on_1_2_and_3_ranks() {
+    runs_on("rsmpi_ffi", 1, "ffi");
+    runs_on("rsmpi_ffi", 2, "ffi");
+    runs_on("rsmpi_ffi", 3, "ffi");
+    runs_over("rsmpi_ffi", 3, "ffi", "udp");
+}

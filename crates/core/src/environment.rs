@@ -35,6 +35,9 @@ pub enum Threading {
 /// The initialized runtime. Dropping it finalizes.
 pub struct Universe {
     buffer: usize,
+    /// A second handle on a universe another part of the program owns (the C functions
+    /// used beside the Rust API): dropping it does not finalize.
+    attached: bool,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -113,6 +116,7 @@ pub fn try_initialize() -> Result<Universe> {
     crate::runtime::install(engine);
     Ok(Universe {
         buffer: 0,
+        attached: false,
         _not_send: PhantomData,
     })
 }
@@ -166,8 +170,26 @@ impl Universe {
     }
 }
 
+impl Universe {
+    /// A handle on the universe this thread initialized through the Rust API, for the C
+    /// functions called beside it (`mpi::ffi`); `None` when phalanx is not initialized on
+    /// this thread or already finalized. Dropping it does not finalize.
+    #[doc(hidden)]
+    pub fn attach() -> Option<Universe> {
+        let live = crate::runtime::with_engine(|_| Ok(())).is_ok();
+        (live && !is_finalized()).then_some(Universe {
+            buffer: 0,
+            attached: true,
+            _not_send: PhantomData,
+        })
+    }
+}
+
 impl Drop for Universe {
     fn drop(&mut self) {
+        if self.attached {
+            return;
+        }
         if std::thread::panicking() {
             // The rank is dying: finalizing would wait for a release that the launcher
             // never sends to a failed job. The non-zero exit ends the job.

@@ -29,7 +29,7 @@ pub fn immediate_probe_tag<S: Source>(src: &S, tag: Option<crate::Tag>) -> Optio
 
 /// What a transfer needs of a communicator: its context, its size and the world rank of
 /// each member (`None`: the identity, as in the world).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawComm {
     ctx: u32,
     size: i32,

@@ -18,6 +18,9 @@ pub use group::{Group, GroupRelation, SystemGroup, UserGroup};
 pub use inter::{InterCommunicator, MergeOrder};
 use std::rc::Rc;
 
+/// The context of [`SimpleCommunicator::self_comm`] (only its own process sends on it).
+const SELF_CONTEXT: u32 = 0x5e1f_c0de;
+
 thread_local! {
     /// The world's derivation and collective counters, shared by all its handles.
     #[allow(clippy::type_complexity)]
@@ -71,6 +74,19 @@ impl SimpleCommunicator {
             grid: None,
             _not_send: PhantomData,
         }
+    }
+
+    /// The communicator of this process alone (`MPI_COMM_SELF`), made without messages.
+    pub fn self_comm() -> SimpleCommunicator {
+        let me = crate::runtime::call("self_comm", |e| Ok(e.rank));
+        let mut c = Self::world(0, 1);
+        // Its own counters, attributes and context: only this process talks on it.
+        c.derived = Rc::default();
+        c.coll_seq = Rc::default();
+        c.attrs = Rc::default();
+        c.ctx = SELF_CONTEXT;
+        c.members = Some(Rc::new(vec![me]));
+        c
     }
 
     /// The world of a process whose era (see `engine::spawn`) is job ranks

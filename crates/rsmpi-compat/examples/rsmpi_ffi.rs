@@ -1,0 +1,94 @@
+//! rsmpi's `mpi::ffi` beside the Rust API, the way rsmpi programs mix them: the C
+//! functions on the Rust API's universe (no `MPI_Init`), handles from `as_raw()` of a
+//! communicator, a datatype and an operation, and messages crossing between a C send and
+//! a Rust receive (and back).
+
+use mpi::collective::SystemOperation;
+use mpi::ffi;
+use mpi::traits::*;
+use std::ffi::{c_int, c_void};
+
+fn main() {
+    let universe = mpi::initialize().unwrap();
+    let world = universe.world();
+    let (rank, size) = (world.rank(), world.size());
+
+    let (mut r, mut s, mut flag): (c_int, c_int, c_int) = (-1, -1, 0);
+    // SAFETY: valid handles and writable ints.
+    unsafe {
+        assert_eq!(ffi::MPI_Initialized(&mut flag), ffi::MPI_SUCCESS);
+        assert_eq!(
+            ffi::MPI_Comm_rank(ffi::RSMPI_COMM_WORLD, &mut r),
+            ffi::MPI_SUCCESS
+        );
+        assert_eq!(ffi::MPI_Comm_size(world.as_raw(), &mut s), ffi::MPI_SUCCESS);
+    }
+    assert_eq!((flag, r, s), (1, rank, size));
+    assert_eq!(world.as_raw(), ffi::RSMPI_COMM_WORLD);
+
+    // A C reduction on a communicator the Rust API made.
+    let dup = world.duplicate();
+    assert_eq!(dup.as_raw(), dup.as_raw(), "one handle per communicator");
+    let mut sum: i32 = -1;
+    // SAFETY: one i32 in, one out; handles from as_raw.
+    let rc = unsafe {
+        ffi::MPI_Allreduce(
+            &rank as *const i32 as *const c_void,
+            &mut sum as *mut i32 as *mut c_void,
+            1,
+            i32::equivalent_datatype().as_raw(),
+            SystemOperation::sum().as_raw(),
+            dup.as_raw(),
+        )
+    };
+    assert_eq!(rc, ffi::MPI_SUCCESS);
+    assert_eq!(sum, size * (size - 1) / 2);
+
+    // C send → Rust receive, Rust send → C receive, on the world.
+    if size > 1 {
+        if rank == 0 {
+            let v: f64 = 2.5;
+            // SAFETY: one double.
+            let rc = unsafe {
+                ffi::MPI_Send(
+                    &v as *const f64 as *const c_void,
+                    1,
+                    ffi::RSMPI_DOUBLE,
+                    1,
+                    7,
+                    world.as_raw(),
+                )
+            };
+            assert_eq!(rc, ffi::MPI_SUCCESS);
+            let (back, status) = world.process_at_rank(1).receive_with_tag::<u64>(8);
+            assert_eq!((back, status.source_rank()), (99, 1));
+        } else if rank == 1 {
+            let (v, _) = world.process_at_rank(0).receive_with_tag::<f64>(7);
+            assert_eq!(v, 2.5);
+            world.process_at_rank(0).send_with_tag(&99u64, 8);
+        }
+    }
+    let mut st = std::mem::MaybeUninit::<ffi::MPI_Status>::zeroed();
+    if size > 1 && rank == 1 {
+        let mut got: u64 = 0;
+        // SAFETY: one u64, writable status.
+        let rc = unsafe {
+            ffi::MPI_Recv(
+                &mut got as *mut u64 as *mut c_void,
+                1,
+                ffi::RSMPI_UINT64_T,
+                0,
+                9,
+                world.as_raw(),
+                st.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, ffi::MPI_SUCCESS);
+        assert_eq!(got, 1234);
+    } else if size > 1 && rank == 0 {
+        world.process_at_rank(1).send_with_tag(&1234u64, 9);
+    }
+    // SAFETY: the world handle.
+    unsafe { assert_eq!(ffi::MPI_Barrier(ffi::RSMPI_COMM_WORLD), ffi::MPI_SUCCESS) };
+    println!("rank {rank} of {size}: ffi ok");
+}
