@@ -70,6 +70,7 @@ pub mod ffi {
     pub type MPI_Count = i64;
     pub type MPI_Fint = c_int;
 
+    #[rustfmt::skip]
     mod gen;
     pub use gen::*;
 }
