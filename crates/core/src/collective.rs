@@ -14,7 +14,7 @@ use crate::coll::algos::{self, Shape};
 use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
-use crate::datatype::{Buffer, BufferMut, Packed, TypeMap};
+use crate::datatype::{Buffer, BufferMut, Packed, Partition, PartitionMut, TypeMap};
 use crate::engine::requests::ReqId;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
@@ -33,6 +33,8 @@ mod user;
 mod varcount;
 pub use inter::create_intercommunicator;
 pub use root::Root;
+use user::predefined;
+pub use user::reduce_local_into;
 pub use user::{DynBuffer, DynBufferMut, UserOperation};
 
 /// A reduction operation.
@@ -121,49 +123,6 @@ impl<O: Operation + ?Sized> Operation for &O {
     }
     fn user(&self) -> Option<&UserOperation<'_>> {
         (**self).user()
-    }
-}
-
-/// Combines `sendbuf` into `recvbuf` element by element with `op`, on this rank alone
-/// (`MPI_Reduce_local`): `recvbuf[i] = sendbuf[i] op recvbuf[i]`. Buffers of different
-/// types or lengths, or an operation the type does not support, are an error for the
-/// fatal handler.
-pub fn reduce_local_into<S, R, O>(sendbuf: &S, recvbuf: &mut R, op: O)
-where
-    S: ?Sized + Buffer,
-    R: ?Sized + BufferMut,
-    O: Operation,
-{
-    let dt = sendbuf.datatype();
-    let n = sendbuf.count() * dt.size();
-    let r =
-        if recvbuf.datatype().signature() != dt.signature() || recvbuf.count() != sendbuf.count() {
-            Err(Error::InvalidArg(
-                "reduce_local_into: send and receive buffers differ in type or length".into(),
-            ))
-        } else if !dt.is_contiguous() {
-            Err(Error::InvalidArg(
-                "reduce_local_into: only contiguous element types".into(),
-            ))
-        } else {
-            // SAFETY: Buffer/BufferMut guarantee `n` bytes at each pointer (same count and a
-            // contiguous type of the same size); a `&` and a `&mut` never overlap.
-            let (src, acc) = unsafe {
-                (
-                    std::slice::from_raw_parts(sendbuf.buffer_ptr(), n),
-                    std::slice::from_raw_parts_mut(recvbuf.buffer_mut_ptr(), n),
-                )
-            };
-            match op.user() {
-                Some(u) => {
-                    u.combine(&dt, src, acc);
-                    Ok(())
-                }
-                None => crate::coll::ops::apply(op.kind(), &dt, acc, src),
-            }
-        };
-    if let Err(e) = r {
-        crate::runtime::fatal("reduce_local_into", e);
     }
 }
 
@@ -455,7 +414,83 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut crate::datatype::PartitionMut<'_, R>,
     ) {
-        varcount::all_gather(self.as_simple(), sendbuf, recvbuf)
+        varcount::allgatherv(self.as_simple(), sendbuf, recvbuf, true);
+    }
+
+    /// Starts an all-gather of different counts (`MPI_Iallgatherv`; contiguous types).
+    fn immediate_all_gather_varcount_into<'a, 'b, Sc, S, R>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut PartitionMut<'b, R>,
+    ) -> Request<'a, PartitionMut<'b, R>, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+    {
+        let c = self.as_simple();
+        let id = varcount::allgatherv(c, sendbuf, &mut *recvbuf, false);
+        Request::new(id.expect("immediate"), scope, c, &*recvbuf)
+    }
+
+    /// All-to-all of different counts (`MPI_Alltoallv`; contiguous types): block j of
+    /// `sendbuf` goes to member j, block i of `recvbuf` comes from member i.
+    fn all_to_all_varcount_into<S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+        &self,
+        sendbuf: &Partition<'_, S>,
+        recvbuf: &mut PartitionMut<'_, R>,
+    ) {
+        varcount::alltoallv(self.as_simple(), sendbuf, recvbuf, true);
+    }
+
+    /// Starts an all-to-all of different counts (`MPI_Ialltoallv`).
+    fn immediate_all_to_all_varcount_into<'a, 'b, Sc, S, R>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a Partition<'a, S>,
+        recvbuf: &'a mut PartitionMut<'b, R>,
+    ) -> Request<'a, PartitionMut<'b, R>, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+    {
+        let c = self.as_simple();
+        let id = varcount::alltoallv(c, sendbuf, &mut *recvbuf, false);
+        Request::new(id.expect("immediate"), scope, c, &*recvbuf)
+    }
+
+    /// Member i receives in `recvbuf` the reduction with `op` of block i of every
+    /// member's `sendbuf` (`MPI_Reduce_scatter_block`; predefined operations).
+    fn reduce_scatter_block_into<S, R, O>(&self, sendbuf: &S, recvbuf: &mut R, op: O)
+    where
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+        O: Operation,
+    {
+        let k = predefined("reduce_scatter_block_into", &op);
+        varcount::reduce_scatter_block(self.as_simple(), sendbuf, recvbuf, k, true);
+    }
+
+    /// Starts a reduce-scatter (`MPI_Ireduce_scatter_block`).
+    fn immediate_reduce_scatter_block_into<'a, Sc, S, R, O>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut R,
+        op: O,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+        O: Operation,
+    {
+        let c = self.as_simple();
+        let k = predefined("immediate_reduce_scatter_block_into", &op);
+        let id = varcount::reduce_scatter_block(c, sendbuf, &mut *recvbuf, k, false);
+        Request::new(id.expect("immediate"), scope, c, &*recvbuf)
     }
 
     /// Gathers every member's `sendbuf` into every member's `recvbuf` (rank order).

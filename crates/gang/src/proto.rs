@@ -265,19 +265,20 @@ mod tests {
         assert!(serde_json::from_str::<Request>(r#"{"type":"launch"}"#).is_err());
         let c = challenge().unwrap();
         assert_ne!(c, challenge().unwrap());
-        let h = proof("abc", &c.nonce);
-        assert!(check("abc", &c.nonce, &h));
-        assert!(!check("abd", &c.nonce, &h));
-        assert!(!check("abc", &challenge().unwrap().nonce, &h));
+        // A secret with characters hex never has: it cannot appear in a proof by chance.
+        let h = proof("not-a-hex-secret", &c.nonce);
+        assert!(check("not-a-hex-secret", &c.nonce, &h));
+        assert!(!check("not-a-hex-secreT", &c.nonce, &h));
+        assert!(!check("not-a-hex-secret", &challenge().unwrap().nonce, &h));
         assert!(!check(
-            "abc",
+            "not-a-hex-secret",
             &c.nonce,
             &Hello {
-                proof: "abc".into(),
+                proof: "not-a-hex-secret".into(),
                 nonce: None,
             }
         ));
-        assert!(!h.proof.contains("abc"));
+        assert!(!h.proof.contains("not-a-hex-secret"));
         let e = AgentEvent::Exited { rank: 3, status: 9 };
         let line = serde_json::to_string(&e).unwrap();
         assert_eq!(serde_json::from_str::<AgentEvent>(&line).unwrap(), e);

@@ -1,5 +1,6 @@
 //! rsmpi's collectives beyond the README: exclusive scans (blocking and immediate),
-//! local reductions, operations passed by reference.
+//! local reductions, operations passed by reference, the varcount collectives (blocking
+//! and immediate, all-to-all too) and reduce-scatter.
 
 // rsmpi's documentation passes operations by reference (`&SystemOperation::sum()`): that
 // form is what this example checks compiles.
@@ -154,6 +155,101 @@ fn main() {
             assert_eq!(gappy[d + c], -7, "the gap after block {r} untouched");
         }
     }
+
+    // The immediate forms (rsmpi's immediate_*_varcount examples).
+    let mut everyone = vec![-1; total];
+    {
+        let mut partition = PartitionMut::new(&mut everyone[..], &counts[..], &displs[..]);
+        mpi::request::scope(|scope| {
+            world
+                .immediate_all_gather_varcount_into(scope, &msg[..], &mut partition)
+                .wait();
+        });
+    }
+    assert_eq!(everyone, expected, "immediate_all_gather_varcount");
+    if rank == 0 {
+        let mut buf = vec![-1; total];
+        {
+            let mut partition = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+            mpi::request::scope(|scope| {
+                root.immediate_gather_varcount_into_root(scope, &msg[..], &mut partition)
+                    .wait();
+            });
+        }
+        assert_eq!(buf, expected, "immediate_gather_varcount");
+        let partition = Partition::new(&expected[..], counts.clone(), &displs[..]);
+        let mut mine: Vec<mpi::Rank> = vec![];
+        mpi::request::scope(|scope| {
+            root.immediate_scatter_varcount_into_root(scope, &partition, &mut mine[..])
+                .wait();
+        });
+    } else {
+        mpi::request::scope(|scope| {
+            root.immediate_gather_varcount_into(scope, &msg[..]).wait();
+        });
+        let mut mine = vec![-1; rank as usize];
+        mpi::request::scope(|scope| {
+            root.immediate_scatter_varcount_into(scope, &mut mine[..])
+                .wait();
+        });
+        assert_eq!(mine, msg, "immediate_scatter_varcount");
+    }
+
+    // All-to-all of different counts: rank i sends j + 1 values i * 100 + j to rank j.
+    let n = size as usize;
+    let scounts: Vec<Count> = (0..size).map(|j| j + 1).collect();
+    let sdispls: Vec<Count> = (0..size).map(|j| j * (j + 1) / 2).collect();
+    let sendv: Vec<i32> = (0..size)
+        .flat_map(|j| std::iter::repeat_n(rank * 100 + j, j as usize + 1))
+        .collect();
+    let rcounts: Vec<Count> = vec![rank + 1; n];
+    let rdispls: Vec<Count> = (0..size).map(|i| i * (rank + 1)).collect();
+    let want: Vec<i32> = (0..size)
+        .flat_map(|i| std::iter::repeat_n(i * 100 + rank, rank as usize + 1))
+        .collect();
+    let mut got = vec![-1; want.len()];
+    {
+        let sp = Partition::new(&sendv[..], &scounts[..], &sdispls[..]);
+        let mut rp = PartitionMut::new(&mut got[..], &rcounts[..], &rdispls[..]);
+        world.all_to_all_varcount_into(&sp, &mut rp);
+    }
+    assert_eq!(got, want, "all_to_all_varcount");
+    let mut got = vec![-1; want.len()];
+    {
+        let sp = Partition::new(&sendv[..], &scounts[..], &sdispls[..]);
+        let mut rp = PartitionMut::new(&mut got[..], &rcounts[..], &rdispls[..]);
+        mpi::request::scope(|scope| {
+            world
+                .immediate_all_to_all_varcount_into(scope, &sp, &mut rp)
+                .wait();
+        });
+    }
+    assert_eq!(got, want, "immediate_all_to_all_varcount");
+
+    // Reduce-scatter: rank i gets the sums of block i (2 values) over every rank.
+    let blocks: Vec<i64> = (0..2 * size as i64)
+        .map(|k| rank as i64 * 1000 + k)
+        .collect();
+    let ranks_sum: i64 = (0..size as i64).sum();
+    let want = [
+        ranks_sum * 1000 + n as i64 * (2 * rank as i64),
+        ranks_sum * 1000 + n as i64 * (2 * rank as i64 + 1),
+    ];
+    let mut mine = [0i64; 2];
+    world.reduce_scatter_block_into(&blocks[..], &mut mine[..], SystemOperation::sum());
+    assert_eq!(mine, want, "reduce_scatter_block");
+    let mut mine = [0i64; 2];
+    mpi::request::scope(|scope| {
+        world
+            .immediate_reduce_scatter_block_into(
+                scope,
+                &blocks[..],
+                &mut mine[..],
+                SystemOperation::sum(),
+            )
+            .wait();
+    });
+    assert_eq!(mine, want, "immediate_reduce_scatter_block");
 
     world.barrier();
     println!("rank {rank} of {size}: collectives ok");

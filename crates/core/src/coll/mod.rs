@@ -18,6 +18,7 @@ mod exec;
 pub mod ops;
 pub mod schedule;
 pub mod tree;
+pub mod varcount;
 
 pub(crate) use exec::CollIo;
 
@@ -86,6 +87,16 @@ pub enum CollKind {
     Split = 10,
     /// Exclusive scan.
     Exscan = 11,
+    /// Gather of different counts.
+    Gatherv = 12,
+    /// Scatter of different counts.
+    Scatterv = 13,
+    /// All-gather of different counts.
+    Allgatherv = 14,
+    /// All-to-all of different counts.
+    Alltoallv = 15,
+    /// Reduce-scatter with equal blocks.
+    ReduceScatterBlock = 16,
 }
 
 impl CollKind {
@@ -102,6 +113,11 @@ impl CollKind {
             9 => "scan",
             10 => "split",
             11 => "exclusive_scan",
+            12 => "gather_varcount",
+            13 => "scatter_varcount",
+            14 => "all_gather_varcount",
+            15 => "all_to_all_varcount",
+            16 => "reduce_scatter_block",
             _ => "unknown collective",
         }
     }

@@ -100,6 +100,11 @@ fn kind_name(k: CollKind) -> &'static str {
         CollKind::Scan => "scan",
         CollKind::Split => "split",
         CollKind::Exscan => "exclusive_scan",
+        CollKind::Gatherv => "gather_varcount",
+        CollKind::Scatterv => "scatter_varcount",
+        CollKind::Allgatherv => "all_gather_varcount",
+        CollKind::Alltoallv => "all_to_all_varcount",
+        CollKind::ReduceScatterBlock => "reduce_scatter_block",
     }
 }
 
@@ -108,8 +113,17 @@ fn kind_name(k: CollKind) -> &'static str {
 /// pieces of a scatter or all-to-all step must fit one buffer)?
 pub(crate) fn fits(kind: CollKind, board: usize, need: usize, p: usize) -> bool {
     let pieces = matches!(kind, CollKind::Scatter | CollKind::Alltoall);
-    // Split and the exclusive scan run as schedules.
-    let scheduled = matches!(kind, CollKind::Split | CollKind::Exscan);
+    // Split, the exclusive scan and the varcount collectives run as schedules.
+    let scheduled = matches!(
+        kind,
+        CollKind::Split
+            | CollKind::Exscan
+            | CollKind::Gatherv
+            | CollKind::Scatterv
+            | CollKind::Allgatherv
+            | CollKind::Alltoallv
+            | CollKind::ReduceScatterBlock
+    );
     board > 0 && !scheduled && need <= MAX_STREAM && (!pieces || p <= board)
 }
 
@@ -250,6 +264,11 @@ impl Engine {
         // Bytes per member block (or of the vector), and bytes of it per step.
         let (block, chunk) = match bc.kind {
             CollKind::Barrier | CollKind::Split | CollKind::Exscan => (0, 1),
+            CollKind::Gatherv
+            | CollKind::Scatterv
+            | CollKind::Allgatherv
+            | CollKind::Alltoallv
+            | CollKind::ReduceScatterBlock => (0, 1),
             CollKind::Bcast => (slen.max(rlen), cap),
             CollKind::Gather | CollKind::Allgather => (slen, cap),
             CollKind::Scatter => (rlen, (cap / p).max(1)),
@@ -411,7 +430,13 @@ impl Engine {
                 self.board_publish(run, n, p - 1 - me, |b| put(b, send(off, n)))?;
                 self.board_reduce_in_order(run, me + 1, None, 0..n, recv(off, n))?;
             }
-            CollKind::Split | CollKind::Exscan => {
+            CollKind::Split
+            | CollKind::Exscan
+            | CollKind::Gatherv
+            | CollKind::Scatterv
+            | CollKind::Allgatherv
+            | CollKind::Alltoallv
+            | CollKind::ReduceScatterBlock => {
                 return Err(Error::InvalidArg(format!(
                     "{} does not run on the shared-memory board",
                     kind_name(bc.kind)

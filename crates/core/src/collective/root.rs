@@ -90,8 +90,39 @@ pub trait Root {
 
     /// Non-root side of a gather of different counts (`MPI_Gatherv`).
     fn gather_varcount_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
+        super::varcount::gatherv::<S, [u8]>(self.root_process(), sendbuf, None, true);
+    }
+
+    /// Starts the non-root side of a gather of different counts (`MPI_Igatherv`).
+    fn immediate_gather_varcount_into<'a, Sc, S>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+    ) -> Request<'a, S, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+    {
         let p = self.root_process();
-        super::varcount::gather::<S, [u8]>(p.comm, p.rank, sendbuf, None)
+        let id = super::varcount::gatherv::<S, [u8]>(p, sendbuf, None, false);
+        Request::new(id.expect("immediate"), scope, p.comm, sendbuf)
+    }
+
+    /// Starts the root side of a gather of different counts.
+    fn immediate_gather_varcount_into_root<'a, 'b, Sc, S, R>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a S,
+        recvbuf: &'a mut crate::datatype::PartitionMut<'b, R>,
+    ) -> Request<'a, crate::datatype::PartitionMut<'b, R>, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+    {
+        let p = self.root_process();
+        let id = super::varcount::gatherv(p, sendbuf, Some(&mut *recvbuf), false);
+        Request::new(id.expect("immediate"), scope, p.comm, &*recvbuf)
     }
 
     /// Root side of a gather of different counts: block i of `recvbuf` receives member
@@ -101,14 +132,44 @@ pub trait Root {
         sendbuf: &S,
         recvbuf: &mut crate::datatype::PartitionMut<'_, R>,
     ) {
-        let p = self.root_process();
-        super::varcount::gather(p.comm, p.rank, sendbuf, Some(recvbuf))
+        super::varcount::gatherv(self.root_process(), sendbuf, Some(recvbuf), true);
     }
 
     /// Non-root side of a scatter of different counts (`MPI_Scatterv`).
     fn scatter_varcount_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
+        super::varcount::scatterv::<[u8], R>(self.root_process(), None, recvbuf, true);
+    }
+
+    /// Starts the non-root side of a scatter of different counts (`MPI_Iscatterv`).
+    fn immediate_scatter_varcount_into<'a, Sc, R>(
+        &self,
+        scope: Sc,
+        recvbuf: &'a mut R,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        R: ?Sized + BufferMut,
+    {
         let p = self.root_process();
-        super::varcount::scatter::<[u8], R>(p.comm, p.rank, None, recvbuf)
+        let id = super::varcount::scatterv::<[u8], R>(p, None, &mut *recvbuf, false);
+        Request::new(id.expect("immediate"), scope, p.comm, &*recvbuf)
+    }
+
+    /// Starts the root side of a scatter of different counts.
+    fn immediate_scatter_varcount_into_root<'a, Sc, S, R>(
+        &self,
+        scope: Sc,
+        sendbuf: &'a crate::datatype::Partition<'a, S>,
+        recvbuf: &'a mut R,
+    ) -> Request<'a, R, Sc>
+    where
+        Sc: Scope<'a>,
+        S: ?Sized + Buffer,
+        R: ?Sized + BufferMut,
+    {
+        let p = self.root_process();
+        let id = super::varcount::scatterv(p, Some(sendbuf), &mut *recvbuf, false);
+        Request::new(id.expect("immediate"), scope, p.comm, &*recvbuf)
     }
 
     /// Root side of a scatter of different counts: member i gets block i of `sendbuf`.
@@ -117,8 +178,7 @@ pub trait Root {
         sendbuf: &crate::datatype::Partition<'_, S>,
         recvbuf: &mut R,
     ) {
-        let p = self.root_process();
-        super::varcount::scatter(p.comm, p.rank, Some(sendbuf), recvbuf)
+        super::varcount::scatterv(self.root_process(), Some(sendbuf), recvbuf, true);
     }
 
     /// Root side of a gather: `recvbuf` receives every member's block in rank order.

@@ -205,6 +205,61 @@ pub(crate) fn scan<S, R>(
     }
 }
 
+/// Combines `sendbuf` into `recvbuf` element by element with `op`, on this rank alone
+/// (`MPI_Reduce_local`): `recvbuf[i] = sendbuf[i] op recvbuf[i]`. Buffers of different
+/// types or lengths, or an operation the type does not support, are an error for the
+/// fatal handler.
+pub fn reduce_local_into<S, R, O>(sendbuf: &S, recvbuf: &mut R, op: O)
+where
+    S: ?Sized + Buffer,
+    R: ?Sized + BufferMut,
+    O: super::Operation,
+{
+    let dt = sendbuf.datatype();
+    let n = sendbuf.count() * dt.size();
+    let r =
+        if recvbuf.datatype().signature() != dt.signature() || recvbuf.count() != sendbuf.count() {
+            Err(crate::Error::InvalidArg(
+                "reduce_local_into: send and receive buffers differ in type or length".into(),
+            ))
+        } else if !dt.is_contiguous() {
+            Err(crate::Error::InvalidArg(
+                "reduce_local_into: only contiguous element types".into(),
+            ))
+        } else {
+            // SAFETY: Buffer/BufferMut guarantee `n` bytes at each pointer (same count and a
+            // contiguous type of the same size); a `&` and a `&mut` never overlap.
+            let (src, acc) = unsafe {
+                (
+                    std::slice::from_raw_parts(sendbuf.buffer_ptr(), n),
+                    std::slice::from_raw_parts_mut(recvbuf.buffer_mut_ptr(), n),
+                )
+            };
+            match op.user() {
+                Some(u) => {
+                    u.combine(&dt, src, acc);
+                    Ok(())
+                }
+                None => crate::coll::ops::apply(op.kind(), &dt, acc, src),
+            }
+        };
+    if let Err(e) = r {
+        crate::runtime::fatal("reduce_local_into", e);
+    }
+}
+
+/// The predefined operation of `op` (a user operation is an error for the calls that
+/// take predefined ones only).
+pub(super) fn predefined<O: super::Operation>(call: &str, op: &O) -> crate::coll::ops::OpKind {
+    if op.user().is_some() {
+        crate::runtime::fatal(
+            call,
+            crate::Error::InvalidOp("user operations run on the blocking reductions only".into()),
+        );
+    }
+    op.kind()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
