@@ -35,7 +35,7 @@ pub use inter::create_intercommunicator;
 pub use root::Root;
 use user::predefined;
 pub use user::reduce_local_into;
-pub use user::{DynBuffer, DynBufferMut, UserOperation};
+pub use user::{DynBuffer, DynBufferMut, UnsafeUserFunction, UnsafeUserOperation, UserOperation};
 
 /// A reduction operation.
 pub trait Operation {
@@ -54,6 +54,16 @@ impl Operation for UserOperation<'_> {
     }
     fn user(&self) -> Option<&UserOperation<'_>> {
         Some(self)
+    }
+}
+
+impl Operation for &UnsafeUserOperation {
+    /// Unused, as for [`UserOperation`].
+    fn kind(&self) -> OpKind {
+        OpKind::Sum
+    }
+    fn user(&self) -> Option<&UserOperation<'_>> {
+        Some(self.as_user_operation())
     }
 }
 

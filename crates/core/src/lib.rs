@@ -43,7 +43,7 @@ pub mod traits {
         AsDatatype, Buffer, BufferMut, Datatype, Equivalence, UncommittedDatatype,
     };
     pub use crate::point_to_point::{Destination, MatchedReceiveVec, Source};
-    pub use crate::topology::{AnyCommunicator, Communicator, Group};
+    pub use crate::topology::{AnyCommunicator, AsCommunicator, Communicator, Group};
     pub use phalanx_derive::Equivalence;
 }
 

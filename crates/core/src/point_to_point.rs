@@ -55,6 +55,10 @@ pub trait Source {
     fn comm(&self) -> &SimpleCommunicator;
     /// World rank of the source, `None` for any source.
     fn source_world(&self) -> Option<u32>;
+    /// The source's rank in its communicator (`MPI_ANY_SOURCE`, -1, for any process).
+    fn source_rank(&self) -> crate::Rank {
+        self.source_world().map_or(-1, |w| self.comm().comm_rank(w))
+    }
 
     /// Receives into `buf` a message with `tag`.
     fn receive_into_with_tag<Buf: ?Sized + BufferMut>(&self, buf: &mut Buf, tag: Tag) -> Status {
@@ -255,6 +259,10 @@ pub trait Destination {
     fn comm(&self) -> &SimpleCommunicator;
     /// World rank of the destination.
     fn destination_world(&self) -> u32;
+    /// The destination's rank in its communicator.
+    fn destination_rank(&self) -> crate::Rank {
+        self.comm().comm_rank(self.destination_world())
+    }
 
     /// Sends `buf` with `tag` (returns when the buffer may be reused).
     fn send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
@@ -349,15 +357,25 @@ pub trait Destination {
     /// Ready-mode send (`MPI_Rsend`: the program promises the receive is posted). A
     /// standard send is a correct ready send, and phalanx's eager and rendezvous paths
     /// gain nothing from the promise.
-    fn ready_send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
+    ///
+    /// # Safety
+    /// As in rsmpi: the matching receive must already be posted (MPI leaves a ready send
+    /// without one undefined; phalanx delivers it anyway).
+    unsafe fn ready_send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
         self.send_with_tag(buf, tag)
     }
     /// Ready-mode send with tag 0.
-    fn ready_send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
+    ///
+    /// # Safety
+    /// See [`Destination::ready_send_with_tag`].
+    unsafe fn ready_send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
         self.send_with_tag(buf, 0)
     }
     /// Starts a ready-mode send (`MPI_Irsend`; see [`Destination::ready_send_with_tag`]).
-    fn immediate_ready_send_with_tag<'a, Sc, Buf>(
+    ///
+    /// # Safety
+    /// See [`Destination::ready_send_with_tag`].
+    unsafe fn immediate_ready_send_with_tag<'a, Sc, Buf>(
         &self,
         scope: Sc,
         buf: &'a Buf,
@@ -370,7 +388,14 @@ pub trait Destination {
         self.immediate_send_with_tag(scope, buf, tag)
     }
     /// Starts a ready-mode send with tag 0.
-    fn immediate_ready_send<'a, Sc, Buf>(&self, scope: Sc, buf: &'a Buf) -> Request<'a, Buf, Sc>
+    ///
+    /// # Safety
+    /// See [`Destination::ready_send_with_tag`].
+    unsafe fn immediate_ready_send<'a, Sc, Buf>(
+        &self,
+        scope: Sc,
+        buf: &'a Buf,
+    ) -> Request<'a, Buf, Sc>
     where
         Sc: Scope<'a>,
         Buf: ?Sized + Buffer,

@@ -371,6 +371,11 @@ pub trait Communicator {
     fn size(&self) -> Rank {
         self.as_simple().size
     }
+    /// Number of processes this one can address: the size, or the remote group's size
+    /// for an intercommunicator.
+    fn target_size(&self) -> Rank {
+        self.as_simple().size
+    }
     /// The process at rank `r` (panics through the error handler if out of range).
     fn process_at_rank(&self, r: Rank) -> Process<'_> {
         let c = self.as_simple();
@@ -579,6 +584,49 @@ impl<C: Communicator + ?Sized> AnyCommunicator for C {
     }
     fn set_attr<A: CommAttribute>(&mut self, val: A) {
         Attributes::set(&self.as_simple().attrs, val)
+    }
+}
+
+/// Something that has a communicator (rsmpi's `AsCommunicator`).
+pub trait AsCommunicator {
+    /// The communicator's type.
+    type Out: Communicator;
+    /// The communicator.
+    fn as_communicator(&self) -> &Self::Out;
+}
+
+impl AsCommunicator for SimpleCommunicator {
+    type Out = SimpleCommunicator;
+    fn as_communicator(&self) -> &SimpleCommunicator {
+        self
+    }
+}
+
+impl AsCommunicator for InterCommunicator {
+    type Out = InterCommunicator;
+    fn as_communicator(&self) -> &InterCommunicator {
+        self
+    }
+}
+
+impl AsCommunicator for CartesianCommunicator {
+    type Out = CartesianCommunicator;
+    fn as_communicator(&self) -> &CartesianCommunicator {
+        self
+    }
+}
+
+impl AsCommunicator for Process<'_> {
+    type Out = SimpleCommunicator;
+    fn as_communicator(&self) -> &SimpleCommunicator {
+        self.comm
+    }
+}
+
+impl AsCommunicator for AnyProcess<'_> {
+    type Out = SimpleCommunicator;
+    fn as_communicator(&self) -> &SimpleCommunicator {
+        self.comm
     }
 }
 

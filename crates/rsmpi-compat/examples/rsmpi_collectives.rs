@@ -6,10 +6,29 @@
 // form is what this example checks compiles.
 #![allow(clippy::needless_borrows_for_generic_args)]
 
-use mpi::collective::{self, SystemOperation, UserOperation};
+use mpi::collective::{self, SystemOperation, UnsafeUserOperation, UserOperation};
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::traits::*;
 use mpi::Count;
+
+/// rsmpi's `UnsafeUserFunction`: the C signature of `MPI_User_function`.
+unsafe extern "C" fn c_add(
+    invec: *mut std::ffi::c_void,
+    inoutvec: *mut std::ffi::c_void,
+    len: *mut std::ffi::c_int,
+    _datatype: *mut mpi::ffi::MPI_Datatype,
+) {
+    // SAFETY: the reduction passes `len` i32s in both buffers (it runs on i32s only).
+    let (x, y) = unsafe {
+        (
+            std::slice::from_raw_parts(invec as *const i32, *len as usize),
+            std::slice::from_raw_parts_mut(inoutvec as *mut i32, *len as usize),
+        )
+    };
+    for (a, b) in x.iter().zip(y) {
+        *b += a;
+    }
+}
 
 fn main() {
     let universe = mpi::initialize().unwrap();
@@ -250,6 +269,15 @@ fn main() {
             .wait();
     });
     assert_eq!(mine, want, "immediate_reduce_scatter_block");
+
+    // An operation given as a C function, used by reference as rsmpi does.
+    // SAFETY: c_add is only used on i32 buffers.
+    let op = unsafe { UnsafeUserOperation::commutative(c_add) };
+    let mut sum = 0i32;
+    world.all_reduce_into(&rank, &mut sum, &op);
+    assert_eq!(sum, size * (size - 1) / 2, "UnsafeUserOperation");
+    assert_eq!(world.process_at_rank(0).root_rank(), 0);
+    assert_eq!(world.target_size(), size);
 
     world.barrier();
     println!("rank {rank} of {size}: collectives ok");

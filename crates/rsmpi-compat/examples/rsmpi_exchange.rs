@@ -57,7 +57,9 @@ fn main() {
     mpi::request::scope(|scope| {
         let r = previous.immediate_receive_into_with_tag(scope, &mut got, 3);
         world.barrier();
-        next.ready_send_with_tag(&(rank as u8), 3);
+        // SAFETY: the receive was posted before the barrier (rsmpi's ready sends are
+        // `unsafe`: the receive must be posted).
+        unsafe { next.ready_send_with_tag(&(rank as u8), 3) };
         r.wait();
     });
     assert_eq!(got, from as u8);

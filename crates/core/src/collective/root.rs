@@ -25,6 +25,11 @@ pub trait Root {
     /// The root process.
     fn root_process(&self) -> Process<'_>;
 
+    /// The root's rank in its communicator.
+    fn root_rank(&self) -> crate::Rank {
+        self.root_process().rank
+    }
+
     /// Starts `maxprocs` processes running `command` (its program and arguments; the
     /// root's matter) and returns the intercommunicator to them (`MPI_Comm_spawn`): their
     /// `world()` is their own group, and their `parent()` the intercommunicator back to

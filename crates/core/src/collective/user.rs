@@ -260,6 +260,71 @@ pub(super) fn predefined<O: super::Operation>(call: &str, op: &O) -> crate::coll
     op.kind()
 }
 
+/// A reduction function with the C signature (rsmpi's `UnsafeUserFunction`:
+/// `MPI_User_function`): `(invec, inoutvec, len, datatype)`.
+pub type UnsafeUserFunction = unsafe extern "C" fn(
+    *mut std::ffi::c_void,
+    *mut std::ffi::c_void,
+    *mut std::ffi::c_int,
+    *mut *mut std::ffi::c_void,
+);
+
+/// A user operation given as a C function (rsmpi's `UnsafeUserOperation`), used by
+/// reference (`&op`) where an operation is taken. It runs where a [`UserOperation`] does:
+/// `len` is the element count and `datatype` points to a null handle (the elements are
+/// the buffers' type; phalanx's library does not name C datatype handles).
+pub struct UnsafeUserOperation {
+    op: UserOperation<'static>,
+}
+
+impl std::fmt::Debug for UnsafeUserOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnsafeUserOperation")
+            .field("commutative", &self.op.is_commutative())
+            .finish()
+    }
+}
+
+impl UnsafeUserOperation {
+    /// An associative operation from `function`.
+    ///
+    /// # Safety
+    /// `function` must be safe to call on the buffers of every reduction it is used in.
+    pub unsafe fn associative(function: UnsafeUserFunction) -> Self {
+        Self::new(false, function)
+    }
+
+    /// A commutative operation from `function`.
+    ///
+    /// # Safety
+    /// As for [`UnsafeUserOperation::associative`].
+    pub unsafe fn commutative(function: UnsafeUserFunction) -> Self {
+        Self::new(true, function)
+    }
+
+    fn new(commutative: bool, function: UnsafeUserFunction) -> Self {
+        let call = move |x: DynBuffer<'_>, mut y: DynBufferMut<'_>| {
+            let mut len = std::ffi::c_int::try_from(x.len()).unwrap_or(std::ffi::c_int::MAX);
+            let mut dt: *mut std::ffi::c_void = std::ptr::null_mut();
+            // SAFETY: the constructor's caller promised `function` is safe on the
+            // buffers of the reductions it is used in; both hold `len` elements.
+            unsafe { function(x.as_ptr() as *mut _, y.as_mut_ptr(), &mut len, &mut dt) }
+        };
+        UnsafeUserOperation {
+            op: if commutative {
+                UserOperation::commutative(call)
+            } else {
+                UserOperation::associative(call)
+            },
+        }
+    }
+
+    /// The operation as a [`UserOperation`].
+    pub fn as_user_operation(&self) -> &UserOperation<'static> {
+        &self.op
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
