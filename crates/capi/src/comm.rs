@@ -28,7 +28,8 @@ thread_local! {
     static GROUPS: RefCell<(HashMap<usize, UserGroup>, usize)> = RefCell::new((HashMap::new(), 0));
 }
 
-pub(crate) fn add_group(g: UserGroup) -> Handle {
+#[doc(hidden)]
+pub fn add_group(g: UserGroup) -> Handle {
     GROUPS.with(|t| {
         let mut t = t.borrow_mut();
         let h = 0x100_0000 + t.1;
@@ -39,7 +40,8 @@ pub(crate) fn add_group(g: UserGroup) -> Handle {
 }
 
 /// The group behind handle `h` (`MPI_GROUP_EMPTY` included).
-pub(crate) fn group(h: Handle) -> CResult<UserGroup> {
+#[doc(hidden)]
+pub fn group(h: Handle) -> CResult<UserGroup> {
     if h as usize == GROUP_EMPTY {
         return Ok(state::comm(COMM_SELF as Handle)?.group().include(&[]));
     }

@@ -37,9 +37,9 @@
 
 pub use phalanx_core::*;
 
-/// The usual imports: `use phalanx::traits::*;` (with [`raw::AsRaw`]).
+/// The usual imports: `use phalanx::traits::*;` (with [`raw::AsRaw`], [`raw::FromRaw`]).
 pub mod traits {
-    pub use crate::raw::AsRaw;
+    pub use crate::raw::{AsRaw, FromRaw};
     pub use phalanx_core::traits::*;
 }
 
@@ -82,7 +82,7 @@ pub mod raw {
     use phalanx_core::datatype::{
         DatatypeRef, Primitive, TypeMap, UncommittedDatatype, UserDatatype,
     };
-    use phalanx_core::topology::{Communicator, InterCommunicator, SimpleCommunicator};
+    use phalanx_core::topology::{Communicator, InterCommunicator, SimpleCommunicator, UserGroup};
 
     /// Something with a C handle.
     ///
@@ -103,6 +103,51 @@ pub mod raw {
         fn as_raw(&self) -> ffi::MPI_Comm {
             mpi_abi::state::handle_of(self)
         }
+    }
+
+    /// Conversion from a C handle (rsmpi's `FromRaw`).
+    pub trait FromRaw: AsRaw {
+        /// The object behind `handle`.
+        ///
+        /// # Safety
+        /// `handle` names a live object of this kind (an error of the C interface, through
+        /// its error handler, otherwise).
+        unsafe fn from_raw(handle: <Self as AsRaw>::Raw) -> Self;
+    }
+
+    impl FromRaw for SimpleCommunicator {
+        /// The communicator behind a handle (`MPI_Comm_dup` and the other C constructors
+        /// make them; `MPI_COMM_WORLD` is the world).
+        unsafe fn from_raw(handle: ffi::MPI_Comm) -> Self {
+            match mpi_abi::state::comm(handle) {
+                Ok(c) => c,
+                Err(e) => fatal_c("FromRaw::from_raw", e),
+            }
+        }
+    }
+
+    // SAFETY: the group stays registered for the process's life.
+    unsafe impl AsRaw for UserGroup {
+        type Raw = ffi::MPI_Group;
+        /// A new group handle each time (`MPI_Group_free` it when done).
+        fn as_raw(&self) -> ffi::MPI_Group {
+            mpi_abi::comm::add_group(self.clone())
+        }
+    }
+
+    impl FromRaw for UserGroup {
+        unsafe fn from_raw(handle: ffi::MPI_Group) -> Self {
+            match mpi_abi::comm::group(handle) {
+                Ok(g) => g,
+                Err(e) => fatal_c("FromRaw::from_raw", e),
+            }
+        }
+    }
+
+    /// A C interface error at a Rust call: the fatal handler, naming the call.
+    fn fatal_c(call: &str, e: mpi_abi::CErr) -> ! {
+        eprintln!("phalanx: {call}: {e:?}");
+        phalanx_core::environment::end_job(1, &format!("{call}: invalid handle"))
     }
 
     // SAFETY: as above (the point-to-point side, which is what sends and receives use).

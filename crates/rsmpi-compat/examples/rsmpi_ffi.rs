@@ -88,6 +88,18 @@ fn main() {
     } else if size > 1 && rank == 0 {
         world.process_at_rank(1).send_with_tag(&1234u64, 9);
     }
+    // Handles back to Rust objects (rsmpi's FromRaw), a group through C.
+    // SAFETY: live handles from as_raw.
+    let back = unsafe { mpi::topology::SimpleCommunicator::from_raw(dup.as_raw()) };
+    assert_eq!((back.rank(), back.size()), (rank, size));
+    let g = world.group().as_raw();
+    let mut gs: c_int = -1;
+    // SAFETY: a live group handle, a writable int.
+    unsafe { assert_eq!(ffi::MPI_Group_size(g, &mut gs), ffi::MPI_SUCCESS) };
+    assert_eq!(gs, size);
+    // SAFETY: as above.
+    let group = unsafe { mpi::topology::UserGroup::from_raw(g) };
+    assert_eq!(group.rank(), Some(rank));
     // SAFETY: the world handle.
     unsafe { assert_eq!(ffi::MPI_Barrier(ffi::RSMPI_COMM_WORLD), ffi::MPI_SUCCESS) };
     println!("rank {rank} of {size}: ffi ok");
