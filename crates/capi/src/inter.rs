@@ -49,6 +49,27 @@ fn add_inter(ic: InterCommunicator, errh: usize) -> Handle {
     h
 }
 
+/// The handle of intercommunicator `ic` (for `AsRaw`): the one already given for it, or
+/// a new one.
+pub fn handle_of(ic: &InterCommunicator) -> Handle {
+    state::attach();
+    let raw = phalanx::capi_support::RawComm::of(ic.as_simple());
+    let known = state::with(|s| {
+        let mut hs: Vec<usize> = s
+            .comms
+            .iter()
+            .filter(|(_, e)| e.inter.is_some() && e.raw == raw)
+            .map(|(&h, _)| h)
+            .collect();
+        hs.sort_unstable();
+        hs.first().copied()
+    });
+    match known {
+        Some(h) => h as Handle,
+        None => add_inter(ic.clone(), ERRORS_ARE_FATAL),
+    }
+}
+
 /// `MPI_COMM_NULL` into a non-null output handle before anything can fail.
 fn null_first(h: *mut Handle) -> CResult {
     if h.is_null() {

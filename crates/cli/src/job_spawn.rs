@@ -75,7 +75,8 @@ impl Job {
 
     /// Starts the processes of `req`, or says why not (nothing was started then).
     fn start_spawn(&mut self, r: usize, req: &SpawnRequest) -> Result<(), String> {
-        if self.cfg.hosts.get(r) != Some(&Host::Local) {
+        // Spawned ranks run on this host too (a spawn from one nests).
+        if !self.ranks[r].spawned && self.cfg.hosts.get(r) != Some(&Host::Local) {
             return Err(format!(
                 "rank {r} does not run on the launcher's host; phalanx spawns processes there only"
             ));
@@ -109,6 +110,38 @@ impl Job {
             parents: req.parents.clone(),
         };
         let boot = self.boots[r];
+        let started = self.start_all(req, &world, first, size as u32, boot);
+        if let Err(e) = started {
+            // Nothing of this request stays: what started is killed and forgotten (its
+            // output threads end with it).
+            for i in first..self.ranks.len() {
+                self.signal_rank(i, libc::SIGKILL);
+                if let Some(c) = self.ranks[i].child.as_mut() {
+                    let _ = c.wait();
+                }
+            }
+            self.ranks.truncate(first);
+            self.boots.truncate(first);
+            return Err(e);
+        }
+        self.spawning = Some(Spawning {
+            requester: r,
+            first,
+            count: count as usize,
+            started: Instant::now(),
+        });
+        Ok(())
+    }
+
+    /// Starts the processes of `req` as job ranks `first..` of a job of `size`.
+    fn start_all(
+        &mut self,
+        req: &SpawnRequest,
+        world: &SpawnedEnv,
+        first: usize,
+        size: u32,
+        boot: std::net::SocketAddr,
+    ) -> Result<(), String> {
         let mut rank = first as u32;
         for c in &req.commands {
             let mut p: Program = self.local_program.clone();
@@ -118,7 +151,7 @@ impl Job {
             // Spawned ranks reach everyone over UDP (see the library's `engine::spawn`).
             p.env.push(("PHALANX_TRANSPORT".into(), "udp".into()));
             for _ in 0..c.count {
-                let mut child = spawn_rank(&p, rank, size as u32, boot, &Host::Local)
+                let mut child = spawn_rank(&p, rank, size, boot, &Host::Local)
                     .map_err(|e| format!("cannot start {:?}: {e}", c.prog))?;
                 let pipes = [
                     child
@@ -134,6 +167,7 @@ impl Job {
                 let mut entry = Rank::new(Some(child), None, pid);
                 entry.spawned = true;
                 self.ranks.push(entry);
+                self.boots.push(boot);
                 if let Some(tx) = self.done_tx.as_ref() {
                     for (src, dest) in pipes.into_iter().flatten() {
                         if output::forward(rank, src, dest, self.cfg.tag_output, tx.clone()).is_ok()
@@ -145,12 +179,6 @@ impl Job {
                 rank += 1;
             }
         }
-        self.spawning = Some(Spawning {
-            requester: r,
-            first,
-            count: count as usize,
-            started: Instant::now(),
-        });
         Ok(())
     }
 
@@ -176,10 +204,14 @@ impl Job {
             return Ok(());
         }
         let (requester, first) = (s.requester, s.first as u32);
-        let endpoints: Vec<Endpoint> = self.ranks[..new.end]
+        // Every earlier rank said hello at its start-up (or its spawn): all are known.
+        let Some(endpoints) = self.ranks[..new.end]
             .iter()
-            .filter_map(|x| x.endpoint.clone())
-            .collect();
+            .map(|x| x.endpoint.clone())
+            .collect::<Option<Vec<Endpoint>>>()
+        else {
+            return Err(Failure::new("spawn: a rank of the job has no endpoint", 1));
+        };
         let table = encode(&LauncherMsg::Table(Table {
             job_key: self.job_key,
             endpoints: endpoints.clone(),

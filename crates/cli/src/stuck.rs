@@ -47,6 +47,8 @@ impl Job {
         if now < next {
             return Ok(());
         }
+        // Ranks spawned since the watch began are watched too.
+        self.watch.suspect.resize(self.ranks.len(), None);
         for r in 0..self.ranks.len() {
             let rank = &self.ranks[r];
             let stuck = rank.status.as_ref().and_then(|text| {

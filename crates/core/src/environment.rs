@@ -133,11 +133,15 @@ impl Universe {
     pub fn threading_support(&self) -> Threading {
         Threading::Funneled
     }
-    /// Size of the job (`MPI_UNIVERSE_SIZE`, rsmpi's `Option`; always known here): every
-    /// rank this process can reach, its world and the ranks spawned from it or that
-    /// spawned it.
+    /// Size of the job (`MPI_UNIVERSE_SIZE`, rsmpi's `Option`; always known here): the
+    /// ranks the job had when this process's world started (its world and, for a spawned
+    /// world, every rank before it).
     pub fn size(&self) -> Option<usize> {
-        Some(call("size", |e| Ok(e.size as usize)))
+        // The job as this process's world started it (the same on every rank of it).
+        Some(call("size", |e| {
+            let (first, count) = e.era();
+            Ok((first + count) as usize)
+        }))
     }
     /// The size of the buffer attached for buffered sends (`MPI_Buffer_attach`; 0: none).
     /// Buffered sends copy their message and account it against this size (its length

@@ -22,6 +22,10 @@ use std::rc::Rc;
 const SELF_CONTEXT: u32 = 0x5e1f_c0de;
 
 thread_local! {
+    /// `MPI_COMM_SELF`'s counters and attributes, shared by all its handles.
+    #[allow(clippy::type_complexity)]
+    static SELF_SHARED: (Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>, Rc<Attributes>) =
+        (Rc::default(), Rc::default(), Rc::default());
     /// The world's derivation and collective counters, shared by all its handles.
     #[allow(clippy::type_complexity)]
     static WORLD_COUNTERS: (Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>) =
@@ -80,10 +84,9 @@ impl SimpleCommunicator {
     pub fn self_comm() -> SimpleCommunicator {
         let me = crate::runtime::call("self_comm", |e| Ok(e.rank));
         let mut c = Self::world(0, 1);
-        // Its own counters, attributes and context: only this process talks on it.
-        c.derived = Rc::default();
-        c.coll_seq = Rc::default();
-        c.attrs = Rc::default();
+        // Its own context, counters and attributes (only this process talks on it), the
+        // same for every handle of it, as for the world.
+        (c.derived, c.coll_seq, c.attrs) = SELF_SHARED.with(|x| x.clone());
         c.ctx = SELF_CONTEXT;
         c.members = Some(Rc::new(vec![me]));
         c

@@ -70,6 +70,26 @@ pub mod ffi {
     pub type MPI_Count = i64;
     pub type MPI_Fint = c_int;
 
+    /// `MPI_BOTTOM`.
+    pub const MPI_BOTTOM: *mut std::ffi::c_void = std::ptr::null_mut();
+    /// `MPI_IN_PLACE` (the ABI's sentinel value 1, not a pointer to anything).
+    #[allow(clippy::manual_dangling_ptr)]
+    pub const MPI_IN_PLACE: *mut std::ffi::c_void = 1 as *mut std::ffi::c_void;
+    /// `MPI_STATUS_IGNORE`.
+    pub const MPI_STATUS_IGNORE: *mut MPI_Status = std::ptr::null_mut();
+    /// `MPI_STATUSES_IGNORE`.
+    pub const MPI_STATUSES_IGNORE: *mut MPI_Status = std::ptr::null_mut();
+    /// `MPI_ERRCODES_IGNORE`.
+    pub const MPI_ERRCODES_IGNORE: *mut c_int = std::ptr::null_mut();
+    /// `MPI_ARGV_NULL`.
+    pub const MPI_ARGV_NULL: *mut *mut std::ffi::c_char = std::ptr::null_mut();
+    /// `MPI_UNWEIGHTED`.
+    pub const MPI_UNWEIGHTED: *mut c_int = 10 as *mut c_int;
+    /// `MPI_WEIGHTS_EMPTY`.
+    pub const MPI_WEIGHTS_EMPTY: *mut c_int = 11 as *mut c_int;
+    pub use MPI_BOTTOM as RSMPI_BOTTOM;
+    pub use MPI_IN_PLACE as RSMPI_IN_PLACE;
+
     #[rustfmt::skip]
     mod gen;
     pub use gen::*;
@@ -82,7 +102,7 @@ pub mod raw {
     use phalanx_core::datatype::{
         DatatypeRef, Primitive, TypeMap, UncommittedDatatype, UserDatatype,
     };
-    use phalanx_core::topology::{Communicator, InterCommunicator, SimpleCommunicator, UserGroup};
+    use phalanx_core::topology::{InterCommunicator, SimpleCommunicator, UserGroup};
 
     /// Something with a C handle.
     ///
@@ -150,11 +170,11 @@ pub mod raw {
         phalanx_core::environment::end_job(1, &format!("{call}: invalid handle"))
     }
 
-    // SAFETY: as above (the point-to-point side, which is what sends and receives use).
+    // SAFETY: the handle stays registered for the process's life.
     unsafe impl AsRaw for InterCommunicator {
         type Raw = ffi::MPI_Comm;
         fn as_raw(&self) -> ffi::MPI_Comm {
-            mpi_abi::state::handle_of(self.as_simple())
+            mpi_abi::inter::handle_of(self)
         }
     }
 

@@ -7,7 +7,7 @@
 #![allow(clippy::needless_borrows_for_generic_args)]
 
 use mpi::collective::{self, SystemOperation, UnsafeUserOperation, UserOperation};
-use mpi::datatype::{Partition, PartitionMut};
+use mpi::datatype::{Partition, PartitionMut, UserDatatype, View};
 use mpi::traits::*;
 use mpi::Count;
 
@@ -173,6 +173,25 @@ fn main() {
         if d + c < gappy.len() && !spaced.contains(&((d + c) as Count)) {
             assert_eq!(gappy[d + c], -7, "the gap after block {r} untouched");
         }
+    }
+
+    // Senders whose elements are strided (a vector view) while the root's partition is
+    // plain: every member still runs the same collective (the senders pack locally).
+    if rank == 0 {
+        let mut buf = vec![-1; total];
+        {
+            let mut partition = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+            root.gather_varcount_into_root(&msg[..], &mut partition);
+        }
+        assert_eq!(buf, expected, "gather_varcount from strided senders");
+    } else {
+        let strided: Vec<mpi::Rank> = (0..2 * rank)
+            .map(|k| if k % 2 == 0 { k / 2 } else { -9 })
+            .collect();
+        let t = UserDatatype::vector(rank, 1, 2, &mpi::Rank::equivalent_datatype());
+        // SAFETY: one vector element of `rank` ints with stride 2 lies inside `strided`.
+        let v = unsafe { View::with_count_and_datatype(&strided[..], 1, &t) };
+        root.gather_varcount_into(&v);
     }
 
     // The immediate forms (rsmpi's immediate_*_varcount examples).

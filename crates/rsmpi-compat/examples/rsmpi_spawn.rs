@@ -56,9 +56,18 @@ fn child(world: &mpi::topology::SimpleCommunicator, parent: mpi::topology::Inter
             assert_eq!(v, [1, 2, 3, parent.remote_size() as u64]);
             check_merged_sum(&merged);
         }
+        "from_self" => {
+            assert_eq!((size, parent.remote_size()), (1, 1));
+            parent.process_at_rank(0).send(&(0xabcd_u32 + arg_index()));
+        }
         other => panic!("unexpected argument {other:?}"),
     }
     println!("child {rank} of {size} ({arg}): spawn ok");
+}
+
+/// The second argument, a number (0 when absent).
+fn arg_index() -> u32 {
+    env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(0)
 }
 
 fn main() {
@@ -109,6 +118,40 @@ fn main() {
     let mut v = [1u64, 2, 3, size as u64];
     merged.process_at_rank(0).broadcast_into(&mut v[..]);
     check_merged_sum(&merged);
+
+    // Spawns from one rank alone (rsmpi's `SimpleCommunicator::self_comm()`), twice:
+    // each intercommunicator reaches only its own child. The world's collectives go on
+    // as before on every rank, spawning or not.
+    if rank == 0 {
+        let me = mpi::topology::SimpleCommunicator::self_comm();
+        let mut kids = Vec::new();
+        for i in 0..2u32 {
+            let mut cmd = self_with_arg("from_self");
+            cmd.arg(i.to_string());
+            kids.push(
+                me.process_at_rank(0)
+                    .spawn(&cmd, 1)
+                    .expect("spawn from self"),
+            );
+        }
+        for (i, kid) in kids.iter().enumerate() {
+            let (v, _) = kid.any_process().receive::<u32>();
+            assert_eq!(v, 0xabcd + i as u32, "each intercommunicator its own child");
+        }
+    }
+    let mut big = vec![0u8; 64 << 10];
+    if rank == 0 {
+        big.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+    }
+    world.process_at_rank(0).broadcast_into(&mut big[..]);
+    assert!(
+        big.iter().enumerate().all(|(i, &b)| b == i as u8),
+        "broadcast after a spawn"
+    );
+    let mine = vec![rank as u64; 50_000];
+    let mut sums = vec![0u64; 50_000];
+    world.all_reduce_into(&mine[..], &mut sums[..], SystemOperation::sum());
+    assert!(sums.iter().all(|&x| x == (size * (size - 1) / 2) as u64));
 
     println!("rank {rank} of {size}: spawn ok");
 }

@@ -76,7 +76,7 @@ fn rsmpi_cartesian_on_2_3_4_and_5_ranks() {
 /// the children, both sides talk over the intercommunicator, merge it and reduce.
 #[test]
 fn rsmpi_spawn_on_2_and_3_ranks() {
-    for (np, transport) in [(2, "auto"), (3, "auto"), (3, "udp")] {
+    for (np, transport) in [(2, "auto"), (3, "auto"), (3, "udp"), (4, "auto")] {
         let prog = example("rsmpi_spawn");
         let np_s = np.to_string();
         let env = [("PHALANX_TRANSPORT", transport)];
@@ -96,6 +96,7 @@ fn rsmpi_spawn_on_2_and_3_ranks() {
             (0, 3, "FirstChild"),
             (1, 3, "FirstChild"),
             (2, 3, "SecondChild"),
+            (0, 1, "from_self"),
         ] {
             let line = format!("child {rank} of {size} ({arg}): spawn ok");
             assert!(r.stdout.contains(&line), "no {line:?}\n{}", r.dump());

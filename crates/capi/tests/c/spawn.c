@@ -3,8 +3,11 @@
  * MPI_Comm_remote_size/group, point-to-point, MPI_Bcast (MPI_ROOT) and MPI_Barrier on
  * intercommunicators, MPI_Comm_dup of one, MPI_Comm_disconnect; and a spawn that cannot
  * start its program fails with MPI_ERR_SPAWN under MPI_ERRORS_RETURN. */
+#define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void check_merged(MPI_Comm merged, int expect_size) {
     int rank, size, sum = -1;
@@ -132,6 +135,30 @@ int main(int argc, char **argv) {
     int cls = -1;
     OK(MPI_Error_class(rc, &cls));
     CHECK(cls == MPI_ERR_SPAWN && none == MPI_COMM_NULL);
+    /* Two programs whose second cannot start (an interpreter that does not exist): the
+     * first one's processes, already running, are stopped; MPI_ERR_SPAWN again, and the
+     * spawns below still work. */
+    char bad[64];
+    snprintf(bad, sizeof bad, "/tmp/phalanx-spawn-bad-%d.sh", (int)getpid());
+    if (rank == 0) {
+        FILE *f = fopen(bad, "w");
+        CHECK(f != NULL);
+        fputs("#!/nonexistent/interpreter\n", f);
+        fclose(f);
+        CHECK(chmod(bad, 0755) == 0);
+    }
+    {
+        char *cmds2[] = {argv[0], bad};
+        char *cargs[] = {"child", NULL};
+        char **argvs2[] = {cargs, MPI_ARGV_NULL};
+        int counts2[] = {2, 1};
+        none = MPI_COMM_WORLD;
+        rc = MPI_Comm_spawn_multiple(2, cmds2, argvs2, counts2, NULL, 0, MPI_COMM_WORLD, &none,
+                                     MPI_ERRCODES_IGNORE);
+        OK(MPI_Error_class(rc, &cls));
+        CHECK(cls == MPI_ERR_SPAWN && none == MPI_COMM_NULL);
+    }
+    if (rank == 0) unlink(bad);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 
     /* One program, two processes. */

@@ -28,8 +28,9 @@ use std::process::Command;
 
 use super::{CommunicatorCollectives, Root};
 
-/// Tag of the intercommunicator broadcast on the internal context (merge and barrier
-/// use 0).
+/// Tags on the internal context: the leaders' word (merge, barrier) and the
+/// intercommunicator broadcast.
+const TAG_WORD: Tag = 0;
 const TAG_BCAST: Tag = 1;
 
 /// Most members a group may have (bounds the leaders' exchange).
@@ -268,8 +269,8 @@ impl InterCommunicator {
         if self.local.rank == 0 {
             let other = self.internal.process_at_rank(0);
             theirs[0] = scope(|s| {
-                let sent = other.immediate_send(s, &word);
-                let (v, _) = other.receive::<u32>();
+                let sent = other.immediate_send_with_tag(s, &word, TAG_WORD);
+                let (v, _) = other.receive_with_tag::<u32>(TAG_WORD);
                 sent.wait();
                 v
             });

@@ -9,13 +9,12 @@
 //! never a write outside the buffer). With contiguous datatypes the calls run as
 //! schedules of the core (`coll::varcount`: blocking and immediate alike, every block
 //! straight to where it belongs, `MPI_Alltoallv` and `MPI_Reduce_scatter_block` too).
-//! Otherwise the blocking gather, scatter and all-gather move the data as point-to-point
-//! messages on a private duplicate of the communicator, block by block (the gather's
-//! root receives each member's block in place; all-gather gathers to member 0 and
-//! broadcasts the whole partition); the other calls refuse non-contiguous datatypes.
+//! With a non-contiguous local datatype a blocking call runs the same schedule on packed
+//! copies of its buffers (the partition's counts and displacements apply to the packed
+//! elements unchanged), so every member runs the schedule whatever the others' types;
+//! the immediate forms refuse them with an error.
 
-use crate::datatype::{Buffer, BufferMut, Partition, PartitionMut, TypeMap};
-use crate::point_to_point::{Destination, Source};
+use crate::datatype::{Buffer, BufferMut, Packed, Partition, PartitionMut, TypeMap};
 use crate::topology::{Communicator, SimpleCommunicator};
 use crate::{Count, Rank};
 
@@ -116,132 +115,6 @@ fn len_of<B: ?Sized + Buffer>(b: &B) -> usize {
     b.count() * b.datatype().extent()
 }
 
-/// Gather of different counts to `root` (`recv` only at the root).
-pub(crate) fn gather<S, R>(
-    c: &SimpleCommunicator,
-    root: Rank,
-    send: &S,
-    recv: Option<&mut PartitionMut<'_, R>>,
-) where
-    S: ?Sized + Buffer,
-    R: ?Sized + BufferMut,
-{
-    let d = c.duplicate();
-    let Some(part) = recv else {
-        d.process_at_rank(root).send(send);
-        return;
-    };
-    let len = len_of(&*part.buf);
-    let dt = part.buf.datatype();
-    let ptr = part.buf.buffer_mut_ptr();
-    let mut bs = blocks(
-        "gather_varcount_into_root",
-        (ptr, len),
-        &dt,
-        (&part.counts, &part.displs),
-        d.size(),
-        true,
-    );
-    for (r, b) in bs.iter_mut().enumerate() {
-        let r = r as Rank;
-        if r == d.rank() {
-            let mut mine = Vec::new();
-            // SAFETY: Buffer guarantees `count` elements of its datatype at its pointer.
-            unsafe {
-                send.datatype()
-                    .pack(send.buffer_ptr(), send.count(), &mut mine)
-            };
-            let n = b.count * dt.size();
-            if mine.len() > n {
-                bad(
-                    "gather_varcount_into_root",
-                    format!("the root's {} bytes exceed its block of {n}", mine.len()),
-                );
-            }
-            // SAFETY: the block holds `count` elements; at most that many bytes unpack.
-            unsafe { dt.unpack(&mine, b.ptr) };
-        } else {
-            d.process_at_rank(r).receive_into(b);
-        }
-    }
-}
-
-/// Scatter of different counts from `root` (`send` only at the root).
-pub(crate) fn scatter<S, R>(
-    c: &SimpleCommunicator,
-    root: Rank,
-    send: Option<&Partition<'_, S>>,
-    recv: &mut R,
-) where
-    S: ?Sized + Buffer,
-    R: ?Sized + BufferMut,
-{
-    let d = c.duplicate();
-    let Some(part) = send else {
-        d.process_at_rank(root).receive_into(recv);
-        return;
-    };
-    let len = len_of(part.buf);
-    let dt = part.buf.datatype();
-    let ptr = part.buf.buffer_ptr() as *mut u8;
-    let bs = blocks(
-        "scatter_varcount_into_root",
-        (ptr, len),
-        &dt,
-        (&part.counts, &part.displs),
-        d.size(),
-        false,
-    );
-    for (r, b) in bs.iter().enumerate() {
-        let r = r as Rank;
-        if r == d.rank() {
-            let mut mine = Vec::new();
-            // SAFETY: the block holds `count` elements of `dt` inside the partition.
-            unsafe { dt.pack(b.ptr, b.count, &mut mine) };
-            let rdt = recv.datatype();
-            let n = recv.count() * rdt.size();
-            if mine.len() > n {
-                bad(
-                    "scatter_varcount_into_root",
-                    format!(
-                        "the root's block of {} bytes exceeds its {n}-byte buffer",
-                        mine.len()
-                    ),
-                );
-            }
-            // SAFETY: BufferMut guarantees room for `count` elements (checked above).
-            unsafe { rdt.unpack(&mine, recv.buffer_mut_ptr()) };
-        } else {
-            d.process_at_rank(r).send(b);
-        }
-    }
-}
-
-/// All-gather of different counts: gathered at member 0, then the whole partition
-/// broadcast (every member's partition has the same layout, as MPI requires).
-pub(crate) fn all_gather<S, R>(c: &SimpleCommunicator, send: &S, recv: &mut PartitionMut<'_, R>)
-where
-    S: ?Sized + Buffer,
-    R: ?Sized + BufferMut,
-{
-    use crate::collective::Root;
-    if c.rank() == 0 {
-        gather(c, 0, send, Some(&mut *recv));
-    } else {
-        gather::<S, R>(c, 0, send, None);
-    }
-    // Block by block: what lies between the blocks stays as it was on every member.
-    let len = len_of(&*recv.buf);
-    let dt = recv.buf.datatype();
-    let ptr = recv.buf.buffer_mut_ptr();
-    let layout = (&recv.counts[..], &recv.displs[..]);
-    let call = "all_gather_varcount_into";
-    let root = c.process_at_rank(0);
-    for b in blocks(call, (ptr, len), &dt, layout, c.size(), true).iter_mut() {
-        root.broadcast_into(b);
-    }
-}
-
 // ---- On the core's schedules (blocking and immediate; contiguous datatypes) ----
 
 use super::{run, start, Chosen, PlanFn, Spec};
@@ -275,16 +148,15 @@ fn byte_blocks(
         .collect()
 }
 
-/// Contiguous datatypes only on the schedules: `fallback` (the blocking gather, scatter
-/// and all-gather) goes to point-to-point otherwise, the rest refuse.
-fn plain(call: &str, dts: &[&TypeMap], fallback: bool) -> bool {
+/// Whether the local datatypes are contiguous; a blocking call with others runs the same
+/// schedule on packed copies (so every member runs the schedule, whatever its local
+/// datatypes), an immediate one refuses.
+fn plain(call: &str, dts: &[&TypeMap], blocking: bool) -> bool {
     let ok = dts.iter().all(|d| d.is_contiguous());
-    if !ok && !fallback {
+    if !ok && !blocking {
         bad(
             call,
-            "needs contiguous datatypes (only the blocking gather, scatter and all-gather \
-             of different counts take others)"
-                .into(),
+            "the immediate forms need contiguous datatypes (the blocking ones pack)".into(),
         );
     }
     ok
@@ -335,7 +207,22 @@ where
     let rdt = recv.as_ref().map(|r| r.buf.datatype());
     let dts: Vec<&TypeMap> = std::iter::once(&sdt).chain(rdt.as_ref()).collect();
     if !plain(call, &dts, blocking) {
-        gather(p.comm, p.rank, send, recv);
+        // Non-contiguous here: the same schedule on packed copies (every member runs
+        // the schedule, whatever its datatypes).
+        let ps = Packed::of(send);
+        match recv {
+            Some(part) => {
+                let mut pr = Packed::of(&*part.buf);
+                {
+                    let mut pp = PartitionMut::new(&mut pr, &part.counts[..], &part.displs[..]);
+                    gatherv(p, &ps, Some(&mut pp), true);
+                }
+                pr.unpack_into(&mut *part.buf);
+            }
+            None => {
+                gatherv::<Packed, [u8]>(p, &ps, None, true);
+            }
+        }
         return None;
     }
     let mine = send.count() * sdt.size();
@@ -389,7 +276,18 @@ where
     let sdt = send.map(|s| s.buf.datatype());
     let dts: Vec<&TypeMap> = std::iter::once(&rdt).chain(sdt.as_ref()).collect();
     if !plain(call, &dts, blocking) {
-        scatter(p.comm, p.rank, send, recv);
+        let mut pr = Packed::of(&*recv);
+        match send {
+            Some(part) => {
+                let ps = Packed::of(part.buf);
+                let pp = Partition::new(&ps, &part.counts[..], &part.displs[..]);
+                scatterv(p, Some(&pp), &mut pr, true);
+            }
+            None => {
+                scatterv::<Packed, Packed>(p, None, &mut pr, true);
+            }
+        }
+        pr.unpack_into(recv);
         return None;
     }
     let mine = recv.count() * rdt.size();
@@ -434,7 +332,13 @@ where
     let call = "all_gather_varcount_into";
     let (sdt, rdt) = (send.datatype(), recv.buf.datatype());
     if !plain(call, &[&sdt, &rdt], blocking) {
-        all_gather(c, send, recv);
+        let ps = Packed::of(send);
+        let mut pr = Packed::of(&*recv.buf);
+        {
+            let mut pp = PartitionMut::new(&mut pr, &recv.counts[..], &recv.displs[..]);
+            allgatherv(c, &ps, &mut pp, true);
+        }
+        pr.unpack_into(&mut *recv.buf);
         return None;
     }
     let len = len_of(&*recv.buf);
@@ -477,8 +381,16 @@ where
 {
     let call = "all_to_all_varcount_into";
     let (sdt, rdt) = (send.buf.datatype(), recv.buf.datatype());
-    if !plain(call, &[&sdt, &rdt], false) {
-        unreachable!("plain() reports non-contiguous datatypes");
+    if !plain(call, &[&sdt, &rdt], blocking) {
+        let ps = Packed::of(send.buf);
+        let mut pr = Packed::of(&*recv.buf);
+        {
+            let sp = Partition::new(&ps, &send.counts[..], &send.displs[..]);
+            let mut rp = PartitionMut::new(&mut pr, &recv.counts[..], &recv.displs[..]);
+            alltoallv(c, &sp, &mut rp, true);
+        }
+        pr.unpack_into(&mut *recv.buf);
+        return None;
     }
     let slen = len_of(send.buf);
     let sptr = send.buf.buffer_ptr() as *mut u8;
@@ -526,8 +438,12 @@ where
 {
     let call = "reduce_scatter_block_into";
     let (sdt, rdt) = (send.datatype(), recv.datatype());
-    if !plain(call, &[&sdt, &rdt], false) {
-        unreachable!("plain() reports non-contiguous datatypes");
+    if !plain(call, &[&sdt, &rdt], blocking) {
+        let ps = Packed::of(send);
+        let mut pr = Packed::of(&*recv);
+        reduce_scatter_block(c, &ps, &mut pr, op, true);
+        pr.unpack_into(recv);
+        return None;
     }
     let n = recv.count();
     let p = c.size() as usize;

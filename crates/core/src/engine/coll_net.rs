@@ -30,7 +30,9 @@ impl Engine {
         self.links
             .urtp
             .proto
-            .max_payload(self.size.saturating_sub(1).max(1) as usize)
+            // The world's size, not the job's: it is the same on every rank of a world
+            // however many ranks its members have spawned (see `spawn`).
+            .max_payload(self.era.1.saturating_sub(1).max(1) as usize)
             .saturating_sub(8)
             .max(1)
     }
@@ -38,7 +40,7 @@ impl Engine {
     /// Whether collectives can use real multicast (not when every peer is on shared
     /// memory: there the point-to-point algorithms run over the rings).
     pub fn coll_multicast(&self) -> bool {
-        !self.all_peers_shm() && self.links.net.multicast_available()
+        !self.era_all_shm && self.links.net.multicast_available()
     }
 
     /// The header of a collective fragment at `off` of a `total`-byte message.

@@ -148,6 +148,10 @@ pub struct Engine {
     spawned: Option<phalanx_boot::SpawnedEnv>,
     /// The launcher's answer to this rank's spawn request.
     spawn_answer: Option<std::result::Result<(u32, Vec<Endpoint>), String>>,
+    /// Every other rank of the world was on shared memory at start-up (what collectives
+    /// decide on: the same on every rank of a world, unlike `all_peers_shm`, which a
+    /// spawn clears on the spawning ranks only).
+    pub(crate) era_all_shm: bool,
     /// Per job rank: it knows this rank (the same era, parents and children of a spawn);
     /// the others of a grown job never write to it (see `spawn`).
     pub(crate) acquainted: Vec<bool>,
@@ -221,6 +225,7 @@ impl Engine {
             // A process started without the launcher: a job of one.
             let mut engine = Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1);
             engine.all_peers_shm = true;
+            engine.era_all_shm = true;
             engine.links.decide(0, 1);
             return Ok(engine);
         }
@@ -380,6 +385,7 @@ impl Engine {
                     .media()
                     .iter()
                     .all(|l| matches!(l, Medium::Local | Medium::Shm)));
+        engine.era_all_shm = engine.all_peers_shm;
         Ok(engine)
     }
 
@@ -494,6 +500,7 @@ impl Engine {
             spawned: None,
             spawn_answer: None,
             acquainted: vec![true; size as usize],
+            era_all_shm: false,
         }
     }
 

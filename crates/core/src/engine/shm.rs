@@ -286,11 +286,6 @@ impl Engine {
         }
     }
 
-    /// Every other rank is on shared memory.
-    pub(crate) fn all_peers_shm(&self) -> bool {
-        self.all_peers_shm
-    }
-
     /// The address a rendezvous receiver may pull send `id`'s bytes from, when `peer` is
     /// on shared memory and may read this process's memory.
     pub(crate) fn single_copy_addr(
