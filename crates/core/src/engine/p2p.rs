@@ -217,6 +217,13 @@ impl Engine {
                 size: self.size as usize,
             });
         }
+        if !self.acquainted[rank as usize] {
+            // Spawned by ranks this one is not connected to (see `spawn`): its address is
+            // unknown here, and nothing would ever arrive.
+            return Err(Error::InvalidArg(format!(
+                "job rank {rank} was spawned by other ranks and is not connected to this one"
+            )));
+        }
         Ok(())
     }
 
