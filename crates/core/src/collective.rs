@@ -67,19 +67,6 @@ impl Operation for &UnsafeUserOperation {
     }
 }
 
-/// Ends the rank with a clear error: the nonblocking collectives take only the
-/// predefined operations (collective/user.rs).
-fn no_user_op<O: Operation + ?Sized>(op: &O, call: &str) {
-    if op.user().is_some() {
-        crate::runtime::fatal(
-            call,
-            Error::InvalidOp(format!(
-                "{call}: user operations run on the blocking collectives only"
-            )),
-        );
-    }
-}
-
 /// The predefined operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SystemOperation(OpKind);
@@ -600,10 +587,14 @@ pub trait CommunicatorCollectives: Communicator {
         Sc: Scope<'a>,
         S: ?Sized + Buffer,
         R: ?Sized + BufferMut,
-        O: Operation,
+        O: Operation + 'a,
     {
         let c = self.as_simple();
-        no_user_op(&op, "immediate_all_reduce_into");
+        if op.user().is_some() {
+            let out = Some(&mut *recvbuf as *mut R);
+            let id = user::start(c, sendbuf, out, op, user::Fold::All);
+            return Request::new(id, scope, c, &*recvbuf);
+        }
         let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
         Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
@@ -639,10 +630,14 @@ pub trait CommunicatorCollectives: Communicator {
         Sc: Scope<'a>,
         S: ?Sized + Buffer,
         R: ?Sized + BufferMut,
-        O: Operation,
+        O: Operation + 'a,
     {
         let c = self.as_simple();
-        no_user_op(&op, "immediate_scan_into");
+        if op.user().is_some() {
+            let out = Some(&mut *recvbuf as *mut R);
+            let id = user::start(c, sendbuf, out, op, user::Fold::Prefix);
+            return Request::new(id, scope, c, &*recvbuf);
+        }
         let (spec, plan) = scan_spec(c, sendbuf, recvbuf, op.kind());
         Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
@@ -679,10 +674,14 @@ pub trait CommunicatorCollectives: Communicator {
         Sc: Scope<'a>,
         S: ?Sized + Buffer,
         R: ?Sized + BufferMut,
-        O: Operation,
+        O: Operation + 'a,
     {
         let c = self.as_simple();
-        no_user_op(&op, "immediate_exclusive_scan_into");
+        if op.user().is_some() {
+            let out = Some(&mut *recvbuf as *mut R);
+            let id = user::start(c, sendbuf, out, op, user::Fold::Exclusive);
+            return Request::new(id, scope, c, &*recvbuf);
+        }
         let (spec, plan) = exscan_spec(c, sendbuf, recvbuf, op.kind());
         Request::new(start(spec, plan), scope, c, &*recvbuf)
     }

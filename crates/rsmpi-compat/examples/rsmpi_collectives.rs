@@ -117,6 +117,40 @@ fn main() {
     } else {
         assert_eq!(before, [-1, -1]);
     }
+    // The immediate forms with the same non-commutative operation (an all-gather of the
+    // contributions, folded in rank order when the request completes).
+    let (mut all, mut prefix, mut before, mut at_root) =
+        ([0i64; 2], [0i64; 2], [-1i64; 2], [0i64; 2]);
+    mpi::request::scope(|scope| {
+        let a = world.immediate_all_reduce_into(scope, &mine[..], &mut all[..], &compose);
+        let s = world.immediate_scan_into(scope, &mine[..], &mut prefix[..], &compose);
+        let e = world.immediate_exclusive_scan_into(scope, &mine[..], &mut before[..], &compose);
+        if rank == size - 1 {
+            root.immediate_reduce_into_root(scope, &mine[..], &mut at_root[..], &compose)
+                .wait();
+        } else {
+            root.immediate_reduce_into(scope, &mine[..], &compose)
+                .wait();
+        }
+        e.wait();
+        s.wait();
+        a.wait();
+    });
+    assert_eq!(all, fold(size - 1), "immediate all-reduce in rank order");
+    assert_eq!(prefix, fold(rank), "immediate scan in rank order");
+    if rank > 0 {
+        assert_eq!(
+            before,
+            fold(rank - 1),
+            "immediate exclusive scan in rank order"
+        );
+    } else {
+        assert_eq!(before, [-1, -1]);
+    }
+    if rank == size - 1 {
+        assert_eq!(at_root, fold(size - 1), "immediate reduce in rank order");
+    }
+
     let mut local = [3i64, 4];
     collective::reduce_local_into(&[2i64, 1][..], &mut local[..], &compose);
     assert_eq!(local, [6, 9], "(2x + 1) after (3x + 4)");

@@ -336,10 +336,14 @@ pub trait Root {
     where
         Sc: Scope<'a>,
         S: ?Sized + Buffer,
-        O: Operation,
+        O: Operation + 'a,
     {
-        super::no_user_op(&op, "immediate_reduce_into");
         let p = self.root_process();
+        if op.user().is_some() {
+            let fold = super::user::Fold::At(p.rank);
+            let id = super::user::start::<S, [u8], O>(p.comm, sendbuf, None, op, fold);
+            return Request::new(id, scope, p.comm, sendbuf);
+        }
         let (spec, plan) = reduce_spec(p, sendbuf, (std::ptr::null_mut(), 0), op.kind());
         Request::new(start(spec, plan), scope, p.comm, sendbuf)
     }
@@ -356,10 +360,14 @@ pub trait Root {
         Sc: Scope<'a>,
         S: ?Sized + Buffer,
         R: ?Sized + BufferMut,
-        O: Operation,
+        O: Operation + 'a,
     {
-        super::no_user_op(&op, "immediate_reduce_into_root");
         let p = self.root_process();
+        if op.user().is_some() {
+            let out = Some(&mut *recvbuf as *mut R);
+            let id = super::user::start(p.comm, sendbuf, out, op, super::user::Fold::At(p.rank));
+            return Request::new(id, scope, p.comm, &*recvbuf);
+        }
         let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
         let (spec, plan) = reduce_spec(p, sendbuf, recv, op.kind());
         Request::new(start(spec, plan), scope, p.comm, &*recvbuf)

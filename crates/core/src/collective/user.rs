@@ -10,8 +10,9 @@
 //! operations alike — Reduce gathers to the root, Allreduce reduces to rank 0 and
 //! broadcasts, Scan and Exscan pass the running prefix from rank to rank (linear in p:
 //! correct first, the core's trees are for the predefined operations). The `immediate_`
-//! forms refuse a user operation with an error (they would otherwise need the function
-//! inside the progress engine). Every rank must pass the same operation.
+//! forms all-gather the packed contributions on the core's schedules and fold them in
+//! rank order when the request completes ([`start`]; the fold runs inside the library,
+//! so the operation must not call phalanx). Every rank must pass the same operation.
 
 use crate::datatype::{Buffer, BufferMut, TypeMap};
 pub use crate::datatype::{DynBuffer, DynBufferMut};
@@ -203,6 +204,75 @@ pub(crate) fn scan<S, R>(
         (true, Some(pre)) => unpacked(&pre, recv),
         (true, None) => {}
     }
+}
+
+/// What an immediate reduction with a user operation makes of the gathered
+/// contributions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Fold {
+    /// Every member gets the fold of all (Allreduce).
+    All,
+    /// The root gets the fold of all (Reduce).
+    At(Rank),
+    /// Member i gets the fold of 0..=i (Scan).
+    Prefix,
+    /// Member i > 0 gets the fold of 0..i (Exscan).
+    Exclusive,
+}
+
+/// Starts an immediate reduction with a user operation: an all-gather of every member's
+/// packed contribution on the core's schedules, then, when it completes, the fold in
+/// rank order into `recv` (at the members `fold` gives a result). The fold runs where
+/// the request completes, inside the library: the operation must not call phalanx.
+pub(crate) fn start<'a, S, R, O>(
+    c: &SimpleCommunicator,
+    send: &S,
+    recv: Option<*mut R>,
+    op: O,
+    fold: Fold,
+) -> crate::engine::requests::ReqId
+where
+    S: ?Sized + Buffer,
+    R: ?Sized + BufferMut + 'a,
+    O: super::Operation + 'a,
+{
+    let dt = send.datatype();
+    let mine = Box::new(packed(send));
+    let n = mine.len();
+    let (me, p) = (c.rank() as usize, c.size() as usize);
+    let mut all = Box::new(vec![0u8; n * p]);
+    let (spec, plan) = super::all_gather_spec(c, &mine[..], &mut all[..]);
+    let out = recv;
+    let finish = move || {
+        let _keep = mine;
+        let Some(u) = op.user() else { return };
+        let upto = match fold {
+            Fold::All => p,
+            Fold::At(root) if root as usize == me => p,
+            Fold::Prefix => me + 1,
+            Fold::Exclusive if me > 0 => me,
+            _ => return,
+        };
+        let Some(out) = out else { return };
+        let mut acc = all.get(..n).unwrap_or(&[]).to_vec();
+        for i in 1..upto {
+            let mut y = all[i * n..(i + 1) * n].to_vec();
+            u.combine(&dt, &acc, &mut y);
+            acc = y;
+        }
+        // SAFETY: the request borrows the receive buffer until it completed (its scope
+        // waits for it), and this runs at its completion.
+        unpacked(&acc, unsafe { &mut *out });
+    };
+    let finish: Box<dyn FnOnce() + 'a> = Box::new(finish);
+    // SAFETY: it runs (or is dropped) when the collective completes, which the request
+    // holding the buffers and the operation for 'a waits for before 'a ends.
+    let finish: Box<dyn FnOnce() + 'static> = unsafe { std::mem::transmute(finish) };
+    crate::runtime::call("immediate user reduction", |e| {
+        e.finish_next_with(finish);
+        Ok(())
+    });
+    super::start(spec, plan)
 }
 
 /// Combines `sendbuf` into `recvbuf` element by element with `op`, on this rank alone

@@ -27,6 +27,14 @@ impl CollIo for Engine {
     }
 
     fn complete(&mut self, id: ReqId, r: Result<u64>) {
+        // The call's own last step (a user operation's fold, an unpack), on success;
+        // dropped (its buffers freed) on failure.
+        if let Some(i) = self.finishers.iter().position(|(f, _)| *f == id) {
+            let (_, finish) = self.finishers.swap_remove(i);
+            if r.is_ok() {
+                finish();
+            }
+        }
         let source = self.rank;
         self.reqs.complete(
             id,
@@ -55,10 +63,20 @@ impl Engine {
 
     /// Starts a collective described by `call` with the plan for this rank.
     pub fn start_collective(&mut self, call: CollCall, plan: Plan) -> Result<ReqId> {
+        let finish = self.next_finisher.take();
         let s = self.coll.prepare(self.rank, call, plan)?;
         let id = self.reqs.insert(Req::Coll)?;
+        if let Some(f) = finish {
+            self.finishers.push((id, f));
+        }
         self.with_coll(|c, io| c.launch(io, id, s));
         Ok(id)
+    }
+
+    /// Gives the next collective started a last step, run when it completes successfully
+    /// (see `collective/user.rs`).
+    pub(crate) fn finish_next_with(&mut self, f: Box<dyn FnOnce()>) {
+        self.next_finisher = Some(f);
     }
 
     /// Advances every active schedule; returns whether any moved.

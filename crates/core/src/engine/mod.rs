@@ -152,6 +152,10 @@ pub struct Engine {
     /// decide on: the same on every rank of a world, unlike `all_peers_shm`, which a
     /// spawn clears on the spawning ranks only).
     pub(crate) era_all_shm: bool,
+    /// The last step of the next collective started, and those of running ones (by
+    /// request; at most one per immediate collective in flight).
+    next_finisher: Option<Box<dyn FnOnce()>>,
+    finishers: Vec<(ReqId, Box<dyn FnOnce()>)>,
     /// Per job rank: it knows this rank (the same era, parents and children of a spawn);
     /// the others of a grown job never write to it (see `spawn`).
     pub(crate) acquainted: Vec<bool>,
@@ -501,6 +505,8 @@ impl Engine {
             spawn_answer: None,
             acquainted: vec![true; size as usize],
             era_all_shm: false,
+            next_finisher: None,
+            finishers: Vec::new(),
         }
     }
 
