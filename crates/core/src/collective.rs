@@ -29,6 +29,8 @@ mod board;
 mod hier;
 mod inter;
 mod root;
+mod staged;
+use staged::{shape, stage};
 mod user;
 mod varcount;
 pub use inter::create_intercommunicator;
@@ -126,52 +128,6 @@ impl<O: Operation + ?Sized> Operation for &O {
 impl Operation for SystemOperation {
     fn kind(&self) -> OpKind {
         self.0
-    }
-}
-
-fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
-    if c.inter {
-        crate::runtime::fatal(
-            "collective",
-            Error::InvalidComm(
-                "collectives do not run on an intercommunicator: merge it first \
-                 (InterCommunicator::merge / MPI_Intercomm_merge)"
-                    .into(),
-            ),
-        );
-    }
-    let world: Vec<u32> = (0..c.size()).map(|r| c.world_rank(r)).collect();
-    let (packet, multicast, board, hosts) = call("collective", |e| {
-        if world.iter().any(|&w| !e.in_era(w)) {
-            // Members of two eras (spawned ranks and their parents): point-to-point
-            // algorithms only, chunked alike on every member (see `engine::spawn`).
-            return Ok((e.max_payload.saturating_sub(8).max(1), false, 0, Vec::new()));
-        }
-        let board = if blocking {
-            e.board_capacity(&world)
-        } else {
-            0
-        };
-        let hosts = if blocking && board == 0 && e.shm_wanted {
-            let h: Vec<u32> = world.iter().map(|&w| e.host_of[w as usize]).collect();
-            if hier::worthwhile(&h) {
-                h
-            } else {
-                Vec::new()
-            }
-        } else {
-            Vec::new()
-        };
-        Ok((e.coll_packet(), e.coll_multicast(), board, hosts))
-    });
-    Shape {
-        p: c.size() as usize,
-        me: c.rank() as usize,
-        world,
-        packet,
-        multicast,
-        board,
-        hosts,
     }
 }
 
@@ -519,7 +475,12 @@ pub trait CommunicatorCollectives: Communicator {
         R: ?Sized + BufferMut,
     {
         let c = self.as_simple();
-        let (spec, plan) = all_gather_spec(c, sendbuf, recvbuf);
+        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+            all_gather_spec(c, sendbuf, recvbuf)
+        } else {
+            let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+            all_gather_spec(c, s.unwrap(), r.unwrap())
+        };
         Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 
@@ -551,7 +512,12 @@ pub trait CommunicatorCollectives: Communicator {
         R: ?Sized + BufferMut,
     {
         let c = self.as_simple();
-        let (spec, plan) = all_to_all_spec(c, sendbuf, recvbuf);
+        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+            all_to_all_spec(c, sendbuf, recvbuf)
+        } else {
+            let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+            all_to_all_spec(c, s.unwrap(), r.unwrap())
+        };
         Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 
@@ -595,7 +561,12 @@ pub trait CommunicatorCollectives: Communicator {
             let id = user::start(c, sendbuf, out, op, user::Fold::All);
             return Request::new(id, scope, c, &*recvbuf);
         }
-        let (spec, plan) = all_reduce_spec(c, sendbuf, recvbuf, op.kind());
+        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+            all_reduce_spec(c, sendbuf, recvbuf, op.kind())
+        } else {
+            let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+            all_reduce_spec(c, s.unwrap(), r.unwrap(), op.kind())
+        };
         Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 
@@ -638,7 +609,12 @@ pub trait CommunicatorCollectives: Communicator {
             let id = user::start(c, sendbuf, out, op, user::Fold::Prefix);
             return Request::new(id, scope, c, &*recvbuf);
         }
-        let (spec, plan) = scan_spec(c, sendbuf, recvbuf, op.kind());
+        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+            scan_spec(c, sendbuf, recvbuf, op.kind())
+        } else {
+            let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+            scan_spec(c, s.unwrap(), r.unwrap(), op.kind())
+        };
         Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 
@@ -682,7 +658,12 @@ pub trait CommunicatorCollectives: Communicator {
             let id = user::start(c, sendbuf, out, op, user::Fold::Exclusive);
             return Request::new(id, scope, c, &*recvbuf);
         }
-        let (spec, plan) = exscan_spec(c, sendbuf, recvbuf, op.kind());
+        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+            exscan_spec(c, sendbuf, recvbuf, op.kind())
+        } else {
+            let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+            exscan_spec(c, s.unwrap(), r.unwrap(), op.kind())
+        };
         Request::new(start(spec, plan), scope, c, &*recvbuf)
     }
 }

@@ -408,6 +408,95 @@ fn main() {
         Complex32::new((0..size).sum::<i32>() as f32, size as f32)
     );
 
+    // The immediate collectives with non-contiguous buffers (packed stand-ins, unpacked
+    // when the request completes): a broadcast of a vector view, an all-reduce from and
+    // into strided views, a gather into a view at the root, and bools.
+    let t = UserDatatype::vector(2, 2, 3, &f64::equivalent_datatype());
+    let mut b = if rank == 0 {
+        vec![1.0, 2.0, -5.0, 3.0, 4.0, -5.0]
+    } else {
+        vec![-1.0f64; 6]
+    };
+    {
+        let mut v = unsafe { MutView::with_count_and_datatype(&mut b[..], 1, &t) };
+        mpi::request::scope(|scope| {
+            world
+                .process_at_rank(0)
+                .immediate_broadcast_into(scope, &mut v)
+                .wait();
+        });
+    }
+    let gap = if rank == 0 { -5.0 } else { -1.0 };
+    assert_eq!(
+        b,
+        [1.0, 2.0, gap, 3.0, 4.0, gap],
+        "immediate broadcast of a view"
+    );
+    let src: Vec<f64> = (0..6).map(|x| (rank + x) as f64).collect();
+    let mut dst = vec![-1.0f64; 6];
+    {
+        let v1 = unsafe { View::with_count_and_datatype(&src[..], 1, &t) };
+        let mut v2 = unsafe { MutView::with_count_and_datatype(&mut dst[..], 1, &t) };
+        mpi::request::scope(|scope| {
+            world
+                .immediate_all_reduce_into(
+                    scope,
+                    &v1,
+                    &mut v2,
+                    mpi::collective::SystemOperation::sum(),
+                )
+                .wait();
+        });
+    }
+    let ranks: f64 = (0..size).map(|r| r as f64).sum();
+    let s = |x: i32| ranks + (size * x) as f64;
+    assert_eq!(
+        dst,
+        [s(0), s(1), -1.0, s(3), s(4), -1.0],
+        "immediate all-reduce of views"
+    );
+    let mine = [rank % 2 == 0, true];
+    let mut all = vec![false; 2 * size as usize];
+    mpi::request::scope(|scope| {
+        world
+            .immediate_all_gather_into(scope, &mine[..], &mut all[..])
+            .wait();
+    });
+    for r in 0..size as usize {
+        assert_eq!(
+            all[2 * r..2 * r + 2],
+            [r % 2 == 0, true],
+            "immediate all-gather of bools"
+        );
+    }
+
+    // An immediate all-gather of different counts from strided views: rank r sends its
+    // r + 1 values (every other element of its buffer).
+    let strided: Vec<i32> = (0..2 * (rank + 1))
+        .map(|k| if k % 2 == 0 { rank * 10 + k / 2 } else { -7 })
+        .collect();
+    let every_other = UserDatatype::vector(rank + 1, 1, 2, &i32::equivalent_datatype());
+    let counts: Vec<Count> = (1..=size).collect();
+    let displs: Vec<Count> = (0..size).map(|r| r * (r + 1) / 2).collect();
+    let mut gathered = vec![-1i32; (size * (size + 1) / 2) as usize];
+    {
+        let v = unsafe { View::with_count_and_datatype(&strided[..], 1, &every_other) };
+        let mut part =
+            mpi::datatype::PartitionMut::new(&mut gathered[..], &counts[..], &displs[..]);
+        mpi::request::scope(|scope| {
+            world
+                .immediate_all_gather_varcount_into(scope, &v, &mut part)
+                .wait();
+        });
+    }
+    let want: Vec<i32> = (0..size)
+        .flat_map(|r| (0..=r).map(move |k| r * 10 + k))
+        .collect();
+    assert_eq!(
+        gathered, want,
+        "immediate all-gather varcount of strided views"
+    );
+
     // MpiError (crate root).
     let e: mpi::MpiError = std::ffi::CString::new("a\0b").unwrap_err().into();
     assert!(matches!(e, mpi::MpiError::StringNul(_)));

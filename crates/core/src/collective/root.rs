@@ -80,7 +80,12 @@ pub trait Root {
         B: ?Sized + BufferMut,
     {
         let p = self.root_process();
-        let (spec, plan) = bcast_spec(p, buffer);
+        let (spec, plan) = if buffer.datatype().is_contiguous() {
+            bcast_spec(p, buffer)
+        } else {
+            let (_, r) = super::stage::<[u8], B>(None, Some(&mut *buffer as *mut B));
+            bcast_spec(p, r.unwrap())
+        };
         Request::new(start(spec, plan), scope, p.comm, &*buffer)
     }
 
@@ -209,7 +214,12 @@ pub trait Root {
         S: ?Sized + Buffer,
     {
         let p = self.root_process();
-        let (spec, plan) = gather_spec(p, sendbuf, (std::ptr::null_mut(), 0));
+        let (spec, plan) = if sendbuf.datatype().is_contiguous() {
+            gather_spec(p, sendbuf, (std::ptr::null_mut(), 0))
+        } else {
+            let (s, _) = super::stage::<S, [u8]>(Some(sendbuf), None);
+            gather_spec(p, s.unwrap(), (std::ptr::null_mut(), 0))
+        };
         Request::new(start(spec, plan), scope, p.comm, sendbuf)
     }
 
@@ -226,8 +236,15 @@ pub trait Root {
         R: ?Sized + BufferMut,
     {
         let p = self.root_process();
-        let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
-        let (spec, plan) = gather_spec(p, sendbuf, recv);
+        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+            let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
+            gather_spec(p, sendbuf, recv)
+        } else {
+            let (s, r) = super::stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+            let r = r.unwrap();
+            let recv = (r.buffer_mut_ptr(), bytes(&*r));
+            gather_spec(p, s.unwrap(), recv)
+        };
         Request::new(start(spec, plan), scope, p.comm, &*recvbuf)
     }
 
@@ -265,7 +282,12 @@ pub trait Root {
         R: ?Sized + BufferMut,
     {
         let p = self.root_process();
-        let (spec, plan) = scatter_spec(p, (std::ptr::null(), 0), recvbuf);
+        let (spec, plan) = if recvbuf.datatype().is_contiguous() {
+            scatter_spec(p, (std::ptr::null(), 0), recvbuf)
+        } else {
+            let (_, r) = super::stage::<[u8], R>(None, Some(&mut *recvbuf as *mut R));
+            scatter_spec(p, (std::ptr::null(), 0), r.unwrap())
+        };
         Request::new(start(spec, plan), scope, p.comm, &*recvbuf)
     }
 
@@ -282,8 +304,14 @@ pub trait Root {
         R: ?Sized + BufferMut,
     {
         let p = self.root_process();
-        let send = (sendbuf.buffer_ptr(), bytes(sendbuf));
-        let (spec, plan) = scatter_spec(p, send, recvbuf);
+        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+            let send = (sendbuf.buffer_ptr(), bytes(sendbuf));
+            scatter_spec(p, send, recvbuf)
+        } else {
+            let (s, r) = super::stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+            let s = s.unwrap();
+            scatter_spec(p, (s.buffer_ptr(), bytes(s)), r.unwrap())
+        };
         Request::new(start(spec, plan), scope, p.comm, &*recvbuf)
     }
 
@@ -344,7 +372,12 @@ pub trait Root {
             let id = super::user::start::<S, [u8], O>(p.comm, sendbuf, None, op, fold);
             return Request::new(id, scope, p.comm, sendbuf);
         }
-        let (spec, plan) = reduce_spec(p, sendbuf, (std::ptr::null_mut(), 0), op.kind());
+        let (spec, plan) = if sendbuf.datatype().is_contiguous() {
+            reduce_spec(p, sendbuf, (std::ptr::null_mut(), 0), op.kind())
+        } else {
+            let (s, _) = super::stage::<S, [u8]>(Some(sendbuf), None);
+            reduce_spec(p, s.unwrap(), (std::ptr::null_mut(), 0), op.kind())
+        };
         Request::new(start(spec, plan), scope, p.comm, sendbuf)
     }
 
@@ -368,8 +401,15 @@ pub trait Root {
             let id = super::user::start(p.comm, sendbuf, out, op, super::user::Fold::At(p.rank));
             return Request::new(id, scope, p.comm, &*recvbuf);
         }
-        let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
-        let (spec, plan) = reduce_spec(p, sendbuf, recv, op.kind());
+        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+            let recv = (recvbuf.buffer_mut_ptr(), bytes(recvbuf));
+            reduce_spec(p, sendbuf, recv, op.kind())
+        } else {
+            let (s, r) = super::stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+            let r = r.unwrap();
+            let recv = (r.buffer_mut_ptr(), bytes(&*r));
+            reduce_spec(p, s.unwrap(), recv, op.kind())
+        };
         Request::new(start(spec, plan), scope, p.comm, &*recvbuf)
     }
 }

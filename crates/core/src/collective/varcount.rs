@@ -148,18 +148,12 @@ fn byte_blocks(
         .collect()
 }
 
-/// Whether the local datatypes are contiguous; a blocking call with others runs the same
-/// schedule on packed copies (so every member runs the schedule, whatever its local
-/// datatypes), an immediate one refuses.
-fn plain(call: &str, dts: &[&TypeMap], blocking: bool) -> bool {
-    let ok = dts.iter().all(|d| d.is_contiguous());
-    if !ok && !blocking {
-        bad(
-            call,
-            "the immediate forms need contiguous datatypes (the blocking ones pack)".into(),
-        );
-    }
-    ok
+/// Whether the local datatypes are contiguous; with others a call runs the same schedule
+/// on packed copies (so every member runs the schedule, whatever its local datatypes):
+/// local ones for a blocking call, stand-ins unpacked at completion (`stage`) for an
+/// immediate one.
+fn plain(dts: &[&TypeMap]) -> bool {
+    dts.iter().all(|d| d.is_contiguous())
 }
 
 fn linear(
@@ -206,7 +200,18 @@ where
     let sdt = send.datatype();
     let rdt = recv.as_ref().map(|r| r.buf.datatype());
     let dts: Vec<&TypeMap> = std::iter::once(&sdt).chain(rdt.as_ref()).collect();
-    if !plain(call, &dts, blocking) {
+    if !plain(&dts) && !blocking {
+        let out = recv.as_ref().map(|part| &*part.buf as *const R as *mut R);
+        let (s, r) = super::stage(Some(send), out);
+        return match (recv, r) {
+            (Some(part), Some(r)) => {
+                let mut pp = PartitionMut::new(r, &part.counts[..], &part.displs[..]);
+                gatherv(p, s.unwrap(), Some(&mut pp), false)
+            }
+            _ => gatherv::<Packed, [u8]>(p, s.unwrap(), None, false),
+        };
+    }
+    if !plain(&dts) {
         // Non-contiguous here: the same schedule on packed copies (every member runs
         // the schedule, whatever its datatypes).
         let ps = Packed::of(send);
@@ -275,7 +280,18 @@ where
     let rdt = recv.datatype();
     let sdt = send.map(|s| s.buf.datatype());
     let dts: Vec<&TypeMap> = std::iter::once(&rdt).chain(sdt.as_ref()).collect();
-    if !plain(call, &dts, blocking) {
+    if !plain(&dts) && !blocking {
+        let (s, r) = super::stage::<S, R>(send.map(|part| part.buf), Some(&mut *recv as *mut R));
+        let r = r.unwrap();
+        return match (send, s) {
+            (Some(part), Some(s)) => {
+                let pp = Partition::new(s, &part.counts[..], &part.displs[..]);
+                scatterv(p, Some(&pp), r, false)
+            }
+            _ => scatterv::<Packed, Packed>(p, None, r, false),
+        };
+    }
+    if !plain(&dts) {
         let mut pr = Packed::of(&*recv);
         match send {
             Some(part) => {
@@ -331,7 +347,12 @@ where
 {
     let call = "all_gather_varcount_into";
     let (sdt, rdt) = (send.datatype(), recv.buf.datatype());
-    if !plain(call, &[&sdt, &rdt], blocking) {
+    if !plain(&[&sdt, &rdt]) && !blocking {
+        let (s, r) = super::stage(Some(send), Some(&mut *recv.buf as *mut R));
+        let mut pp = PartitionMut::new(r.unwrap(), &recv.counts[..], &recv.displs[..]);
+        return allgatherv(c, s.unwrap(), &mut pp, false);
+    }
+    if !plain(&[&sdt, &rdt]) {
         let ps = Packed::of(send);
         let mut pr = Packed::of(&*recv.buf);
         {
@@ -381,7 +402,13 @@ where
 {
     let call = "all_to_all_varcount_into";
     let (sdt, rdt) = (send.buf.datatype(), recv.buf.datatype());
-    if !plain(call, &[&sdt, &rdt], blocking) {
+    if !plain(&[&sdt, &rdt]) && !blocking {
+        let (s, r) = super::stage(Some(send.buf), Some(&mut *recv.buf as *mut R));
+        let sp = Partition::new(s.unwrap(), &send.counts[..], &send.displs[..]);
+        let mut rp = PartitionMut::new(r.unwrap(), &recv.counts[..], &recv.displs[..]);
+        return alltoallv(c, &sp, &mut rp, false);
+    }
+    if !plain(&[&sdt, &rdt]) {
         let ps = Packed::of(send.buf);
         let mut pr = Packed::of(&*recv.buf);
         {
@@ -438,7 +465,11 @@ where
 {
     let call = "reduce_scatter_block_into";
     let (sdt, rdt) = (send.datatype(), recv.datatype());
-    if !plain(call, &[&sdt, &rdt], blocking) {
+    if !plain(&[&sdt, &rdt]) && !blocking {
+        let (s, r) = super::stage(Some(send), Some(&mut *recv as *mut R));
+        return reduce_scatter_block(c, s.unwrap(), r.unwrap(), op, false);
+    }
+    if !plain(&[&sdt, &rdt]) {
         let ps = Packed::of(send);
         let mut pr = Packed::of(&*recv);
         reduce_scatter_block(c, &ps, &mut pr, op, true);
