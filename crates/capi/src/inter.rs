@@ -54,18 +54,8 @@ fn add_inter(ic: InterCommunicator, errh: usize) -> Handle {
 pub fn handle_of(ic: &InterCommunicator) -> Handle {
     state::attach();
     let raw = phalanx::capi_support::RawComm::of(ic.as_simple());
-    let known = state::with(|s| {
-        let mut hs: Vec<usize> = s
-            .comms
-            .iter()
-            .filter(|(_, e)| e.inter.is_some() && e.raw == raw)
-            .map(|(&h, _)| h)
-            .collect();
-        hs.sort_unstable();
-        hs.first().copied()
-    });
-    match known {
-        Some(h) => h as Handle,
+    match state::known_handle(&raw, true) {
+        Some(h) => h,
         None => add_inter(ic.clone(), ERRORS_ARE_FATAL),
     }
 }

@@ -413,21 +413,23 @@ pub fn attach() {
 /// the world, the handle already given for the same communicator, or a new one.
 pub fn handle_of(c: &SimpleCommunicator) -> Handle {
     attach();
-    let raw = RawComm::of(c);
-    let known = with(|s| {
-        let mut hs: Vec<usize> = s
-            .comms
-            .iter()
-            .filter(|(_, e)| e.raw == raw && e.inter.is_none())
-            .map(|(&h, _)| h)
-            .collect();
-        hs.sort_unstable();
-        hs.first().copied()
-    });
-    match known {
-        Some(h) => h as Handle,
+    match known_handle(&RawComm::of(c), false) {
+        Some(h) => h,
         None => add_comm(c.clone(), ERRORS_ARE_FATAL),
     }
+}
+
+/// The lowest handle already given for the communicator with parts `raw` (an
+/// intercommunicator's point-to-point side when `inter`), if any.
+pub fn known_handle(raw: &RawComm, inter: bool) -> Option<Handle> {
+    with(|s| {
+        s.comms
+            .iter()
+            .filter(|(_, e)| e.raw == *raw && e.inter.is_some() == inter)
+            .map(|(&h, _)| h)
+            .min()
+            .map(|h| h as Handle)
+    })
 }
 
 /// The communicator behind handle `h`.

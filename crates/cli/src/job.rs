@@ -295,19 +295,10 @@ pub fn run(cfg: Config) -> i32 {
                 return job.finish(Some(f));
             }
         };
-        let pipes = [
-            child
-                .stdout
-                .take()
-                .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stdout)),
-            child
-                .stderr
-                .take()
-                .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stderr)),
-        ];
+        let pipes = pipes_of(&mut child);
         let pid = child.id();
         job.ranks.push(Rank::new(Some(child), None, pid));
-        for (src, dest) in pipes.into_iter().flatten() {
+        for (src, dest) in pipes {
             if let Err(e) = output::forward(rank, src, dest, job.cfg.tag_output, done_tx.clone()) {
                 return job.finish(Some(Failure::new(
                     format!("cannot start output thread: {e}"),
@@ -320,6 +311,19 @@ pub fn run(cfg: Config) -> i32 {
     drop(done_tx);
     let outcome = job.supervise();
     job.finish(outcome.err())
+}
+
+/// A rank's stdout and stderr, for the output threads.
+fn pipes_of(child: &mut Child) -> Vec<(Box<dyn std::io::Read + Send>, Dest)> {
+    let out = child
+        .stdout
+        .take()
+        .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stdout));
+    let err = child
+        .stderr
+        .take()
+        .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stderr));
+    out.into_iter().chain(err).collect()
 }
 
 fn fatal(msg: &str) -> i32 {

@@ -13,7 +13,7 @@
 
 use super::{Failure, Job, Rank, SEND_TIMEOUT};
 use crate::hosts::Host;
-use crate::output::{self, Dest};
+use crate::output;
 use crate::spawn::{spawn_rank, Program};
 use phalanx_boot::frame::{encode, send_line_blocking};
 use phalanx_boot::{Endpoint, LauncherMsg, SpawnRequest, SpawnedEnv, Table, ENV_SPAWNED};
@@ -153,23 +153,14 @@ impl Job {
             for _ in 0..c.count {
                 let mut child = spawn_rank(&p, rank, size, boot, &Host::Local)
                     .map_err(|e| format!("cannot start {:?}: {e}", c.prog))?;
-                let pipes = [
-                    child
-                        .stdout
-                        .take()
-                        .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stdout)),
-                    child
-                        .stderr
-                        .take()
-                        .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Dest::Stderr)),
-                ];
+                let pipes = super::pipes_of(&mut child);
                 let pid = child.id();
                 let mut entry = Rank::new(Some(child), None, pid);
                 entry.spawned = true;
                 self.ranks.push(entry);
                 self.boots.push(boot);
                 if let Some(tx) = self.done_tx.as_ref() {
-                    for (src, dest) in pipes.into_iter().flatten() {
+                    for (src, dest) in pipes {
                         if output::forward(rank, src, dest, self.cfg.tag_output, tx.clone()).is_ok()
                         {
                             self.outputs += 1;
