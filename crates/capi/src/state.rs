@@ -390,7 +390,12 @@ fn not_initialized() -> crate::CErr {
 /// made then, without messages; finalizing stays with the Rust side. Nothing when
 /// `MPI_Init` ran or nothing is initialized.
 pub fn attach() {
-    if with(|s| s.universe.is_some()) || FINALIZED.load(Ordering::SeqCst) {
+    // Two atomic loads on the way of every table lookup; the state only when neither
+    // `MPI_Init` nor an earlier attach ran.
+    if INITIALIZED.load(Ordering::Relaxed) || FINALIZED.load(Ordering::SeqCst) {
+        return;
+    }
+    if with(|s| s.universe.is_some()) {
         return;
     }
     let Some(u) = phalanx::Universe::attach() else {

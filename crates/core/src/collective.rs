@@ -555,19 +555,15 @@ pub trait CommunicatorCollectives: Communicator {
         R: ?Sized + BufferMut,
         O: Operation + 'a,
     {
-        let c = self.as_simple();
-        if op.user().is_some() {
-            let out = Some(&mut *recvbuf as *mut R);
-            let id = user::start(c, sendbuf, out, op, user::Fold::All);
-            return Request::new(id, scope, c, &*recvbuf);
-        }
-        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
-            all_reduce_spec(c, sendbuf, recvbuf, op.kind())
-        } else {
-            let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
-            all_reduce_spec(c, s.unwrap(), r.unwrap(), op.kind())
-        };
-        Request::new(start(spec, plan), scope, c, &*recvbuf)
+        start_reduction(
+            self.as_simple(),
+            scope,
+            sendbuf,
+            recvbuf,
+            op,
+            user::Fold::All,
+            (all_reduce_spec, all_reduce_spec),
+        )
     }
 
     /// Inclusive prefix reduction: member i gets `op` over members 0..=i.
@@ -603,19 +599,15 @@ pub trait CommunicatorCollectives: Communicator {
         R: ?Sized + BufferMut,
         O: Operation + 'a,
     {
-        let c = self.as_simple();
-        if op.user().is_some() {
-            let out = Some(&mut *recvbuf as *mut R);
-            let id = user::start(c, sendbuf, out, op, user::Fold::Prefix);
-            return Request::new(id, scope, c, &*recvbuf);
-        }
-        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
-            scan_spec(c, sendbuf, recvbuf, op.kind())
-        } else {
-            let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
-            scan_spec(c, s.unwrap(), r.unwrap(), op.kind())
-        };
-        Request::new(start(spec, plan), scope, c, &*recvbuf)
+        start_reduction(
+            self.as_simple(),
+            scope,
+            sendbuf,
+            recvbuf,
+            op,
+            user::Fold::Prefix,
+            (scan_spec, scan_spec),
+        )
     }
 
     /// Exclusive prefix reduction: member i > 0 gets `op` over members 0..i; member 0's
@@ -652,23 +644,55 @@ pub trait CommunicatorCollectives: Communicator {
         R: ?Sized + BufferMut,
         O: Operation + 'a,
     {
-        let c = self.as_simple();
-        if op.user().is_some() {
-            let out = Some(&mut *recvbuf as *mut R);
-            let id = user::start(c, sendbuf, out, op, user::Fold::Exclusive);
-            return Request::new(id, scope, c, &*recvbuf);
-        }
-        let (spec, plan) = if contiguous(sendbuf, recvbuf) {
-            exscan_spec(c, sendbuf, recvbuf, op.kind())
-        } else {
-            let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
-            exscan_spec(c, s.unwrap(), r.unwrap(), op.kind())
-        };
-        Request::new(start(spec, plan), scope, c, &*recvbuf)
+        start_reduction(
+            self.as_simple(),
+            scope,
+            sendbuf,
+            recvbuf,
+            op,
+            user::Fold::Exclusive,
+            (exscan_spec, exscan_spec),
+        )
     }
 }
 
 type PlanFn = Box<dyn FnOnce(&Shape) -> Result<(Chosen, Plan), Error>>;
+
+/// The spec of a reduction over every member (all-reduce, scans) for buffers `S`, `R`.
+type ReductionSpec<S, R> =
+    for<'c> fn(&'c SimpleCommunicator, &S, &mut R, OpKind) -> (Spec<'c>, PlanFn);
+
+/// Starts an all-member reduction: with a user operation the gathered contributions are
+/// folded as `fold` says (collective/user.rs); otherwise the spec runs on the buffers,
+/// or on packed stand-ins of non-contiguous ones (`stage`).
+fn start_reduction<'a, Sc, S, R, O>(
+    c: &SimpleCommunicator,
+    scope: Sc,
+    sendbuf: &'a S,
+    recvbuf: &'a mut R,
+    op: O,
+    fold: user::Fold,
+    (direct, packed): (ReductionSpec<S, R>, ReductionSpec<Packed, Packed>),
+) -> Request<'a, R, Sc>
+where
+    Sc: Scope<'a>,
+    S: ?Sized + Buffer,
+    R: ?Sized + BufferMut,
+    O: Operation + 'a,
+{
+    if op.user().is_some() {
+        let out = Some(&mut *recvbuf as *mut R);
+        let id = user::start(c, sendbuf, out, op, fold);
+        return Request::new(id, scope, c, &*recvbuf);
+    }
+    let (spec, plan) = if contiguous(sendbuf, recvbuf) {
+        direct(c, sendbuf, recvbuf, op.kind())
+    } else {
+        let (s, r) = stage(Some(sendbuf), Some(&mut *recvbuf as *mut R));
+        packed(c, s.unwrap(), r.unwrap(), op.kind())
+    };
+    Request::new(start(spec, plan), scope, c, &*recvbuf)
+}
 
 fn exscan_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     c: &'c SimpleCommunicator,

@@ -126,10 +126,14 @@ impl Engine {
         }
         // Ranks of another era (spawned, or this rank's parents) are not URTP peers:
         // their fragments go on the go-back-n links, in order with point-to-point.
-        let (net, other): (Vec<u32>, Vec<u32>) = net.iter().partition(|&&r| self.in_era(r));
-        if !other.is_empty() {
+        // (Split only when some are: the common case allocates nothing more.)
+        let net = if net.iter().all(|&r| self.in_era(r)) {
+            net
+        } else {
+            let (net, other): (Vec<u32>, Vec<u32>) = net.iter().partition(|&&r| self.in_era(r));
             self.coll_send_links(&other, ctx, seq, step, sig, data);
-        }
+            net
+        };
         let to = &net[..];
         if to.is_empty() {
             return;
