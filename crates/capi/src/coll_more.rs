@@ -2,20 +2,22 @@
 //! `MPI_Reduce_scatter` (always through [`crate::ops`]), and the varying-count
 //! `MPI_Gatherv`, `MPI_Scatterv`, `MPI_Allgatherv`, `MPI_Alltoallv`.
 //!
-//! `Exscan` is an inclusive scan shifted one rank up; the varying-count collectives are
-//! point-to-point exchanges on a private duplicate of the communicator (every member
-//! derives the same duplicate in the same collective call, so the traffic never matches
-//! the program's messages). Receive blocks must not overlap (as MPI requires).
+//! `Exscan` is an inclusive scan shifted one rank up; the block reduce-scatter and the
+//! varying-count collectives run on the core's (`gather_varcount_into` and the others:
+//! the shared-memory board on one host, schedules elsewhere) with the blocks in bytes;
+//! a block more than 2^31 bytes into its buffer is `MPI_ERR_COUNT`. Receive blocks must
+//! not overlap (as MPI requires), nor the send and receive buffers.
 
 use crate::coll::{in_place, root_ok, system_op, with_kind};
 use crate::consts::*;
 use crate::env::datatype_of;
 use crate::state;
-use crate::{count, disjoint, err, export, guard, typed, typed_mut, CResult};
+use crate::{bytes, bytes_mut, count, disjoint, err, export, guard, typed, typed_mut, CResult};
 use phalanx::collective::SystemOperation;
-use phalanx::datatype::Equivalence;
+use phalanx::datatype::{Equivalence, Partition, PartitionMut};
 use phalanx::topology::SimpleCommunicator;
-use phalanx::traits::{Communicator, CommunicatorCollectives, Destination, Source};
+use phalanx::traits::{Communicator, CommunicatorCollectives, Destination, Root, Source};
+use phalanx::Count;
 use std::ffi::{c_int, c_void};
 
 /// Inclusive scan of `n` elements into `recv` (from `send`, or `recv` in place).
@@ -104,7 +106,6 @@ fn reduce_scatter_t<T: Equivalence + Copy>(
     op: SystemOperation,
 ) -> CResult {
     let total = n * c.size() as usize;
-    let me = c.rank() as usize;
     let input: Vec<T> = if in_place(send) {
         // SAFETY: in place: recv holds size × n readable elements.
         unsafe { typed::<T>(recv, total)? }.to_vec()
@@ -113,11 +114,9 @@ fn reduce_scatter_t<T: Equivalence + Copy>(
         // SAFETY: the caller passes size × n readable elements.
         unsafe { typed::<T>(send, total)? }.to_vec()
     };
-    let mut all = input.clone();
-    c.all_reduce_into(&input[..], &mut all[..], op);
     // SAFETY: the caller passes n writable elements (disjoint from send, checked).
     let r: &mut [T] = unsafe { typed_mut(recv, n)? };
-    r.copy_from_slice(&all[me * n..][..n]);
+    c.reduce_scatter_block_into(&input[..], r, op);
     Ok(())
 }
 
@@ -155,88 +154,71 @@ export!(MPI_Reduce_scatter, PMPI_Reduce_scatter,
     })
 });
 
-/// One block of a varying-count exchange: peer rank, address, byte length.
-struct Block {
-    peer: c_int,
-    ptr: *mut u8,
-    len: usize,
+/// A `(counts, displs)` layout in bytes, as the core's partitions take it: rebased so
+/// that its lowest non-empty block starts the buffer (MPI allows negative
+/// displacements).
+struct ByteLayout {
+    base: *mut u8,
+    counts: Vec<Count>,
+    displs: Vec<Count>,
+    /// Bytes from `base` to the end of the last block.
+    span: usize,
 }
 
-/// Sends every `sends` block and receives every `recvs` block on a private duplicate of
-/// `c`; blocks to/from this rank are copied locally (the send block to self is matched
-/// with the receive block from self).
-///
-/// # Safety
-/// Every block is valid for its length (send blocks readable, receive blocks writable)
-/// during the call, receive blocks are pairwise disjoint and disjoint from send blocks.
-unsafe fn exchange(c: &SimpleCommunicator, sends: &[Block], recvs: &[Block]) -> CResult {
-    let d = c.duplicate();
-    let me = d.rank();
-    let own_send = sends.iter().find(|b| b.peer == me);
-    if let Some(r) = recvs.iter().find(|b| b.peer == me) {
-        let s = own_send.ok_or_else(|| err(MPI_ERR_INTERN, "no block to self"))?;
-        if s.len != r.len {
-            return Err(err(
-                MPI_ERR_TRUNCATE,
-                "block to self does not match its receive block",
-            ));
-        }
-        // SAFETY: both valid for len bytes; disjoint or identical (in place).
-        unsafe { std::ptr::copy(s.ptr, r.ptr, r.len) };
+impl ByteLayout {
+    /// Bytes of member `r`'s block, relative to `base`.
+    fn block(&self, r: c_int) -> std::ops::Range<usize> {
+        let r = r as usize;
+        let d = self.displs[r] as usize;
+        d..d + self.counts[r] as usize
     }
-    phalanx::request::scope(|sc| {
-        let mut reqs = Vec::new();
-        for b in recvs.iter().filter(|b| b.peer != me) {
-            // SAFETY: a writable block, disjoint from every other (caller).
-            let buf: &mut [u8] = unsafe { crate::bytes_mut(b.ptr.cast(), b.len)? };
-            reqs.push(d.process_at_rank(b.peer).immediate_receive_into(sc, buf));
-        }
-        for b in sends.iter().filter(|b| b.peer != me) {
-            // SAFETY: a readable block (caller).
-            let buf: &[u8] = unsafe { crate::bytes(b.ptr.cast(), b.len)? };
-            reqs.push(d.process_at_rank(b.peer).immediate_send(sc, buf));
-        }
-        for q in reqs {
-            let st = q.wait();
-            let _ = st;
-        }
-        Ok(())
-    })
 }
 
-/// Blocks of a `(counts, displs)` layout of `n` ranks at `base` with element size `sz`.
+/// The byte layout of `n` blocks of `sz`-byte elements at `base`.
 ///
 /// # Safety
 /// `counts` and `displs` point to `n` readable ints.
-unsafe fn layout(
+unsafe fn byte_layout(
     base: *const c_void,
     counts: *const c_int,
     displs: *const c_int,
     n: usize,
     sz: usize,
-) -> CResult<Vec<Block>> {
+) -> CResult<ByteLayout> {
     // SAFETY: n readable ints each (caller).
     let (cs, ds): (&[c_int], &[c_int]) =
         unsafe { (typed(counts.cast(), n)?, typed(displs.cast(), n)?) };
-    let mut v = Vec::with_capacity(n);
+    let lo = (0..n)
+        .filter(|&r| cs[r] > 0)
+        .map(|r| ds[r] as isize)
+        .min()
+        .unwrap_or(0);
+    let big = |what: usize| {
+        Count::try_from(what).map_err(|_| {
+            err(
+                MPI_ERR_COUNT,
+                "a block lies beyond 2^31 bytes of its buffer",
+            )
+        })
+    };
+    let (mut bc, mut bd, mut span) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
     for r in 0..n {
         let len = count(cs[r])? * sz;
-        let off = ds[r] as isize * sz as isize;
-        v.push(Block {
-            peer: r as c_int,
-            ptr: (base as *mut u8).wrapping_offset(off),
-            len,
-        });
+        let off = if len > 0 {
+            (ds[r] as isize - lo) as usize * sz
+        } else {
+            0
+        };
+        bc.push(big(len)?);
+        bd.push(big(off)?);
+        span = span.max(off + len);
     }
-    Ok(v)
-}
-
-fn one(peer: c_int, base: *const c_void, len: usize) -> Block {
-    Block {
-        peer,
-        ptr: base as *mut u8,
-        len,
-    }
+    Ok(ByteLayout {
+        base: (base as *mut u8).wrapping_offset(lo * sz as isize),
+        counts: bc,
+        displs: bd,
+        span,
+    })
 }
 
 export!(MPI_Gatherv, PMPI_Gatherv,
@@ -250,21 +232,29 @@ export!(MPI_Gatherv, PMPI_Gatherv,
             return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, Some(root), comm) };
         }
         let root = root_ok(&c, root)?;
-        let me = c.rank();
-        let mut recvs = Vec::new();
-        if me == root {
-            let sz = datatype_of(recvtype)?.size;
-            // SAFETY: the root passes size counts and displacements.
-            recvs = unsafe { layout(recvbuf, recvcounts, displs, c.size() as usize, sz)? };
+        let p = c.process_at_rank(root);
+        if c.rank() != root {
+            // SAFETY: the caller passes sendcount elements.
+            let s = unsafe { bytes(sendbuf, count(sendcount)? * datatype_of(sendtype)?.size)? };
+            p.gather_varcount_into(s);
+            return Ok(());
         }
-        let send = if me == root && in_place(sendbuf) {
-            let b = &recvs[me as usize];
-            one(root, b.ptr.cast(), b.len)
+        let sz = datatype_of(recvtype)?.size;
+        // SAFETY: the root passes size counts and displacements.
+        let l = unsafe { byte_layout(recvbuf, recvcounts, displs, c.size() as usize, sz)? };
+        // SAFETY: the blocks lie in the receive buffer (MPI contract).
+        let r = unsafe { bytes_mut(l.base.cast(), l.span)? };
+        if in_place(sendbuf) {
+            let mine = r[l.block(root)].to_vec();
+            p.gather_varcount_into_root(&mine[..], &mut PartitionMut::new(r, l.counts, l.displs));
         } else {
-            one(root, sendbuf, count(sendcount)? * datatype_of(sendtype)?.size)
-        };
-        // SAFETY: buffers as the MPI contract says.
-        unsafe { exchange(&c, &[send], &recvs) }
+            let sl = count(sendcount)? * datatype_of(sendtype)?.size;
+            disjoint(sendbuf, sl, l.base.cast(), l.span)?;
+            // SAFETY: sl readable bytes, disjoint from the receive buffer (checked).
+            let s = unsafe { bytes(sendbuf, sl)? };
+            p.gather_varcount_into_root(s, &mut PartitionMut::new(r, l.counts, l.displs));
+        }
+        Ok(())
     })
 });
 
@@ -279,21 +269,31 @@ export!(MPI_Scatterv, PMPI_Scatterv,
             return unsafe { crate::coll_dt::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) };
         }
         let root = root_ok(&c, root)?;
-        let me = c.rank();
-        let mut sends = Vec::new();
-        if me == root {
-            let sz = datatype_of(sendtype)?.size;
-            // SAFETY: the root passes size counts and displacements.
-            sends = unsafe { layout(sendbuf, sendcounts, displs, c.size() as usize, sz)? };
+        let p = c.process_at_rank(root);
+        if c.rank() != root {
+            // SAFETY: the caller passes recvcount writable elements.
+            let r = unsafe { bytes_mut(recvbuf, count(recvcount)? * datatype_of(recvtype)?.size)? };
+            p.scatter_varcount_into(r);
+            return Ok(());
         }
-        let recv = if me == root && in_place(recvbuf) {
-            let b = &sends[me as usize];
-            one(root, b.ptr.cast(), b.len)
+        let sz = datatype_of(sendtype)?.size;
+        // SAFETY: the root passes size counts and displacements.
+        let l = unsafe { byte_layout(sendbuf, sendcounts, displs, c.size() as usize, sz)? };
+        // SAFETY: the blocks lie in the send buffer (MPI contract).
+        let s = unsafe { bytes(l.base.cast(), l.span)? };
+        let own = l.block(root).len();
+        let part = Partition::new(s, l.counts, l.displs);
+        if in_place(recvbuf) {
+            let mut mine = vec![0u8; own];
+            p.scatter_varcount_into_root(&part, &mut mine[..]);
         } else {
-            one(root, recvbuf, count(recvcount)? * datatype_of(recvtype)?.size)
-        };
-        // SAFETY: buffers as the MPI contract says.
-        unsafe { exchange(&c, &sends, &[recv]) }
+            let rl = count(recvcount)? * datatype_of(recvtype)?.size;
+            disjoint(recvbuf, rl, l.base.cast(), l.span)?;
+            // SAFETY: rl writable bytes, disjoint from the send buffer (checked).
+            let r = unsafe { bytes_mut(recvbuf, rl)? };
+            p.scatter_varcount_into_root(&part, r);
+        }
+        Ok(())
     })
 });
 
@@ -307,19 +307,22 @@ export!(MPI_Allgatherv, PMPI_Allgatherv,
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, None, comm) };
         }
-        let (me, n) = (c.rank(), c.size());
         let sz = datatype_of(recvtype)?.size;
         // SAFETY: the caller passes size counts and displacements.
-        let recvs = unsafe { layout(recvbuf, recvcounts, displs, n as usize, sz)? };
-        let (ptr, len) = if in_place(sendbuf) {
-            let b = &recvs[me as usize];
-            (b.ptr as *const c_void, b.len)
+        let l = unsafe { byte_layout(recvbuf, recvcounts, displs, c.size() as usize, sz)? };
+        // SAFETY: the blocks lie in the receive buffer (MPI contract).
+        let r = unsafe { bytes_mut(l.base.cast(), l.span)? };
+        if in_place(sendbuf) {
+            let mine = r[l.block(c.rank())].to_vec();
+            c.all_gather_varcount_into(&mine[..], &mut PartitionMut::new(r, l.counts, l.displs));
         } else {
-            (sendbuf, count(sendcount)? * datatype_of(sendtype)?.size)
-        };
-        let sends: Vec<Block> = (0..n).map(|r| one(r, ptr, len)).collect();
-        // SAFETY: buffers as the MPI contract says.
-        unsafe { exchange(&c, &sends, &recvs) }
+            let sl = count(sendcount)? * datatype_of(sendtype)?.size;
+            disjoint(sendbuf, sl, l.base.cast(), l.span)?;
+            // SAFETY: sl readable bytes, disjoint from the receive buffer (checked).
+            let s = unsafe { bytes(sendbuf, sl)? };
+            c.all_gather_varcount_into(s, &mut PartitionMut::new(r, l.counts, l.displs));
+        }
+        Ok(())
     })
 });
 
@@ -336,21 +339,25 @@ export!(MPI_Alltoallv, PMPI_Alltoallv,
         let n = c.size() as usize;
         let rsz = datatype_of(recvtype)?.size;
         // SAFETY: the caller passes size counts and displacements.
-        let recvs = unsafe { layout(recvbuf, recvcounts, rdispls, n, rsz)? };
+        let rl = unsafe { byte_layout(recvbuf, recvcounts, rdispls, n, rsz)? };
+        // SAFETY: the blocks lie in the receive buffer (MPI contract).
+        let r = unsafe { bytes_mut(rl.base.cast(), rl.span)? };
         if in_place(sendbuf) {
-            let total = recvs.iter().map(|b| b.ptr as usize + b.len).max().unwrap_or(0)
-                .saturating_sub(recvbuf as usize);
-            // SAFETY: in place: the receive layout is readable (MPI contract).
-            let copy = unsafe { crate::bytes(recvbuf, total)? }.to_vec();
-            // SAFETY: as above, on the copy.
-            let sends = unsafe { layout(copy.as_ptr().cast(), recvcounts, rdispls, n, rsz)? };
-            // SAFETY: buffers as the MPI contract says; the copy lives for the call.
-            return unsafe { exchange(&c, &sends, &recvs) };
+            // The receive layout is the send layout: send from a copy.
+            let copy = r.to_vec();
+            let sp = Partition::new(&copy[..], rl.counts.clone(), rl.displs.clone());
+            c.all_to_all_varcount_into(&sp, &mut PartitionMut::new(r, rl.counts, rl.displs));
+            return Ok(());
         }
         let ssz = datatype_of(sendtype)?.size;
         // SAFETY: the caller passes size counts and displacements.
-        let sends = unsafe { layout(sendbuf, sendcounts, sdispls, n, ssz)? };
-        // SAFETY: buffers as the MPI contract says.
-        unsafe { exchange(&c, &sends, &recvs) }
+        let sl = unsafe { byte_layout(sendbuf, sendcounts, sdispls, n, ssz)? };
+        disjoint(sl.base.cast(), sl.span, rl.base.cast(), rl.span)?;
+        // SAFETY: the blocks lie in the send buffer (MPI contract), disjoint from the
+        // receive buffer (checked).
+        let s = unsafe { bytes(sl.base.cast(), sl.span)? };
+        let sp = Partition::new(s, sl.counts, sl.displs);
+        c.all_to_all_varcount_into(&sp, &mut PartitionMut::new(r, rl.counts, rl.displs));
+        Ok(())
     })
 });

@@ -285,6 +285,7 @@ fn start_with(
                 world: &sh.world,
                 me: sh.me,
                 phase: 0,
+                layout: planned.layout.as_deref(),
             })?;
             return Ok(None);
         }

@@ -67,6 +67,11 @@ const SCHEDULES: &[(&str, &str)] = &[
     ("PHALANX_COLL_REDUCE", "binomial"),
     ("PHALANX_COLL_ALLTOALL", "pairwise"),
     ("PHALANX_COLL_SCAN", "linear"),
+    ("PHALANX_COLL_GATHERV", "linear"),
+    ("PHALANX_COLL_SCATTERV", "linear"),
+    ("PHALANX_COLL_ALLGATHERV", "linear"),
+    ("PHALANX_COLL_ALLTOALLV", "linear"),
+    ("PHALANX_COLL_REDUCE_SCATTER_BLOCK", "linear"),
     ("PHALANX_STATS", "1"),
 ];
 
@@ -87,8 +92,9 @@ fn board_calls(stderr: &str) -> Vec<u64> {
 #[test]
 fn mr_collectives_on_the_shared_memory_board() {
     // Default on one host: blocking collectives run on the board (every rank counts them),
-    // calls larger than a slot fall back to the schedules — with a 4 KiB slot most do.
-    for (n, slot) in [(4, "256k"), (3, "4k")] {
+    // calls larger than a slot stream through it in steps — with a 4 KiB slot most do
+    // (the varcount collectives' blocks too, whatever their lengths).
+    for (n, slot) in [(4, "256k"), (3, "4k"), (5, "4k")] {
         let ex = example("collectives").display().to_string();
         let np = n.to_string();
         let env = [

@@ -219,6 +219,53 @@ static void colls(int rank, int size) {
     OK(MPI_Alltoallv(sbuf, sc, sd, MPI_INT, rbuf, rc, rd, MPI_INT, MPI_COMM_WORLD));
     for (int s2 = 0; s2 < size; s2++)
         for (int j = 0; j <= s2; j++) CHECK(rbuf[rd[s2] + j] == 100 * s2 + rank);
+
+    /* MPI_IN_PLACE: the root's (everyone's) own block is already in the receive buffer. */
+    for (int i = 0; i < total; i++) all[i] = -1;
+    for (int j = 0; j <= rank; j++) all[displs[rank] + j] = 1000 * rank + j;
+    if (rank == root)
+        OK(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_INT, all, counts, displs, MPI_INT, root,
+                       MPI_COMM_WORLD));
+    else
+        OK(MPI_Gatherv(mine, rank + 1, MPI_INT, NULL, NULL, NULL, MPI_INT, root,
+                       MPI_COMM_WORLD));
+    if (rank == root)
+        for (int i = 0; i < size; i++) {
+            for (int j = 0; j <= i; j++) CHECK(all[displs[i] + j] == 1000 * i + j);
+            CHECK(all[displs[i] + i + 1] == -1);
+        }
+    for (int i = 0; i < total; i++) all[i] = -1;
+    for (int j = 0; j <= rank; j++) all[displs[rank] + j] = 1000 * rank + j;
+    OK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++) {
+        for (int j = 0; j <= i; j++) CHECK(all[displs[i] + j] == 1000 * i + j);
+        CHECK(all[displs[i] + i + 1] == -1);
+    }
+    for (int i = 0; i <= rank; i++) back[i] = -5;
+    OK(MPI_Scatterv(all, counts, displs, MPI_INT, rank == 0 ? MPI_IN_PLACE : back, rank + 1,
+                    MPI_INT, 0, MPI_COMM_WORLD));
+    if (rank != 0)
+        for (int i = 0; i <= rank; i++) CHECK(back[i] == 1000 * rank + i);
+    /* In-place all-to-all of different counts: rank r holds min(r, d) + 1 values for d. */
+    int ic[64], id[64], ibuf[64 * 65], io = 0;
+    for (int d2 = 0; d2 < size; d2++) {
+        ic[d2] = (rank < d2 ? rank : d2) + 1;
+        id[d2] = io;
+        for (int j = 0; j < ic[d2]; j++) ibuf[io + j] = 100 * rank + d2;
+        io += ic[d2];
+    }
+    OK(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_INT, ibuf, ic, id, MPI_INT, MPI_COMM_WORLD));
+    for (int s2 = 0; s2 < size; s2++)
+        for (int j = 0; j < ic[s2]; j++) CHECK(ibuf[id[s2] + j] == 100 * s2 + rank);
+    /* Negative displacements: the receive buffer's address lies after the blocks. */
+    int neg[64], *end = all + total;
+    for (int i = 0; i < size; i++) neg[i] = displs[i] - total;
+    for (int i = 0; i < total; i++) all[i] = -1;
+    OK(MPI_Allgatherv(mine, rank + 1, MPI_INT, end, counts, neg, MPI_INT, MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++) {
+        for (int j = 0; j <= i; j++) CHECK(all[displs[i] + j] == 1000 * i + j);
+        CHECK(all[displs[i] + i + 1] == -1);
+    }
 }
 
 static void errors(int rank, int size) {

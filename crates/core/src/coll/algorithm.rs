@@ -96,7 +96,7 @@ impl Algorithm {
 
 /// The collectives that can be forced, their variable suffix and what they accept
 /// besides `shm` (every collective) and `hier` (those with a hierarchical form).
-const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 10] = [
+const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 15] = [
     (
         CollKind::Bcast,
         "BCAST",
@@ -152,6 +152,26 @@ const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 10] = [
     ),
     (CollKind::Scan, "SCAN", &[Algorithm::Linear], false),
     (CollKind::Exscan, "EXSCAN", &[Algorithm::Linear], false),
+    (CollKind::Gatherv, "GATHERV", &[Algorithm::Linear], false),
+    (CollKind::Scatterv, "SCATTERV", &[Algorithm::Linear], false),
+    (
+        CollKind::Allgatherv,
+        "ALLGATHERV",
+        &[Algorithm::Linear],
+        false,
+    ),
+    (
+        CollKind::Alltoallv,
+        "ALLTOALLV",
+        &[Algorithm::Linear],
+        false,
+    ),
+    (
+        CollKind::ReduceScatterBlock,
+        "REDUCE_SCATTER_BLOCK",
+        &[Algorithm::Linear],
+        false,
+    ),
 ];
 
 /// Default k of the k-concurrency multicast all-gather.

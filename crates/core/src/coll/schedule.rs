@@ -99,6 +99,8 @@ pub struct Plan {
     pub board: bool,
     /// Run hierarchically instead: boards inside hosts, the network between them.
     pub hier: bool,
+    /// The blocks of a varcount call run on the board (`board` set).
+    pub layout: Option<Box<super::varcount::Layout>>,
 }
 
 impl Plan {
@@ -114,6 +116,16 @@ impl Plan {
     pub fn on_board() -> Plan {
         Plan {
             board: true,
+            ..Plan::default()
+        }
+    }
+
+    /// The plan of a varcount call that runs on the shared-memory board, moving the
+    /// blocks of `layout`.
+    pub fn on_board_varcount(layout: super::varcount::Layout) -> Plan {
+        Plan {
+            board: true,
+            layout: Some(Box::new(layout)),
             ..Plan::default()
         }
     }

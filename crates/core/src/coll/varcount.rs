@@ -16,6 +16,19 @@ use super::schedule::{Buf, CommOp, LocalOp, Plan, Region};
 /// A block of a buffer: (offset, length) in bytes.
 pub type Block = (usize, usize);
 
+/// The blocks a varcount call moves when it runs on the shared-memory board instead of
+/// a schedule (`crate::collective::board`); every member's lengths agree with the
+/// others' as MPI requires (`mine` of a member is its block at the root).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Blocks of the send buffer, one per member: at the root of a scatter, and on every
+    /// member of an all-to-all; empty elsewhere.
+    pub send: Vec<Block>,
+    /// Blocks of the receive buffer, one per member: at the root of a gather, and on every
+    /// member of an all-gather or all-to-all; empty elsewhere.
+    pub recv: Vec<Block>,
+}
+
 fn region(buf: Buf, (off, len): Block) -> Region {
     Region::new(buf, off, len)
 }

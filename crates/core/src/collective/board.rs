@@ -4,7 +4,8 @@
 //! communicator is a rank of this host reached over shared memory, the host segment has a
 //! board ([`phalanx_shm::Board`]) and the call's one publication per member fits a slot.
 //! It is the default there; `PHALANX_COLL_<NAME>=shm` names it, any other algorithm name
-//! avoids it. Nonblocking collectives never use it.
+//! avoids it. Nonblocking collectives never use it. The varcount collectives run here too
+//! (`var`: blocks of any length, streamed).
 //! * Each member publishes at most once per call, in its own slot, tagged with
 //!   (context, sequence) and the call's signature; readers copy out of the writer's slot
 //!   and release it. Root-to-all data (broadcast, scatter) is written once and read by all.
@@ -18,11 +19,14 @@
 //!   compares what the other members announced for this call (and for its own previous,
 //!   still unread publication) and reports a mismatch the same way instead of hanging.
 
+use crate::coll::varcount::Layout;
 use crate::coll::{describe, ops, CollCall, CollKind};
 use crate::engine::{Engine, Waiting};
 use crate::error::{Error, Result};
 use phalanx_shm::Board;
 use std::time::{Duration, Instant};
+
+mod var;
 
 /// All-reduces of at least this many bytes (and more than two members) split the
 /// combining work: each member reduces one block of every contribution.
@@ -56,6 +60,8 @@ pub(crate) struct BoardCall<'a> {
     /// Phase of a call made of several board operations (hierarchical collectives): it
     /// keeps their tags apart. 0 for a plain board collective.
     pub phase: u8,
+    /// The blocks of a varcount call (`None` for the others).
+    pub layout: Option<&'a Layout>,
 }
 
 /// Per-call state shared by the steps.
@@ -112,18 +118,17 @@ fn kind_name(k: CollKind) -> &'static str {
 /// call's largest publication, which larger calls stream in steps; `p` members, whose
 /// pieces of a scatter or all-to-all step must fit one buffer)?
 pub(crate) fn fits(kind: CollKind, board: usize, need: usize, p: usize) -> bool {
-    let pieces = matches!(kind, CollKind::Scatter | CollKind::Alltoall);
-    // Split, the exclusive scan and the varcount collectives run as schedules.
-    let scheduled = matches!(
+    let pieces = matches!(
         kind,
-        CollKind::Split
-            | CollKind::Exscan
-            | CollKind::Gatherv
+        CollKind::Scatter
+            | CollKind::Alltoall
             | CollKind::Scatterv
-            | CollKind::Allgatherv
             | CollKind::Alltoallv
             | CollKind::ReduceScatterBlock
     );
+    // Split and the exclusive scan run as schedules; the varcount collectives stream
+    // blocks of any length (their callers pass what every member knows alike as `need`).
+    let scheduled = matches!(kind, CollKind::Split | CollKind::Exscan);
     board > 0 && !scheduled && need <= MAX_STREAM && (!pieces || p <= board)
 }
 
@@ -258,6 +263,17 @@ impl Engine {
         let base = tag_of(call.ctx, call.seq) ^ (u64::from(bc.phase) << 56);
         board.announce(base, call.sig);
         self.stats.board_collectives += 1;
+        if let Some(layout) = bc.layout {
+            let mut run = Run {
+                board,
+                slots,
+                tag: base,
+                base,
+                bc,
+                name: kind_name(bc.kind),
+            };
+            return self.board_varcount(&mut run, layout);
+        }
         let cap = board.capacity();
         let p = bc.world.len();
         let (slen, rlen) = (call.send.1, call.recv.1);

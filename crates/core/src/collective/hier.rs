@@ -147,6 +147,7 @@ impl Engine {
                 world: &local_world,
                 me: lme,
                 phase,
+                layout: None,
             })
         };
         let shape = |e: &Engine, li: usize| Shape {

@@ -6,9 +6,12 @@
 //! Contract: a partition is a buffer of elements of one datatype with, per member, a
 //! count and a displacement, both in elements; the blocks must lie inside the buffer and
 //! may not overlap in a receive partition (checked: an error through the fatal handler,
-//! never a write outside the buffer). With contiguous datatypes the calls run as
-//! schedules of the core (`coll::varcount`: blocking and immediate alike, every block
-//! straight to where it belongs, `MPI_Alltoallv` and `MPI_Reduce_scatter_block` too).
+//! never a write outside the buffer). With contiguous datatypes a blocking call whose
+//! members share this host's board runs on it (`collective::board::var`, chosen from
+//! facts every member shares, never from block lengths, which members do not all know);
+//! the others run as schedules of the core (`coll::varcount`: blocking and immediate
+//! alike, every block straight to where it belongs, `MPI_Alltoallv` and
+//! `MPI_Reduce_scatter_block` too).
 //! With a non-contiguous local datatype a blocking call runs the same schedule on packed
 //! copies of its buffers (the partition's counts and displacements apply to the packed
 //! elements unchanged), so every member runs the schedule whatever the others' types;
@@ -119,6 +122,8 @@ fn len_of<B: ?Sized + Buffer>(b: &B) -> usize {
 
 use super::{run, start, Chosen, PlanFn, Spec};
 use crate::coll::algorithm::Algorithm;
+use crate::coll::algos::Shape;
+use crate::coll::schedule::Plan;
 use crate::coll::varcount as plans;
 use crate::coll::CollKind;
 use crate::engine::requests::ReqId;
@@ -156,10 +161,25 @@ fn plain(dts: &[&TypeMap]) -> bool {
     dts.iter().all(|d| d.is_contiguous())
 }
 
-fn linear(
-    plan: crate::coll::schedule::Plan,
-) -> Result<(Chosen, crate::coll::schedule::Plan), crate::Error> {
+fn linear(plan: Plan) -> Result<(Chosen, Plan), crate::Error> {
     Ok((Chosen::plain(Algorithm::Linear), plan))
+}
+
+/// The shared-memory board where every member can use it (a blocking call, every member
+/// on this host's board; the same facts on every member), else the schedule `sched`.
+/// Nothing here depends on block lengths, which the members do not all know.
+fn board_or(
+    kind: CollKind,
+    sh: &Shape,
+    layout: impl FnOnce() -> plans::Layout,
+    sched: impl FnOnce() -> Plan,
+) -> Result<(Chosen, Plan), crate::Error> {
+    let c = super::choose_board(kind, sh, 0, Algorithm::Linear, Algorithm::Linear);
+    if c.alg == Algorithm::Shm {
+        Ok((c, Plan::on_board_varcount(layout())))
+    } else {
+        linear(sched())
+    }
 }
 
 fn spec<'c>(
@@ -261,7 +281,15 @@ where
         p.comm,
     );
     let root = p.rank as usize;
-    let plan: PlanFn = Box::new(move |sh| linear(plans::gatherv(sh, root, mine, &blocks)));
+    let plan: PlanFn = Box::new(move |sh| {
+        let recv = blocks.clone();
+        board_or(
+            CollKind::Gatherv,
+            sh,
+            || plans::Layout { send: vec![], recv },
+            || plans::gatherv(sh, root, mine, &blocks),
+        )
+    });
     go(s, plan, blocking)
 }
 
@@ -330,7 +358,15 @@ where
     let r = (recv.buffer_mut_ptr(), mine);
     let s = spec(call, CollKind::Scatterv, Some(p.rank), rdt, sbuf, r, p.comm);
     let root = p.rank as usize;
-    let plan: PlanFn = Box::new(move |sh| linear(plans::scatterv(sh, root, mine, &blocks)));
+    let plan: PlanFn = Box::new(move |sh| {
+        let send = blocks.clone();
+        board_or(
+            CollKind::Scatterv,
+            sh,
+            || plans::Layout { send, recv: vec![] },
+            || plans::scatterv(sh, root, mine, &blocks),
+        )
+    });
     go(s, plan, blocking)
 }
 
@@ -385,7 +421,15 @@ where
         (ptr, len),
         c,
     );
-    let plan: PlanFn = Box::new(move |sh| linear(plans::allgatherv(sh, &blocks)));
+    let plan: PlanFn = Box::new(move |sh| {
+        let recv = blocks.clone();
+        board_or(
+            CollKind::Allgatherv,
+            sh,
+            || plans::Layout { send: vec![], recv },
+            || plans::allgatherv(sh, &blocks),
+        )
+    });
     go(s, plan, blocking)
 }
 
@@ -446,7 +490,18 @@ where
         (rptr, rlen),
         c,
     );
-    let plan: PlanFn = Box::new(move |sh| linear(plans::alltoallv(sh, &sends, &recvs)));
+    let plan: PlanFn = Box::new(move |sh| {
+        let layout = plans::Layout {
+            send: sends.clone(),
+            recv: recvs.clone(),
+        };
+        board_or(
+            CollKind::Alltoallv,
+            sh,
+            || layout,
+            || plans::alltoallv(sh, &sends, &recvs),
+        )
+    });
     go(s, plan, blocking)
 }
 
@@ -485,6 +540,7 @@ where
         );
     }
     let block = n * rdt.size();
+    let esz = rdt.size().max(1);
     let s = Spec {
         name: call,
         kind: CollKind::ReduceScatterBlock,
@@ -496,7 +552,18 @@ where
         recv: (recv.buffer_mut_ptr(), block),
         comm: c,
     };
-    let plan: PlanFn = Box::new(move |sh| linear(plans::reduce_scatter_block(sh, block)));
+    let plan: PlanFn = Box::new(move |sh| {
+        // The board carries one element per member and step at least.
+        if sh.board < sh.p * esz {
+            return linear(plans::reduce_scatter_block(sh, block));
+        }
+        board_or(
+            CollKind::ReduceScatterBlock,
+            sh,
+            plans::Layout::default,
+            || plans::reduce_scatter_block(sh, block),
+        )
+    });
     go(s, plan, blocking)
 }
 

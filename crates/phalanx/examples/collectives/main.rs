@@ -1,11 +1,14 @@
 //! Checks every collective against a sequential computation: broadcast, gather, scatter,
 //! all_gather, reduce, all_reduce, all_to_all, scan and barrier, over every root and a
-//! range of sizes (0 bytes to 1 MiB), also on a communicator split from the world.
+//! range of sizes (0 bytes to 1 MiB), and the varcount collectives (`varcount.rs`), also
+//! on a communicator split from the world.
 //! Exits non-zero on the first wrong byte.
 //!
 //! Usage: `phalanx run -n 5 collectives [max_bytes]`.
 use phalanx::collective::SystemOperation;
 use phalanx::traits::*;
+
+mod varcount;
 
 fn fail(rank: i32, what: String) -> ! {
     eprintln!("collectives: rank {rank}: MISMATCH: {what}");
@@ -235,12 +238,14 @@ fn main() {
     let universe = phalanx::initialize().expect("phalanx initialized twice");
     let world = universe.world();
     check_comm(&world, max, "world");
+    varcount::check(&world, max, "world");
     // Halves of the world, ranked in reverse order.
     let color = world.rank() % 2;
     if let Some(half) =
         world.split_by_color_with_key(phalanx::topology::Color::with_value(color), -world.rank())
     {
         check_comm(&half, max.min(1 << 16), "split");
+        varcount::check(&half, max.min(1 << 16), "split");
     }
     let dup = world.duplicate();
     check_comm(&dup, 4096, "duplicate");
