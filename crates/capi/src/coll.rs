@@ -263,6 +263,10 @@ export!(MPI_Reduce, PMPI_Reduce,
          op: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Reduce", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_of(comm) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::inter_coll::reduce(&ic, sendbuf, recvbuf, cnt, datatype, op, root) };
+        }
         if !crate::localop::core_supported(op, datatype) {
             let root = root_ok(&c, root)?;
             let r = crate::localop::reducer(op)?;
@@ -284,6 +288,10 @@ export!(MPI_Gather, PMPI_Gather,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Gather", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_of(comm) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::inter_coll::gather(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root) };
+        }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) };
@@ -320,6 +328,10 @@ export!(MPI_Scatter, PMPI_Scatter,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Scatter", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_of(comm) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::inter_coll::scatter(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root) };
+        }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) };
@@ -356,6 +368,10 @@ export!(MPI_Allgather, PMPI_Allgather,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Allgather", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_of(comm) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::inter_coll::all(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false) };
+        }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false) };
@@ -384,6 +400,10 @@ export!(MPI_Alltoall, PMPI_Alltoall,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Alltoall", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_of(comm) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::inter_coll::all(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, true) };
+        }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true) };

@@ -104,8 +104,9 @@ fn reduce_scatter_t<T: Equivalence + Copy>(
     recv: *mut c_void,
     n: usize,
     op: SystemOperation,
+    members: usize,
 ) -> CResult {
-    let total = n * c.size() as usize;
+    let total = n * members;
     let input: Vec<T> = if in_place(send) {
         // SAFETY: in place: recv holds size × n readable elements.
         unsafe { typed::<T>(recv, total)? }.to_vec()
@@ -136,7 +137,9 @@ export!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block,
         let dt = datatype_of(datatype)?;
         let n = count(recvcount)?;
         let o = system_op(op)?;
-        with_kind!(dt.kind, T, reduce_scatter_t::<T>(&c, sendbuf, recvbuf, n, o))
+        // The local group's size (an intercommunicator's handle has the remote group's).
+        let members = crate::inter::local_size(comm).unwrap_or(c.size()) as usize;
+        with_kind!(dt.kind, T, reduce_scatter_t::<T>(&c, sendbuf, recvbuf, n, o, members))
     })
 });
 
@@ -157,12 +160,12 @@ export!(MPI_Reduce_scatter, PMPI_Reduce_scatter,
 /// A `(counts, displs)` layout in bytes, as the core's partitions take it: rebased so
 /// that its lowest non-empty block starts the buffer (MPI allows negative
 /// displacements).
-struct ByteLayout {
-    base: *mut u8,
-    counts: Vec<Count>,
-    displs: Vec<Count>,
+pub(crate) struct ByteLayout {
+    pub(crate) base: *mut u8,
+    pub(crate) counts: Vec<Count>,
+    pub(crate) displs: Vec<Count>,
     /// Bytes from `base` to the end of the last block.
-    span: usize,
+    pub(crate) span: usize,
 }
 
 impl ByteLayout {
@@ -178,7 +181,7 @@ impl ByteLayout {
 ///
 /// # Safety
 /// `counts` and `displs` point to `n` readable ints.
-unsafe fn byte_layout(
+pub(crate) unsafe fn byte_layout(
     base: *const c_void,
     counts: *const c_int,
     displs: *const c_int,
@@ -227,6 +230,10 @@ export!(MPI_Gatherv, PMPI_Gatherv,
          comm: Handle) -> c_int {
     guard("MPI_Gatherv", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_of(comm) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::inter_coll::gatherv(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root) };
+        }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, Some(root), comm) };
@@ -264,6 +271,10 @@ export!(MPI_Scatterv, PMPI_Scatterv,
          root: c_int, comm: Handle) -> c_int {
     guard("MPI_Scatterv", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_of(comm) {
+            // SAFETY: the caller's buffers, as MPI requires.
+            return unsafe { crate::inter_coll::scatterv(&ic, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root) };
+        }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) };

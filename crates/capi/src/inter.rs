@@ -8,7 +8,10 @@
 //! Contract: an intercommunicator's handle maps to a [`CommEntry`](crate::state::CommEntry)
 //! whose `comm` is the point-to-point side (so every send, receive and probe addresses
 //! the remote group unchanged) and whose `inter` is the phalanx intercommunicator. The
-//! other collectives on an intercommunicator are reported as errors (`MPI_ERR_COMM`).
+//! other collectives on an intercommunicator are in `inter_coll` (rooted ones, and the
+//! all-gather and all-to-all) or reach the core's intercommunicator collectives through
+//! that point-to-point side (all-reduce, the varcount all-gather and all-to-all,
+//! reduce-scatter block); the nonblocking and scan forms are errors.
 //! Spawned processes run where `phalanx run` runs; `info` is not read; the error codes
 //! (when not `MPI_ERRCODES_IGNORE`) are written at the root, `MPI_SUCCESS` for every
 //! process started. `MPI_Comm_get_parent` returns the same handle every time (until it

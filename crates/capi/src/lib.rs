@@ -41,6 +41,7 @@ pub mod fastpath;
 pub mod graph;
 pub mod groups;
 pub mod inter;
+pub mod inter_coll;
 pub mod localop;
 pub mod misc;
 pub mod mprobe;

@@ -463,6 +463,14 @@ fn spawn_and_intercommunicators_from_c() {
 }
 
 #[test]
+fn collectives_on_intercommunicators_from_c() {
+    let exe = c_test("intercoll");
+    for n in [1, 2, 3, 4, 5] {
+        run_ok(n, &exe, &[], "intercoll ok");
+    }
+}
+
+#[test]
 fn graph_topologies_and_neighbor_collectives_from_c() {
     let exe = c_test("graph");
     for n in [1, 2, 3, 4, 5] {

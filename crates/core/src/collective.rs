@@ -28,6 +28,7 @@ use std::rc::Rc;
 mod board;
 mod hier;
 mod inter;
+mod intercoll;
 mod root;
 mod staged;
 use staged::{shape, stage};
@@ -351,6 +352,9 @@ fn root_buffer(
 pub trait CommunicatorCollectives: Communicator {
     /// Blocks until every member has called it.
     fn barrier(&self) {
+        if let Some(x) = intercoll::sides(self.as_simple()) {
+            return x.barrier();
+        }
         let c = self.as_simple();
         run(barrier_spec(c), barrier_plan)
     }
@@ -368,6 +372,9 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut crate::datatype::PartitionMut<'_, R>,
     ) {
+        if let Some(x) = intercoll::sides(self.as_simple()) {
+            return intercoll::all_gather_varcount(x, sendbuf, recvbuf);
+        }
         varcount::allgatherv(self.as_simple(), sendbuf, recvbuf, true);
     }
 
@@ -395,6 +402,9 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &Partition<'_, S>,
         recvbuf: &mut PartitionMut<'_, R>,
     ) {
+        if let Some(x) = intercoll::sides(self.as_simple()) {
+            return intercoll::all_to_all_varcount(x, sendbuf, recvbuf);
+        }
         varcount::alltoallv(self.as_simple(), sendbuf, recvbuf, true);
     }
 
@@ -424,6 +434,9 @@ pub trait CommunicatorCollectives: Communicator {
         O: Operation,
     {
         let k = predefined("reduce_scatter_block_into", &op);
+        if let Some(x) = intercoll::sides(self.as_simple()) {
+            return intercoll::reduce_scatter_block(x, sendbuf, recvbuf, op);
+        }
         varcount::reduce_scatter_block(self.as_simple(), sendbuf, recvbuf, k, true);
     }
 
@@ -453,6 +466,9 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if let Some(x) = intercoll::sides(self.as_simple()) {
+            return intercoll::all_gather(x, sendbuf, recvbuf);
+        }
         if !contiguous(sendbuf, recvbuf) {
             let mut r = Packed::of(&*recvbuf);
             self.all_gather_into(&Packed::of(sendbuf), &mut r);
@@ -491,6 +507,9 @@ pub trait CommunicatorCollectives: Communicator {
         sendbuf: &S,
         recvbuf: &mut R,
     ) {
+        if let Some(x) = intercoll::sides(self.as_simple()) {
+            return intercoll::all_to_all(x, sendbuf, recvbuf);
+        }
         if !contiguous(sendbuf, recvbuf) {
             let mut r = Packed::of(&*recvbuf);
             self.all_to_all_into(&Packed::of(sendbuf), &mut r);
@@ -530,6 +549,9 @@ pub trait CommunicatorCollectives: Communicator {
         op: O,
     ) {
         let c = self.as_simple();
+        if let Some(x) = intercoll::sides(c) {
+            return intercoll::all_reduce(x, sendbuf, recvbuf, op);
+        }
         if let Some(u) = op.user() {
             return user::all_reduce(c, sendbuf, recvbuf, u);
         }
@@ -574,6 +596,9 @@ pub trait CommunicatorCollectives: Communicator {
         recvbuf: &mut R,
         op: O,
     ) {
+        if intercoll::sides(self.as_simple()).is_some() {
+            intercoll::unsupported("scan_into");
+        }
         if let Some(u) = op.user() {
             return user::scan(self.as_simple(), sendbuf, recvbuf, u, false);
         }
@@ -619,6 +644,9 @@ pub trait CommunicatorCollectives: Communicator {
         recvbuf: &mut R,
         op: O,
     ) {
+        if intercoll::sides(self.as_simple()).is_some() {
+            intercoll::unsupported("exclusive_scan_into");
+        }
         if let Some(u) = op.user() {
             return user::scan(self.as_simple(), sendbuf, recvbuf, u, true);
         }

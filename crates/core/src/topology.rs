@@ -15,6 +15,7 @@ use attribute::{Attributes, CommAttribute};
 pub use cartesian::{CartesianCommunicator, CartesianLayout};
 mod inter;
 pub use group::{Group, GroupRelation, SystemGroup, UserGroup};
+pub(crate) use inter::InterSides;
 pub use inter::{InterCommunicator, MergeOrder};
 use std::rc::Rc;
 
@@ -48,6 +49,9 @@ pub struct SimpleCommunicator {
     /// are the remote group, `rank` is this process's rank in the local group. No
     /// collective runs on it.
     pub(crate) inter: bool,
+    /// On an intercommunicator's point-to-point side: the local group's communicator and
+    /// the library's own context, which its collectives run on (`collective/intercoll`).
+    pub(crate) sides: Option<Rc<inter::InterSides>>,
     /// Calls of [`Communicator::split_by_subgroup_with_tag`] so far, by (group, tag)
     /// (the members of a group count the same calls).
     group_calls: Rc<std::cell::RefCell<std::collections::HashMap<(u64, i32), u32>>>,
@@ -73,6 +77,7 @@ impl SimpleCommunicator {
             derived,
             coll_seq,
             inter: false,
+            sides: None,
             group_calls: Rc::default(),
             attrs: Attributes::world(),
             grid: None,
@@ -174,6 +179,7 @@ impl SimpleCommunicator {
             derived: Rc::new(std::cell::Cell::new(0)),
             coll_seq: Rc::new(std::cell::Cell::new(0)),
             inter: false,
+            sides: None,
             group_calls: Rc::default(),
             attrs: Rc::default(),
             grid: None,

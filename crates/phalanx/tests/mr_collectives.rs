@@ -1,6 +1,7 @@
 //! Every collective over real processes: p ∈ {1, 2, 3, 4, 5, 8}, every root, sizes from 0
 //! bytes to 1 MiB, on the world, a split and a duplicate; again under injected loss,
-//! duplication and reordering; and mismatched calls end in an error naming the ranks.
+//! duplication and reordering; the collectives of intercommunicators; and mismatched calls
+//! end in an error naming the ranks.
 
 mod common;
 use common::*;
@@ -329,5 +330,32 @@ fn mr_diagnostics_and_bad_settings() {
         let r = run(&["-n", "2", &ex, "8"], &[(var, value)], LIMIT);
         assert!(!r.ok(), "{var}={value}\n{}", r.dump());
         assert!(r.stderr.contains(var), "{var}={value}\n{}", r.dump());
+    }
+}
+
+#[test]
+fn mr_collectives_on_intercommunicators() {
+    // Both groups (the world's halves) check every intercommunicator collective, in both
+    // directions and with every root, over shared memory, UDP and lossy UDP.
+    let ex = example("intercomm").display().to_string();
+    let cases: [(usize, &[(&str, &str)]); 6] = [
+        (2, &[]),
+        (3, &[]),
+        (5, &[("PHALANX_TRANSPORT", "shm")]),
+        (4, &[("PHALANX_TRANSPORT", "udp")]),
+        (5, &[("PHALANX_TRANSPORT", "udp")]),
+        (
+            5,
+            &[
+                ("PHALANX_TRANSPORT", "udp"),
+                ("PHALANX_FAULTS", "loss=0.1,dup=0.05,reorder=0.1,seed=11"),
+            ],
+        ),
+    ];
+    for (n, env) in cases {
+        let np = n.to_string();
+        let r = run(&["-n", &np, &ex], env, LIMIT);
+        assert!(r.ok(), "p={n} {env:?}\n{}", r.dump());
+        assert_eq!(r.stdout.matches("intercomm ok").count(), n, "{}", r.dump());
     }
 }

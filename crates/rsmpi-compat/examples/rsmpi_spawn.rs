@@ -1,7 +1,8 @@
 //! Dynamic processes the way rsmpi's `spawn` and `spawn_multiple` examples use them:
 //! the world's rank 0 spawns copies of this program, which find their parents through
 //! `world.parent()`; both sides exchange point-to-point messages over the
-//! intercommunicator, meet in its barrier, merge it and reduce over the merged
+//! intercommunicator, meet in its barrier, all-reduce and all-gather over it (each group
+//! gets the other's data), merge it and reduce over the merged
 //! communicator. Then `spawn_multiple` starts two programs (two processes of one, one of
 //! the other) in one new world, whose members check their arguments and receive a
 //! broadcast over the merged communicator.
@@ -45,6 +46,19 @@ fn child(world: &mpi::topology::SimpleCommunicator, parent: mpi::topology::Inter
             // The parents (Low) come first.
             assert_eq!(merged.rank(), parent.remote_size() + rank);
             check_merged_sum(&merged);
+            // Collectives straight on the intercommunicator: each group gets the
+            // other's data (the parents contribute 100 × (rank + 1)).
+            let np = parent.remote_size();
+            let mut sum = 0;
+            parent.all_reduce_into(&(rank + 1), &mut sum, SystemOperation::sum());
+            assert_eq!(
+                sum,
+                100 * np * (np + 1) / 2,
+                "all_reduce over the intercommunicator"
+            );
+            let mut ranks = vec![-1; np as usize];
+            parent.all_gather_into(&rank, &mut ranks[..]);
+            assert_eq!(ranks, (0..np).collect::<Vec<_>>());
             world.barrier();
         }
         "FirstChild" | "SecondChild" => {
@@ -105,6 +119,12 @@ fn main() {
     assert_eq!(merged.rank(), rank);
     assert_eq!(merged.size(), size + 2);
     check_merged_sum(&merged);
+    let mut sum = 0;
+    child.all_reduce_into(&(100 * (rank + 1)), &mut sum, SystemOperation::sum());
+    assert_eq!(sum, 1 + 2, "all_reduce over the intercommunicator");
+    let mut ranks = vec![-1; 2];
+    child.all_gather_into(&rank, &mut ranks[..]);
+    assert_eq!(ranks, vec![0, 1]);
 
     // rsmpi's spawn_multiple.rs: two programs in one new world.
     let child_sizes = [2, 1];

@@ -31,7 +31,7 @@ use super::{CommunicatorCollectives, Root};
 /// Tags on the internal context: the leaders' word (merge, barrier) and the
 /// intercommunicator broadcast.
 const TAG_WORD: Tag = 0;
-const TAG_BCAST: Tag = 1;
+pub(super) const TAG_BCAST: Tag = 1;
 
 /// Most members a group may have (bounds the leaders' exchange).
 const MAX_GROUP: usize = 1 << 20;
@@ -318,8 +318,7 @@ impl InterCommunicator {
 
     /// Returns once every member of both groups has called it (`MPI_Barrier`).
     pub fn barrier(&self) {
-        self.local.barrier();
-        self.swap_word(0);
+        CommunicatorCollectives::barrier(self);
     }
 
     /// The root's side of a broadcast to the remote group (`MPI_Bcast` with
@@ -335,12 +334,7 @@ impl InterCommunicator {
     /// The receivers' side of [`InterCommunicator::broadcast_root`]: every member of this
     /// group receives into `buf` what rank `root` of the remote group sends.
     pub fn broadcast_from<B: ?Sized + BufferMut>(&self, root: Rank, buf: &mut B) {
-        if self.local.rank == 0 {
-            self.internal
-                .process_at_rank(root)
-                .receive_into_with_tag(buf, TAG_BCAST);
-        }
-        self.local.process_at_rank(0).broadcast_into(buf);
+        self.process_at_rank(root).broadcast_into(buf);
     }
 }
 

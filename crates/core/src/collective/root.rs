@@ -59,6 +59,10 @@ pub trait Root {
 
     /// Broadcasts the root's `buffer` into every member's `buffer`.
     fn broadcast_into<B: ?Sized + BufferMut>(&self, buffer: &mut B) {
+        let p = self.root_process();
+        if let Some(x) = super::intercoll::sides(p.comm) {
+            return super::intercoll::broadcast_from(x, p.rank, buffer);
+        }
         if !buffer.datatype().is_contiguous() {
             // A derived datatype (or bools) travels packed (datatype::Packed).
             let mut p = Packed::of(&*buffer);
@@ -91,6 +95,10 @@ pub trait Root {
 
     /// Non-root side of a gather: sends `sendbuf` to the root.
     fn gather_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
+        let p = self.root_process();
+        if let Some(x) = super::intercoll::sides(p.comm) {
+            return super::intercoll::gather_to(x, p.rank, sendbuf, false);
+        }
         if !sendbuf.datatype().is_contiguous() {
             return self.gather_into(&Packed::of(sendbuf));
         }
@@ -100,6 +108,10 @@ pub trait Root {
 
     /// Non-root side of a gather of different counts (`MPI_Gatherv`).
     fn gather_varcount_into<S: ?Sized + Buffer>(&self, sendbuf: &S) {
+        let p = self.root_process();
+        if let Some(x) = super::intercoll::sides(p.comm) {
+            return super::intercoll::gather_to(x, p.rank, sendbuf, true);
+        }
         super::varcount::gatherv::<S, [u8]>(self.root_process(), sendbuf, None, true);
     }
 
@@ -147,6 +159,10 @@ pub trait Root {
 
     /// Non-root side of a scatter of different counts (`MPI_Scatterv`).
     fn scatter_varcount_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
+        let p = self.root_process();
+        if let Some(x) = super::intercoll::sides(p.comm) {
+            return super::intercoll::scatter_varcount_from(x, p.rank, recvbuf);
+        }
         super::varcount::scatterv::<[u8], R>(self.root_process(), None, recvbuf, true);
     }
 
@@ -250,6 +266,10 @@ pub trait Root {
 
     /// Non-root side of a scatter: receives this member's block into `recvbuf`.
     fn scatter_into<R: ?Sized + BufferMut>(&self, recvbuf: &mut R) {
+        let p = self.root_process();
+        if let Some(x) = super::intercoll::sides(p.comm) {
+            return super::intercoll::scatter_from(x, p.rank, recvbuf);
+        }
         if !recvbuf.datatype().is_contiguous() {
             let mut r = Packed::of(&*recvbuf);
             self.scatter_into(&mut r);
@@ -317,6 +337,10 @@ pub trait Root {
 
     /// Non-root side of a reduction.
     fn reduce_into<S: ?Sized + Buffer, O: Operation>(&self, sendbuf: &S, op: O) {
+        let p = self.root_process();
+        if let Some(x) = super::intercoll::sides(p.comm) {
+            return super::intercoll::reduce_to(x, p.rank, sendbuf, op);
+        }
         if let Some(u) = op.user() {
             let p = self.root_process();
             return super::user::reduce::<S, [u8]>(p.comm, sendbuf, None, u, p.rank);

@@ -3,8 +3,8 @@
 //! non-contiguous datatype ([`stage`]).
 //!
 //! Contract: `shape` is the same on every member of a communicator (configuration,
-//! membership and start-up state only); a collective on an intercommunicator's
-//! point-to-point side is an error. `stage` gives the next collective started packed
+//! membership and start-up state only); a collective reaching it on an
+//! intercommunicator's point-to-point side (one `intercoll` does not serve) is an error. `stage` gives the next collective started packed
 //! copies of the caller's buffers; they live until the collective completes, when the
 //! receive copy is unpacked into the caller's buffer (its last step, which the engine
 //! runs).
@@ -21,8 +21,9 @@ pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
         crate::runtime::fatal(
             "collective",
             Error::InvalidComm(
-                "collectives do not run on an intercommunicator: merge it first \
-                 (InterCommunicator::merge / MPI_Intercomm_merge)"
+                "this collective does not run on an intercommunicator (the immediate \
+                 forms, the scans and the `_root` calls of a rank of the other group do \
+                 not): merge it first (InterCommunicator::merge / MPI_Intercomm_merge)"
                     .into(),
             ),
         );

@@ -395,7 +395,7 @@ pub(crate) struct Packed {
 
 impl Packed {
     /// `count` zeroed elements of `t`, packed.
-    fn zeroed(t: &TypeMap, count: usize) -> Packed {
+    pub(crate) fn zeroed(t: &TypeMap, count: usize) -> Packed {
         Packed {
             store: vec![0; (count * t.size()).div_ceil(16)],
             count,

@@ -5,9 +5,10 @@
 //! *remote* group. Point-to-point ranks name processes of the remote group: a send to rank
 //! r goes to the remote group's rank r, and a receive's status names the remote sender.
 //! `rank()` and `size()` are those of the local group (`MPI_Comm_rank`/`MPI_Comm_size`),
-//! `remote_size()` and `remote_group()` the remote one's. Collectives do not run on an
-//! intercommunicator (the call is reported as an error); [`InterCommunicator::merge`]
-//! makes an ordinary communicator of both groups.
+//! `remote_size()` and `remote_group()` the remote one's. The collectives MPI defines on
+//! intercommunicators run on it (`collective/intercoll.rs`: every member gets the remote
+//! group's data); [`InterCommunicator::merge`] makes an ordinary communicator of both
+//! groups.
 //!
 //! Layout: `view` is the point-to-point side (the intercommunicator's context, the
 //! remote group as members, the local rank), `internal` the same on a second context the
@@ -26,6 +27,15 @@ pub struct InterCommunicator {
     pub(crate) view: SimpleCommunicator,
     pub(crate) internal: SimpleCommunicator,
     pub(crate) local: SimpleCommunicator,
+}
+
+/// What an intercommunicator's collectives run on: the local group's communicator (its
+/// collectives) and the internal context (the leaders' and the pairwise exchanges).
+/// Clones share the counters of the intercommunicator's own.
+#[derive(Debug)]
+pub(crate) struct InterSides {
+    pub(crate) local: SimpleCommunicator,
+    pub(crate) internal: SimpleCommunicator,
 }
 
 /// How the two groups are ordered by [`InterCommunicator::merge`]: every member of one
@@ -50,6 +60,10 @@ impl InterCommunicator {
         view.inter = true;
         let mut internal = local.sub(ctx.wrapping_add(1).max(1), local.rank, Some(remote), size);
         internal.inter = true;
+        view.sides = Some(Rc::new(InterSides {
+            local: local.clone(),
+            internal: internal.clone(),
+        }));
         InterCommunicator {
             view,
             internal,
