@@ -20,11 +20,12 @@
 use crate::options::Plan;
 use crate::report;
 use crate::sync::pair_barrier;
-use phalanx::datatype::{Buffer, BufferMut, TypeMap};
 use phalanx::environment::time;
 use phalanx::request::{scope, wait_all};
 use phalanx::topology::{Process, SimpleCommunicator};
 use phalanx::traits::*;
+use phalanx::Count;
+use std::ffi::c_void;
 use std::marker::PhantomData;
 
 /// Tag of the data messages (OSU uses 100).
@@ -179,23 +180,26 @@ pub struct Slot<'a> {
 
 // SAFETY: `ptr` covers `len` bytes exclusively borrowed (by the SharedTarget) for 'a,
 // which every Slot's lifetime is bounded by, and no reference to them exists meanwhile.
-unsafe impl Buffer for Slot<'_> {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.ptr
-    }
-    fn count(&self) -> usize {
-        self.len
-    }
-    fn datatype(&self) -> TypeMap {
-        phalanx::datatype::type_map_of::<u8>()
+// Receives into aliasing slots write the same bytes one after another on the single
+// thread that drives phalanx (funneled), never concurrently, and any byte value is a
+// valid `u8`.
+unsafe impl PointerMut for Slot<'_> {
+    fn pointer_mut(&mut self) -> *mut c_void {
+        self.ptr as *mut c_void
     }
 }
-
-// SAFETY: as above, writable. Receives into aliasing slots write the same bytes one after
-// another on the single thread that drives phalanx (funneled), never concurrently, and
-// any byte value is a valid `u8`.
-unsafe impl BufferMut for Slot<'_> {
-    fn buffer_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr
+// SAFETY: `len` bytes, as above.
+unsafe impl Collection for Slot<'_> {
+    fn count(&self) -> Count {
+        Count::try_from(self.len).expect("slot longer than a Count")
     }
 }
+// SAFETY: bytes.
+unsafe impl AsDatatype for Slot<'_> {
+    type Out = <u8 as Equivalence>::Out;
+    fn as_datatype(&self) -> Self::Out {
+        u8::equivalent_datatype()
+    }
+}
+// SAFETY: the parts above.
+unsafe impl BufferMut for Slot<'_> {}

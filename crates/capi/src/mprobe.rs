@@ -52,6 +52,31 @@ fn store(m: Message, comm: Handle, bytes: u64) -> Handle {
     })
 }
 
+/// The handle of a Rust `Message` (`phalanx::raw::AsRaw`): the first time, a copy of it
+/// goes into the table under a new handle, which the message keeps (and a C matched
+/// receive overwrites with `MPI_MESSAGE_NULL` through `AsRawMut`); a receive in Rust or a
+/// drop takes the copy back (`reclaim`).
+pub fn handle_of(m: &Message) -> Handle {
+    if let Some(copy) = m.c_copy() {
+        let comm = state::handle_of(m.c_comm());
+        let h = store(copy, comm, m.c_bytes());
+        m.c_issue(h);
+        phalanx::point_to_point::set_c_reclaim(reclaim);
+    }
+    // SAFETY: the message's own handle cell.
+    unsafe { m.c_handle_slot().read() }
+}
+
+/// Takes the copy kept under handle `h` back (`None`: a C receive took it, or the table
+/// is gone at thread exit).
+fn reclaim(h: usize) -> Option<Message> {
+    MESSAGES
+        .try_with(|t| t.borrow_mut().0.remove(&h))
+        .ok()
+        .flatten()
+        .map(|p| p.0)
+}
+
 /// Takes the message named by `h` out of the table.
 fn take(h: Handle) -> CResult<Probed> {
     MESSAGES

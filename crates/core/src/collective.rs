@@ -15,6 +15,7 @@ use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::{signature, CollCall, CollKind};
 use crate::datatype::{Buffer, BufferMut, Packed, Partition, PartitionMut, TypeMap};
+use crate::datatype::{Described, ReadPtr, WritePtr};
 use crate::engine::requests::ReqId;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
@@ -310,12 +311,12 @@ fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<(Chosen, Plan), Error
 
 /// Whether both buffers' datatypes are contiguous (else a blocking collective runs on
 /// packed copies: datatype::Packed).
-fn contiguous<S: ?Sized + Buffer, R: ?Sized + Buffer>(s: &S, r: &R) -> bool {
+fn contiguous<S: ?Sized + Described, R: ?Sized + Described>(s: &S, r: &R) -> bool {
     s.datatype().is_contiguous() && r.datatype().is_contiguous()
 }
 
-fn bytes<B: ?Sized + Buffer>(b: &B) -> usize {
-    b.count() * b.datatype().size()
+fn bytes<B: ?Sized + Described>(b: &B) -> usize {
+    b.elements() * b.datatype().size()
 }
 
 fn check(cond: bool, what: &str) -> Result<(), Error> {
@@ -470,7 +471,7 @@ pub trait CommunicatorCollectives: Communicator {
             return intercoll::all_gather(x, sendbuf, recvbuf);
         }
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.all_gather_into(&Packed::of(sendbuf), &mut r);
             return r.unpack_into(recvbuf);
         }
@@ -511,7 +512,7 @@ pub trait CommunicatorCollectives: Communicator {
             return intercoll::all_to_all(x, sendbuf, recvbuf);
         }
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.all_to_all_into(&Packed::of(sendbuf), &mut r);
             return r.unpack_into(recvbuf);
         }
@@ -556,7 +557,7 @@ pub trait CommunicatorCollectives: Communicator {
             return user::all_reduce(c, sendbuf, recvbuf, u);
         }
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.all_reduce_into(&Packed::of(sendbuf), &mut r, op);
             return r.unpack_into(recvbuf);
         }
@@ -603,7 +604,7 @@ pub trait CommunicatorCollectives: Communicator {
             return user::scan(self.as_simple(), sendbuf, recvbuf, u, false);
         }
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.scan_into(&Packed::of(sendbuf), &mut r, op);
             return r.unpack_into(recvbuf);
         }
@@ -651,7 +652,7 @@ pub trait CommunicatorCollectives: Communicator {
             return user::scan(self.as_simple(), sendbuf, recvbuf, u, true);
         }
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.exclusive_scan_into(&Packed::of(sendbuf), &mut r, op);
             return r.unpack_into(recvbuf);
         }
@@ -795,7 +796,7 @@ fn all_gather_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         root: None,
         op: None,
         dt: sendbuf.datatype(),
-        count: sendbuf.count(),
+        count: sendbuf.elements(),
         send: (sendbuf.buffer_ptr(), block),
         recv: (recvbuf.buffer_mut_ptr(), recv_len),
         comm: c,
@@ -849,7 +850,7 @@ fn all_to_all_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         root: None,
         op: None,
         dt: sendbuf.datatype(),
-        count: sendbuf.count() / p.max(1),
+        count: sendbuf.elements() / p.max(1),
         send: (sendbuf.buffer_ptr(), total),
         recv: (recvbuf.buffer_mut_ptr(), recv_len),
         comm: c,
@@ -896,7 +897,7 @@ fn reduction_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         root: None,
         op: Some(op),
         dt: sendbuf.datatype(),
-        count: sendbuf.count(),
+        count: sendbuf.elements(),
         send: (sendbuf.buffer_ptr(), bytes(sendbuf)),
         recv: (recvbuf.buffer_mut_ptr(), bytes(recvbuf)),
         comm: c,

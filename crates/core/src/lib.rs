@@ -39,9 +39,7 @@ pub type Count = i32;
 pub mod traits {
     pub use crate::attribute::CommAttribute;
     pub use crate::collective::{CommunicatorCollectives, Operation, Root};
-    pub use crate::datatype::{
-        AsDatatype, Buffer, BufferMut, Datatype, Equivalence, UncommittedDatatype,
-    };
+    pub use crate::datatype::traits::*;
     pub use crate::point_to_point::{Destination, MatchedReceiveVec, Source};
     pub use crate::topology::{AnyCommunicator, AsCommunicator, Communicator, Group};
     pub use phalanx_derive::Equivalence;

@@ -8,6 +8,7 @@
 //! honour the capacity attached with `Universe::set_buffer_size` (the engine's `bsend`).
 
 use crate::datatype::{Buffer, BufferMut, Equivalence, TypeMap};
+use crate::datatype::{Described, ReadPtr, WritePtr};
 use crate::engine::{RawStatus, RecvBuf, SendBuf};
 use crate::error::Error;
 use crate::request::{Request, Scope};
@@ -18,6 +19,8 @@ use crate::Tag;
 use std::mem::MaybeUninit;
 
 mod matched;
+#[doc(hidden)]
+pub use matched::set_c_reclaim;
 pub use matched::{MatchedReceiveVec, Message, ReceiveFuture};
 
 /// The point-to-point traits (rsmpi's `point_to_point::traits`).
@@ -26,13 +29,21 @@ pub mod traits {
 }
 
 fn send_buf<B: ?Sized + Buffer>(buf: &B) -> SendBuf {
-    let dt = buf.datatype();
+    // SAFETY: Buffer guarantees its elements at its pointer.
+    unsafe { send_raw(buf.buffer_ptr(), buf.elements(), buf.datatype()) }
+}
+
+/// `count` elements of `dt` at `ptr` as a send buffer.
+///
+/// # Safety
+/// `ptr` holds `count` elements of `dt`, readable while the result is used.
+unsafe fn send_raw(ptr: *const u8, count: usize, dt: TypeMap) -> SendBuf {
     if dt.is_contiguous() {
-        SendBuf::Raw(buf.buffer_ptr(), buf.count() * dt.size())
+        SendBuf::Raw(ptr, count * dt.size())
     } else {
         let mut v = Vec::new();
-        // SAFETY: Buffer guarantees count * extent readable bytes.
-        unsafe { dt.pack(buf.buffer_ptr(), buf.count(), &mut v) };
+        // SAFETY: the caller's promise: count * extent readable bytes.
+        unsafe { dt.pack(ptr, count, &mut v) };
         SendBuf::Owned(v)
     }
 }
@@ -173,7 +184,7 @@ fn receive_into_impl<S: Source + ?Sized, B: ?Sized + BufferMut>(
     buf: &mut B,
     tag: Option<Tag>,
 ) -> Status {
-    let rb = recv_buf(buf.buffer_mut_ptr(), buf.count(), buf.datatype());
+    let rb = recv_buf(buf.buffer_mut_ptr(), buf.elements(), buf.datatype());
     let (src, ctx) = (s.source_world(), s.comm().context());
     let raw = call("receive", |e| e.recv(rb, src, tag, ctx));
     s.comm().status(raw)
@@ -196,7 +207,7 @@ where
     let rb = unsafe {
         recv_buf(
             (*data).buffer_mut_ptr(),
-            (*data).count(),
+            (*data).elements(),
             (*data).datatype(),
         )
     };
@@ -552,7 +563,7 @@ where
     D: Destination + ?Sized,
     S: Source + ?Sized,
 {
-    let out = owned_copy(&*buf);
+    let out = owned_copy(&mut *buf);
     exchange(out, destination, sendtag, source, |s| {
         receive_into_impl(s, buf, Some(receivetag))
     })
@@ -565,15 +576,16 @@ where
     D: Destination + ?Sized,
     S: Source + ?Sized,
 {
-    let out = owned_copy(&*buf);
+    let out = owned_copy(&mut *buf);
     exchange(out, destination, 0, source, |s| {
         receive_into_impl(s, buf, None)
     })
 }
 
 /// The contents of `buf` as an owned (packed) send buffer.
-fn owned_copy<B: ?Sized + Buffer>(buf: &B) -> SendBuf {
-    match send_buf(buf) {
+fn owned_copy<B: ?Sized + BufferMut>(buf: &mut B) -> SendBuf {
+    // SAFETY: BufferMut guarantees its elements at its pointer; they are copied at once.
+    match unsafe { send_raw(buf.buffer_mut_ptr(), buf.elements(), buf.datatype()) } {
         SendBuf::Raw(p, n) => {
             // SAFETY: Buffer guarantees `n` readable bytes at `p` for a contiguous type.
             SendBuf::Owned(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())

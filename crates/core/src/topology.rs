@@ -529,7 +529,8 @@ pub trait Communicator {
     where
         Self: Sized,
     {
-        let mut out = vec![0; inbuf.count() * inbuf.datatype().size()];
+        use crate::datatype::Described;
+        let mut out = vec![0; inbuf.elements() * inbuf.datatype().size()];
         self.pack_into(inbuf, &mut out, 0);
         out
     }

@@ -1,7 +1,9 @@
 //! `#[derive(Equivalence)]` for phalanx.
 //!
 //! Contract: the derive accepts only structs (named, tuple or unit) whose fields all
-//! implement `phalanx::datatype::Equivalence`, and emits a compile-time assertion that
+//! implement `phalanx::datatype::Equivalence` or are arrays (nested to any depth) of such
+//! — arrays are buffers of D elements, not `Equivalence`, as in rsmpi, so an array field
+//! `[E; D]` is described here as D contiguous copies of `E`'s datatype — and emits a compile-time assertion that
 //! the struct has no padding (the sum of its field sizes equals its size), so that every
 //! byte of the value is data and every bit pattern is valid. Enums and unions are
 //! rejected: their bit patterns are restricted.
@@ -23,6 +25,21 @@ fn phalanx_path() -> proc_macro2::TokenStream {
             quote!(::#id)
         }
         Ok(FoundCrate::Itself) | Err(_) => quote!(::phalanx),
+    }
+}
+
+/// The expression building the type map of a field of type `ty`: arrays (also nested,
+/// parenthesized or in invisible groups) as contiguous copies of their element's.
+fn type_map_expr(krate: &proc_macro2::TokenStream, ty: &syn::Type) -> proc_macro2::TokenStream {
+    match ty {
+        syn::Type::Array(a) => {
+            let len = &a.len;
+            let elem = type_map_expr(krate, &a.elem);
+            quote!(#krate::datatype::TypeMap::contiguous(#len, &#elem))
+        }
+        syn::Type::Paren(p) => type_map_expr(krate, &p.elem),
+        syn::Type::Group(g) => type_map_expr(krate, &g.elem),
+        _ => quote!(#krate::datatype::type_map_of::<#ty>()),
     }
 }
 
@@ -72,6 +89,8 @@ pub fn derive_equivalence(input: TokenStream) -> TokenStream {
         Fields::Unit => (Vec::new(), Vec::new()),
     };
     let krate = phalanx_path();
+    let maps: Vec<proc_macro2::TokenStream> =
+        types.iter().map(|t| type_map_expr(&krate, t)).collect();
     let expanded = quote! {
         const _: () = {
             assert!(
@@ -90,7 +109,7 @@ pub fn derive_equivalence(input: TokenStream) -> TokenStream {
                     ::core::mem::size_of::<Self>(),
                     &[ #( (
                         ::core::mem::offset_of!(#name, #members),
-                        #krate::datatype::type_map_of::<#types>(),
+                        #maps,
                     ) ),* ],
                 )
             }

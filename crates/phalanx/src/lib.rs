@@ -32,14 +32,16 @@
 //! The C functions of the MPI-5 standard ABI that phalanx's C interface implements
 //! (`libmpi_abi`) are [`ffi`], rsmpi's `mpi::ffi`, usable beside the Rust API: after
 //! [`initialize`], `ffi::MPI_Comm_rank(ffi::RSMPI_COMM_WORLD, &mut r)` works, and
-//! [`raw::AsRaw`] gives the C handle of a communicator, a predefined datatype or a
-//! predefined operation.
+//! [`raw::AsRaw`] gives the C handle of a communicator, a predefined datatype, a
+//! predefined operation or a matched message ([`raw::AsRawMut`]: the place a C matched
+//! receive writes `MPI_MESSAGE_NULL` back into).
 
 pub use phalanx_core::*;
 
-/// The usual imports: `use phalanx::traits::*;` (with [`raw::AsRaw`], [`raw::FromRaw`]).
+/// The usual imports: `use phalanx::traits::*;` (with [`raw::AsRaw`], [`raw::AsRawMut`],
+/// [`raw::FromRaw`]).
 pub mod traits {
-    pub use crate::raw::{AsRaw, FromRaw};
+    pub use crate::raw::{AsRaw, AsRawMut, FromRaw};
     pub use phalanx_core::traits::*;
 }
 
@@ -96,12 +98,21 @@ pub mod ffi {
 }
 
 /// C handles of the Rust API's objects (rsmpi's `mpi::raw`).
+///
+/// Contract: a handle names the same object for as long as the Rust object lives.
+/// [`AsRawMut`](crate::raw::AsRawMut) is implemented, as in rsmpi, for
+/// [`Message`](crate::point_to_point::Message) only: its handle lives in the message, and
+/// `MPI_Mrecv`/`MPI_Imrecv` given `as_raw_mut()` receive it and write `MPI_MESSAGE_NULL`
+/// there (the message is then received; a Rust receive of it is an error). A message
+/// whose handle was asked for and is received in Rust, or dropped, is taken back from the
+/// C interface first (`phalanx_core::point_to_point` module docs).
 pub mod raw {
     use crate::ffi;
     use phalanx_core::collective::SystemOperation;
     use phalanx_core::datatype::{
         DatatypeRef, Primitive, TypeMap, UncommittedDatatype, UserDatatype,
     };
+    use phalanx_core::point_to_point::Message;
     use phalanx_core::topology::{InterCommunicator, SimpleCommunicator, UserGroup};
 
     /// Something with a C handle.
@@ -122,6 +133,36 @@ pub mod raw {
         /// communicator.
         fn as_raw(&self) -> ffi::MPI_Comm {
             mpi_abi::state::handle_of(self)
+        }
+    }
+
+    /// Something with a C handle kept in it, which C functions may write (rsmpi's
+    /// `AsRawMut`).
+    ///
+    /// # Safety
+    /// The pointer is valid for reads and writes of the handle while `self` is mutably
+    /// borrowed.
+    pub unsafe trait AsRawMut: AsRaw {
+        /// Where the handle is kept.
+        fn as_raw_mut(&mut self) -> *mut <Self as AsRaw>::Raw;
+    }
+
+    // SAFETY: the table of the C interface keeps the message's copy under its handle
+    // until a receive (C or Rust) or the message's drop.
+    unsafe impl AsRaw for Message {
+        type Raw = ffi::MPI_Message;
+        /// The message's handle (the same each time), `MPI_MESSAGE_NULL` once a C
+        /// matched receive took it.
+        fn as_raw(&self) -> ffi::MPI_Message {
+            mpi_abi::mprobe::handle_of(self)
+        }
+    }
+
+    // SAFETY: the handle cell lives in the message.
+    unsafe impl AsRawMut for Message {
+        fn as_raw_mut(&mut self) -> *mut ffi::MPI_Message {
+            mpi_abi::mprobe::handle_of(self);
+            self.c_handle_slot()
         }
     }
 

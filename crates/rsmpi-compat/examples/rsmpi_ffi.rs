@@ -1,7 +1,8 @@
 //! rsmpi's `mpi::ffi` beside the Rust API, the way rsmpi programs mix them: the C
 //! functions on the Rust API's universe (no `MPI_Init`), handles from `as_raw()` of a
 //! communicator, a datatype and an operation, and messages crossing between a C send and
-//! a Rust receive (and back).
+//! a Rust receive (and back); a matched message received through C by its handle
+//! (`AsRawMut`), one whose handle was asked for received in Rust, one dropped.
 
 use mpi::collective::SystemOperation;
 use mpi::ffi;
@@ -88,6 +89,51 @@ fn main() {
     } else if size > 1 && rank == 0 {
         world.process_at_rank(1).send_with_tag(&1234u64, 9);
     }
+    // Matched messages and C (rsmpi's `AsRawMut` for `Message`), around the ring.
+    let next = world.process_at_rank((rank + 1) % size);
+    let from = (rank + size - 1) % size;
+    let prev = world.process_at_rank(from);
+    let (first, second) = (rank as i64 * 3, [rank as u16; 4]);
+    mpi::request::scope(|scope| {
+        let a = next.immediate_send_with_tag(scope, &first, 20);
+        let b = next.immediate_send_with_tag(scope, &second, 21);
+        let c = next.immediate_send_with_tag(scope, &7u8, 22);
+        // Received by MPI_Mrecv through the handle in the message.
+        let (mut msg, status) = prev.matched_probe_with_tag(20);
+        assert_eq!(status.source_rank(), from);
+        let h = msg.as_raw();
+        assert_ne!(h, ffi::RSMPI_MESSAGE_NULL);
+        assert_eq!(msg.as_raw(), h, "one handle per message");
+        let mut x: i64 = -1;
+        // SAFETY: one i64, the message's handle, a writable status.
+        let rc = unsafe {
+            ffi::MPI_Mrecv(
+                &mut x as *mut i64 as *mut c_void,
+                1,
+                ffi::RSMPI_INT64_T,
+                msg.as_raw_mut(),
+                st.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, ffi::MPI_SUCCESS);
+        assert_eq!(x, from as i64 * 3);
+        assert_eq!(msg.as_raw(), ffi::RSMPI_MESSAGE_NULL);
+        drop(msg);
+        // Its handle asked for, received in Rust.
+        let (msg, _) = prev.matched_probe_with_tag(21);
+        assert_ne!(msg.as_raw(), ffi::RSMPI_MESSAGE_NULL);
+        let mut y = [0u16; 4];
+        msg.matched_receive_into(&mut y);
+        assert_eq!(y, [from as u16; 4]);
+        // Its handle asked for, dropped: thrown away, so its send completes.
+        let (msg, _) = prev.matched_probe_with_tag(22);
+        let _ = msg.as_raw();
+        drop(msg);
+        a.wait();
+        b.wait();
+        c.wait();
+    });
+
     // Handles back to Rust objects (rsmpi's FromRaw), a group through C.
     // SAFETY: live handles from as_raw.
     let back = unsafe { mpi::topology::SimpleCommunicator::from_raw(dup.as_raw()) };

@@ -102,7 +102,10 @@ fn main() {
     next.send_with_tag(&(rank as i64 * 1000), 20);
     let (v, st) = future.get();
     assert_eq!((v, st.source_rank()), (prev_rank as i64 * 1000, prev_rank));
-    let mut future = prev.immediate_receive::<[i16; 2]>();
+    // An array is a buffer of its elements (two i16s), received as one derived `Pair`.
+    #[derive(Equivalence, Clone, Copy, PartialEq, Debug)]
+    struct Pair([i16; 2]);
+    let mut future = prev.immediate_receive::<Pair>();
     world.barrier();
     next.send(&[rank as i16, -(rank as i16)]);
     let (v, _) = loop {
@@ -111,7 +114,7 @@ fn main() {
             Err(f) => future = f,
         }
     };
-    assert_eq!(v, [prev_rank as i16, -(prev_rank as i16)]);
+    assert_eq!(v, Pair([prev_rank as i16, -(prev_rank as i16)]));
     world.barrier();
 
     // Buffered sends against an attached buffer: room for two messages in flight.

@@ -135,6 +135,13 @@ fn rsmpi_datatypes_on_2_and_3_ranks() {
 }
 
 #[test]
+fn rsmpi_buffers_on_2_and_3_ranks() {
+    runs_on("rsmpi_buffers", 2, "buffers");
+    runs_on("rsmpi_buffers", 3, "buffers");
+    runs_over("rsmpi_buffers", 3, "buffers", "udp");
+}
+
+#[test]
 fn rsmpi_datatype_misuse_is_an_error() {
     let prog = example("rsmpi_datatype_misuse");
     for (case, call) in [

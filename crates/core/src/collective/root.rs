@@ -17,6 +17,7 @@ use crate::coll::ops::OpKind;
 use crate::coll::schedule::{Buf, Plan};
 use crate::coll::CollKind;
 use crate::datatype::{Buffer, BufferMut, Packed, TypeMap};
+use crate::datatype::{Described, ReadPtr, WritePtr};
 use crate::request::{Request, Scope};
 use crate::topology::{Communicator, Process};
 
@@ -65,7 +66,7 @@ pub trait Root {
         }
         if !buffer.datatype().is_contiguous() {
             // A derived datatype (or bools) travels packed (datatype::Packed).
-            let mut p = Packed::of(&*buffer);
+            let mut p = Packed::of_mut(&mut *buffer);
             self.broadcast_into(&mut p);
             return p.unpack_into(buffer);
         }
@@ -214,7 +215,7 @@ pub trait Root {
         recvbuf: &mut R,
     ) {
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.gather_into_root(&Packed::of(sendbuf), &mut r);
             return r.unpack_into(recvbuf);
         }
@@ -271,7 +272,7 @@ pub trait Root {
             return super::intercoll::scatter_from(x, p.rank, recvbuf);
         }
         if !recvbuf.datatype().is_contiguous() {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.scatter_into(&mut r);
             return r.unpack_into(recvbuf);
         }
@@ -286,7 +287,7 @@ pub trait Root {
         recvbuf: &mut R,
     ) {
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.scatter_into_root(&Packed::of(sendbuf), &mut r);
             return r.unpack_into(recvbuf);
         }
@@ -369,7 +370,7 @@ pub trait Root {
             return super::user::reduce(p.comm, sendbuf, Some(recvbuf), u, p.rank);
         }
         if !contiguous(sendbuf, recvbuf) {
-            let mut r = Packed::of(&*recvbuf);
+            let mut r = Packed::of_mut(&mut *recvbuf);
             self.reduce_into_root(&Packed::of(sendbuf), &mut r, op);
             return r.unpack_into(recvbuf);
         }
@@ -489,7 +490,7 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
         root: Some(p.rank()),
         op: None,
         dt: buffer.datatype(),
-        count: buffer.count(),
+        count: buffer.elements(),
         send: (ptr as *const u8, len),
         recv: (ptr, len),
         comm: p.comm,
@@ -540,7 +541,7 @@ fn gather_spec<'c, S: ?Sized + Buffer>(
         root: Some(p.rank()),
         op: None,
         dt: sendbuf.datatype(),
-        count: sendbuf.count(),
+        count: sendbuf.elements(),
         send: (sendbuf.buffer_ptr(), block),
         recv,
         comm: p.comm,
@@ -585,7 +586,7 @@ fn scatter_spec<'c, R: ?Sized + BufferMut>(
         root: Some(p.rank()),
         op: None,
         dt,
-        count: recvbuf.count(),
+        count: recvbuf.elements(),
         send,
         recv: (recvbuf.buffer_mut_ptr(), block),
         comm: p.comm,
@@ -628,7 +629,7 @@ fn reduce_spec<'c, S: ?Sized + Buffer>(
         root: Some(p.rank()),
         op: Some(op),
         dt: sendbuf.datatype(),
-        count: sendbuf.count(),
+        count: sendbuf.elements(),
         send: (sendbuf.buffer_ptr(), len),
         recv,
         comm: p.comm,

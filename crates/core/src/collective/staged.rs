@@ -77,7 +77,7 @@ where
 {
     let ps = send.map(|s| Box::new(Packed::of(s)));
     // SAFETY: the caller's receive buffer, borrowed by the request for 'a.
-    let mut pr = recv.map(|r| Box::new(Packed::of(unsafe { &*r })));
+    let mut pr = recv.map(|r| Box::new(Packed::of_mut(unsafe { &mut *r })));
     let s_ptr = ps.as_deref().map(|p| p as *const Packed);
     let r_ptr = pr.as_deref_mut().map(|p| p as *mut Packed);
     let finish = move || {

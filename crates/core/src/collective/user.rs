@@ -15,6 +15,7 @@
 //! so the operation must not call phalanx). Every rank must pass the same operation.
 
 use crate::datatype::{Buffer, BufferMut, TypeMap};
+use crate::datatype::{Described, ReadPtr, WritePtr};
 pub use crate::datatype::{DynBuffer, DynBufferMut};
 use crate::point_to_point::{Destination, Source};
 use crate::topology::{Communicator, SimpleCommunicator};
@@ -89,14 +90,14 @@ fn packed<B: ?Sized + Buffer>(buf: &B) -> Vec<u8> {
     let dt = buf.datatype();
     let mut v = Vec::new();
     // SAFETY: Buffer guarantees `count` elements of `dt` at its pointer.
-    unsafe { dt.pack(buf.buffer_ptr(), buf.count(), &mut v) };
+    unsafe { dt.pack(buf.buffer_ptr(), buf.elements(), &mut v) };
     v
 }
 
 /// `data` (packed) into `buf`.
 fn unpacked<B: ?Sized + BufferMut>(data: &[u8], buf: &mut B) {
     let dt = buf.datatype();
-    let n = data.len().min(buf.count() * dt.size());
+    let n = data.len().min(buf.elements() * dt.size());
     // SAFETY: BufferMut guarantees room for `count` elements of `dt`; at most that many
     // packed bytes are unpacked.
     unsafe { dt.unpack(&data[..n], buf.buffer_mut_ptr()) };
@@ -286,33 +287,33 @@ where
     O: super::Operation,
 {
     let dt = sendbuf.datatype();
-    let n = sendbuf.count() * dt.size();
-    let r =
-        if recvbuf.datatype().signature() != dt.signature() || recvbuf.count() != sendbuf.count() {
-            Err(crate::Error::InvalidArg(
-                "reduce_local_into: send and receive buffers differ in type or length".into(),
-            ))
-        } else if !dt.is_contiguous() {
-            Err(crate::Error::InvalidArg(
-                "reduce_local_into: only contiguous element types".into(),
-            ))
-        } else {
-            // SAFETY: Buffer/BufferMut guarantee `n` bytes at each pointer (same count and a
-            // contiguous type of the same size); a `&` and a `&mut` never overlap.
-            let (src, acc) = unsafe {
-                (
-                    std::slice::from_raw_parts(sendbuf.buffer_ptr(), n),
-                    std::slice::from_raw_parts_mut(recvbuf.buffer_mut_ptr(), n),
-                )
-            };
-            match op.user() {
-                Some(u) => {
-                    u.combine(&dt, src, acc);
-                    Ok(())
-                }
-                None => crate::coll::ops::apply(op.kind(), &dt, acc, src),
-            }
+    let n = sendbuf.elements() * dt.size();
+    let same = recvbuf.elements() == sendbuf.elements();
+    let r = if recvbuf.datatype().signature() != dt.signature() || !same {
+        Err(crate::Error::InvalidArg(
+            "reduce_local_into: send and receive buffers differ in type or length".into(),
+        ))
+    } else if !dt.is_contiguous() {
+        Err(crate::Error::InvalidArg(
+            "reduce_local_into: only contiguous element types".into(),
+        ))
+    } else {
+        // SAFETY: Buffer/BufferMut guarantee `n` bytes at each pointer (same count and a
+        // contiguous type of the same size); a `&` and a `&mut` never overlap.
+        let (src, acc) = unsafe {
+            (
+                std::slice::from_raw_parts(sendbuf.buffer_ptr(), n),
+                std::slice::from_raw_parts_mut(recvbuf.buffer_mut_ptr(), n),
+            )
         };
+        match op.user() {
+            Some(u) => {
+                u.combine(&dt, src, acc);
+                Ok(())
+            }
+            None => crate::coll::ops::apply(op.kind(), &dt, acc, src),
+        }
+    };
     if let Err(e) = r {
         crate::runtime::fatal("reduce_local_into", e);
     }

@@ -18,35 +18,14 @@
 //! the immediate forms refuse them with an error.
 
 use crate::datatype::{Buffer, BufferMut, Packed, Partition, PartitionMut, TypeMap};
+use crate::datatype::{Described, ReadPtr, WritePtr};
 use crate::topology::{Communicator, SimpleCommunicator};
 use crate::{Count, Rank};
 
-/// One block of a partition as a buffer of its own.
+/// One block of a partition: its start and count.
 struct Block {
     ptr: *mut u8,
     count: usize,
-    dt: TypeMap,
-}
-
-// SAFETY: a block lies inside its partition's buffer (checked by `blocks`), which the
-// partition borrows for the whole call.
-unsafe impl Buffer for Block {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.ptr
-    }
-    fn count(&self) -> usize {
-        self.count
-    }
-    fn datatype(&self) -> TypeMap {
-        self.dt.clone()
-    }
-}
-
-// SAFETY: as above; a receive partition's blocks do not overlap (checked).
-unsafe impl BufferMut for Block {
-    fn buffer_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr
-    }
 }
 
 fn bad(call: &str, what: String) -> ! {
@@ -99,11 +78,7 @@ fn blocks(
         }
         // SAFETY: `lo` is inside the buffer (checked above) or the block is empty.
         let ptr = if c > 0 { unsafe { ptr.add(lo) } } else { ptr };
-        out.push(Block {
-            ptr,
-            count: c,
-            dt: dt.clone(),
-        });
+        out.push(Block { ptr, count: c });
     }
     if disjoint {
         spans.sort_unstable();
@@ -114,8 +89,8 @@ fn blocks(
     out
 }
 
-fn len_of<B: ?Sized + Buffer>(b: &B) -> usize {
-    b.count() * b.datatype().extent()
+fn len_of<B: ?Sized + Described>(b: &B) -> usize {
+    b.elements() * b.datatype().extent()
 }
 
 // ---- On the core's schedules (blocking and immediate; contiguous datatypes) ----
@@ -237,7 +212,7 @@ where
         let ps = Packed::of(send);
         match recv {
             Some(part) => {
-                let mut pr = Packed::of(&*part.buf);
+                let mut pr = Packed::of_mut(&mut *part.buf);
                 {
                     let mut pp = PartitionMut::new(&mut pr, &part.counts[..], &part.displs[..]);
                     gatherv(p, &ps, Some(&mut pp), true);
@@ -250,7 +225,7 @@ where
         }
         return None;
     }
-    let mine = send.count() * sdt.size();
+    let mine = send.elements() * sdt.size();
     let (rbuf, blocks) = match recv {
         Some(part) => {
             let len = len_of(&*part.buf);
@@ -320,7 +295,7 @@ where
         };
     }
     if !plain(&dts) {
-        let mut pr = Packed::of(&*recv);
+        let mut pr = Packed::of_mut(&mut *recv);
         match send {
             Some(part) => {
                 let ps = Packed::of(part.buf);
@@ -334,7 +309,7 @@ where
         pr.unpack_into(recv);
         return None;
     }
-    let mine = recv.count() * rdt.size();
+    let mine = recv.elements() * rdt.size();
     let (sbuf, blocks) = match send {
         Some(part) => {
             let len = len_of(part.buf);
@@ -390,7 +365,7 @@ where
     }
     if !plain(&[&sdt, &rdt]) {
         let ps = Packed::of(send);
-        let mut pr = Packed::of(&*recv.buf);
+        let mut pr = Packed::of_mut(&mut *recv.buf);
         {
             let mut pp = PartitionMut::new(&mut pr, &recv.counts[..], &recv.displs[..]);
             allgatherv(c, &ps, &mut pp, true);
@@ -402,7 +377,7 @@ where
     let ptr = recv.buf.buffer_mut_ptr();
     let layout = (&recv.counts[..], &recv.displs[..]);
     let blocks = byte_blocks(call, (ptr, len), &rdt, layout, c.size(), true);
-    let mine = send.count() * sdt.size();
+    let mine = send.elements() * sdt.size();
     if blocks[c.rank() as usize].1 != mine {
         bad(
             call,
@@ -454,7 +429,7 @@ where
     }
     if !plain(&[&sdt, &rdt]) {
         let ps = Packed::of(send.buf);
-        let mut pr = Packed::of(&*recv.buf);
+        let mut pr = Packed::of_mut(&mut *recv.buf);
         {
             let sp = Partition::new(&ps, &send.counts[..], &send.displs[..]);
             let mut rp = PartitionMut::new(&mut pr, &recv.counts[..], &recv.displs[..]);
@@ -526,17 +501,17 @@ where
     }
     if !plain(&[&sdt, &rdt]) {
         let ps = Packed::of(send);
-        let mut pr = Packed::of(&*recv);
+        let mut pr = Packed::of_mut(&mut *recv);
         reduce_scatter_block(c, &ps, &mut pr, op, true);
         pr.unpack_into(recv);
         return None;
     }
-    let n = recv.count();
+    let n = recv.elements();
     let p = c.size() as usize;
-    if send.count() != n * p || sdt.signature() != rdt.signature() {
+    if send.elements() != n * p || sdt.signature() != rdt.signature() {
         bad(
             call,
-            format!("{} elements sent for {p} blocks of {n}", send.count()),
+            format!("{} elements sent for {p} blocks of {n}", send.elements()),
         );
     }
     let block = n * rdt.size();

@@ -3,16 +3,35 @@
 //!
 //! Contract: every send packs and every receive unpacks through a [`TypeMap`] (a type
 //! signature plus an (offset, length) block list, `typemap.rs`); contiguous types take the
-//! memcpy fast path. A [`Buffer`] is `count` elements of its type map at a pointer.
+//! memcpy fast path.
+//!
+//! Buffers are rsmpi 0.8's traits, with its names, supertraits and signatures: a
+//! [`Buffer`] is [`Pointer`] + [`Collection`] + [`AsDatatype`] (`count()` elements, a
+//! [`Count`], of `as_datatype()` at `pointer()`), a [`BufferMut`] is [`PointerMut`] +
+//! [`Collection`] + [`AsDatatype`] (not a `Buffer`), and a program may implement them for
+//! its own types. They are implemented for every `T: Equivalence` (one element), `[T]`,
+//! `Vec<T>` and `[T; D]` (D elements of `T`, as in rsmpi), for the views and dynamic
+//! buffers (`view.rs`), and — with [`Partitioned`], [`PartitionedBuffer`] and
+//! [`PartitionedBufferMut`] — for [`Partition`] and [`PartitionMut`]. The crate itself
+//! reads any buffer through crate-private extensions implemented once for all of them:
+//! `Described` (`elements()`: the count as `usize`, from `Collection`'s hidden
+//! `element_count`, which the crate's own buffers give without the `Count` conversion, so
+//! the C interface's byte buffers beyond `Count::MAX` bytes still move; `datatype()`: the [`TypeMap`] of
+//! `as_datatype()`, an `Arc` clone), `ReadPtr::buffer_ptr` and `WritePtr::buffer_mut_ptr`
+//! (the pointers as bytes).
 //!
 //! [`Equivalence`] is an `unsafe trait`: implementing it promises that the datatype's
 //! blocks lie inside `Self`, cover only initialized bytes (padding may be skipped, not
 //! described), that its extent is `size_of::<Self>()`, and that every value of its
 //! primitives is valid for the bytes it lands on. `#[derive(Equivalence)]` checks this at
-//! compile time (no padding, every field `Equivalence`). It is implemented here for the
-//! integer and float types, arrays, `bool` (whose bytes are made 0 or 1 whenever a message
-//! is unpacked, so no received byte makes an invalid `bool`) and, with the `complex`
-//! feature, `num_complex::Complex<f32>`/`Complex<f64>`.
+//! compile time (no padding, every field `Equivalence` or an array, nested to any depth,
+//! of such). It is implemented here for the integer and float types, `bool` (whose bytes
+//! are made 0 or 1 whenever a message is unpacked, so no received byte makes an invalid
+//! `bool`) and, with the `complex` feature, `num_complex::Complex<f32>`/`Complex<f64>`.
+//! Arrays are not `Equivalence` (as in rsmpi): an array is a buffer of D elements, so
+//! `[1, 2, 3].count()` is 3; a derived struct's array field is described by the derive
+//! as D contiguous copies of its element's datatype ([`TypeMap::contiguous`]), and a
+//! vector or slice of arrays is sent through a [`View`] or as a derived struct.
 //!
 //! rsmpi's datatype handles (`handles.rs`): [`UserDatatype`] and
 //! [`UncommittedUserDatatype`] (contiguous, vector, indexed, structured, …, `commit`),
@@ -23,6 +42,7 @@
 
 use crate::Count;
 use std::borrow::Borrow;
+use std::ffi::c_void;
 use std::sync::OnceLock;
 
 #[cfg(feature = "complex")]
@@ -41,7 +61,10 @@ pub use view::{DynBuffer, DynBufferMut, MutView, View};
 
 /// Datatype traits (rsmpi's `mpi::datatype::traits`).
 pub mod traits {
-    pub use super::{AsDatatype, Buffer, BufferMut, Datatype, Equivalence, UncommittedDatatype};
+    pub use super::{
+        AsDatatype, Buffer, BufferMut, Collection, Datatype, Equivalence, Partitioned,
+        PartitionedBuffer, PartitionedBufferMut, Pointer, PointerMut, UncommittedDatatype,
+    };
 }
 
 type MisuseFn = fn(&str, &str) -> !;
@@ -100,14 +123,6 @@ prim!(u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32, u64 =>
 #[cfg(target_pointer_width = "64")]
 prim!(usize => U64, isize => I64);
 
-// SAFETY: an array has no padding between elements and is valid iff each element is.
-unsafe impl<T: Equivalence, const N: usize> Equivalence for [T; N] {
-    type Out = TypeMap;
-    fn equivalent_datatype() -> TypeMap {
-        TypeMap::contiguous(N, &type_map_of::<T>())
-    }
-}
-
 /// Something with a datatype (rsmpi's `AsDatatype`).
 ///
 /// # Safety
@@ -119,106 +134,191 @@ pub unsafe trait AsDatatype {
     fn as_datatype(&self) -> Self::Out;
 }
 
-// SAFETY: a value's datatype is its Equivalence.
-unsafe impl<T: Equivalence> AsDatatype for T {
-    type Out = T::Out;
-    fn as_datatype(&self) -> T::Out {
-        T::equivalent_datatype()
-    }
-}
-// SAFETY: as above, per element.
-unsafe impl<T: Equivalence> AsDatatype for [T] {
-    type Out = T::Out;
-    fn as_datatype(&self) -> T::Out {
-        T::equivalent_datatype()
-    }
-}
-// SAFETY: as above, per element.
-unsafe impl<T: Equivalence> AsDatatype for Vec<T> {
-    type Out = T::Out;
-    fn as_datatype(&self) -> T::Out {
-        T::equivalent_datatype()
+/// A countable collection of elements (rsmpi's `Collection`).
+///
+/// # Safety
+/// `count` is the number of elements the buffer holds (non-negative).
+pub unsafe trait Collection {
+    /// Number of elements.
+    fn count(&self) -> Count;
+    /// Number of elements as phalanx reads it (module docs): `count()` by default; the
+    /// crate's own buffers give their length without the conversion, so a byte buffer of
+    /// the C interface may hold more than `Count::MAX` bytes, as before (`count()` of
+    /// such a slice panics, as in rsmpi).
+    #[doc(hidden)]
+    fn element_count(&self) -> usize {
+        let c = self.count();
+        usize::try_from(c).unwrap_or_else(|_| misuse("Collection::count", "negative count"))
     }
 }
 
-/// Something that can be read as a message: a value, a slice or a vector of
-/// [`Equivalence`] elements, a view.
+/// The start of a buffer's data (rsmpi's `Pointer`).
 ///
 /// # Safety
-/// `buffer_ptr` must be valid for reads of `datatype().span(count())` bytes for as
-/// long as `self` is borrowed, initialized where the datatype's blocks lie.
-pub unsafe trait Buffer {
+/// The pointer is valid for reads of the buffer's elements while `self` is borrowed.
+pub unsafe trait Pointer {
     /// Start of the data.
-    fn buffer_ptr(&self) -> *const u8;
-    /// Number of elements.
-    fn count(&self) -> usize;
-    /// Element datatype.
+    fn pointer(&self) -> *const c_void;
+}
+
+/// The start of a buffer's data, writable (rsmpi's `PointerMut`).
+///
+/// # Safety
+/// The pointer is valid for writes of the buffer's elements while `self` is mutably
+/// borrowed.
+pub unsafe trait PointerMut {
+    /// Start of the data, writable.
+    fn pointer_mut(&mut self) -> *mut c_void;
+}
+
+/// Something that can be read as a message (rsmpi's `Buffer`): `count()` elements of
+/// `as_datatype()` at `pointer()` — a value, a slice, a vector, an array, a view, or a
+/// type of the program's own implementing the three traits.
+///
+/// # Safety
+/// `pointer()` must be valid for reads of `span(count())` bytes of the datatype for as
+/// long as `self` is borrowed, initialized where the datatype's blocks lie.
+pub unsafe trait Buffer: Pointer + Collection + AsDatatype {}
+
+/// Something a message can be received into (rsmpi's `BufferMut`; not a [`Buffer`]).
+///
+/// # Safety
+/// `pointer_mut()` must be valid for writes of `span(count())` bytes of the datatype for
+/// as long as `self` is mutably borrowed, and any bytes unpacked there through the
+/// datatype must leave valid values (guaranteed by [`Equivalence`]).
+pub unsafe trait BufferMut: PointerMut + Collection + AsDatatype {}
+
+/// Implements the buffer traits for values, slices, vectors and arrays of `T`.
+macro_rules! buffer_impls {
+    ($([$($g:tt)*] $ty:ty, $len:ident, $ptr:ident, $mut_ptr:ident;)*) => {$(
+        // SAFETY: a value is one element at its own address; a slice, vector or array
+        // `len` consecutive elements of `T` (no padding between them).
+        unsafe impl<T: Equivalence $($g)*> AsDatatype for $ty {
+            type Out = T::Out;
+            #[inline]
+            fn as_datatype(&self) -> T::Out {
+                T::equivalent_datatype()
+            }
+        }
+        // SAFETY: as above.
+        unsafe impl<T: Equivalence $($g)*> Collection for $ty {
+            #[inline]
+            fn count(&self) -> Count {
+                Count::try_from(self.element_count())
+                    .expect("Length of slice cannot be expressed as an MPI Count.")
+            }
+            #[inline]
+            fn element_count(&self) -> usize {
+                $len(self)
+            }
+        }
+        // SAFETY: as above.
+        unsafe impl<T: Equivalence $($g)*> Pointer for $ty {
+            #[inline]
+            fn pointer(&self) -> *const c_void {
+                $ptr(self)
+            }
+        }
+        // SAFETY: as above, writable through `&mut`.
+        unsafe impl<T: Equivalence $($g)*> PointerMut for $ty {
+            #[inline]
+            fn pointer_mut(&mut self) -> *mut c_void {
+                $mut_ptr(self)
+            }
+        }
+        // SAFETY: the three parts above describe the elements.
+        unsafe impl<T: Equivalence $($g)*> Buffer for $ty {}
+        // SAFETY: as above; Equivalence makes what lands valid.
+        unsafe impl<T: Equivalence $($g)*> BufferMut for $ty {}
+    )*};
+}
+
+fn value_len<T>(_: &T) -> usize {
+    1
+}
+fn slice_len<T>(v: &[T]) -> usize {
+    v.len()
+}
+fn value_ptr<T>(v: &T) -> *const c_void {
+    v as *const T as *const c_void
+}
+fn value_mut_ptr<T>(v: &mut T) -> *mut c_void {
+    v as *mut T as *mut c_void
+}
+fn slice_ptr<T>(v: &[T]) -> *const c_void {
+    v.as_ptr() as *const c_void
+}
+fn slice_mut_ptr<T>(v: &mut [T]) -> *mut c_void {
+    v.as_mut_ptr() as *mut c_void
+}
+
+buffer_impls! {
+    [] T, value_len, value_ptr, value_mut_ptr;
+    [] [T], slice_len, slice_ptr, slice_mut_ptr;
+    [] Vec<T>, slice_len, slice_ptr, slice_mut_ptr;
+    [, const D: usize] [T; D], slice_len, slice_ptr, slice_mut_ptr;
+}
+
+/// A buffer split into per-member blocks (rsmpi's `Partitioned`).
+pub trait Partitioned {
+    /// The count of elements in each block.
+    fn counts(&self) -> &[Count];
+    /// The displacement, in elements, of each block from the buffer's start.
+    fn displs(&self) -> &[Count];
+}
+
+/// A [`Partitioned`] buffer to read (rsmpi's `PartitionedBuffer`).
+pub trait PartitionedBuffer: Partitioned + Pointer + AsDatatype {}
+
+/// A [`Partitioned`] buffer to receive into (rsmpi's `PartitionedBufferMut`).
+pub trait PartitionedBufferMut: Partitioned + PointerMut + AsDatatype {}
+
+/// The crate's view of a buffer's description: its count as `usize`
+/// (`Collection::element_count`) and its datatype's [`TypeMap`] (an `Arc` clone: no
+/// allocation). Implemented once for every `Collection + AsDatatype`, so every
+/// [`Buffer`] and [`BufferMut`].
+pub(crate) trait Described {
+    /// Number of elements (a negative count breaks the [`Collection`] contract: the
+    /// misuse handler).
+    fn elements(&self) -> usize;
+    /// The element datatype's type map.
     fn datatype(&self) -> TypeMap;
 }
 
-/// Something a message can be received into.
-///
-/// # Safety
-/// `buffer_mut_ptr` must be valid for writes of `datatype().span(count())` bytes for
-/// as long as `self` is mutably borrowed, and any bytes unpacked there through the
-/// datatype must leave valid values (guaranteed by [`Equivalence`]).
-pub unsafe trait BufferMut: Buffer {
+impl<B: ?Sized + Collection + AsDatatype> Described for B {
+    #[inline]
+    fn elements(&self) -> usize {
+        self.element_count()
+    }
+    #[inline]
+    fn datatype(&self) -> TypeMap {
+        self.as_datatype().as_type_map().clone()
+    }
+}
+
+/// The crate's view of a readable buffer's start, as bytes (every [`Pointer`]).
+pub(crate) trait ReadPtr {
+    /// Start of the data.
+    fn buffer_ptr(&self) -> *const u8;
+}
+
+impl<B: ?Sized + Pointer> ReadPtr for B {
+    #[inline]
+    fn buffer_ptr(&self) -> *const u8 {
+        self.pointer() as *const u8
+    }
+}
+
+/// The crate's view of a writable buffer's start, as bytes (every [`PointerMut`]).
+pub(crate) trait WritePtr {
     /// Start of the data, writable.
     fn buffer_mut_ptr(&mut self) -> *mut u8;
 }
 
-// SAFETY: a value is one element at its own address.
-unsafe impl<T: Equivalence> Buffer for T {
-    fn buffer_ptr(&self) -> *const u8 {
-        self as *const T as *const u8
-    }
-    fn count(&self) -> usize {
-        1
-    }
-    fn datatype(&self) -> TypeMap {
-        type_map_of::<T>()
-    }
-}
-// SAFETY: as above, writable.
-unsafe impl<T: Equivalence> BufferMut for T {
+impl<B: ?Sized + PointerMut> WritePtr for B {
+    #[inline]
     fn buffer_mut_ptr(&mut self) -> *mut u8 {
-        self as *mut T as *mut u8
-    }
-}
-// SAFETY: a slice is `len` consecutive elements.
-unsafe impl<T: Equivalence> Buffer for [T] {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.as_ptr() as *const u8
-    }
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn datatype(&self) -> TypeMap {
-        type_map_of::<T>()
-    }
-}
-// SAFETY: as above, writable.
-unsafe impl<T: Equivalence> BufferMut for [T] {
-    fn buffer_mut_ptr(&mut self) -> *mut u8 {
-        self.as_mut_ptr() as *mut u8
-    }
-}
-// SAFETY: a vector's elements are a slice.
-unsafe impl<T: Equivalence> Buffer for Vec<T> {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.as_ptr() as *const u8
-    }
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn datatype(&self) -> TypeMap {
-        type_map_of::<T>()
-    }
-}
-// SAFETY: as above, writable.
-unsafe impl<T: Equivalence> BufferMut for Vec<T> {
-    fn buffer_mut_ptr(&mut self) -> *mut u8 {
-        self.as_mut_ptr() as *mut u8
+        self.pointer_mut() as *mut u8
     }
 }
 
@@ -238,7 +338,7 @@ pub fn pack_into<B: ?Sized + Buffer>(
     let t = inbuf.datatype();
     let mut v = Vec::new();
     // SAFETY: Buffer guarantees its elements at its pointer.
-    unsafe { t.pack(inbuf.buffer_ptr(), inbuf.count(), &mut v) };
+    unsafe { t.pack(inbuf.buffer_ptr(), inbuf.elements(), &mut v) };
     let at = usize::try_from(position).map_err(|_| "negative position".to_string())?;
     let end = at
         .checked_add(v.len())
@@ -262,7 +362,7 @@ pub fn unpack_from<B: ?Sized + BufferMut>(
     position: Count,
 ) -> Result<Count, String> {
     let t = outbuf.datatype();
-    let n = outbuf.count() * t.size();
+    let n = outbuf.elements() * t.size();
     let at = usize::try_from(position).map_err(|_| "negative position".to_string())?;
     let end = at
         .checked_add(n)
@@ -303,14 +403,6 @@ impl<'b, B: ?Sized + Buffer> Partition<'b, B> {
             displs: displs.borrow().to_vec(),
         }
     }
-    /// The counts.
-    pub fn counts(&self) -> &[Count] {
-        &self.counts
-    }
-    /// The displacements.
-    pub fn displs(&self) -> &[Count] {
-        &self.displs
-    }
 }
 
 impl<'b, B: ?Sized + BufferMut> PartitionMut<'b, B> {
@@ -326,15 +418,58 @@ impl<'b, B: ?Sized + BufferMut> PartitionMut<'b, B> {
             displs: displs.borrow().to_vec(),
         }
     }
-    /// The counts.
-    pub fn counts(&self) -> &[Count] {
+}
+
+impl<B: ?Sized> Partitioned for Partition<'_, B> {
+    fn counts(&self) -> &[Count] {
         &self.counts
     }
-    /// The displacements.
-    pub fn displs(&self) -> &[Count] {
+    fn displs(&self) -> &[Count] {
         &self.displs
     }
 }
+
+impl<B: ?Sized> Partitioned for PartitionMut<'_, B> {
+    fn counts(&self) -> &[Count] {
+        &self.counts
+    }
+    fn displs(&self) -> &[Count] {
+        &self.displs
+    }
+}
+
+// SAFETY: the partition's datatype is its buffer's.
+unsafe impl<B: ?Sized + AsDatatype> AsDatatype for Partition<'_, B> {
+    type Out = B::Out;
+    fn as_datatype(&self) -> B::Out {
+        self.buf.as_datatype()
+    }
+}
+
+// SAFETY: as above.
+unsafe impl<B: ?Sized + AsDatatype> AsDatatype for PartitionMut<'_, B> {
+    type Out = B::Out;
+    fn as_datatype(&self) -> B::Out {
+        self.buf.as_datatype()
+    }
+}
+
+// SAFETY: the partition's data is its buffer's.
+unsafe impl<B: ?Sized + Pointer> Pointer for Partition<'_, B> {
+    fn pointer(&self) -> *const c_void {
+        self.buf.pointer()
+    }
+}
+
+// SAFETY: as above, borrowed mutably.
+unsafe impl<B: ?Sized + PointerMut> PointerMut for PartitionMut<'_, B> {
+    fn pointer_mut(&mut self) -> *mut c_void {
+        self.buf.pointer_mut()
+    }
+}
+
+impl<B: ?Sized + Pointer + AsDatatype> PartitionedBuffer for Partition<'_, B> {}
+impl<B: ?Sized + PointerMut + AsDatatype> PartitionedBufferMut for PartitionMut<'_, B> {}
 
 #[cfg(test)]
 mod tests {
@@ -342,7 +477,7 @@ mod tests {
 
     #[test]
     fn primitives_and_arrays() {
-        let d = type_map_of::<[u32; 4]>();
+        let d = TypeMap::contiguous(4, &type_map_of::<u32>());
         assert_eq!((d.size(), d.extent()), (16, 16));
         assert!(d.is_contiguous());
         assert_eq!(d.signature(), &[(Primitive::U32, 4)]);
@@ -350,7 +485,24 @@ mod tests {
             bool::equivalent_datatype().signature(),
             &[(Primitive::Bool, 1)]
         );
-        assert!(!type_map_of::<[bool; 3]>().is_contiguous());
+        assert!(!TypeMap::contiguous(3, &type_map_of::<bool>()).is_contiguous());
+    }
+
+    #[test]
+    fn counts_as_rsmpi() {
+        let a = [1u16, 2, 3];
+        let v = vec![0f64; 5];
+        assert_eq!(a.count(), 3);
+        assert_eq!(a[..2].count(), 2);
+        assert_eq!(v.count(), 5);
+        assert_eq!([0f64; 4].count(), 4);
+        assert_eq!(7u8.count(), 1);
+        assert_eq!(a.elements(), 3);
+        assert_eq!(a.datatype().signature(), &[(Primitive::U16, 1)]);
+        assert_eq!(a.buffer_ptr(), a.as_ptr() as *const u8);
+        let p = Partition::new(&a[..], [1, 2], [0, 1]);
+        assert_eq!((p.counts(), p.displs()), (&[1, 2][..], &[0, 1][..]));
+        assert_eq!(p.pointer(), a.as_ptr() as *const c_void);
     }
 
     #[test]

@@ -7,12 +7,18 @@
 //! on), but a view reaching past the end of its buffer is refused (fatal handler), so it
 //! never reads or writes outside it. A dynamic buffer is `len` elements of a datatype at
 //! a pointer; `downcast::<T>()` succeeds only when the datatype is `T`'s (same signature,
-//! densely laid out) and the pointer is aligned for `T`.
+//! densely laid out) and the pointer is aligned for `T`. They are buffers through
+//! rsmpi's traits: a `View` and a `DynBuffer` are `Pointer + Collection + AsDatatype`
+//! (`Buffer`), a `MutView` is `PointerMut + Collection + AsDatatype` (`BufferMut`, as in
+//! rsmpi not a `Buffer`), a `DynBufferMut` both. `Packed` is the crate's own `Buffer` and
+//! `BufferMut`.
 
 use super::handles::{Datatype, DatatypeRef};
 use super::typemap::TypeMap;
 use super::{misuse, type_map_of, AsDatatype, Buffer, BufferMut, Equivalence};
+use super::{Collection, Described, Pointer, PointerMut, ReadPtr, WritePtr};
 use crate::Count;
+use std::ffi::c_void;
 use std::marker::PhantomData;
 
 /// A buffer with a datatype and count of the program's choosing (rsmpi's `View`).
@@ -38,9 +44,9 @@ where
 }
 
 /// `count` elements of `t` fit in `b` (else the fatal handler).
-fn checked<B: ?Sized + Buffer>(call: &str, b: &B, count: Count, t: &TypeMap) -> usize {
+fn checked<B: ?Sized + Described>(call: &str, b: &B, count: Count, t: &TypeMap) -> usize {
     let n = usize::try_from(count).unwrap_or_else(|_| misuse(call, "negative count"));
-    let have = b.count() * b.datatype().extent();
+    let have = b.elements() * b.datatype().extent();
     if t.span(n) > have {
         misuse(
             call,
@@ -101,40 +107,53 @@ where
     }
 }
 
+/// A view's count as a [`Count`] (it was given as one).
+fn as_count(n: usize) -> Count {
+    Count::try_from(n).unwrap_or(Count::MAX)
+}
+
 // SAFETY: the constructor checked that `count` elements fit in the buffer.
-unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + Buffer> Buffer for View<'d, 'b, D, B> {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.buffer.buffer_ptr()
+unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + Buffer> Collection for View<'d, 'b, D, B> {
+    fn count(&self) -> Count {
+        as_count(self.count)
     }
-    fn count(&self) -> usize {
+    fn element_count(&self) -> usize {
         self.count
     }
-    fn datatype(&self) -> TypeMap {
-        self.datatype.as_type_map().clone()
+}
+// SAFETY: the view's data starts at its buffer's.
+unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + Buffer> Pointer for View<'d, 'b, D, B> {
+    fn pointer(&self) -> *const c_void {
+        self.buffer.pointer()
     }
 }
+// SAFETY: the three parts above.
+unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + Buffer> Buffer for View<'d, 'b, D, B> {}
 
 // SAFETY: as for View.
-unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + BufferMut> Buffer for MutView<'d, 'b, D, B> {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.buffer.buffer_ptr()
+unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + BufferMut> Collection
+    for MutView<'d, 'b, D, B>
+{
+    fn count(&self) -> Count {
+        as_count(self.count)
     }
-    fn count(&self) -> usize {
+    fn element_count(&self) -> usize {
         self.count
     }
-    fn datatype(&self) -> TypeMap {
-        self.datatype.as_type_map().clone()
+}
+// SAFETY: the view borrows its buffer mutably.
+unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + BufferMut> PointerMut
+    for MutView<'d, 'b, D, B>
+{
+    fn pointer_mut(&mut self) -> *mut c_void {
+        self.buffer.pointer_mut()
     }
 }
-
 // SAFETY: the view borrows its buffer mutably; validity of what lands is the promise of
 // the unsafe constructor.
 unsafe impl<'d, 'b, D: 'd + Datatype, B: ?Sized + 'b + BufferMut> BufferMut
     for MutView<'d, 'b, D, B>
 {
-    fn buffer_mut_ptr(&mut self) -> *mut u8 {
-        self.buffer.buffer_mut_ptr()
-    }
 }
 
 // SAFETY: the datatype is the view's own.
@@ -340,35 +359,47 @@ impl<'a> DynBufferMut<'a> {
 }
 
 // SAFETY: `from_raw`'s caller (or `new`'s slice) guarantees `len` elements at `ptr`.
-unsafe impl Buffer for DynBuffer<'_> {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.ptr
+unsafe impl Collection for DynBuffer<'_> {
+    fn count(&self) -> Count {
+        as_count(self.len)
     }
-    fn count(&self) -> usize {
+    fn element_count(&self) -> usize {
         self.len
-    }
-    fn datatype(&self) -> TypeMap {
-        self.dt.clone()
     }
 }
 // SAFETY: as above.
-unsafe impl Buffer for DynBufferMut<'_> {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.ptr
+unsafe impl Pointer for DynBuffer<'_> {
+    fn pointer(&self) -> *const c_void {
+        self.ptr as *const c_void
     }
-    fn count(&self) -> usize {
+}
+// SAFETY: as above.
+unsafe impl Buffer for DynBuffer<'_> {}
+// SAFETY: as above.
+unsafe impl Collection for DynBufferMut<'_> {
+    fn count(&self) -> Count {
+        as_count(self.len)
+    }
+    fn element_count(&self) -> usize {
         self.len
     }
-    fn datatype(&self) -> TypeMap {
-        self.dt.clone()
+}
+// SAFETY: as above.
+unsafe impl Pointer for DynBufferMut<'_> {
+    fn pointer(&self) -> *const c_void {
+        self.ptr as *const c_void
     }
 }
 // SAFETY: borrowed exclusively for 'a.
-unsafe impl BufferMut for DynBufferMut<'_> {
-    fn buffer_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr
+unsafe impl PointerMut for DynBufferMut<'_> {
+    fn pointer_mut(&mut self) -> *mut c_void {
+        self.ptr as *mut c_void
     }
 }
+// SAFETY: as above.
+unsafe impl Buffer for DynBufferMut<'_> {}
+// SAFETY: as above.
+unsafe impl BufferMut for DynBufferMut<'_> {}
 // SAFETY: the buffer's own datatype.
 unsafe impl<'a> AsDatatype for DynBuffer<'a> {
     type Out = DatatypeRef<'a>;
@@ -405,11 +436,23 @@ impl Packed {
     }
     /// The data of `b`, packed.
     pub(crate) fn of<B: ?Sized + Buffer>(b: &B) -> Packed {
-        let t = b.datatype();
-        let mut v = Vec::new();
         // SAFETY: Buffer guarantees its elements at its pointer.
-        unsafe { t.pack(b.buffer_ptr(), b.count(), &mut v) };
-        let mut p = Packed::zeroed(&t, b.count());
+        unsafe { Packed::from_raw(b.buffer_ptr(), &b.datatype(), b.elements()) }
+    }
+    /// The data of a receive buffer `b` (its current contents), packed.
+    pub(crate) fn of_mut<B: ?Sized + BufferMut>(b: &mut B) -> Packed {
+        // SAFETY: BufferMut guarantees its elements at its pointer.
+        unsafe { Packed::from_raw(b.buffer_mut_ptr(), &b.datatype(), b.elements()) }
+    }
+    /// `count` elements of `t` at `ptr`, packed.
+    ///
+    /// # Safety
+    /// `ptr` holds `count` elements of `t`.
+    unsafe fn from_raw(ptr: *const u8, t: &TypeMap, count: usize) -> Packed {
+        let mut v = Vec::new();
+        // SAFETY: the caller's promise.
+        unsafe { t.pack(ptr, count, &mut v) };
+        let mut p = Packed::zeroed(t, count);
         p.bytes_mut()[..v.len()].copy_from_slice(&v);
         p
     }
@@ -425,7 +468,7 @@ impl Packed {
     /// Unpacks the data into `b` (through `b`'s datatype; `bool`s are checked).
     pub(crate) fn unpack_into<B: ?Sized + BufferMut>(&mut self, b: &mut B) {
         let t = b.datatype();
-        let n = (b.count() * t.size()).min(self.count * self.orig.size());
+        let n = (b.elements() * t.size()).min(self.count * self.orig.size());
         let data = self.bytes_mut()[..n].to_vec();
         // SAFETY: BufferMut guarantees room for its `count` elements; at most that many
         // elements' bytes are unpacked.
@@ -434,20 +477,34 @@ impl Packed {
 }
 
 // SAFETY: `count` dense elements of `tm` in `store`.
-unsafe impl Buffer for Packed {
-    fn buffer_ptr(&self) -> *const u8 {
-        self.store.as_ptr() as *const u8
+unsafe impl Collection for Packed {
+    fn count(&self) -> Count {
+        as_count(self.count)
     }
-    fn count(&self) -> usize {
+    fn element_count(&self) -> usize {
         self.count
     }
-    fn datatype(&self) -> TypeMap {
-        self.tm.clone()
+}
+// SAFETY: as above.
+unsafe impl Pointer for Packed {
+    fn pointer(&self) -> *const c_void {
+        self.store.as_ptr() as *const c_void
     }
 }
 // SAFETY: raw bytes are valid in the store; they are checked when unpacked.
-unsafe impl BufferMut for Packed {
-    fn buffer_mut_ptr(&mut self) -> *mut u8 {
-        self.store.as_mut_ptr() as *mut u8
+unsafe impl PointerMut for Packed {
+    fn pointer_mut(&mut self) -> *mut c_void {
+        self.store.as_mut_ptr() as *mut c_void
     }
 }
+// SAFETY: the store's own packed datatype.
+unsafe impl AsDatatype for Packed {
+    type Out = TypeMap;
+    fn as_datatype(&self) -> TypeMap {
+        self.tm.clone()
+    }
+}
+// SAFETY: the parts above.
+unsafe impl Buffer for Packed {}
+// SAFETY: as above.
+unsafe impl BufferMut for Packed {}

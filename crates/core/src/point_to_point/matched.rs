@@ -8,11 +8,17 @@
 //! there) is received into a scratch buffer and thrown away, so its sender is not left
 //! waiting. phalanx's [`Source`]s always name a process or any process, never the null
 //! process, so [`Message::is_no_proc`] is always false here (the C ABI has
-//! `MPI_MESSAGE_NO_PROC`). A [`ReceiveFuture`] owns the value it receives into; dropping
+//! `MPI_MESSAGE_NO_PROC`). Once the C handle of a `Message` has been asked for
+//! (`phalanx::raw::AsRaw`/`AsRawMut`), the C interface keeps a copy of it under that
+//! handle: a C matched receive (`MPI_Mrecv`/`MPI_Imrecv`) takes the copy and writes
+//! `MPI_MESSAGE_NULL` back into the message's handle; a receive in Rust takes the copy
+//! back first (an error once C received it); dropping it unreceived throws the copy's
+//! data away as above. A [`ReceiveFuture`] owns the value it receives into; dropping
 //! it waits for the receive (the value's storage is freed only after).
 
 use super::{recv_buf, Source};
 use crate::datatype::{BufferMut, Equivalence};
+use crate::datatype::{Described, WritePtr};
 use crate::engine::RawStatus;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
@@ -20,7 +26,10 @@ use crate::runtime::call;
 use crate::status::Status;
 use crate::topology::SimpleCommunicator;
 use crate::Tag;
+use std::cell::Cell;
+use std::ffi::c_void;
 use std::mem::MaybeUninit;
+use std::sync::OnceLock;
 
 /// A message taken by a matched probe, waiting to be received (rsmpi's `Message`).
 #[must_use = "a matched message must be received"]
@@ -32,6 +41,22 @@ pub struct Message {
     /// The communicator it came on (for the status's source rank).
     comm: SimpleCommunicator,
     received: bool,
+    /// Its C handle (null: none asked for), which a C matched receive through
+    /// `AsRawMut` overwrites with `MPI_MESSAGE_NULL`.
+    c_handle: Cell<*mut c_void>,
+    /// The C handle given out (0: none): the C interface's copy is kept under it.
+    c_issued: Cell<usize>,
+}
+
+/// Takes the C interface's copy of a message back by its handle (`None`: a C receive took
+/// it); installed by the C interface when it gives out its first message handle.
+static C_RECLAIM: OnceLock<fn(usize) -> Option<Message>> = OnceLock::new();
+
+/// C interface support (`phalanx::raw`): installs the function that takes a message's
+/// copy back from the C interface's table.
+#[doc(hidden)]
+pub fn set_c_reclaim(f: fn(usize) -> Option<Message>) {
+    let _ = C_RECLAIM.set(f);
 }
 
 impl std::fmt::Debug for Message {
@@ -64,8 +89,60 @@ fn message(comm: &SimpleCommunicator, id: u64, raw: RawStatus) -> (Message, Stat
         bytes: raw.bytes,
         comm: comm.clone(),
         received: false,
+        c_handle: Cell::new(std::ptr::null_mut()),
+        c_issued: Cell::new(0),
     };
     (m, comm.status(raw))
+}
+
+/// C interface support (`phalanx::raw`, `MPI_Mrecv` on a Rust message's handle).
+#[doc(hidden)]
+impl Message {
+    /// Where the message's C handle is kept (what `AsRawMut` gives).
+    pub fn c_handle_slot(&self) -> *mut *mut c_void {
+        self.c_handle.as_ptr()
+    }
+    /// A copy of the message for the C interface to keep, with the duty to receive it
+    /// (`None` once a handle was given out).
+    pub fn c_copy(&self) -> Option<Message> {
+        (self.c_issued.get() == 0 && !self.received).then(|| Message {
+            id: self.id,
+            bytes: self.bytes,
+            comm: self.comm.clone(),
+            received: false,
+            c_handle: Cell::new(std::ptr::null_mut()),
+            c_issued: Cell::new(0),
+        })
+    }
+    /// Records `h`, under which the C interface keeps the copy.
+    pub fn c_issue(&self, h: *mut c_void) {
+        self.c_handle.set(h);
+        self.c_issued.set(h as usize);
+    }
+    /// The communicator the message came on.
+    pub fn c_comm(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+    /// Its length in bytes.
+    pub fn c_bytes(&self) -> u64 {
+        self.bytes
+    }
+    /// The C interface's copy, to receive instead of this message, when its handle was
+    /// given out (module docs); the fatal handler when a C receive took it already.
+    fn c_copy_back(&mut self, call: &str) -> Option<Message> {
+        let h = self.c_issued.get();
+        if h == 0 {
+            return None;
+        }
+        self.received = true;
+        match C_RECLAIM.get().and_then(|f| f(h)) {
+            Some(m) => Some(m),
+            None => crate::runtime::fatal(
+                call,
+                Error::InvalidArg("the message was received already through its C handle".into()),
+            ),
+        }
+    }
 }
 
 impl Message {
@@ -77,6 +154,9 @@ impl Message {
 
     /// Receives the message, which holds one `Msg`.
     pub fn matched_receive<Msg: Equivalence>(mut self) -> (Msg, Status) {
+        if let Some(m) = self.c_copy_back("matched_receive") {
+            return m.matched_receive();
+        }
         let mut v = MaybeUninit::<Msg>::uninit();
         let dt = crate::datatype::type_map_of::<Msg>();
         let rb = recv_buf(v.as_mut_ptr() as *mut u8, 1, dt.clone());
@@ -99,7 +179,10 @@ impl Message {
     /// Receives the message into `buf` (a message longer than `buf` is a truncation
     /// error, as for any receive).
     pub fn matched_receive_into<Buf: ?Sized + BufferMut>(mut self, buf: &mut Buf) -> Status {
-        let rb = recv_buf(buf.buffer_mut_ptr(), buf.count(), buf.datatype());
+        if let Some(m) = self.c_copy_back("matched_receive_into") {
+            return m.matched_receive_into(buf);
+        }
+        let rb = recv_buf(buf.buffer_mut_ptr(), buf.elements(), buf.datatype());
         let id = self.id;
         self.received = true;
         let raw = call("matched_receive_into", |e| e.mrecv(id, rb));
@@ -116,13 +199,16 @@ impl Message {
         Sc: Scope<'a>,
         Buf: ?Sized + BufferMut + 'a,
     {
+        if let Some(m) = self.c_copy_back("immediate_matched_receive_into") {
+            return m.immediate_matched_receive_into(scope, buf);
+        }
         // One raw pointer for the engine's writes and the request's later reads.
         let data: *mut Buf = buf;
         // SAFETY: `data` is the caller's buffer, borrowed for 'a by the request.
         let rb = unsafe {
             recv_buf(
                 (*data).buffer_mut_ptr(),
-                (*data).count(),
+                (*data).elements(),
                 (*data).datatype(),
             )
         };
@@ -136,6 +222,13 @@ impl Message {
 impl Drop for Message {
     fn drop(&mut self) {
         if self.received || std::thread::panicking() {
+            return;
+        }
+        if self.c_issued.get() != 0 {
+            // The C interface's copy, if no C receive took it, is the one thrown away.
+            if let Some(f) = C_RECLAIM.get() {
+                drop(f(self.c_issued.get()));
+            }
             return;
         }
         // Received and thrown away (module docs).
@@ -157,7 +250,10 @@ pub trait MatchedReceiveVec {
 
 impl MatchedReceiveVec for (Message, Status) {
     fn matched_receive_vec<Msg: Equivalence>(self) -> (Vec<Msg>, Status) {
-        let (mut m, _) = self;
+        let (mut m, st) = self;
+        if let Some(c) = m.c_copy_back("matched_receive_vec") {
+            return (c, st).matched_receive_vec();
+        }
         let dt = crate::datatype::type_map_of::<Msg>();
         let elem = dt.size().max(1);
         let (id, bytes) = (m.id, m.bytes);
