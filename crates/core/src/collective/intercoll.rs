@@ -24,7 +24,9 @@
 //! intercommunicator ends the rank with an error naming the call.
 
 use super::{CommunicatorCollectives, Operation, Root};
-use crate::datatype::{Buffer, BufferMut, Packed, Partition, PartitionMut, TypeMap};
+use crate::datatype::{
+    Buffer, BufferMut, Described, Packed, Partition, PartitionMut, ReadPtr, TypeMap, WritePtr,
+};
 use crate::point_to_point::{Destination, Source};
 use crate::request::scope;
 use crate::topology::{Communicator, InterCommunicator, InterSides, SimpleCommunicator};
@@ -60,7 +62,7 @@ fn bad(call: &str, what: String) -> ! {
 
 /// The bytes of a buffer of a contiguous datatype.
 fn raw<B: ?Sized + Buffer>(b: &B) -> &[u8] {
-    let n = b.count() * b.datatype().size();
+    let n = b.elements() * b.datatype().size();
     if n == 0 {
         return &[];
     }
@@ -70,7 +72,7 @@ fn raw<B: ?Sized + Buffer>(b: &B) -> &[u8] {
 
 /// The bytes of a writable buffer of a contiguous datatype.
 fn raw_mut<B: ?Sized + BufferMut>(b: &mut B) -> &mut [u8] {
-    let n = b.count() * b.datatype().size();
+    let n = b.elements() * b.datatype().size();
     if n == 0 {
         return &mut [];
     }
@@ -175,7 +177,7 @@ impl InterSides {
         let p = self.local.size as usize;
         if !self.leader() {
             if varying {
-                lp.gather_into(&(send.count() as Count));
+                lp.gather_into(&(send.elements() as Count));
                 lp.gather_varcount_into(send);
             } else {
                 lp.gather_into(send);
@@ -183,12 +185,12 @@ impl InterSides {
             return None;
         }
         if !varying {
-            let mut blob = Packed::zeroed(&dt, send.count() * p);
+            let mut blob = Packed::zeroed(&dt, send.elements() * p);
             lp.gather_into_root(send, &mut blob);
             return Some(blob);
         }
         let mut counts = vec![0 as Count; p];
-        lp.gather_into_root(&(send.count() as Count), &mut counts[..]);
+        lp.gather_into_root(&(send.elements() as Count), &mut counts[..]);
         let displs = prefix(&counts);
         let mut blob = Packed::zeroed(&dt, total(&counts));
         {
@@ -227,7 +229,7 @@ where
 {
     let call = "all_gather_varcount_into";
     if !recv.buf.datatype().is_contiguous() {
-        let mut pr = Packed::of(&*recv.buf);
+        let mut pr = Packed::of_mut(&mut *recv.buf);
         {
             let mut pp = PartitionMut::new(&mut pr, &recv.counts[..], &recv.displs[..]);
             all_gather_varcount(x, send, &mut pp);
@@ -254,7 +256,7 @@ where
 {
     let lp = x.local.process_at_rank(0);
     if x.leader() {
-        let mut mine = Packed::zeroed(&send.datatype(), send.count());
+        let mut mine = Packed::zeroed(&send.datatype(), send.elements());
         lp.reduce_into_root(send, &mut mine, op);
         x.swap(&mine, recv);
     } else {
@@ -274,9 +276,9 @@ where
     let lp = x.local.process_at_rank(0);
     if x.leader() {
         let dt = send.datatype();
-        let mut mine = Packed::zeroed(&dt, send.count());
+        let mut mine = Packed::zeroed(&dt, send.elements());
         lp.reduce_into_root(send, &mut mine, op);
-        let mut theirs = Packed::zeroed(&dt, recv.count() * x.local.size as usize);
+        let mut theirs = Packed::zeroed(&dt, recv.elements() * x.local.size as usize);
         x.swap(&mine, &mut theirs);
         lp.scatter_into_root(&theirs, recv);
     } else {
@@ -326,7 +328,7 @@ where
     R: ?Sized + BufferMut,
 {
     if !send.datatype().is_contiguous() || !recv.datatype().is_contiguous() {
-        let mut pr = Packed::of(&*recv);
+        let mut pr = Packed::of_mut(&mut *recv);
         all_to_all(x, &Packed::of(send), &mut pr);
         return pr.unpack_into(recv);
     }
@@ -383,7 +385,7 @@ pub(crate) fn all_to_all_varcount<S, R>(
     let call = "all_to_all_varcount_into";
     if !send.buf.datatype().is_contiguous() || !recv.buf.datatype().is_contiguous() {
         let ps = Packed::of(send.buf);
-        let mut pr = Packed::of(&*recv.buf);
+        let mut pr = Packed::of_mut(&mut *recv.buf);
         {
             let sp = Partition::new(&ps, &send.counts[..], &send.displs[..]);
             let mut rp = PartitionMut::new(&mut pr, &recv.counts[..], &recv.displs[..]);
@@ -470,7 +472,7 @@ pub(crate) fn gather_to<S: ?Sized + Buffer>(x: &InterSides, root: Rank, send: &S
 pub(crate) fn scatter_from<R: ?Sized + BufferMut>(x: &InterSides, root: Rank, recv: &mut R) {
     let lp = x.local.process_at_rank(0);
     if x.leader() {
-        let mut blob = Packed::zeroed(&recv.datatype(), recv.count() * x.local.size as usize);
+        let mut blob = Packed::zeroed(&recv.datatype(), recv.elements() * x.local.size as usize);
         x.internal
             .process_at_rank(root)
             .receive_into_with_tag(&mut blob, TAG_SCATTER);
@@ -487,7 +489,7 @@ pub(crate) fn scatter_varcount_from<R: ?Sized + BufferMut>(
     recv: &mut R,
 ) {
     let lp = x.local.process_at_rank(0);
-    let mine = recv.count() as Count;
+    let mine = recv.elements() as Count;
     if !x.leader() {
         lp.gather_into(&mine);
         lp.scatter_varcount_into(recv);
@@ -513,7 +515,7 @@ where
 {
     let lp = x.local.process_at_rank(0);
     if x.leader() {
-        let mut mine = Packed::zeroed(&send.datatype(), send.count());
+        let mut mine = Packed::zeroed(&send.datatype(), send.elements());
         lp.reduce_into_root(send, &mut mine, op);
         x.internal
             .process_at_rank(root)
@@ -542,7 +544,7 @@ impl InterCommunicator {
     /// block j of `recvbuf` gets remote member j's elements.
     pub fn gather_varcount_root<R: ?Sized + BufferMut>(&self, recvbuf: &mut PartitionMut<'_, R>) {
         if !recvbuf.buf.datatype().is_contiguous() {
-            let mut pr = Packed::of(&*recvbuf.buf);
+            let mut pr = Packed::of_mut(&mut *recvbuf.buf);
             {
                 let mut pp = PartitionMut::new(&mut pr, &recvbuf.counts[..], &recvbuf.displs[..]);
                 self.gather_varcount_root(&mut pp);
