@@ -3,7 +3,8 @@
   - every MPI function the C ABI exports (`export!(MPI_X, PMPI_X, ...)` in
     crates/capi/src/*.rs), re-exported from phalanx-capi;
   - every predefined handle of crates/capi/include/mpi.h (`#define MPI_X ((MPI_T)0x...)`)
-    and integer constant (`MPI_X = n,` in an enum), under its MPI name and under rsmpi's
+    and integer constant (`MPI_X = n,` in an enum, `#define MPI_X n`), under its MPI name
+    and under rsmpi's
     `RSMPI_` name.
 Run from anywhere: python3 crates/phalanx/gen_ffi.py. tests/ffi.rs checks the file is
 current."""
@@ -33,7 +34,9 @@ def generate():
             seen.add(name)
             out.append(f"pub const {name}: {ty} = {val} as {ty};")
             out.append(f"pub const RSMPI{name[3:]}: {ty} = {name};")
-    for name, val in re.findall(r"^\s+(MPI_[A-Z0-9_]+) = (-?[0-9]+),?", h, re.M):
+    ints = re.findall(r"^\s+(MPI_[A-Z0-9_]+) = (-?[0-9]+),?", h, re.M)
+    ints += re.findall(r"^#define (MPI_[A-Z0-9_]+)\s+\(?(-?[0-9]+)\)?\s*$", h, re.M)
+    for name, val in ints:
         if name not in seen:
             seen.add(name)
             out.append(f"pub const {name}: c_int = {val};")

@@ -29,7 +29,7 @@ const SLOT_BITS: u32 = 20;
 const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
 
 /// The handle of engine request `id` (a send if `send`).
-pub(crate) fn raw_handle(id: ReqId, send: bool) -> Handle {
+pub fn raw_handle(id: ReqId, send: bool) -> Handle {
     let generation = (id >> 32) as usize;
     let slot = (id & SLOT_MASK) as usize;
     let h = RAW | if send { RAW_SEND } else { 0 } | generation << SLOT_BITS | slot;
@@ -38,7 +38,7 @@ pub(crate) fn raw_handle(id: ReqId, send: bool) -> Handle {
 
 /// The engine request behind handle `h` and whether it is a send; `None` for every
 /// other handle.
-pub(crate) fn raw_id(h: Handle) -> Option<(ReqId, bool)> {
+pub fn raw_id(h: Handle) -> Option<(ReqId, bool)> {
     let h = h as usize;
     if h & (RAW | 1 << 63) != RAW {
         return None;
@@ -280,7 +280,9 @@ pub(crate) fn park(h: Handle, st: MPI_Status) {
     PARKED.with(|p| p.borrow_mut().insert(h as usize, st));
 }
 
-fn unpark(h: Handle) -> Option<MPI_Status> {
+/// Takes the status a non-consuming test parked for handle `h` (the engine request is
+/// gone), if any.
+pub fn unpark(h: Handle) -> Option<MPI_Status> {
     if !ANY_PARKED.load(Ordering::Relaxed) {
         return None;
     }

@@ -34,11 +34,11 @@ const WORLD: Handle = COMM_WORLD as Handle;
 /// message already handed to the transport): it has no table entry, completes at once
 /// with an empty status, and becomes `MPI_REQUEST_NULL` like any completed request.
 /// Outside the range of table handles ([`state::add_req`] counts up from 0x100000).
-pub(crate) const DONE_SEND: usize = 0xfff0_0001;
+pub const DONE_SEND: usize = 0xfff0_0001;
 /// The handle of every nonblocking transfer with `MPI_PROC_NULL`: like [`DONE_SEND`],
 /// completing at once, with the status MPI gives such a transfer (source
 /// `MPI_PROC_NULL`, tag `MPI_ANY_TAG`, count 0).
-pub(crate) const DONE_PROC_NULL: usize = 0xfff0_0002;
+pub const DONE_PROC_NULL: usize = 0xfff0_0002;
 
 /// Whether `h` is one of the shared handles that complete at once.
 #[inline]

@@ -173,6 +173,72 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
         }
     }
 
+    /// The engine request behind this request; `None` when it completed as it started.
+    /// For the C interface (`phalanx::raw`); not a stable API.
+    #[doc(hidden)]
+    pub fn c_engine_id(&self) -> Option<ReqId> {
+        (!self.done && self.early.is_none()).then_some(self.id)
+    }
+
+    /// Gives the request up to the C interface (`phalanx::raw`'s `into_raw`),
+    /// unregistered from its scope (which no longer waits for it): `Ok` the engine
+    /// request, `Err` the status of a request that completed as it started. Not a stable
+    /// API.
+    #[doc(hidden)]
+    pub fn c_into_raw(mut self) -> (Result<ReqId, Status>, &'a Buf, S) {
+        self.done = true;
+        let r = match self.early.take() {
+            Some(raw) => Err(self.status(raw)),
+            None => {
+                self.scope.unregister(self.id);
+                Ok(self.id)
+            }
+        };
+        drop(self.members.take());
+        // SAFETY: borrowed for 'a (the caller of `into_raw` answers for completion).
+        let data = unsafe { &*self.data };
+        // SAFETY: `self` is forgotten right after: the scope is moved out exactly once,
+        // and nothing else of it needs dropping (members taken above).
+        let scope = unsafe { std::ptr::read(&self.scope) };
+        std::mem::forget(self);
+        (r, data, scope)
+    }
+
+    /// An engine request handed over by the C interface (`phalanx::raw`'s `from_raw`),
+    /// registered with `scope`; its status's source is a world rank. Not a stable API.
+    ///
+    /// # Safety
+    /// `id` is a running engine request on `data`, which lives for `'a`, and nothing else
+    /// completes it.
+    #[doc(hidden)]
+    pub unsafe fn c_from_raw(id: ReqId, data: &'a Buf, scope: S) -> Self {
+        scope.register(id);
+        Request {
+            id,
+            members: None,
+            early: None,
+            scope,
+            done: false,
+            data,
+            _buf: PhantomData,
+        }
+    }
+
+    /// A request the C interface completed already, with status `raw` (its source a
+    /// world rank). Not a stable API.
+    #[doc(hidden)]
+    pub fn c_completed(raw: crate::engine::RawStatus, data: &'a Buf, scope: S) -> Self {
+        Request {
+            id: 0,
+            members: None,
+            early: Some(raw),
+            scope,
+            done: false,
+            data,
+            _buf: PhantomData,
+        }
+    }
+
     /// Takes the request apart for a [`RequestCollection`]: unregistered from its scope
     /// (the collection completes it), nothing left for its drop to do.
     fn into_parts(mut self) -> collection::Entry<'a, Buf> {

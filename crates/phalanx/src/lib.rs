@@ -41,7 +41,7 @@ pub use phalanx_core::*;
 /// The usual imports: `use phalanx::traits::*;` (with [`raw::AsRaw`], [`raw::AsRawMut`],
 /// [`raw::FromRaw`]).
 pub mod traits {
-    pub use crate::raw::{AsRaw, AsRawMut, FromRaw};
+    pub use crate::raw::{AsRaw, AsRawMut, FromRaw, RawRequest};
     pub use phalanx_core::traits::*;
 }
 
@@ -90,7 +90,15 @@ pub mod ffi {
     /// `MPI_WEIGHTS_EMPTY`.
     pub const MPI_WEIGHTS_EMPTY: *mut c_int = 11 as *mut c_int;
     pub use MPI_BOTTOM as RSMPI_BOTTOM;
+    pub use MPI_C_FLOAT_COMPLEX as RSMPI_FLOAT_COMPLEX;
     pub use MPI_IN_PLACE as RSMPI_IN_PLACE;
+    pub use MPI_STATUSES_IGNORE as RSMPI_STATUSES_IGNORE;
+    pub use MPI_STATUS_IGNORE as RSMPI_STATUS_IGNORE;
+    /// rsmpi's accessor of `MPI_UNWEIGHTED`.
+    #[allow(non_snake_case)]
+    pub fn RSMPI_UNWEIGHTED() -> *mut c_int {
+        MPI_UNWEIGHTED
+    }
 
     #[rustfmt::skip]
     mod gen;
@@ -112,7 +120,9 @@ pub mod raw {
     use phalanx_core::datatype::{
         DatatypeRef, Primitive, TypeMap, UncommittedDatatype, UserDatatype,
     };
+    use phalanx_core::engine::RawStatus;
     use phalanx_core::point_to_point::Message;
+    use phalanx_core::request::{Request, Scope};
     use phalanx_core::topology::{InterCommunicator, SimpleCommunicator, UserGroup};
 
     /// Something with a C handle.
@@ -163,6 +173,109 @@ pub mod raw {
         fn as_raw_mut(&mut self) -> *mut ffi::MPI_Message {
             mpi_abi::mprobe::handle_of(self);
             self.c_handle_slot()
+        }
+    }
+
+    // SAFETY: the handle names the engine request for as long as it runs.
+    unsafe impl<'a, D: ?Sized, S: Scope<'a>> AsRaw for Request<'a, D, S> {
+        type Raw = ffi::MPI_Request;
+        /// The request's C handle while it runs (`MPI_REQUEST_NULL` for one that
+        /// completed as it started). It names the request; completing it from C is for
+        /// [`RawRequest::into_raw`] (the Rust request still owns it).
+        fn as_raw(&self) -> ffi::MPI_Request {
+            match self.c_engine_id() {
+                Some(id) => mpi_abi::fastpath::raw_handle(id, false),
+                None => ffi::MPI_REQUEST_NULL,
+            }
+        }
+    }
+
+    /// rsmpi's `Request::into_raw` and `Request::from_raw`: a request handed between the
+    /// Rust API and the C functions (`mpi::ffi`).
+    pub trait RawRequest<'a, D: ?Sized + 'a, S: Scope<'a>>: Sized {
+        /// The request's C handle, its buffer and its scope; the request leaves its
+        /// scope, and a C completion (`MPI_Wait`, `MPI_Test`…) finishes it.
+        ///
+        /// # Safety
+        /// The handle must be completed within the scope's lifetime (the buffer is
+        /// borrowed until then).
+        unsafe fn into_raw(self) -> (ffi::MPI_Request, &'a D, S);
+
+        /// The request behind a C handle of a point-to-point transfer (`MPI_Isend`,
+        /// `MPI_Irecv` of predefined datatypes, a handle from [`RawRequest::into_raw`]),
+        /// registered with `scope`; its status's source is a world rank. Other handles
+        /// (collectives, persistent requests, derived datatypes) end the rank with an
+        /// error.
+        ///
+        /// # Safety
+        /// `request` is live and not used afterwards; the buffer it works on is `data`
+        /// and lives longer than `scope`.
+        unsafe fn from_raw(request: ffi::MPI_Request, data: &'a D, scope: S) -> Self;
+    }
+
+    impl<'a, D: ?Sized + 'a, S: Scope<'a>> RawRequest<'a, D, S> for Request<'a, D, S> {
+        unsafe fn into_raw(self) -> (ffi::MPI_Request, &'a D, S) {
+            let (r, data, scope) = self.c_into_raw();
+            let h = match r {
+                Ok(id) => mpi_abi::fastpath::raw_handle(id, false),
+                Err(st) => {
+                    mpi_abi::state::attach();
+                    let st = mpi_abi::p2p::c_status(st);
+                    mpi_abi::state::add_req(mpi_abi::state::ReqEntry::Done(st))
+                }
+            };
+            (h, data, scope)
+        }
+
+        unsafe fn from_raw(request: ffi::MPI_Request, data: &'a D, scope: S) -> Self {
+            let completed = |st: ffi::MPI_Status, scope: S| {
+                let raw = RawStatus {
+                    source: st.MPI_SOURCE.max(0) as u32,
+                    tag: st.MPI_TAG,
+                    bytes: (st.MPI_internal[0] as u32 as u64)
+                        | ((st.MPI_internal[1] as u32 as u64) << 32),
+                    cancelled: st.MPI_internal[2] != 0,
+                };
+                Request::c_completed(raw, data, scope)
+            };
+            if let Some(st) = mpi_abi::fastpath::unpark(request) {
+                return completed(st, scope);
+            }
+            if let Some((id, _)) = mpi_abi::fastpath::raw_id(request) {
+                // SAFETY: a running engine request on `data` (the caller's contract).
+                return unsafe { Request::c_from_raw(id, data, scope) };
+            }
+            let h = request as usize;
+            if h == mpi_abi::p2p::DONE_SEND || h == mpi_abi::p2p::DONE_PROC_NULL {
+                let empty = ffi::MPI_Status::empty(ffi::MPI_ANY_SOURCE);
+                return completed(empty, scope);
+            }
+            use mpi_abi::state::{LiveReq, ReqEntry};
+            match mpi_abi::state::with(|s| s.reqs.remove(&h)) {
+                Some(ReqEntry::Done(st)) => completed(st, scope),
+                Some(ReqEntry::Live {
+                    req: LiveReq::Bytes(r),
+                    staged: None,
+                    ..
+                }) => match r.c_into_raw().0 {
+                    // SAFETY: as above.
+                    Ok(id) => unsafe { Request::c_from_raw(id, data, scope) },
+                    Err(st) => completed(mpi_abi::p2p::c_status(st), scope),
+                },
+                other => {
+                    if let Some(e) = other {
+                        // Not ours to convert: give it back.
+                        mpi_abi::state::with(|s| s.reqs.insert(h, e));
+                    }
+                    fatal_c(
+                        "Request::from_raw",
+                        mpi_abi::err(
+                            ffi::MPI_ERR_REQUEST,
+                            "not a running point-to-point request of predefined datatypes",
+                        ),
+                    )
+                }
+            }
         }
     }
 

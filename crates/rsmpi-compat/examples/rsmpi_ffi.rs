@@ -2,7 +2,9 @@
 //! functions on the Rust API's universe (no `MPI_Init`), handles from `as_raw()` of a
 //! communicator, a datatype and an operation, and messages crossing between a C send and
 //! a Rust receive (and back); a matched message received through C by its handle
-//! (`AsRawMut`), one whose handle was asked for received in Rust, one dropped.
+//! (`AsRawMut`), one whose handle was asked for received in Rust, one dropped; requests
+//! handed across (`into_raw` to a C `MPI_Wait`, a C `MPI_Irecv` through `from_raw` to a
+//! Rust wait).
 
 use mpi::collective::SystemOperation;
 use mpi::ffi;
@@ -133,6 +135,84 @@ fn main() {
         b.wait();
         c.wait();
     });
+
+    // Requests across (rsmpi's `Request::into_raw`/`from_raw`): a Rust receive finished by
+    // C's MPI_Wait, and a C MPI_Irecv finished by the Rust request it becomes.
+    if size > 1 {
+        let peer = if rank == 0 { 1 } else { 0 };
+        if rank < 2 {
+            let mut got = [0u64; 3];
+            let mut st = ffi::MPI_Status::empty(-1);
+            mpi::request::scope(|sc| {
+                let rq = world.process_at_rank(peer).immediate_receive_into_with_tag(
+                    sc,
+                    &mut got[..],
+                    31,
+                );
+                // SAFETY: completed below, inside the scope.
+                let (mut h, _, _) = unsafe { rq.into_raw() };
+                assert_ne!(h, ffi::RSMPI_REQUEST_NULL);
+                world
+                    .process_at_rank(peer)
+                    .send_with_tag(&[rank as u64, 8, 9][..], 31);
+                // SAFETY: a live request handle and a writable status.
+                unsafe { assert_eq!(ffi::MPI_Wait(&mut h, &mut st), ffi::MPI_SUCCESS) };
+                assert_eq!(h, ffi::RSMPI_REQUEST_NULL);
+            });
+            assert_eq!(
+                got,
+                [peer as u64, 8, 9],
+                "a Rust receive completed by MPI_Wait"
+            );
+            assert_eq!((st.MPI_SOURCE, st.MPI_TAG), (peer, 31));
+            let mut back = [0i32; 2];
+            let mut h: ffi::MPI_Request = ffi::RSMPI_REQUEST_NULL;
+            // SAFETY: two writable ints, valid until the request completes below.
+            let rc = unsafe {
+                ffi::MPI_Irecv(
+                    back.as_mut_ptr() as *mut c_void,
+                    2,
+                    ffi::RSMPI_INT32_T,
+                    peer,
+                    32,
+                    ffi::RSMPI_COMM_WORLD,
+                    &mut h,
+                )
+            };
+            assert_eq!(rc, ffi::MPI_SUCCESS);
+            world
+                .process_at_rank(peer)
+                .send_with_tag(&[rank * 10, rank * 10 + 1][..], 32);
+            let status = mpi::request::scope(|sc| {
+                // SAFETY: a live receive into `back`, not used afterwards.
+                let rq = unsafe { mpi::request::Request::from_raw(h, &back, sc) };
+                rq.wait()
+            });
+            assert_eq!(
+                back,
+                [peer * 10, peer * 10 + 1],
+                "a C receive completed in Rust"
+            );
+            assert_eq!((status.source_rank(), status.tag()), (peer, 32));
+            // A send that completed as it started: its handle is a completed request.
+            mpi::request::scope(|sc| {
+                let rq = world
+                    .process_at_rank(peer)
+                    .immediate_send_with_tag(sc, &7u8, 33);
+                // SAFETY: completed below.
+                let (mut h, _, _) = unsafe { rq.into_raw() };
+                // SAFETY: as above.
+                unsafe {
+                    assert_eq!(
+                        ffi::MPI_Wait(&mut h, ffi::RSMPI_STATUS_IGNORE),
+                        ffi::MPI_SUCCESS
+                    )
+                };
+            });
+            let (v, _) = world.process_at_rank(peer).receive_with_tag::<u8>(33);
+            assert_eq!(v, 7);
+        }
+    }
 
     // Handles back to Rust objects (rsmpi's FromRaw), a group through C.
     // SAFETY: live handles from as_raw.
