@@ -133,6 +133,11 @@ impl Operation for SystemOperation {
     }
 }
 
+/// All-reduces of at least this many bytes run as a reduce-scatter and an all-gather
+/// (`rsag`) where the point-to-point algorithms serve them (UDP; shared memory with the
+/// board off): measured with `bench/compare.sh` (README, "Algorithm choices").
+const RSAG_MIN: usize = 16 << 10;
+
 /// What a call runs: the algorithm, and k for the k-concurrency all-gather. It joins the
 /// call's signature exactly, so ranks that chose differently (different environment,
 /// multicast on some ranks only) get a mismatch error, not a hang.
@@ -940,31 +945,38 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         recvbuf,
         op,
     );
-    let (len, recv_len) = (spec.send.1, spec.recv.1);
+    let (len, recv_len, esz) = (spec.send.1, spec.recv.1, spec.dt.size());
     let plan = move |s: &Shape| {
         check(
             recv_len >= len,
             "all_reduce_into: receive buffer smaller than send buffer",
         )?;
-        Ok(
-            match choose_board(CollKind::Allreduce, s, len, Algorithm::Rd, Algorithm::Rd) {
-                c if c.alg == Algorithm::Shm => (c, Plan::on_board()),
-                c if matches!(c.alg, Algorithm::Hier | Algorithm::HierMcast) => {
-                    (c, Plan::hierarchical())
-                }
-                c if c.alg == Algorithm::ReduceBcast => {
-                    let mut plan = algos::reduce_binomial(s, 0, len);
-                    let b = if s.multicast {
-                        algos::bcast_mcast(s, 0, Buf::Recv, len)
-                    } else {
-                        algos::bcast_binomial(s, 0, Buf::Recv, len)
-                    };
-                    plan.append(b, 64);
-                    (c, plan)
-                }
-                c => (c, algos::allreduce(s, len)),
-            },
-        )
+        // Large vectors: reduce-scatter + all-gather (the same facts on every member).
+        let p2p = if len >= RSAG_MIN && algos::rsag_fits(s.p, len, esz) {
+            Algorithm::Rsag
+        } else {
+            Algorithm::Rd
+        };
+        Ok(match choose_board(CollKind::Allreduce, s, len, p2p, p2p) {
+            c if c.alg == Algorithm::Shm => (c, Plan::on_board()),
+            c if matches!(c.alg, Algorithm::Hier | Algorithm::HierMcast) => {
+                (c, Plan::hierarchical())
+            }
+            c if c.alg == Algorithm::ReduceBcast => {
+                let mut plan = algos::reduce_binomial(s, 0, len);
+                let b = if s.multicast {
+                    algos::bcast_mcast(s, 0, Buf::Recv, len)
+                } else {
+                    algos::bcast_binomial(s, 0, Buf::Recv, len)
+                };
+                plan.append(b, 64);
+                (c, plan)
+            }
+            c if c.alg == Algorithm::Rsag && algos::rsag_fits(s.p, len, esz) => {
+                (c, algos::allreduce_rsag(s, len, esz))
+            }
+            _ => (Chosen::plain(Algorithm::Rd), algos::allreduce(s, len)),
+        })
     };
     (spec, Box::new(plan))
 }

@@ -43,9 +43,12 @@ pub enum Algorithm {
     /// with multi-send at inner nodes and packet-wise pipelining; a reduction or a
     /// gather along the same tree backwards.
     Tree = 14,
+    /// All-reduce as a reduce-scatter by recursive halving and an all-gather by
+    /// recursive doubling (Rabenseifner).
+    Rsag = 15,
 }
 
-const ALL: [Algorithm; 14] = [
+const ALL: [Algorithm; 15] = [
     Algorithm::Shm,
     Algorithm::Hier,
     Algorithm::HierMcast,
@@ -60,6 +63,7 @@ const ALL: [Algorithm; 14] = [
     Algorithm::ReduceBcast,
     Algorithm::Pairwise,
     Algorithm::Tree,
+    Algorithm::Rsag,
 ];
 
 impl Algorithm {
@@ -90,6 +94,7 @@ impl Algorithm {
             Algorithm::ReduceBcast => "reduce_bcast",
             Algorithm::Pairwise => "pairwise",
             Algorithm::Tree => "tree",
+            Algorithm::Rsag => "rsag",
         }
     }
 }
@@ -135,7 +140,7 @@ const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 15] = [
     (
         CollKind::Allreduce,
         "ALLREDUCE",
-        &[Algorithm::Rd, Algorithm::ReduceBcast],
+        &[Algorithm::Rd, Algorithm::ReduceBcast, Algorithm::Rsag],
         true,
     ),
     (

@@ -678,3 +678,249 @@ pub fn barrier_mcast(s: &Shape) -> Plan {
     plan.append(bcast_mcast(s, 0, Buf::Recv, 0), 1);
     plan
 }
+
+/// All-reduce of `len` bytes (elements of `esz` bytes) as a reduce-scatter by recursive
+/// halving followed by an all-gather by recursive doubling (Rabenseifner): each member
+/// moves about 2·len·(q−1)/q bytes, q the largest power of two ≤ p, instead of len·log p,
+/// and combines only its share. With p not a power of two the members from q up first
+/// fold their vector into member `i − q` and get the result back at the end. Each block
+/// is combined on one member, so every member gets the same bits. Needs at least q
+/// elements (the caller checks: [`rsag_fits`]).
+pub fn allreduce_rsag(s: &Shape, len: usize, esz: usize) -> Plan {
+    let q = 1usize << s.p.ilog2();
+    let extra = s.p - q;
+    let n = len / esz.max(1);
+    let mut plan = Plan::default();
+    let out = Region::new(Buf::Recv, 0, len);
+    plan.round(
+        vec![],
+        vec![LocalOp::Copy {
+            from: Region::new(Buf::Send, 0, len),
+            to: out,
+        }],
+    );
+    const RESULT: i32 = 1 << 12;
+    if s.me >= q {
+        plan.round(vec![send(s.w(s.me - q), 0, out)], vec![]);
+        plan.round(vec![recv(s.w(s.me - q), RESULT, out)], vec![]);
+        return plan;
+    }
+    if s.me < extra {
+        let t = Region::new(plan.tmp(len), 0, len);
+        plan.round(
+            vec![recv(s.w(s.me + q), 0, t)],
+            vec![LocalOp::Reduce { from: t, into: out }],
+        );
+    }
+    let bytes = |(lo, hi): (usize, usize)| Region::new(Buf::Recv, lo * esz, (hi - lo) * esz);
+    let (mut range, mut parents) = ((0, n), Vec::new());
+    let (mut d, mut k) = (q / 2, 1);
+    while d >= 1 {
+        let partner = s.me ^ d;
+        let mid = range.0 + (range.1 - range.0) / 2;
+        let (keep, give) = if s.me & d == 0 {
+            ((range.0, mid), (mid, range.1))
+        } else {
+            ((mid, range.1), (range.0, mid))
+        };
+        let kr = bytes(keep);
+        let t = Region::new(plan.tmp(kr.len), 0, kr.len);
+        plan.round(
+            vec![send(s.w(partner), k, bytes(give)), recv(s.w(partner), k, t)],
+            vec![LocalOp::Reduce { from: t, into: kr }],
+        );
+        parents.push((range, give));
+        range = keep;
+        d /= 2;
+        k += 1;
+    }
+    // All-gather: undo the halving, each time swapping halves with the same partner.
+    let mut d = 1;
+    while let Some((parent, theirs)) = parents.pop() {
+        let partner = s.me ^ d;
+        plan.round(
+            vec![
+                send(s.w(partner), k, bytes(range)),
+                recv(s.w(partner), k, bytes(theirs)),
+            ],
+            vec![],
+        );
+        range = parent;
+        d *= 2;
+        k += 1;
+    }
+    if s.me < extra {
+        plan.round(vec![send(s.w(s.me + q), RESULT, out)], vec![]);
+    }
+    plan
+}
+
+/// Whether [`allreduce_rsag`] applies: three members or more and at least one element
+/// per member of the largest power of two.
+pub fn rsag_fits(p: usize, len: usize, esz: usize) -> bool {
+    p >= 3 && esz > 0 && len.is_multiple_of(esz) && len / esz >= 1 << p.ilog2()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Runs every member's plan in memory, reductions as u64 sums; panics on a deadlock.
+    fn simulate(plans: &[Plan], sends: &[Vec<u8>], recv_len: usize) -> Vec<Vec<u8>> {
+        let p = plans.len();
+        let mut bufs: Vec<Vec<Vec<u8>>> = plans
+            .iter()
+            .map(|pl| pl.tmps.iter().map(|&n| vec![0u8; n]).collect())
+            .collect();
+        let mut recvs = vec![vec![0u8; recv_len]; p];
+        let mut mail: HashMap<(u32, u32, i32), Vec<u8>> = HashMap::new();
+        let (mut at, mut started) = (vec![0usize; p], vec![false; p]);
+        let get = |m: usize, r: Region, bufs: &Vec<Vec<Vec<u8>>>, recvs: &Vec<Vec<u8>>| match r.buf
+        {
+            Buf::Send => sends[m][r.off..r.off + r.len].to_vec(),
+            Buf::Recv => recvs[m][r.off..r.off + r.len].to_vec(),
+            Buf::Tmp(i) => bufs[m][i][r.off..r.off + r.len].to_vec(),
+        };
+        loop {
+            let mut progress = false;
+            for m in 0..p {
+                let Some(round) = plans[m].rounds.get(at[m]) else {
+                    continue;
+                };
+                if !started[m] {
+                    for c in &round.comm {
+                        if let CommOp::Send { to, step, from } = c {
+                            for &t in to {
+                                let data = get(m, *from, &bufs, &recvs);
+                                assert!(mail.insert((m as u32, t, *step), data).is_none());
+                            }
+                        }
+                    }
+                    started[m] = true;
+                    progress = true;
+                }
+                let ready = round.comm.iter().all(|c| match c {
+                    CommOp::Recv { from, step, .. } => mail.contains_key(&(*from, m as u32, *step)),
+                    _ => true,
+                });
+                if !ready {
+                    continue;
+                }
+                type Bufs = Vec<Vec<Vec<u8>>>;
+                fn put(m: usize, r: Region, d: &[u8], bufs: &mut Bufs, recvs: &mut [Vec<u8>]) {
+                    let dst = match r.buf {
+                        Buf::Recv => &mut recvs[m][r.off..r.off + r.len],
+                        Buf::Tmp(i) => &mut bufs[m][i][r.off..r.off + r.len],
+                        Buf::Send => panic!("write to the send buffer"),
+                    };
+                    assert_eq!(dst.len(), d.len());
+                    dst.copy_from_slice(d);
+                }
+                for c in &round.comm {
+                    if let CommOp::Recv { from, step, into } = c {
+                        let d = mail.remove(&(*from, m as u32, *step)).unwrap();
+                        put(m, *into, &d, &mut bufs, &mut recvs);
+                    }
+                }
+                for l in &round.local {
+                    match l {
+                        LocalOp::Copy { from, to } => {
+                            let d = get(m, *from, &bufs, &recvs);
+                            put(m, *to, &d, &mut bufs, &mut recvs);
+                        }
+                        LocalOp::Reduce { from, into } => {
+                            let a = get(m, *from, &bufs, &recvs);
+                            let b = get(m, *into, &bufs, &recvs);
+                            let s: Vec<u8> = a
+                                .chunks(8)
+                                .zip(b.chunks(8))
+                                .flat_map(|(x, y)| {
+                                    let x = u64::from_ne_bytes(x.try_into().unwrap());
+                                    let y = u64::from_ne_bytes(y.try_into().unwrap());
+                                    x.wrapping_add(y).to_ne_bytes()
+                                })
+                                .collect();
+                            put(m, *into, &s, &mut bufs, &mut recvs);
+                        }
+                    }
+                }
+                at[m] += 1;
+                started[m] = false;
+                progress = true;
+            }
+            if (0..p).all(|m| at[m] == plans[m].rounds.len()) {
+                assert!(mail.is_empty(), "messages nobody received");
+                return recvs;
+            }
+            assert!(progress, "deadlock at rounds {at:?}");
+        }
+    }
+
+    fn shape(p: usize, me: usize) -> Shape {
+        Shape {
+            p,
+            me,
+            world: (0..p as u32).collect(),
+            packet: 1 << 16,
+            multicast: false,
+            board: 0,
+            hosts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn rsag_all_reduce_sums_every_element_on_every_member() {
+        for p in 1..=9 {
+            for n in [0usize, 1, 3, 8, 17, 64, 100] {
+                let len = n * 8;
+                if p >= 3 && !rsag_fits(p, len, 8) {
+                    continue;
+                }
+                let sends: Vec<Vec<u8>> = (0..p)
+                    .map(|m| {
+                        (0..n)
+                            .flat_map(|i| ((m * 1000 + i) as u64).to_ne_bytes())
+                            .collect()
+                    })
+                    .collect();
+                let plans: Vec<Plan> = (0..p)
+                    .map(|m| allreduce_rsag(&shape(p, m), len, 8))
+                    .collect();
+                let got = simulate(&plans, &sends, len);
+                let want: Vec<u8> = (0..n)
+                    .flat_map(|i| {
+                        (0..p)
+                            .map(|m| (m * 1000 + i) as u64)
+                            .sum::<u64>()
+                            .to_ne_bytes()
+                    })
+                    .collect();
+                for (m, g) in got.iter().enumerate() {
+                    assert_eq!(g, &want, "p={p} n={n} member {m}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rsag_moves_less_than_recursive_doubling_from_four_members() {
+        let sent = |pl: &Plan| -> usize {
+            pl.rounds
+                .iter()
+                .flat_map(|r| &r.comm)
+                .map(|c| match c {
+                    CommOp::Send { from, .. } => from.len,
+                    _ => 0,
+                })
+                .sum()
+        };
+        let len = 64 << 10;
+        for p in [4, 8, 16] {
+            let rd = sent(&allreduce(&shape(p, 1), len));
+            let rs = sent(&allreduce_rsag(&shape(p, 1), len, 8));
+            assert!(rs < rd, "p={p}: {rs} bytes vs {rd}");
+            assert_eq!(rs, 2 * len * (p - 1) / p);
+        }
+    }
+}
