@@ -214,6 +214,12 @@ export!(MPI_Allreduce, PMPI_Allreduce,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Allreduce", comm, || {
         let c = state::comm(comm)?;
+        if crate::inter::inter_of(comm).is_some() {
+            crate::inter_coll::predefined(op, datatype)?;
+            if in_place(sendbuf) {
+                return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
+            }
+        }
         if !crate::localop::core_supported(op, datatype) {
             let r = crate::localop::reducer(op)?;
             // SAFETY: the caller passes cnt elements in each buffer (MPI contract).

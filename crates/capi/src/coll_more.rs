@@ -4,20 +4,21 @@
 //!
 //! `Exscan` is an inclusive scan shifted one rank up; the block reduce-scatter and the
 //! varying-count collectives run on the core's (`gather_varcount_into` and the others:
-//! the shared-memory board on one host, schedules elsewhere) with the blocks in bytes;
-//! a block more than 2^31 bytes into its buffer is `MPI_ERR_COUNT`. Receive blocks must
-//! not overlap (as MPI requires), nor the send and receive buffers.
+//! the shared-memory board on one host, schedules elsewhere) over the caller's layouts
+//! (`vlayout`: counts in elements, send data interleaved with receive blocks copied
+//! first). Receive blocks must not overlap, nor a send block a receive block (as MPI
+//! requires).
 
 use crate::coll::{in_place, root_ok, system_op, with_kind};
 use crate::consts::*;
 use crate::env::datatype_of;
 use crate::state;
+use crate::vlayout::{self, Separation, VLayout};
 use crate::{bytes, bytes_mut, count, disjoint, err, export, guard, typed, typed_mut, CResult};
 use phalanx::collective::SystemOperation;
-use phalanx::datatype::{Equivalence, Partition, PartitionMut};
+use phalanx::datatype::Equivalence;
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, CommunicatorCollectives, Destination, Root, Source};
-use phalanx::Count;
 use std::ffi::{c_int, c_void};
 
 /// Inclusive scan of `n` elements into `recv` (from `send`, or `recv` in place).
@@ -126,6 +127,12 @@ export!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Reduce_scatter_block", comm, || {
         let c = state::comm(comm)?;
+        if crate::inter::inter_of(comm).is_some() {
+            crate::inter_coll::predefined(op, datatype)?;
+            if in_place(sendbuf) {
+                return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
+            }
+        }
         if !crate::localop::core_supported(op, datatype) {
             let r = crate::localop::reducer(op)?;
             let counts = vec![count(recvcount)?; c.size() as usize];
@@ -148,6 +155,12 @@ export!(MPI_Reduce_scatter, PMPI_Reduce_scatter,
          datatype: Handle, op: Handle, comm: Handle) -> c_int {
     guard("MPI_Reduce_scatter", comm, || {
         let c = state::comm(comm)?;
+        if crate::inter::inter_of(comm).is_some() {
+            crate::inter_coll::predefined(op, datatype)?;
+            if in_place(sendbuf) {
+                return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
+            }
+        }
         let r = crate::localop::reducer(op)?;
         // SAFETY: the caller passes size counts.
         let cs: &[c_int] = unsafe { typed(recvcounts.cast(), c.size() as usize)? };
@@ -156,73 +169,6 @@ export!(MPI_Reduce_scatter, PMPI_Reduce_scatter,
         unsafe { crate::ops::generic_reduce_scatter(&c, r, sendbuf, recvbuf, &counts, datatype) }
     })
 });
-
-/// A `(counts, displs)` layout in bytes, as the core's partitions take it: rebased so
-/// that its lowest non-empty block starts the buffer (MPI allows negative
-/// displacements).
-pub(crate) struct ByteLayout {
-    pub(crate) base: *mut u8,
-    pub(crate) counts: Vec<Count>,
-    pub(crate) displs: Vec<Count>,
-    /// Bytes from `base` to the end of the last block.
-    pub(crate) span: usize,
-}
-
-impl ByteLayout {
-    /// Bytes of member `r`'s block, relative to `base`.
-    fn block(&self, r: c_int) -> std::ops::Range<usize> {
-        let r = r as usize;
-        let d = self.displs[r] as usize;
-        d..d + self.counts[r] as usize
-    }
-}
-
-/// The byte layout of `n` blocks of `sz`-byte elements at `base`.
-///
-/// # Safety
-/// `counts` and `displs` point to `n` readable ints.
-pub(crate) unsafe fn byte_layout(
-    base: *const c_void,
-    counts: *const c_int,
-    displs: *const c_int,
-    n: usize,
-    sz: usize,
-) -> CResult<ByteLayout> {
-    // SAFETY: n readable ints each (caller).
-    let (cs, ds): (&[c_int], &[c_int]) =
-        unsafe { (typed(counts.cast(), n)?, typed(displs.cast(), n)?) };
-    let lo = (0..n)
-        .filter(|&r| cs[r] > 0)
-        .map(|r| ds[r] as isize)
-        .min()
-        .unwrap_or(0);
-    let big = |what: usize| {
-        Count::try_from(what).map_err(|_| {
-            err(
-                MPI_ERR_COUNT,
-                "a block lies beyond 2^31 bytes of its buffer",
-            )
-        })
-    };
-    let (mut bc, mut bd, mut span) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
-    for r in 0..n {
-        let len = count(cs[r])? * sz;
-        let off = if len > 0 {
-            (ds[r] as isize - lo) as usize * sz
-        } else {
-            0
-        };
-        bc.push(big(len)?);
-        bd.push(big(off)?);
-        span = span.max(off + len);
-    }
-    Ok(ByteLayout {
-        base: (base as *mut u8).wrapping_offset(lo * sz as isize),
-        counts: bc,
-        displs: bd,
-        span,
-    })
-}
 
 export!(MPI_Gatherv, PMPI_Gatherv,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
@@ -248,20 +194,24 @@ export!(MPI_Gatherv, PMPI_Gatherv,
         }
         let sz = datatype_of(recvtype)?.size;
         // SAFETY: the root passes size counts and displacements.
-        let l = unsafe { byte_layout(recvbuf, recvcounts, displs, c.size() as usize, sz)? };
-        // SAFETY: the blocks lie in the receive buffer (MPI contract).
-        let r = unsafe { bytes_mut(l.base.cast(), l.span)? };
+        let l = unsafe { VLayout::new(recvbuf, recvcounts, displs, c.size() as usize, sz)? };
         if in_place(sendbuf) {
-            let mine = r[l.block(root)].to_vec();
-            p.gather_varcount_into_root(&mine[..], &mut PartitionMut::new(r, l.counts, l.displs));
-        } else {
-            let sl = count(sendcount)? * datatype_of(sendtype)?.size;
-            disjoint(sendbuf, sl, l.base.cast(), l.span)?;
-            // SAFETY: sl readable bytes, disjoint from the receive buffer (checked).
-            let s = unsafe { bytes(sendbuf, sl)? };
-            p.gather_varcount_into_root(s, &mut PartitionMut::new(r, l.counts, l.displs));
+            // SAFETY: the blocks lie in the receive buffer (MPI contract).
+            return unsafe { l.write(Some(root), |mine, part| p.gather_varcount_into_root(mine, part)) };
         }
-        Ok(())
+        let sl = count(sendcount)? * datatype_of(sendtype)?.size;
+        let copy;
+        let s: &[u8] = match vlayout::one_against(sendbuf, sl, &l)? {
+            // SAFETY: sl readable bytes, apart from the receive blocks (checked).
+            Separation::Apart => unsafe { bytes(sendbuf, sl)? },
+            Separation::Interleaved => {
+                // SAFETY: as above; copied before the receive buffer is lent out.
+                copy = unsafe { bytes(sendbuf, sl)? }.to_vec();
+                &copy
+            }
+        };
+        // SAFETY: the blocks lie in the receive buffer (MPI contract).
+        unsafe { l.write(None, |_, part| p.gather_varcount_into_root(s, part)) }
     })
 });
 
@@ -289,22 +239,23 @@ export!(MPI_Scatterv, PMPI_Scatterv,
         }
         let sz = datatype_of(sendtype)?.size;
         // SAFETY: the root passes size counts and displacements.
-        let l = unsafe { byte_layout(sendbuf, sendcounts, displs, c.size() as usize, sz)? };
-        // SAFETY: the blocks lie in the send buffer (MPI contract).
-        let s = unsafe { bytes(l.base.cast(), l.span)? };
-        let own = l.block(root).len();
-        let part = Partition::new(s, l.counts, l.displs);
+        let l = unsafe { VLayout::new(sendbuf, sendcounts, displs, c.size() as usize, sz)? };
         if in_place(recvbuf) {
-            let mut mine = vec![0u8; own];
-            p.scatter_varcount_into_root(&part, &mut mine[..]);
-        } else {
-            let rl = count(recvcount)? * datatype_of(recvtype)?.size;
-            disjoint(recvbuf, rl, l.base.cast(), l.span)?;
-            // SAFETY: rl writable bytes, disjoint from the send buffer (checked).
-            let r = unsafe { bytes_mut(recvbuf, rl)? };
-            p.scatter_varcount_into_root(&part, r);
+            let mut mine = vec![0u8; l.block(root).len()];
+            // SAFETY: the blocks lie in the send buffer (MPI contract).
+            return unsafe { l.read(|part| p.scatter_varcount_into_root(part, &mut mine[..])) };
         }
-        Ok(())
+        let rl = count(recvcount)? * datatype_of(recvtype)?.size;
+        let mut keep = Vec::new();
+        let l = match vlayout::against_one(&l, recvbuf, rl)? {
+            Separation::Apart => l,
+            // SAFETY: the blocks lie in the send buffer (MPI contract).
+            Separation::Interleaved => unsafe { l.copied(&mut keep)? },
+        };
+        // SAFETY: rl writable bytes, apart from the send blocks (checked or copied).
+        let r = unsafe { bytes_mut(recvbuf, rl)? };
+        // SAFETY: the blocks lie in the send buffer (MPI contract).
+        unsafe { l.read(|part| p.scatter_varcount_into_root(part, r)) }
     })
 });
 
@@ -318,22 +269,30 @@ export!(MPI_Allgatherv, PMPI_Allgatherv,
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, None, comm) };
         }
+        if in_place(sendbuf) && crate::inter::inter_of(comm).is_some() {
+            return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
+        }
         let sz = datatype_of(recvtype)?.size;
         // SAFETY: the caller passes size counts and displacements.
-        let l = unsafe { byte_layout(recvbuf, recvcounts, displs, c.size() as usize, sz)? };
-        // SAFETY: the blocks lie in the receive buffer (MPI contract).
-        let r = unsafe { bytes_mut(l.base.cast(), l.span)? };
+        let l = unsafe { VLayout::new(recvbuf, recvcounts, displs, c.size() as usize, sz)? };
         if in_place(sendbuf) {
-            let mine = r[l.block(c.rank())].to_vec();
-            c.all_gather_varcount_into(&mine[..], &mut PartitionMut::new(r, l.counts, l.displs));
-        } else {
-            let sl = count(sendcount)? * datatype_of(sendtype)?.size;
-            disjoint(sendbuf, sl, l.base.cast(), l.span)?;
-            // SAFETY: sl readable bytes, disjoint from the receive buffer (checked).
-            let s = unsafe { bytes(sendbuf, sl)? };
-            c.all_gather_varcount_into(s, &mut PartitionMut::new(r, l.counts, l.displs));
+            let me = c.rank();
+            // SAFETY: the blocks lie in the receive buffer (MPI contract).
+            return unsafe { l.write(Some(me), |mine, part| c.all_gather_varcount_into(mine, part)) };
         }
-        Ok(())
+        let sl = count(sendcount)? * datatype_of(sendtype)?.size;
+        let copy;
+        let s: &[u8] = match vlayout::one_against(sendbuf, sl, &l)? {
+            // SAFETY: sl readable bytes, apart from the receive blocks (checked).
+            Separation::Apart => unsafe { bytes(sendbuf, sl)? },
+            Separation::Interleaved => {
+                // SAFETY: as above; copied before the receive buffer is lent out.
+                copy = unsafe { bytes(sendbuf, sl)? }.to_vec();
+                &copy
+            }
+        };
+        // SAFETY: the blocks lie in the receive buffer (MPI contract).
+        unsafe { l.write(None, |_, part| c.all_gather_varcount_into(s, part)) }
     })
 });
 
@@ -347,28 +306,31 @@ export!(MPI_Alltoallv, PMPI_Alltoallv,
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) };
         }
+        if in_place(sendbuf) && crate::inter::inter_of(comm).is_some() {
+            return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
+        }
         let n = c.size() as usize;
         let rsz = datatype_of(recvtype)?.size;
         // SAFETY: the caller passes size counts and displacements.
-        let rl = unsafe { byte_layout(recvbuf, recvcounts, rdispls, n, rsz)? };
-        // SAFETY: the blocks lie in the receive buffer (MPI contract).
-        let r = unsafe { bytes_mut(rl.base.cast(), rl.span)? };
-        if in_place(sendbuf) {
+        let rl = unsafe { VLayout::new(recvbuf, recvcounts, rdispls, n, rsz)? };
+        let mut keep = Vec::new();
+        let sl = if in_place(sendbuf) {
             // The receive layout is the send layout: send from a copy.
-            let copy = r.to_vec();
-            let sp = Partition::new(&copy[..], rl.counts.clone(), rl.displs.clone());
-            c.all_to_all_varcount_into(&sp, &mut PartitionMut::new(r, rl.counts, rl.displs));
-            return Ok(());
-        }
-        let ssz = datatype_of(sendtype)?.size;
-        // SAFETY: the caller passes size counts and displacements.
-        let sl = unsafe { byte_layout(sendbuf, sendcounts, sdispls, n, ssz)? };
-        disjoint(sl.base.cast(), sl.span, rl.base.cast(), rl.span)?;
-        // SAFETY: the blocks lie in the send buffer (MPI contract), disjoint from the
-        // receive buffer (checked).
-        let s = unsafe { bytes(sl.base.cast(), sl.span)? };
-        let sp = Partition::new(s, sl.counts, sl.displs);
-        c.all_to_all_varcount_into(&sp, &mut PartitionMut::new(r, rl.counts, rl.displs));
+            // SAFETY: the blocks lie in the receive buffer (MPI contract).
+            unsafe { rl.copied(&mut keep)? }
+        } else {
+            let ssz = datatype_of(sendtype)?.size;
+            // SAFETY: the caller passes size counts and displacements.
+            let sl = unsafe { VLayout::new(sendbuf, sendcounts, sdispls, n, ssz)? };
+            match vlayout::layouts(&sl, &rl)? {
+                Separation::Apart => sl,
+                // SAFETY: the blocks lie in the send buffer (MPI contract).
+                Separation::Interleaved => unsafe { sl.copied(&mut keep)? },
+            }
+        };
+        // SAFETY: both layouts' blocks lie in their buffers (MPI contract), the send
+        // blocks apart from the receive blocks (checked or copied).
+        unsafe { sl.read(|sp| rl.write(None, |_, rp| c.all_to_all_varcount_into(sp, rp)))?? };
         Ok(())
     })
 });

@@ -273,6 +273,48 @@ thread_local! {
 /// Whether [`PARKED`] may hold anything (read without reaching the thread-local).
 static ANY_PARKED: AtomicBool = AtomicBool::new(false);
 
+thread_local! {
+    /// Members (world ranks) of the communicator of a Rust request handed to C
+    /// (`phalanx::raw::RawRequest::into_raw`) whose ranks are not world ranks: its
+    /// status's source is translated at completion.
+    static MEMBERS: RefCell<HashMap<usize, std::rc::Rc<Vec<u32>>>> = RefCell::new(HashMap::new());
+}
+
+/// Whether [`MEMBERS`] may hold anything.
+static ANY_MEMBERS: AtomicBool = AtomicBool::new(false);
+
+/// Translates the source of handle `h`'s status through `members` at completion.
+pub fn set_members(h: Handle, members: std::rc::Rc<Vec<u32>>) {
+    ANY_MEMBERS.store(true, Ordering::Relaxed);
+    MEMBERS.with(|m| m.borrow_mut().insert(h as usize, members));
+}
+
+/// Takes the members recorded for handle `h`, if any.
+pub fn take_members(h: Handle) -> Option<std::rc::Rc<Vec<u32>>> {
+    if !ANY_MEMBERS.load(Ordering::Relaxed) {
+        return None;
+    }
+    MEMBERS.with(|m| {
+        let mut m = m.borrow_mut();
+        let r = m.remove(&(h as usize));
+        if m.is_empty() {
+            ANY_MEMBERS.store(false, Ordering::Relaxed);
+        }
+        r
+    })
+}
+
+/// `st` with its world-rank source as a rank of `h`'s communicator when `h` has
+/// recorded members.
+fn translated(h: Handle, mut st: MPI_Status) -> MPI_Status {
+    if let Some(m) = take_members(h) {
+        if let Some(r) = m.iter().position(|&w| w as c_int == st.MPI_SOURCE) {
+            st.MPI_SOURCE = r as c_int;
+        }
+    }
+    st
+}
+
 /// Keeps the status of request handle `h`, completed by a non-consuming test, for its
 /// next completion.
 pub(crate) fn park(h: Handle, st: MPI_Status) {
@@ -312,7 +354,7 @@ pub(crate) fn complete(
     } else {
         raw::test(id).map_err(cerr)?
     };
-    Ok(st.map(|st| c_status(send, st)))
+    Ok(st.map(|st| translated(h, c_status(send, st))))
 }
 
 /// The C status of a completed request of this path (a send's is empty).
@@ -344,7 +386,11 @@ pub(crate) unsafe fn wait_all(
     requests: *mut Handle,
     statuses: *mut MPI_Status,
 ) -> CResult<bool> {
-    if n > WAIT_ALL_MAX || requests.is_null() || ANY_PARKED.load(Ordering::Relaxed) {
+    if n > WAIT_ALL_MAX
+        || requests.is_null()
+        || ANY_PARKED.load(Ordering::Relaxed)
+        || ANY_MEMBERS.load(Ordering::Relaxed)
+    {
         return Ok(false);
     }
     let mut ids = [0 as ReqId; WAIT_ALL_MAX];
@@ -383,6 +429,7 @@ pub(crate) unsafe fn wait_all(
 
 /// `MPI_Request_free` of the request of handle `h`, engine request `id`.
 pub(crate) fn free(h: Handle, id: ReqId) -> CResult {
+    take_members(h);
     if unpark(h).is_some() {
         return Ok(());
     }

@@ -10,17 +10,19 @@
 //! across, a broadcast or scatter behind); the buffers are the caller's bytes, in the
 //! predefined datatypes (a derived datatype in a rooted intercommunicator collective is
 //! `MPI_ERR_TYPE`, said plainly). `MPI_Allreduce`, `MPI_Allgatherv`, `MPI_Alltoallv`,
-//! `MPI_Reduce_scatter_block` and `MPI_Barrier` need nothing here: the handle's
+//! `MPI_Reduce_scatter_block` and `MPI_Barrier` need nothing here but [`predefined`]
+//! (a reduction with an operation the core does not run — user functions, `MAXLOC`… —
+//! is `MPI_ERR_OP` on an intercommunicator, and `MPI_Reduce_scatter` too): the handle's
 //! communicator is the intercommunicator's point-to-point side, whose collectives are the
-//! intercommunicator's.
+//! intercommunicator's. `MPI_IN_PLACE` is `MPI_ERR_ARG` there (as MPI defines it).
 
 use crate::coll::{system_op, with_kind};
-use crate::coll_more::byte_layout;
 use crate::consts::*;
 use crate::env::datatype_of;
+use crate::vlayout::VLayout;
 use crate::{bytes, bytes_mut, count, err, typed, CResult};
 use phalanx::collective::{CommunicatorCollectives, Root};
-use phalanx::datatype::{Equivalence, Partition, PartitionMut};
+use phalanx::datatype::Equivalence;
 use phalanx::topology::{Communicator, InterCommunicator};
 use std::ffi::{c_int, c_void};
 
@@ -59,6 +61,18 @@ fn basic(ts: &[Handle]) -> CResult {
         ));
     }
     Ok(())
+}
+
+/// A reduction on an intercommunicator must take an operation the core runs.
+pub fn predefined(op: Handle, t: Handle) -> CResult {
+    if crate::localop::core_supported(op, t) {
+        return Ok(());
+    }
+    Err(err(
+        MPI_ERR_OP,
+        "on an intercommunicator, reductions take the predefined operations on predefined \
+         types only (not yet user functions, MAXLOC/MINLOC or MPI_REPLACE)",
+    ))
 }
 
 fn len(cnt: c_int, t: Handle) -> CResult<usize> {
@@ -125,11 +139,9 @@ pub unsafe fn gatherv(
             basic(&[rt])?;
             let sz = datatype_of(rt)?.size;
             // SAFETY: remote size counts and displacements (MPI contract).
-            let l = unsafe { byte_layout(r, rcounts, displs, remote(ic), sz)? };
+            let l = unsafe { VLayout::new(r, rcounts, displs, remote(ic), sz)? };
             // SAFETY: the blocks lie in the receive buffer.
-            let buf = unsafe { bytes_mut(l.base.cast(), l.span)? };
-            ic.gather_varcount_root(&mut PartitionMut::new(buf, l.counts, l.displs));
-            Ok(())
+            unsafe { l.write(None, |_, part| ic.gather_varcount_root(part)) }
         }
         Role::Member(root) => {
             basic(&[st])?;
@@ -197,11 +209,9 @@ pub unsafe fn scatterv(
             basic(&[st])?;
             let sz = datatype_of(st)?.size;
             // SAFETY: remote size counts and displacements (MPI contract).
-            let l = unsafe { byte_layout(s, scounts, displs, remote(ic), sz)? };
+            let l = unsafe { VLayout::new(s, scounts, displs, remote(ic), sz)? };
             // SAFETY: the blocks lie in the send buffer.
-            let buf = unsafe { bytes(l.base.cast(), l.span)? };
-            ic.scatter_varcount_root(&Partition::new(buf, l.counts, l.displs));
-            Ok(())
+            unsafe { l.read(|part| ic.scatter_varcount_root(part)) }
         }
         Role::Member(root) => {
             basic(&[rt])?;
@@ -241,12 +251,7 @@ pub unsafe fn reduce(
     root: c_int,
 ) -> CResult {
     basic(&[t])?;
-    if !crate::localop::core_supported(op, t) {
-        return Err(err(
-            MPI_ERR_OP,
-            "user operations in MPI_Reduce on an intercommunicator are not supported yet",
-        ));
-    }
+    predefined(op, t)?;
     match role(ic, root)? {
         Role::Idle => Ok(()),
         Role::Root => {

@@ -58,6 +58,7 @@ pub mod stubs_gen;
 pub mod topo;
 pub mod types;
 pub mod types_more;
+pub mod vlayout;
 
 use consts::*;
 use std::ffi::{c_int, c_void};

@@ -320,6 +320,27 @@ fn groups_probes_request_sets_scans_and_v_collectives() {
     for n in [1, 2, 3, 4] {
         run_ok(n, &exe, &[], "more ok");
     }
+    // A varcount layout spanning more than 2^31 bytes (untouched pages between blocks).
+    run_ok(2, &exe, &["big"], "more ok");
+    // A member sending more than its block at the root: reported (fatal), not a hang or
+    // a silent truncation — over the board (4 KiB: several steps) and the schedules.
+    for transport in ["shm", "udp"] {
+        let o = Command::new(phalanx())
+            .args(["run", "-n", "3", "--timeout", "60"])
+            .env("PHALANX_TRANSPORT", transport)
+            .env("PHALANX_SHM_BOARD", "4k")
+            .arg(&exe)
+            .arg("truncate")
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{transport}: {}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("truncated") || err.contains("sending 16000 bytes"),
+            "{transport}: {}",
+            show(&o)
+        );
+    }
     let o = run(2, &exe, &["call_errhandler"]);
     assert!(!o.status.success(), "{}", show(&o));
     assert!(

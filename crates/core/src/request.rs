@@ -182,10 +182,19 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
 
     /// Gives the request up to the C interface (`phalanx::raw`'s `into_raw`),
     /// unregistered from its scope (which no longer waits for it): `Ok` the engine
-    /// request, `Err` the status of a request that completed as it started. Not a stable
-    /// API.
+    /// request, `Err` the status of a request that completed as it started; and the
+    /// world rank of each member of its communicator (`None`: world ranks), which its
+    /// status's source needs. Not a stable API.
     #[doc(hidden)]
-    pub fn c_into_raw(mut self) -> (Result<ReqId, Status>, &'a Buf, S) {
+    #[allow(clippy::type_complexity)]
+    pub fn c_into_raw(
+        mut self,
+    ) -> (
+        Result<ReqId, Status>,
+        Option<std::rc::Rc<Vec<u32>>>,
+        &'a Buf,
+        S,
+    ) {
         self.done = true;
         let r = match self.early.take() {
             Some(raw) => Err(self.status(raw)),
@@ -194,28 +203,35 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
                 Ok(self.id)
             }
         };
-        drop(self.members.take());
+        let members = self.members.take();
         // SAFETY: borrowed for 'a (the caller of `into_raw` answers for completion).
         let data = unsafe { &*self.data };
         // SAFETY: `self` is forgotten right after: the scope is moved out exactly once,
         // and nothing else of it needs dropping (members taken above).
         let scope = unsafe { std::ptr::read(&self.scope) };
         std::mem::forget(self);
-        (r, data, scope)
+        (r, members, data, scope)
     }
 
     /// An engine request handed over by the C interface (`phalanx::raw`'s `from_raw`),
-    /// registered with `scope`; its status's source is a world rank. Not a stable API.
+    /// registered with `scope`; its status's source is translated through `members` (the
+    /// world rank of each member of its communicator; `None`: world ranks). Not a stable
+    /// API.
     ///
     /// # Safety
     /// `id` is a running engine request on `data`, which lives for `'a`, and nothing else
     /// completes it.
     #[doc(hidden)]
-    pub unsafe fn c_from_raw(id: ReqId, data: &'a Buf, scope: S) -> Self {
+    pub unsafe fn c_from_raw(
+        id: ReqId,
+        members: Option<std::rc::Rc<Vec<u32>>>,
+        data: &'a Buf,
+        scope: S,
+    ) -> Self {
         scope.register(id);
         Request {
             id,
-            members: None,
+            members,
             early: None,
             scope,
             done: false,

@@ -203,7 +203,8 @@ pub mod raw {
 
         /// The request behind a C handle of a point-to-point transfer (`MPI_Isend`,
         /// `MPI_Irecv` of predefined datatypes, a handle from [`RawRequest::into_raw`]),
-        /// registered with `scope`; its status's source is a world rank. Other handles
+        /// registered with `scope`; its status's source is a rank of the communicator the
+        /// transfer was started on. Other handles
         /// (collectives, persistent requests, derived datatypes) end the rank with an
         /// error.
         ///
@@ -215,9 +216,17 @@ pub mod raw {
 
     impl<'a, D: ?Sized + 'a, S: Scope<'a>> RawRequest<'a, D, S> for Request<'a, D, S> {
         unsafe fn into_raw(self) -> (ffi::MPI_Request, &'a D, S) {
-            let (r, data, scope) = self.c_into_raw();
+            let (r, members, data, scope) = self.c_into_raw();
             let h = match r {
-                Ok(id) => mpi_abi::fastpath::raw_handle(id, false),
+                Ok(id) => {
+                    let h = mpi_abi::fastpath::raw_handle(id, false);
+                    if let Some(m) = members {
+                        // A communicator whose ranks are not world ranks: C translates
+                        // the status's source at completion.
+                        mpi_abi::fastpath::set_members(h, m);
+                    }
+                    h
+                }
                 Err(st) => {
                     mpi_abi::state::attach();
                     let st = mpi_abi::p2p::c_status(st);
@@ -242,8 +251,9 @@ pub mod raw {
                 return completed(st, scope);
             }
             if let Some((id, _)) = mpi_abi::fastpath::raw_id(request) {
+                let members = mpi_abi::fastpath::take_members(request);
                 // SAFETY: a running engine request on `data` (the caller's contract).
-                return unsafe { Request::c_from_raw(id, data, scope) };
+                return unsafe { Request::c_from_raw(id, members, data, scope) };
             }
             let h = request as usize;
             if h == mpi_abi::p2p::DONE_SEND || h == mpi_abi::p2p::DONE_PROC_NULL {
@@ -257,10 +267,12 @@ pub mod raw {
                     req: LiveReq::Bytes(r),
                     staged: None,
                     ..
-                }) => match r.c_into_raw().0 {
+                }) => match r.c_into_raw() {
                     // SAFETY: as above.
-                    Ok(id) => unsafe { Request::c_from_raw(id, data, scope) },
-                    Err(st) => completed(mpi_abi::p2p::c_status(st), scope),
+                    (Ok(id), members, ..) => unsafe {
+                        Request::c_from_raw(id, members, data, scope)
+                    },
+                    (Err(st), ..) => completed(mpi_abi::p2p::c_status(st), scope),
                 },
                 other => {
                     if let Some(e) = other {

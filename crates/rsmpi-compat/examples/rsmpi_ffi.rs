@@ -214,6 +214,58 @@ fn main() {
         }
     }
 
+    // The same on a communicator whose ranks are not world ranks (reversed): statuses
+    // name its ranks, whichever side completes the request.
+    if size > 1 {
+        let rev = world
+            .split_by_color_with_key(mpi::topology::Color::with_value(0), -rank)
+            .expect("a color");
+        let me = rev.rank();
+        assert_eq!(me, size - 1 - rank);
+        if me < 2 {
+            let peer = 1 - me;
+            let mut got = [0i32; 1];
+            let mut st = ffi::MPI_Status::empty(-1);
+            mpi::request::scope(|sc| {
+                let rq =
+                    rev.process_at_rank(peer)
+                        .immediate_receive_into_with_tag(sc, &mut got[..], 41);
+                // SAFETY: completed below, inside the scope.
+                let (mut h, _, _) = unsafe { rq.into_raw() };
+                rev.process_at_rank(peer).send_with_tag(&[me][..], 41);
+                // SAFETY: a live request handle and a writable status.
+                unsafe { assert_eq!(ffi::MPI_Wait(&mut h, &mut st), ffi::MPI_SUCCESS) };
+            });
+            assert_eq!((got[0], st.MPI_SOURCE), (peer, peer), "into_raw on a split");
+            let mut back = [0i32; 1];
+            let mut h: ffi::MPI_Request = ffi::RSMPI_REQUEST_NULL;
+            // SAFETY: one writable int, valid until the request completes below.
+            let rc = unsafe {
+                ffi::MPI_Irecv(
+                    back.as_mut_ptr() as *mut c_void,
+                    1,
+                    ffi::RSMPI_INT32_T,
+                    peer,
+                    42,
+                    rev.as_raw(),
+                    &mut h,
+                )
+            };
+            assert_eq!(rc, ffi::MPI_SUCCESS);
+            rev.process_at_rank(peer).send_with_tag(&[me][..], 42);
+            let status = mpi::request::scope(|sc| {
+                // SAFETY: a live receive into `back`, not used afterwards.
+                let rq = unsafe { mpi::request::Request::from_raw(h, &back, sc) };
+                rq.wait()
+            });
+            assert_eq!(
+                (back[0], status.source_rank()),
+                (peer, peer),
+                "from_raw on a split"
+            );
+        }
+    }
+
     // Handles back to Rust objects (rsmpi's FromRaw), a group through C.
     // SAFETY: live handles from as_raw.
     let back = unsafe { mpi::topology::SimpleCommunicator::from_raw(dup.as_raw()) };

@@ -268,6 +268,53 @@ static void colls(int rank, int size) {
     }
 }
 
+/* Send and receive data interleaved in one array (allowed: no send block overlaps a
+ * receive block), a layout spanning more than 2^31 bytes ("big"), and an overlap
+ * (MPI_ERR_BUFFER). */
+static void layouts(int rank, int size, int big) {
+    int buf[2 * 64], sc[64], sd[64], rc[64], rd[64];
+    for (int j = 0; j < size; j++) {
+        sc[j] = rc[j] = 1;
+        sd[j] = 2 * j;
+        rd[j] = 2 * j + 1;
+        buf[2 * j] = 100 * rank + j;
+        buf[2 * j + 1] = -1;
+    }
+    OK(MPI_Alltoallv(buf, sc, sd, MPI_INT, buf, rc, rd, MPI_INT, MPI_COMM_WORLD));
+    for (int j = 0; j < size; j++) CHECK(buf[2 * j + 1] == 100 * j + rank && buf[2 * j] == 100 * rank + j);
+    /* Gatherv whose send value sits in the gap after the root's receive blocks. */
+    int all[64 + 1], counts[64], displs[64], root = 0;
+    for (int j = 0; j < size; j++) {
+        counts[j] = 1;
+        displs[j] = j;
+        all[j] = -1;
+    }
+    all[size] = 7000 + rank;
+    OK(MPI_Gatherv(&all[size], 1, MPI_INT, all, counts, displs, MPI_INT, root, MPI_COMM_WORLD));
+    if (rank == root)
+        for (int j = 0; j < size; j++) CHECK(all[j] == 7000 + j);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    for (int j = 0; j < size; j++) rd[j] = 2 * j; /* receive blocks on the send blocks */
+    CHECK(MPI_Alltoallv(buf, sc, sd, MPI_INT, buf, rc, rd, MPI_INT, MPI_COMM_WORLD) ==
+          MPI_ERR_BUFFER);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (!big) return;
+    /* One double per member, 2^28 doubles (2 GiB) apart: the pages between are never
+     * touched. */
+    long stride = 1L << 28;
+    double *huge = malloc((size_t)(stride * (size - 1) + 1) * sizeof(double));
+    CHECK(huge != NULL);
+    for (int j = 0; j < size; j++) {
+        counts[j] = 1;
+        displs[j] = (int)(stride * j);
+    }
+    double mine = rank + 0.5;
+    OK(MPI_Allgatherv(&mine, 1, MPI_DOUBLE, huge, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD));
+    for (int j = 0; j < size; j++) CHECK(huge[stride * j] == j + 0.5);
+    free(huge);
+}
+
 static void errors(int rank, int size) {
     MPI_Comm c;
     MPI_Group g, w;
@@ -316,6 +363,7 @@ static void errors(int rank, int size) {
           MPI_ERR_ROOT);
     CHECK(MPI_Allgatherv(&v, 0, MPI_INT, &flag, counts, displs, MPI_INT, MPI_COMM_WORLD) ==
           MPI_ERR_COUNT);
+
     CHECK(MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_TAG) == MPI_SUCCESS);
     MPI_Errhandler eh;
     OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
@@ -333,8 +381,21 @@ int main(int argc, char **argv) {
     comms(rank, size);
     p2p(rank, size);
     colls(rank, size);
+    layouts(rank, size, argc > 1 && strcmp(argv[1], "big") == 0);
     errors(rank, size);
     OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (argc > 1 && strcmp(argv[1], "truncate") == 0) {
+        /* The last member sends 4000 ints where the root's block holds 1000: the root
+         * reports the truncation (fatal by default) instead of hanging. */
+        static int big[4000], all[4000 * 64];
+        int counts[64], displs[64];
+        for (int j = 0; j < size; j++) {
+            counts[j] = 1000;
+            displs[j] = 1000 * j;
+        }
+        MPI_Gatherv(big, rank == size - 1 ? 4000 : 1000, MPI_INT, all, counts, displs, MPI_INT,
+                    0, MPI_COMM_WORLD);
+    }
     if (argc > 1 && strcmp(argv[1], "call_errhandler") == 0)
         MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_TAG);
     OK(MPI_Finalize());

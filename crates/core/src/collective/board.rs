@@ -127,7 +127,8 @@ pub(crate) fn fits(kind: CollKind, board: usize, need: usize, p: usize) -> bool 
             | CollKind::ReduceScatterBlock
     );
     // Split and the exclusive scan run as schedules; the varcount collectives stream
-    // blocks of any length (their callers pass what every member knows alike as `need`).
+    // blocks of any length (their callers pass `need` 0: members do not all know the
+    // lengths, so the choice cannot depend on them).
     let scheduled = matches!(kind, CollKind::Split | CollKind::Exscan);
     board > 0 && !scheduled && need <= MAX_STREAM && (!pieces || p <= board)
 }

@@ -149,6 +149,11 @@ fn board_or(
     layout: impl FnOnce() -> plans::Layout,
     sched: impl FnOnce() -> Plan,
 ) -> Result<(Chosen, Plan), crate::Error> {
+    // A scatter's or all-to-all's pieces need a header and data in each member's cell.
+    let pieces = matches!(kind, CollKind::Scatterv | CollKind::Alltoallv);
+    if pieces && sh.board < 16 * sh.p {
+        return linear(sched());
+    }
     let c = super::choose_board(kind, sh, 0, Algorithm::Linear, Algorithm::Linear);
     if c.alg == Algorithm::Shm {
         Ok((c, Plan::on_board_varcount(layout())))

@@ -137,7 +137,10 @@ pub unsafe trait AsDatatype {
 /// A countable collection of elements (rsmpi's `Collection`).
 ///
 /// # Safety
-/// `count` is the number of elements the buffer holds (non-negative).
+/// `count` is the number of elements the buffer holds (non-negative), and
+/// `element_count`, if an implementation overrides it (phalanx's own buffers do, for
+/// byte buffers past `Count::MAX`), returns the same number: phalanx sizes every copy
+/// and transfer by `element_count`.
 pub unsafe trait Collection {
     /// Number of elements.
     fn count(&self) -> Count;

@@ -1,0 +1,226 @@
+//! The `(counts, displs)` layouts of the varying-count collectives (`MPI_Gatherv`,
+//! `MPI_Scatterv`, `MPI_Allgatherv`, `MPI_Alltoallv`) as the core's partitions take them.
+//!
+//! Contract: a layout counts in elements of its predefined datatype's size (a
+//! contiguous `sz`-byte type over the caller's bytes, so counts and displacements stay
+//! the caller's ints and blocks may lie anywhere in a buffer of any size), rebased so
+//! that its lowest non-empty block starts the buffer (MPI allows negative
+//! displacements). Send and receive data may interleave as long as no send block
+//! overlaps a receive block ([`Separation`]): then the send bytes are copied before the
+//! receive buffer is lent out, so no `&[u8]` and `&mut [u8]` ever cover the same bytes;
+//! an overlap is `MPI_ERR_BUFFER`.
+
+use crate::consts::*;
+use crate::{bytes, bytes_mut, count, err, typed, CResult};
+use phalanx::datatype::{Equivalence, MutView, Partition, PartitionMut, UserDatatype, View};
+use phalanx::Count;
+use std::ffi::{c_int, c_void};
+
+/// A layout of `counts.len()` blocks at `base`.
+pub(crate) struct VLayout {
+    base: *mut u8,
+    /// Counts and displacements in elements of `sz` bytes, rebased.
+    pub(crate) counts: Vec<Count>,
+    pub(crate) displs: Vec<Count>,
+    /// Elements from `base` to the end of the last block.
+    span: usize,
+    sz: usize,
+    dt: UserDatatype,
+}
+
+impl VLayout {
+    /// The layout of `n` blocks of `sz`-byte elements at `base`.
+    ///
+    /// # Safety
+    /// `counts` and `displs` point to `n` readable ints.
+    pub(crate) unsafe fn new(
+        base: *const c_void,
+        counts: *const c_int,
+        displs: *const c_int,
+        n: usize,
+        sz: usize,
+    ) -> CResult<VLayout> {
+        // SAFETY: n readable ints each (caller).
+        let (cs, ds): (&[c_int], &[c_int]) =
+            unsafe { (typed(counts.cast(), n)?, typed(displs.cast(), n)?) };
+        let lo = (0..n)
+            .filter(|&r| cs[r] > 0)
+            .map(|r| ds[r] as i64)
+            .min()
+            .unwrap_or(0);
+        let (mut bc, mut bd, mut span) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
+        for r in 0..n {
+            let c = count(cs[r])?;
+            let d = if c > 0 {
+                (ds[r] as i64 - lo) as usize
+            } else {
+                0
+            };
+            bc.push(cs[r]);
+            bd.push(d as Count);
+            span = span.max(d + c);
+        }
+        if Count::try_from(span).is_err() {
+            return Err(err(
+                MPI_ERR_COUNT,
+                "a layout spanning more than 2^31 elements",
+            ));
+        }
+        Ok(VLayout {
+            base: (base as *mut u8).wrapping_offset(lo as isize * sz as isize),
+            counts: bc,
+            displs: bd,
+            span,
+            sz,
+            dt: UserDatatype::contiguous(sz as Count, &u8::equivalent_datatype()),
+        })
+    }
+
+    /// Bytes of member `r`'s block, relative to the layout's start.
+    pub(crate) fn block(&self, r: c_int) -> std::ops::Range<usize> {
+        let r = r as usize;
+        let d = self.displs[r] as usize * self.sz;
+        d..d + self.counts[r] as usize * self.sz
+    }
+
+    /// The non-empty blocks as absolute address ranges.
+    fn ranges(&self) -> Vec<(usize, usize)> {
+        (0..self.counts.len())
+            .map(|r| self.block(r as c_int))
+            .filter(|b| !b.is_empty())
+            .map(|b| (self.base as usize + b.start, self.base as usize + b.end))
+            .collect()
+    }
+
+    fn span_range(&self) -> (usize, usize) {
+        let a = self.base as usize;
+        (a, a + self.span * self.sz)
+    }
+
+    /// Runs `f` on the layout as a send partition (the bytes borrowed for the call).
+    ///
+    /// # Safety
+    /// The blocks lie in readable memory (the MPI contract).
+    pub(crate) unsafe fn read<T>(
+        &self,
+        f: impl FnOnce(&Partition<'_, View<'_, '_, UserDatatype, [u8]>>) -> T,
+    ) -> CResult<T> {
+        // SAFETY: the caller's contract.
+        let s = unsafe { bytes(self.base.cast(), self.span * self.sz)? };
+        // SAFETY: `span` elements of `sz` bytes cover the slice exactly.
+        let v = unsafe { View::with_count_and_datatype(s, self.span as Count, &self.dt) };
+        Ok(f(&Partition::new(&v, &self.counts[..], &self.displs[..])))
+    }
+
+    /// Runs `f` on the layout as a receive partition; `own` (this member's block, in
+    /// place) is copied out first and given to `f`.
+    ///
+    /// # Safety
+    /// The blocks lie in writable memory (the MPI contract), which nothing else borrows
+    /// during the call.
+    pub(crate) unsafe fn write<T>(
+        &self,
+        own: Option<c_int>,
+        f: impl FnOnce(&[u8], &mut PartitionMut<'_, MutView<'_, '_, UserDatatype, [u8]>>) -> T,
+    ) -> CResult<T> {
+        // SAFETY: the caller's contract.
+        let r = unsafe { bytes_mut(self.base.cast(), self.span * self.sz)? };
+        let mine = own.map(|o| r[self.block(o)].to_vec()).unwrap_or_default();
+        // SAFETY: `span` elements of `sz` bytes cover the slice exactly.
+        let mut v = unsafe { MutView::with_count_and_datatype(r, self.span as Count, &self.dt) };
+        Ok(f(
+            &mine,
+            &mut PartitionMut::new(&mut v, &self.counts[..], &self.displs[..]),
+        ))
+    }
+}
+
+/// How send data stand to a receive layout (MPI forbids only overlapping blocks).
+pub(crate) enum Separation {
+    /// Apart: the send bytes may be borrowed as they are.
+    Apart,
+    /// Interleaved (send data in the gaps of the receive layout, or the other way round):
+    /// the send bytes are copied first.
+    Interleaved,
+}
+
+fn overlapping(a: &mut [(usize, usize)], b: &mut [(usize, usize)]) -> bool {
+    a.sort_unstable();
+    b.sort_unstable();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].0 < b[j].1 && b[j].0 < a[i].1 {
+            return true;
+        }
+        if a[i].1 <= b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    false
+}
+
+/// How the send blocks `send` (absolute ranges) and their span stand to the receive
+/// blocks `recv` and theirs; `MPI_ERR_BUFFER` when a send block overlaps a receive block.
+fn separation(
+    mut send: Vec<(usize, usize)>,
+    send_span: (usize, usize),
+    mut recv: Vec<(usize, usize)>,
+    recv_span: (usize, usize),
+) -> CResult<Separation> {
+    let empty = |s: (usize, usize)| s.0 >= s.1;
+    if empty(send_span)
+        || empty(recv_span)
+        || send_span.1 <= recv_span.0
+        || recv_span.1 <= send_span.0
+    {
+        return Ok(Separation::Apart);
+    }
+    if overlapping(&mut send, &mut recv) {
+        return Err(err(MPI_ERR_BUFFER, "a send block overlaps a receive block"));
+    }
+    Ok(Separation::Interleaved)
+}
+
+/// One send buffer of `len` bytes at `p` against a receive layout.
+pub(crate) fn one_against(p: *const c_void, len: usize, recv: &VLayout) -> CResult<Separation> {
+    let s = (p as usize, p as usize + len);
+    separation(vec![s], s, recv.ranges(), recv.span_range())
+}
+
+/// A send layout against one receive buffer of `len` bytes at `p`.
+pub(crate) fn against_one(send: &VLayout, p: *const c_void, len: usize) -> CResult<Separation> {
+    let r = (p as usize, p as usize + len);
+    separation(send.ranges(), send.span_range(), vec![r], r)
+}
+
+/// A send layout against a receive layout.
+pub(crate) fn layouts(send: &VLayout, recv: &VLayout) -> CResult<Separation> {
+    separation(
+        send.ranges(),
+        send.span_range(),
+        recv.ranges(),
+        recv.span_range(),
+    )
+}
+
+impl VLayout {
+    /// The same layout over a copy of its bytes (for [`Separation::Interleaved`]): the
+    /// copy must outlive the returned layout.
+    ///
+    /// # Safety
+    /// The blocks lie in readable memory.
+    pub(crate) unsafe fn copied(&self, keep: &mut Vec<u8>) -> CResult<VLayout> {
+        // SAFETY: the caller's contract.
+        *keep = unsafe { bytes(self.base.cast(), self.span * self.sz)? }.to_vec();
+        Ok(VLayout {
+            base: keep.as_mut_ptr(),
+            counts: self.counts.clone(),
+            displs: self.displs.clone(),
+            span: self.span,
+            sz: self.sz,
+            dt: self.dt.clone(),
+        })
+    }
+}
