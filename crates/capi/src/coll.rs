@@ -140,7 +140,7 @@ export!(MPI_Bcast, PMPI_Bcast,
         (buffer: *mut c_void, cnt: c_int, datatype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Bcast", comm, || {
         let c = state::comm(comm)?;
-        if let Some(ic) = crate::inter::inter_of(comm) {
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
             let l = crate::types::layout_of(datatype)?;
             let n = count(cnt)?;
             let mut tmp = if root == MPI_ROOT && !l.is_contiguous() {
@@ -214,7 +214,7 @@ export!(MPI_Allreduce, PMPI_Allreduce,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Allreduce", comm, || {
         let c = state::comm(comm)?;
-        if crate::inter::inter_of(comm).is_some() {
+        if crate::inter::inter_if(&c, comm).is_some() {
             crate::inter_coll::predefined(op, datatype)?;
             if in_place(sendbuf) {
                 return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
@@ -269,7 +269,7 @@ export!(MPI_Reduce, PMPI_Reduce,
          op: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Reduce", comm, || {
         let c = state::comm(comm)?;
-        if let Some(ic) = crate::inter::inter_of(comm) {
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::inter_coll::reduce(&ic, sendbuf, recvbuf, cnt, datatype, op, root) };
         }
@@ -294,7 +294,7 @@ export!(MPI_Gather, PMPI_Gather,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Gather", comm, || {
         let c = state::comm(comm)?;
-        if let Some(ic) = crate::inter::inter_of(comm) {
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::inter_coll::gather(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root) };
         }
@@ -334,7 +334,7 @@ export!(MPI_Scatter, PMPI_Scatter,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     guard("MPI_Scatter", comm, || {
         let c = state::comm(comm)?;
-        if let Some(ic) = crate::inter::inter_of(comm) {
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::inter_coll::scatter(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root) };
         }
@@ -374,7 +374,7 @@ export!(MPI_Allgather, PMPI_Allgather,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Allgather", comm, || {
         let c = state::comm(comm)?;
-        if let Some(ic) = crate::inter::inter_of(comm) {
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::inter_coll::all(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false) };
         }
@@ -406,7 +406,7 @@ export!(MPI_Alltoall, PMPI_Alltoall,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Alltoall", comm, || {
         let c = state::comm(comm)?;
-        if let Some(ic) = crate::inter::inter_of(comm) {
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::inter_coll::all(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, true) };
         }

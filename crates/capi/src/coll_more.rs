@@ -127,7 +127,7 @@ export!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Reduce_scatter_block", comm, || {
         let c = state::comm(comm)?;
-        if crate::inter::inter_of(comm).is_some() {
+        if crate::inter::inter_if(&c, comm).is_some() {
             crate::inter_coll::predefined(op, datatype)?;
             if in_place(sendbuf) {
                 return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
@@ -155,7 +155,7 @@ export!(MPI_Reduce_scatter, PMPI_Reduce_scatter,
          datatype: Handle, op: Handle, comm: Handle) -> c_int {
     guard("MPI_Reduce_scatter", comm, || {
         let c = state::comm(comm)?;
-        if crate::inter::inter_of(comm).is_some() {
+        if crate::inter::inter_if(&c, comm).is_some() {
             crate::inter_coll::predefined(op, datatype)?;
             if in_place(sendbuf) {
                 return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
@@ -176,7 +176,7 @@ export!(MPI_Gatherv, PMPI_Gatherv,
          comm: Handle) -> c_int {
     guard("MPI_Gatherv", comm, || {
         let c = state::comm(comm)?;
-        if let Some(ic) = crate::inter::inter_of(comm) {
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::inter_coll::gatherv(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root) };
         }
@@ -221,7 +221,7 @@ export!(MPI_Scatterv, PMPI_Scatterv,
          root: c_int, comm: Handle) -> c_int {
     guard("MPI_Scatterv", comm, || {
         let c = state::comm(comm)?;
-        if let Some(ic) = crate::inter::inter_of(comm) {
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::inter_coll::scatterv(&ic, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root) };
         }
@@ -269,7 +269,7 @@ export!(MPI_Allgatherv, PMPI_Allgatherv,
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, None, comm) };
         }
-        if in_place(sendbuf) && crate::inter::inter_of(comm).is_some() {
+        if in_place(sendbuf) && crate::inter::inter_if(&c, comm).is_some() {
             return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
         }
         let sz = datatype_of(recvtype)?.size;
@@ -306,7 +306,7 @@ export!(MPI_Alltoallv, PMPI_Alltoallv,
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::coll_dt::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) };
         }
-        if in_place(sendbuf) && crate::inter::inter_of(comm).is_some() {
+        if in_place(sendbuf) && crate::inter::inter_if(&c, comm).is_some() {
             return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
         }
         let n = c.size() as usize;

@@ -41,6 +41,17 @@ pub fn inter_of(h: Handle) -> Option<InterCommunicator> {
     state::with(|s| s.comms.get(&(h as usize)).and_then(|e| e.inter.clone()))
 }
 
+/// The intercommunicator behind `h` when `c`, its communicator, is one's point-to-point
+/// side (one field read for every other communicator: the collectives' fast paths).
+#[inline]
+pub fn inter_if(c: &phalanx::topology::SimpleCommunicator, h: Handle) -> Option<InterCommunicator> {
+    if c.c_is_inter() {
+        inter_of(h)
+    } else {
+        None
+    }
+}
+
 /// A new handle for `ic`, with error handler `errh`.
 fn add_inter(ic: InterCommunicator, errh: usize) -> Handle {
     let h = state::add_comm(ic.as_simple().clone(), errh);

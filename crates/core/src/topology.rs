@@ -130,6 +130,14 @@ impl SimpleCommunicator {
         d
     }
 
+    /// Whether this is an intercommunicator's point-to-point side (for the C interface,
+    /// which then looks the intercommunicator up). Not a stable API.
+    #[doc(hidden)]
+    #[inline]
+    pub fn c_is_inter(&self) -> bool {
+        self.inter
+    }
+
     /// The topology of this communicator (`MPI_Topo_test`): Cartesian for one made by
     /// [`Communicator::create_cartesian_communicator`] or a duplicate of one, else
     /// undefined (phalanx's Rust API has no graph topologies, like rsmpi 0.8's; the C ABI
