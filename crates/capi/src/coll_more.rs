@@ -200,16 +200,9 @@ export!(MPI_Gatherv, PMPI_Gatherv,
             return unsafe { l.write(Some(root), |mine, part| p.gather_varcount_into_root(mine, part)) };
         }
         let sl = count(sendcount)? * datatype_of(sendtype)?.size;
-        let copy;
-        let s: &[u8] = match vlayout::one_against(sendbuf, sl, &l)? {
-            // SAFETY: sl readable bytes, apart from the receive blocks (checked).
-            Separation::Apart => unsafe { bytes(sendbuf, sl)? },
-            Separation::Interleaved => {
-                // SAFETY: as above; copied before the receive buffer is lent out.
-                copy = unsafe { bytes(sendbuf, sl)? }.to_vec();
-                &copy
-            }
-        };
+        let mut keep = Vec::new();
+        // SAFETY: sl readable bytes (MPI contract).
+        let s = unsafe { vlayout::send_beside(sendbuf, sl, &l, &mut keep)? };
         // SAFETY: the blocks lie in the receive buffer (MPI contract).
         unsafe { l.write(None, |_, part| p.gather_varcount_into_root(s, part)) }
     })
@@ -281,16 +274,9 @@ export!(MPI_Allgatherv, PMPI_Allgatherv,
             return unsafe { l.write(Some(me), |mine, part| c.all_gather_varcount_into(mine, part)) };
         }
         let sl = count(sendcount)? * datatype_of(sendtype)?.size;
-        let copy;
-        let s: &[u8] = match vlayout::one_against(sendbuf, sl, &l)? {
-            // SAFETY: sl readable bytes, apart from the receive blocks (checked).
-            Separation::Apart => unsafe { bytes(sendbuf, sl)? },
-            Separation::Interleaved => {
-                // SAFETY: as above; copied before the receive buffer is lent out.
-                copy = unsafe { bytes(sendbuf, sl)? }.to_vec();
-                &copy
-            }
-        };
+        let mut keep = Vec::new();
+        // SAFETY: sl readable bytes (MPI contract).
+        let s = unsafe { vlayout::send_beside(sendbuf, sl, &l, &mut keep)? };
         // SAFETY: the blocks lie in the receive buffer (MPI contract).
         unsafe { l.write(None, |_, part| c.all_gather_varcount_into(s, part)) }
     })

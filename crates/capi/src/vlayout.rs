@@ -189,6 +189,28 @@ pub(crate) fn one_against(p: *const c_void, len: usize, recv: &VLayout) -> CResu
     separation(vec![s], s, recv.ranges(), recv.span_range())
 }
 
+/// The `len` send bytes at `p` of a gather into `recv`: the caller's bytes when they lie
+/// apart from its blocks, else a copy kept in `keep` (`MPI_ERR_BUFFER` on an overlap).
+///
+/// # Safety
+/// `p` holds `len` readable bytes, unchanged during the call.
+pub(crate) unsafe fn send_beside<'a>(
+    p: *const c_void,
+    len: usize,
+    recv: &VLayout,
+    keep: &'a mut Vec<u8>,
+) -> CResult<&'a [u8]> {
+    match one_against(p, len, recv)? {
+        // SAFETY: the caller's contract; apart from the receive blocks (checked).
+        Separation::Apart => unsafe { bytes(p, len) },
+        Separation::Interleaved => {
+            // SAFETY: as above; copied before the receive buffer is lent out.
+            *keep = unsafe { bytes(p, len)? }.to_vec();
+            Ok(&keep[..])
+        }
+    }
+}
+
 /// A send layout against one receive buffer of `len` bytes at `p`.
 pub(crate) fn against_one(send: &VLayout, p: *const c_void, len: usize) -> CResult<Separation> {
     let r = (p as usize, p as usize + len);

@@ -64,6 +64,45 @@ pub(crate) struct BoardCall<'a> {
     pub layout: Option<&'a Layout>,
 }
 
+/// The caller's buffers of a board call: byte ranges of them, empty when outside.
+#[derive(Clone, Copy)]
+struct Bytes {
+    send: (*const u8, usize),
+    recv: (*mut u8, usize),
+}
+
+impl Bytes {
+    fn of(call: &CollCall) -> Bytes {
+        Bytes {
+            send: call.send,
+            recv: call.recv,
+        }
+    }
+
+    /// Bytes `o..o + len` of the send buffer (empty if they lie outside it).
+    fn send(&self, o: usize, len: usize) -> &[u8] {
+        let (p, n) = self.send;
+        if len == 0 || o + len > n {
+            return &[];
+        }
+        // SAFETY: inside the buffer, which the collective layer checked against the call
+        // and which outlives the blocking call.
+        unsafe { std::slice::from_raw_parts(p.add(o), len) }
+    }
+
+    /// Bytes `o..o + len` of the receive buffer (empty if they lie outside it). The
+    /// callers hold one such slice at a time.
+    #[allow(clippy::mut_from_ref)]
+    fn recv(&self, o: usize, len: usize) -> &mut [u8] {
+        let (p, n) = self.recv;
+        if len == 0 || o + len > n {
+            return &mut [];
+        }
+        // SAFETY: as for `send`; no other slice of these bytes is alive meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(p.add(o), len) }
+    }
+}
+
 /// Per-call state shared by the steps.
 struct Run<'a> {
     board: Board,
@@ -338,23 +377,9 @@ impl Engine {
         let call = bc.call;
         let p = bc.world.len();
         let (me, root) = (bc.me, bc.root);
-        let (sp, slen) = call.send;
-        let (rp, rlen) = call.recv;
-        // SAFETY (for the slices below): the collective layer checked the buffer sizes
-        // against the call (every range below lies inside them), and the caller's buffers
-        // outlive this blocking call.
-        let send = |o: usize, len: usize| -> &[u8] {
-            if len == 0 || o + len > slen {
-                return &[];
-            }
-            unsafe { std::slice::from_raw_parts(sp.add(o), len) }
-        };
-        let recv = |o: usize, len: usize| -> &mut [u8] {
-            if len == 0 || o + len > rlen {
-                return &mut [];
-            }
-            unsafe { std::slice::from_raw_parts_mut(rp.add(o), len) }
-        };
+        let bytes = Bytes::of(call);
+        let send = |o: usize, len: usize| bytes.send(o, len);
+        let recv = |o: usize, len: usize| bytes.recv(o, len);
         let put = |dst: &mut [u8], src: &[u8]| {
             let k = dst.len().min(src.len());
             dst[..k].copy_from_slice(&src[..k]);

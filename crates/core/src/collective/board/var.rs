@@ -19,7 +19,7 @@
 //! the reader expects nothing at all (it reads no step). Reductions combine in rank
 //! order on every member.
 
-use super::{step_tag, Run};
+use super::{step_tag, Bytes, Run};
 use crate::coll::varcount::Layout;
 use crate::coll::CollKind;
 use crate::engine::Engine;
@@ -90,23 +90,11 @@ impl Engine {
         let p = bc.world.len();
         let (me, root) = (bc.me, bc.root);
         let cap = run.board.capacity();
-        let (sp, slen) = call.send;
-        let (rp, rlen) = call.recv;
-        // SAFETY (for the slices below): the collective layer checked every block against
-        // its buffer (every range below lies inside them, else it is empty), and the
-        // caller's buffers outlive this blocking call.
-        let send = |o: usize, len: usize| -> &[u8] {
-            if len == 0 || o + len > slen {
-                return &[];
-            }
-            unsafe { std::slice::from_raw_parts(sp.add(o), len) }
-        };
-        let recv = |o: usize, len: usize| -> &mut [u8] {
-            if len == 0 || o + len > rlen {
-                return &mut [];
-            }
-            unsafe { std::slice::from_raw_parts_mut(rp.add(o), len) }
-        };
+        let (slen, rlen) = (call.send.1, call.recv.1);
+        // The collective layer checked every block against its buffer.
+        let bytes = Bytes::of(call);
+        let send = |o: usize, len: usize| bytes.send(o, len);
+        let recv = |o: usize, len: usize| bytes.recv(o, len);
         let name = run.name;
         let block = |blocks: &[(usize, usize)], j: usize| -> Result<(usize, usize)> {
             blocks
@@ -131,49 +119,33 @@ impl Engine {
         let cell = cap / p;
         let pc = cell.saturating_sub(HEADER).max(1);
         match bc.kind {
-            CollKind::Gatherv if me != root => {
-                for k in 0..steps(slen, gc) {
-                    run.tag = step_tag(run.base, k);
-                    let n = step_len(slen, gc, k);
-                    self.board_publish(run, HEADER + n, 1, |b| {
-                        header(b, slen);
-                        put(&mut b[HEADER..], send(k * gc, n))
-                    })?;
+            CollKind::Gatherv | CollKind::Allgatherv => {
+                // A gather's root reads and does not publish; its other members publish
+                // for the root alone; an all-gather's members do both.
+                let all = bc.kind == CollKind::Allgatherv;
+                let reads = all || me == root;
+                let own = if reads && !all { 0 } else { steps(slen, gc) };
+                let readers = if all { p - 1 } else { 1 };
+                let mut last = 0;
+                if reads {
+                    let (o, n) = block(&layout.recv, me)?;
+                    put(recv(o, n), send(0, n));
+                    last = others(me)
+                        .map(|j| steps(layout.recv[j].1, gc))
+                        .max()
+                        .unwrap_or(0);
                 }
-            }
-            CollKind::Gatherv => {
-                let (o, n) = block(&layout.recv, me)?;
-                put(recv(o, n), send(0, n));
-                let last = others(me).map(|j| steps(layout.recv[j].1, gc)).max();
-                for k in 0..last.unwrap_or(0) {
-                    run.tag = step_tag(run.base, k);
-                    let set = others(me)
-                        .filter(|&j| k < steps(layout.recv[j].1, gc))
-                        .collect();
-                    self.board_read_set(run, set, |j, d| {
-                        let (o, n) = layout.recv[j];
-                        let (theirs, d) = unheader(d);
-                        check(j, theirs, n);
-                        put(recv(o + k * gc, step_len(n, gc, k)), d)
-                    })?;
-                    if let Some(e) = bad.take() {
-                        return Err(e);
-                    }
-                }
-            }
-            CollKind::Allgatherv => {
-                let (o, n) = block(&layout.recv, me)?;
-                put(recv(o, n), send(0, n));
-                let own = steps(slen, gc);
-                let last = (0..p).map(|j| steps(layout.recv[j].1, gc)).max();
-                for k in 0..last.unwrap_or(0).max(own) {
+                for k in 0..last.max(own) {
                     run.tag = step_tag(run.base, k);
                     if k < own {
                         let n = step_len(slen, gc, k);
-                        self.board_publish(run, HEADER + n, p - 1, |b| {
+                        self.board_publish(run, HEADER + n, readers, |b| {
                             header(b, slen);
                             put(&mut b[HEADER..], send(k * gc, n))
                         })?;
+                    }
+                    if !reads {
+                        continue;
                     }
                     let set = others(me)
                         .filter(|&j| k < steps(layout.recv[j].1, gc))
