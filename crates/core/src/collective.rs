@@ -283,6 +283,7 @@ fn start_with(
                 world: &sh.world,
                 hosts: &sh.hosts,
                 me: sh.me,
+                layout: planned.layout.as_deref(),
             })?;
             return Ok(None);
         }

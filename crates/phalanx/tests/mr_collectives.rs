@@ -315,17 +315,30 @@ fn mr_diagnostics_and_bad_settings() {
             ("PHALANX_TRANSPORT", "udp"),
             ("PHALANX_COLL_BCAST", "binomial"),
             ("PHALANX_FAULTS", "loss=0.1,seed=5"),
+            ("PHALANX_STATS", "1"),
         ],
         LIMIT,
     );
     assert!(r.ok(), "{}", r.dump());
+    // Losses were repaired: by go-back-n (its debug line names them) or by URTP's resends
+    // (which of the two sees a loss depends on the timing of the run).
+    let resent: u64 = r
+        .stderr
+        .lines()
+        .filter_map(|l| l.split("urtp_resent=").nth(1))
+        .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
     assert!(
         r.stderr
             .contains("collective rank=0 collective=\"broadcast_into\" algorithm=\"binomial\""),
         "{}",
         r.dump()
     );
-    assert!(r.stderr.contains("retransmitted datagrams"), "{}", r.dump());
+    assert!(
+        r.stderr.contains("retransmitted datagrams") || resent > 0,
+        "{}",
+        r.dump()
+    );
     for (var, value) in [("PHALANX_LOG", "loud"), ("PHALANX_COLL_BCAST", "ring")] {
         let r = run(&["-n", "2", &ex, "8"], &[(var, value)], LIMIT);
         assert!(!r.ok(), "{var}={value}\n{}", r.dump());

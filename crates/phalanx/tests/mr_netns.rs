@@ -179,7 +179,8 @@ fn mr_netns_mixed_shared_memory_and_udp() {
 #[test]
 fn mr_netns_hierarchical_collectives_three_hosts() {
     // Three hosts with three ranks each (nine ranks on the machine's cores): every
-    // collective, every root, with the hierarchical forms and with them switched off.
+    // collective (the varcount ones too: the all-gather varcount is hierarchical), every
+    // root, with the hierarchical forms and with them switched off.
     let net = TestNet::create(3).expect("test hosts (network namespaces) must be available");
     let hf = hostfile_slots(&net, 3);
     let hosts = hf.0.display().to_string();
@@ -192,6 +193,7 @@ fn mr_netns_hierarchical_collectives_three_hosts() {
             ("PHALANX_COLL_ALLREDUCE", "rd"),
             ("PHALANX_COLL_REDUCE", "binomial"),
             ("PHALANX_COLL_BARRIER", "dissemination"),
+            ("PHALANX_COLL_ALLGATHERV", "linear"),
         ],
     ] {
         let r = run(&["--hostfile", &hosts, &ex, "16384"], &env, LIMIT);

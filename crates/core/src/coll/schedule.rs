@@ -120,6 +120,16 @@ impl Plan {
         }
     }
 
+    /// The plan of an all-gather varcount that runs hierarchically, moving the blocks of
+    /// `layout`.
+    pub fn hierarchical_varcount(layout: super::varcount::Layout) -> Plan {
+        Plan {
+            hier: true,
+            layout: Some(Box::new(layout)),
+            ..Plan::default()
+        }
+    }
+
     /// The plan of a varcount call that runs on the shared-memory board, moving the
     /// blocks of `layout`.
     pub fn on_board_varcount(layout: super::varcount::Layout) -> Plan {

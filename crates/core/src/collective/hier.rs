@@ -2,7 +2,7 @@
 //! network between hosts.
 //!
 //! Contract: the algorithm `hier` runs a *blocking* broadcast (with real multicast: of
-//! 4 KiB or more), reduce, all-reduce or barrier of a communicator whose members live on
+//! 4 KiB or more), reduce, all-reduce, barrier or all-gather varcount of a communicator whose members live on
 //! several hosts, at least one of them holding two or more members, when shared memory is
 //! configured (`PHALANX_TRANSPORT` `auto` without `PHALANX_FAULTS`, or `shm`, and a
 //! board). It is the default there;
@@ -17,6 +17,9 @@
 //!   no other member uses for anything.
 //!
 //! Broadcast: leaders broadcast from the root, then every leader broadcasts on its board.
+//! All-gather varcount: each board gathers its members' blocks to the leader, packed at
+//! their place in the whole (hosts in order); the leaders all-gather the hosts' packs;
+//! every board broadcasts the whole, and each member copies the blocks to its layout.
 //! Reduce: every board reduces to its leader, then the leaders reduce to the root.
 //! All-reduce: board reduce to the leader, leaders all-reduce, board broadcast. Barrier:
 //! the board gathers to the leader, the leaders barrier, the board releases. Reductions
@@ -26,6 +29,7 @@
 use super::board::BoardCall;
 use crate::coll::algos::{self, Shape};
 use crate::coll::schedule::{Buf, Plan};
+use crate::coll::varcount::{self as plans, Layout};
 use crate::coll::{CollCall, CollKind};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -43,7 +47,7 @@ const MCAST_BCAST_MIN: usize = 4096;
 pub(crate) fn supported(kind: CollKind, need: usize, multicast: bool) -> bool {
     match kind {
         CollKind::Bcast => !multicast || need >= MCAST_BCAST_MIN,
-        CollKind::Reduce | CollKind::Allreduce | CollKind::Barrier => true,
+        CollKind::Reduce | CollKind::Allreduce | CollKind::Barrier | CollKind::Allgatherv => true,
         _ => false,
     }
 }
@@ -75,6 +79,8 @@ pub(crate) struct HierCall<'a> {
     pub hosts: &'a [u32],
     /// This member.
     pub me: usize,
+    /// The blocks of an all-gather varcount (`None` for the others).
+    pub layout: Option<&'a Layout>,
 }
 
 impl Engine {
@@ -112,7 +118,8 @@ impl Engine {
                         kind,
                         send: (*const u8, usize),
                         recv: (*mut u8, usize),
-                        phase: u8|
+                        phase: u8,
+                        layout: Option<&Layout>|
          -> Result<()> {
             if local.len() < 2 {
                 return Ok(());
@@ -131,9 +138,12 @@ impl Engine {
                     hosts: Vec::new(),
                 };
                 let n = send.1.max(recv.1);
-                let base = match kind {
-                    CollKind::Bcast if n > 0 => algos::bcast_binomial(&s, lleader, Buf::Recv, n),
-                    CollKind::Reduce => algos::reduce_binomial(&s, lleader, n),
+                let base = match (kind, layout) {
+                    (CollKind::Bcast, _) if n > 0 => {
+                        algos::bcast_binomial(&s, lleader, Buf::Recv, n)
+                    }
+                    (CollKind::Reduce, _) => algos::reduce_binomial(&s, lleader, n),
+                    (CollKind::Gatherv, Some(l)) => plans::gatherv(&s, lleader, send.1, &l.recv),
                     _ => algos::barrier_dissemination(&s),
                 };
                 let mut plan = Plan::default();
@@ -147,7 +157,7 @@ impl Engine {
                 world: &local_world,
                 me: lme,
                 phase,
-                layout: None,
+                layout,
             })
         };
         let shape = |e: &Engine, li: usize| Shape {
@@ -173,7 +183,7 @@ impl Engine {
                     };
                     network(self, (rp as *const u8, len), buf, plan)?;
                 }
-                on_board(self, CollKind::Bcast, (rp as *const u8, len), buf, 1)?;
+                on_board(self, CollKind::Bcast, (rp as *const u8, len), buf, 1, None)?;
             }
             CollKind::Reduce => {
                 // The leader's partial result: the root's receive buffer, or a temporary.
@@ -188,7 +198,7 @@ impl Engine {
                 };
                 let n = call.send.1;
                 if local.len() > 1 {
-                    on_board(self, CollKind::Reduce, (sp, n), (partial, n), 1)?;
+                    on_board(self, CollKind::Reduce, (sp, n), (partial, n), 1, None)?;
                 } else if me != hc.root {
                     // Alone on its host: the leader's partial is its own contribution.
                     tmp.copy_from_slice(send_slice(sp, n));
@@ -221,7 +231,7 @@ impl Engine {
                     } else {
                         (std::ptr::null_mut(), 0)
                     };
-                    on_board(self, CollKind::Reduce, (sp, n), into, 1)?;
+                    on_board(self, CollKind::Reduce, (sp, n), into, 1, None)?;
                 } else {
                     copy(sp, rp, n);
                 }
@@ -231,12 +241,19 @@ impl Engine {
                     let partial = send_slice(rp, n).to_vec();
                     network(self, (partial.as_ptr(), n), (rp, n), plan)?;
                 }
-                on_board(self, CollKind::Bcast, (rp as *const u8, n), (rp, n), 2)?;
+                on_board(
+                    self,
+                    CollKind::Bcast,
+                    (rp as *const u8, n),
+                    (rp, n),
+                    2,
+                    None,
+                )?;
             }
             CollKind::Barrier => {
                 let none = (std::ptr::null::<u8>(), 0);
                 let nowhere = (std::ptr::null_mut::<u8>(), 0);
-                on_board(self, CollKind::Gather, none, nowhere, 1)?;
+                on_board(self, CollKind::Gather, none, nowhere, 1, None)?;
                 if let (Some(li), true) = (li, leaders.len() > 1) {
                     let s = shape(self, li);
                     let plan = if s.multicast && s.p > 2 {
@@ -246,7 +263,71 @@ impl Engine {
                     };
                     network(self, none, nowhere, plan)?;
                 }
-                on_board(self, CollKind::Bcast, none, nowhere, 2)?;
+                on_board(self, CollKind::Bcast, none, nowhere, 2, None)?;
+            }
+            CollKind::Allgatherv => {
+                let lay = hc.layout.ok_or_else(|| {
+                    Error::InvalidArg("all_gather_varcount without its blocks".into())
+                })?;
+                let blocks = &lay.recv;
+                // Every block's place in the packed whole: hosts in order, members of a
+                // host in rank order (every member knows every block).
+                let (mut at, mut spans, mut total) = (vec![0usize; p], Vec::new(), 0);
+                for &h in &order {
+                    let start = total;
+                    for i in (0..p).filter(|&i| hc.hosts[i] == h) {
+                        at[i] = total;
+                        total += blocks[i].1;
+                    }
+                    spans.push((start, total - start));
+                }
+                let mine = order.iter().position(|&h| h == my_host).unwrap_or(0);
+                let (hstart, hlen) = spans[mine];
+                let mut whole = vec![0u8; total];
+                let wp = whole.as_mut_ptr();
+                // 1. The host's blocks to its leader, packed at their place.
+                let n = blocks[me].1;
+                if local.len() > 1 {
+                    let local_blocks = Layout {
+                        send: Vec::new(),
+                        recv: local
+                            .iter()
+                            .map(|&i| (at[i] - hstart, blocks[i].1))
+                            .collect(),
+                    };
+                    let into = if me == my_leader {
+                        // SAFETY: the host's span lies inside `whole`.
+                        (unsafe { wp.add(hstart) }, hlen)
+                    } else {
+                        (std::ptr::null_mut(), 0)
+                    };
+                    let g = CollKind::Gatherv;
+                    on_board(self, g, (sp, n), into, 1, Some(&local_blocks))?;
+                } else {
+                    // SAFETY: this member's block lies inside `whole`.
+                    copy(sp, unsafe { wp.add(at[me]) }, n);
+                }
+                // 2. The leaders swap their hosts' packs.
+                if let (Some(li), true) = (li, leaders.len() > 1) {
+                    let s = shape(self, li);
+                    let plan = plans::allgatherv(&s, &spans);
+                    let own = whole[hstart..hstart + hlen].to_vec();
+                    network(self, (own.as_ptr(), hlen), (wp, total), plan)?;
+                }
+                // 3. The whole to every member of the host; each block to its place.
+                on_board(
+                    self,
+                    CollKind::Bcast,
+                    (wp as *const u8, total),
+                    (wp, total),
+                    2,
+                    None,
+                )?;
+                for (i, &(o, len)) in blocks.iter().enumerate() {
+                    // SAFETY: block i lies inside `whole` and inside the receive buffer
+                    // (the collective layer checked the layout).
+                    copy(unsafe { wp.add(at[i]) }, unsafe { rp.add(o) }, len);
+                }
             }
             _ => {
                 return Err(Error::InvalidArg(format!(

@@ -155,10 +155,10 @@ fn board_or(
         return linear(sched());
     }
     let c = super::choose_board(kind, sh, 0, Algorithm::Linear, Algorithm::Linear);
-    if c.alg == Algorithm::Shm {
-        Ok((c, Plan::on_board_varcount(layout())))
-    } else {
-        linear(sched())
+    match c.alg {
+        Algorithm::Shm => Ok((c, Plan::on_board_varcount(layout()))),
+        Algorithm::Hier | Algorithm::HierMcast => Ok((c, Plan::hierarchical_varcount(layout()))),
+        _ => linear(sched()),
     }
 }
 
