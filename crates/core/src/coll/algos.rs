@@ -52,6 +52,12 @@ fn send(to: u32, step: i32, from: Region) -> CommOp {
 fn recv(from: u32, step: i32, into: Region) -> CommOp {
     CommOp::Recv { from, step, into }
 }
+/// A first round copying the send buffer into `to` (its length).
+fn copy_send(plan: &mut Plan, to: Region) {
+    let from = Region::new(Buf::Send, 0, to.len);
+    plan.round(vec![], vec![LocalOp::Copy { from, to }]);
+}
+
 fn level(mask: usize) -> i32 {
     mask.trailing_zeros() as i32
 }
@@ -90,13 +96,7 @@ pub fn reduce_binomial(s: &Shape, root: usize, len: usize) -> Plan {
     let v = s.vrank(root);
     let acc = plan.tmp(len);
     let accr = Region::new(acc, 0, len);
-    plan.round(
-        vec![],
-        vec![LocalOp::Copy {
-            from: Region::new(Buf::Send, 0, len),
-            to: accr,
-        }],
-    );
+    copy_send(&mut plan, accr);
     let mut recvs = Vec::new();
     let mut reduces = Vec::new();
     let mut parent = None;
@@ -140,13 +140,7 @@ pub fn allreduce(s: &Shape, len: usize) -> Plan {
     }
     let mut plan = Plan::default();
     let out = Region::new(Buf::Recv, 0, len);
-    plan.round(
-        vec![],
-        vec![LocalOp::Copy {
-            from: Region::new(Buf::Send, 0, len),
-            to: out,
-        }],
-    );
+    copy_send(&mut plan, out);
     let mut k = 0;
     while (1 << k) < s.p {
         let partner = s.me ^ (1 << k);
@@ -164,13 +158,7 @@ pub fn allreduce(s: &Shape, len: usize) -> Plan {
 pub fn scan(s: &Shape, len: usize) -> Plan {
     let mut plan = Plan::default();
     let out = Region::new(Buf::Recv, 0, len);
-    plan.round(
-        vec![],
-        vec![LocalOp::Copy {
-            from: Region::new(Buf::Send, 0, len),
-            to: out,
-        }],
-    );
+    copy_send(&mut plan, out);
     let mut k = 0;
     while (1 << k) < s.p {
         let d = 1 << k;
@@ -200,13 +188,7 @@ pub fn exscan(s: &Shape, len: usize) -> Plan {
     let mut plan = Plan::default();
     let out = Region::new(Buf::Recv, 0, len);
     let partial = Region::new(plan.tmp(len), 0, len);
-    plan.round(
-        vec![],
-        vec![LocalOp::Copy {
-            from: Region::new(Buf::Send, 0, len),
-            to: partial,
-        }],
-    );
+    copy_send(&mut plan, partial);
     let mut have_out = false;
     let mut k = 0;
     while (1usize << k) < s.p {
@@ -692,13 +674,7 @@ pub fn allreduce_rsag(s: &Shape, len: usize, esz: usize) -> Plan {
     let n = len / esz.max(1);
     let mut plan = Plan::default();
     let out = Region::new(Buf::Recv, 0, len);
-    plan.round(
-        vec![],
-        vec![LocalOp::Copy {
-            from: Region::new(Buf::Send, 0, len),
-            to: out,
-        }],
-    );
+    copy_send(&mut plan, out);
     const RESULT: i32 = 1 << 12;
     if s.me >= q {
         plan.round(vec![send(s.w(s.me - q), 0, out)], vec![]);

@@ -200,6 +200,19 @@ impl InterSides {
         Some(blob)
     }
 
+    /// The local leader gets the reduction of every local member's `send` (`None`
+    /// elsewhere).
+    fn reduce_local<S: ?Sized + Buffer, O: Operation>(&self, send: &S, op: O) -> Option<Packed> {
+        let lp = self.local.process_at_rank(0);
+        if !self.leader() {
+            lp.reduce_into(send, op);
+            return None;
+        }
+        let mut mine = Packed::zeroed(&send.datatype(), send.elements());
+        lp.reduce_into_root(send, &mut mine, op);
+        Some(mine)
+    }
+
     /// Every local member gets `blob` of `n` elements of `dt` from the leader.
     fn share(&self, blob: Option<Packed>, dt: &TypeMap, n: usize) -> Packed {
         let mut b = blob.unwrap_or_else(|| Packed::zeroed(dt, n));
@@ -254,15 +267,10 @@ where
     R: ?Sized + BufferMut,
     O: Operation,
 {
-    let lp = x.local.process_at_rank(0);
-    if x.leader() {
-        let mut mine = Packed::zeroed(&send.datatype(), send.elements());
-        lp.reduce_into_root(send, &mut mine, op);
+    if let Some(mine) = x.reduce_local(send, op) {
         x.swap(&mine, recv);
-    } else {
-        lp.reduce_into(send, op);
     }
-    lp.broadcast_into(recv);
+    x.local.process_at_rank(0).broadcast_into(recv);
 }
 
 /// `MPI_Reduce_scatter_block`: the remote group's vectors, reduced, scattered over this
@@ -274,16 +282,14 @@ where
     O: Operation,
 {
     let lp = x.local.process_at_rank(0);
-    if x.leader() {
-        let dt = send.datatype();
-        let mut mine = Packed::zeroed(&dt, send.elements());
-        lp.reduce_into_root(send, &mut mine, op);
-        let mut theirs = Packed::zeroed(&dt, recv.elements() * x.local.size as usize);
-        x.swap(&mine, &mut theirs);
-        lp.scatter_into_root(&theirs, recv);
-    } else {
-        lp.reduce_into(send, op);
-        lp.scatter_into(recv);
+    match x.reduce_local(send, op) {
+        Some(mine) => {
+            let n = recv.elements() * x.local.size as usize;
+            let mut theirs = Packed::zeroed(&send.datatype(), n);
+            x.swap(&mine, &mut theirs);
+            lp.scatter_into_root(&theirs, recv);
+        }
+        None => lp.scatter_into(recv),
     }
 }
 
@@ -513,15 +519,10 @@ where
     S: ?Sized + Buffer,
     O: Operation,
 {
-    let lp = x.local.process_at_rank(0);
-    if x.leader() {
-        let mut mine = Packed::zeroed(&send.datatype(), send.elements());
-        lp.reduce_into_root(send, &mut mine, op);
+    if let Some(mine) = x.reduce_local(send, op) {
         x.internal
             .process_at_rank(root)
             .send_with_tag(&mine, TAG_REDUCE);
-    } else {
-        lp.reduce_into(send, op);
     }
 }
 
