@@ -204,10 +204,26 @@ pub(crate) fn bad_type(h: Handle) -> crate::CErr {
     err(MPI_ERR_TYPE, format!("invalid datatype {h:p}"))
 }
 
+/// The layout of predefined datatype `h` (of `size` bytes), made once per thread: the
+/// collectives and the typed point-to-point calls look it up on every call.
+fn primitive_layout(h: usize, size: usize) -> Rc<Layout> {
+    thread_local! {
+        static PRIMITIVES: std::cell::RefCell<state::HandleMap<Rc<Layout>>> =
+            std::cell::RefCell::default();
+    }
+    PRIMITIVES.with(|m| {
+        Rc::clone(
+            m.borrow_mut()
+                .entry(h)
+                .or_insert_with(|| Rc::new(Layout::primitive(h, size))),
+        )
+    })
+}
+
 /// The layout of `h` (predefined or derived, committed or not).
 pub fn any_layout(h: Handle) -> CResult<Rc<Layout>> {
     if let Some(dt) = datatype(h as usize) {
-        return Ok(Rc::new(Layout::primitive(h as usize, dt.size)));
+        return Ok(primitive_layout(h as usize, dt.size));
     }
     state::with(|s| s.types.get(&(h as usize)).map(|e| e.layout.clone())).ok_or_else(|| bad_type(h))
 }
@@ -215,7 +231,7 @@ pub fn any_layout(h: Handle) -> CResult<Rc<Layout>> {
 /// The layout of `h` for communication: predefined, or derived and committed.
 pub fn layout_of(h: Handle) -> CResult<Rc<Layout>> {
     if let Some(dt) = datatype(h as usize) {
-        return Ok(Rc::new(Layout::primitive(h as usize, dt.size)));
+        return Ok(primitive_layout(h as usize, dt.size));
     }
     match state::with(|s| {
         s.types

@@ -59,6 +59,8 @@ pub struct SimpleCommunicator {
     attrs: Rc<Attributes>,
     /// The grid (extents, periods) of a Cartesian communicator and its duplicates.
     grid: Option<Rc<(Vec<crate::Count>, Vec<bool>)>>,
+    /// The shapes of its collective calls, once computed (`collective::staged`).
+    pub(crate) shapes: Rc<crate::coll::algos::ShapeCache>,
     _not_send: PhantomData<Rc<()>>,
 }
 
@@ -81,6 +83,7 @@ impl SimpleCommunicator {
             group_calls: Rc::default(),
             attrs: Attributes::world(),
             grid: None,
+            shapes: Rc::default(),
             _not_send: PhantomData,
         }
     }
@@ -191,6 +194,7 @@ impl SimpleCommunicator {
             group_calls: Rc::default(),
             attrs: Rc::default(),
             grid: None,
+            shapes: Rc::default(),
             _not_send: PhantomData,
         }
     }

@@ -30,6 +30,25 @@ pub struct Shape {
     pub hosts: Vec<u32>,
 }
 
+/// The shapes of a communicator's calls, computed once: a shape depends only on
+/// configuration, membership and start-up state, which a communicator keeps for its life.
+/// Shared by every clone of a communicator's handle.
+#[derive(Default)]
+pub(crate) struct ShapeCache(std::cell::RefCell<[Option<std::rc::Rc<Shape>>; 2]>);
+
+impl ShapeCache {
+    /// The shapes of blocking (index 1) and immediate (index 0) calls.
+    pub(crate) fn slots(&self) -> &std::cell::RefCell<[Option<std::rc::Rc<Shape>>; 2]> {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ShapeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShapeCache")
+    }
+}
+
 impl Shape {
     fn w(&self, i: usize) -> u32 {
         self.world[i]

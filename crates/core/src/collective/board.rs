@@ -24,7 +24,11 @@ use crate::coll::{describe, ops, CollCall, CollKind};
 use crate::engine::{Engine, Waiting};
 use crate::error::{Error, Result};
 use phalanx_shm::Board;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
+
+/// Members of a board call by index (board slots, readers left): inline up to 16.
+pub(crate) type Members = smallvec::SmallVec<[usize; 16]>;
 
 mod var;
 
@@ -105,9 +109,9 @@ impl Bytes {
 
 /// Per-call state shared by the steps.
 struct Run<'a> {
-    board: Board,
+    board: Rc<Board>,
     /// Board slot of each member.
-    slots: Vec<usize>,
+    slots: Members,
     /// Tag of the publication at hand (a step or phase of the call).
     tag: u64,
     /// Tag of the call itself, as announced.
@@ -297,7 +301,7 @@ impl Engine {
             .world
             .iter()
             .map(|w| board.local_of(*w))
-            .collect::<Option<Vec<usize>>>()
+            .collect::<Option<Members>>()
             .ok_or_else(|| Error::InvalidArg("a member is not on this host's board".into()))?;
         let call = bc.call;
         let base = tag_of(call.ctx, call.seq) ^ (u64::from(bc.phase) << 56);
@@ -714,7 +718,7 @@ impl Engine {
     /// Reads every other member's publication, in whatever order they become ready.
     fn board_read_all(&mut self, run: &Run<'_>, f: impl FnMut(usize, &[u8])) -> Result<()> {
         let me = run.bc.me;
-        let left: Vec<usize> = (0..run.bc.world.len()).filter(|&j| j != me).collect();
+        let left: Members = (0..run.bc.world.len()).filter(|&j| j != me).collect();
         self.board_read_set(run, left, f)
     }
 
@@ -722,7 +726,7 @@ impl Engine {
     fn board_read_set(
         &mut self,
         run: &Run<'_>,
-        mut left: Vec<usize>,
+        mut left: Members,
         mut f: impl FnMut(usize, &[u8]),
     ) -> Result<()> {
         while let Some(&first) = left.first() {

@@ -469,13 +469,18 @@ const TREE_MIN: usize = 32 << 10;
 /// backwards, 1-37 % faster from 32 KiB and up to 25 % slower below at 8 ranks. At 4
 /// ranks, where the model predicts only 17 % (not the 20 % margin, `TREE_GAIN`), the
 /// binomial tree was faster at every size.
-fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, len: usize, lambda: u32) -> Chosen {
+fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, len: usize) -> Chosen {
+    if c.alg == Shm {
+        return c;
+    }
     let forced = crate::coll::algorithm::choices().forced(kind).is_some();
-    if c.alg == Binomial && !forced && len >= TREE_MIN && crate::coll::tree::pays(s.p, lambda) {
+    let mut cached = None;
+    let mut lambda = || *cached.get_or_insert_with(|| tree_lambda(len, s.packet));
+    if c.alg == Binomial && !forced && len >= TREE_MIN && crate::coll::tree::pays(s.p, lambda()) {
         c = Chosen::plain(Tree);
     }
     if c.alg == Tree {
-        c.k = lambda as u16;
+        c.k = lambda() as u16;
     }
     c
 }
@@ -496,14 +501,13 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
         comm: p.comm,
     };
     let plan = move |s: &algos::Shape| {
-        let lambda = tree_lambda(len, s.packet);
         let c = with_tree(
             CollKind::Bcast,
             choose_board(CollKind::Bcast, s, len, Mcast, Binomial),
             s,
             len,
-            lambda,
         );
+        let lambda = u32::from(c.k);
         Ok((
             c,
             match c.alg {
@@ -549,14 +553,13 @@ fn gather_spec<'c, S: ?Sized + Buffer>(
     let recv_null = recv.0.is_null();
     let plan = move |s: &algos::Shape| {
         root_buffer(is_root, recv_null, recv.1, size * block, "gather_into_root")?;
-        let lambda = tree_lambda(block, s.packet);
         let c = with_tree(
             CollKind::Gather,
             choose_board(CollKind::Gather, s, block, Linear, Binomial),
             s,
             block,
-            lambda,
         );
+        let lambda = u32::from(c.k);
         Ok((
             c,
             match c.alg {
@@ -643,14 +646,13 @@ fn reduce_spec<'c, S: ?Sized + Buffer>(
         }
         // Every operation is commutative (the predefined ones are all there is), so the
         // tree's order of combining is as good as the binomial tree's.
-        let lambda = tree_lambda(len, s.packet);
         let c = with_tree(
             CollKind::Reduce,
             choose_board(CollKind::Reduce, s, len, Binomial, Binomial),
             s,
             len,
-            lambda,
         );
+        let lambda = u32::from(c.k);
         Ok((
             c,
             match c.alg {

@@ -3,7 +3,8 @@
 //! non-contiguous datatype ([`stage`]).
 //!
 //! Contract: `shape` is the same on every member of a communicator (configuration,
-//! membership and start-up state only); a collective reaching it on an
+//! membership and start-up state only, so it is computed once per communicator and
+//! kept); a collective reaching it on an
 //! intercommunicator's point-to-point side (one `intercoll` does not serve) is an error. `stage` gives the next collective started packed
 //! copies of the caller's buffers; they live until the collective completes, when the
 //! receive copy is unpacked into the caller's buffer (its last step, which the engine
@@ -15,8 +16,24 @@ use crate::datatype::{Buffer, BufferMut, Packed};
 use crate::error::Error;
 use crate::runtime::call;
 use crate::topology::{Communicator, SimpleCommunicator};
+use std::rc::Rc;
 
-pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Shape {
+/// The shape of a (`blocking` or immediate) call on `c`, computed on its first call.
+pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Rc<Shape> {
+    if c.inter {
+        // Reported before the cache: the error names the call.
+        compute(c, blocking);
+    }
+    let cache = c.shapes.slots();
+    if let Some(s) = &cache.borrow()[usize::from(blocking)] {
+        return Rc::clone(s);
+    }
+    let s = Rc::new(compute(c, blocking));
+    cache.borrow_mut()[usize::from(blocking)] = Some(Rc::clone(&s));
+    s
+}
+
+fn compute(c: &SimpleCommunicator, blocking: bool) -> Shape {
     if c.inter {
         crate::runtime::fatal(
             "collective",

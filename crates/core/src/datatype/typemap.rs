@@ -101,8 +101,41 @@ struct Inner {
 }
 
 /// A datatype describing one element (cheap to clone; module docs).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TypeMap(Arc<Inner>);
+#[derive(Clone, PartialEq, Eq)]
+pub struct TypeMap(Repr);
+
+impl std::fmt::Debug for TypeMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TypeMap").field(&*self.0).finish()
+    }
+}
+
+/// A type map's description: the predefined ones are built once and never freed, so
+/// cloning one (on every call's path) touches no reference count.
+#[derive(Clone)]
+enum Repr {
+    Static(&'static Inner),
+    Shared(Arc<Inner>),
+}
+
+impl std::ops::Deref for Repr {
+    type Target = Inner;
+    #[inline]
+    fn deref(&self) -> &Inner {
+        match self {
+            Repr::Static(i) => i,
+            Repr::Shared(a) => a,
+        }
+    }
+}
+
+impl PartialEq for Repr {
+    fn eq(&self, other: &Repr) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Repr {}
 
 /// Accumulates the pieces of a new type map, in type-map order.
 struct Builder {
@@ -175,7 +208,7 @@ impl Builder {
         } else {
             ub
         };
-        TypeMap(Arc::new(Inner {
+        TypeMap(Repr::Shared(Arc::new(Inner {
             size: self.size,
             lb,
             ub,
@@ -185,7 +218,7 @@ impl Builder {
             blocks: self.blocks,
             signature: self.signature,
             bools: self.bools,
-        }))
+        })))
     }
 }
 
@@ -212,7 +245,7 @@ impl TypeMap {
         let i = Primitive::ALL.iter().position(|&q| q == p).unwrap_or(0);
         CACHE[i].get_or_init(|| {
             let s = p.size();
-            TypeMap(Arc::new(Inner {
+            TypeMap(Repr::Static(Box::leak(Box::new(Inner {
                 size: s,
                 lb: 0,
                 ub: s,
@@ -226,7 +259,7 @@ impl TypeMap {
                     Vec::new()
                 },
                 raw_ok: p != Primitive::Bool,
-            }))
+            }))))
         })
     }
 
@@ -381,7 +414,7 @@ impl TypeMap {
     /// checked when unpacked through the original type.
     pub fn packed(&self) -> TypeMap {
         let s = self.size();
-        TypeMap(Arc::new(Inner {
+        TypeMap(Repr::Shared(Arc::new(Inner {
             size: s,
             lb: 0,
             ub: s,
@@ -391,7 +424,7 @@ impl TypeMap {
             signature: self.0.signature.clone(),
             bools: self.0.bools.iter().map(|&(p, _, l)| (p, p, l)).collect(),
             raw_ok: true,
-        }))
+        })))
     }
 
     /// Makes every `bool` in `data` (packed elements of this type) 0 or 1.

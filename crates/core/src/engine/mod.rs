@@ -83,7 +83,7 @@ pub struct Engine {
     /// Every medium's link, and the medium of each peer (decided at start-up).
     pub(crate) links: Links,
     /// The segment's collective board (blocking collectives among ranks of this host).
-    pub(crate) board: Option<phalanx_shm::Board>,
+    pub(crate) board: Option<std::rc::Rc<phalanx_shm::Board>>,
     /// Per world rank: index of its host (boot id + network namespace), numbered in
     /// order of first appearance in the rank table (the same on every rank).
     pub(crate) host_of: Vec<u32>,
@@ -385,7 +385,7 @@ impl Engine {
             && board_bytes > 0
             && !spawned_rank;
         if let Some(t) = shm {
-            engine.board = t.board();
+            engine.board = t.board().map(std::rc::Rc::new);
             for &p in t.peers() {
                 engine.readable_by[p as usize] = t.can_be_read_by(p).unwrap_or(false);
                 if t.can_read_from(p).unwrap_or(false) {
