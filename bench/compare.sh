@@ -24,6 +24,11 @@
 #                           bind rank r to core r mod cores: phalanx's default
 #                           --bind-to core, Open MPI's --bind-to core:overload-allowed)
 #   PHALANX_COLL_<NAME>     passed through untouched to phalanx's ranks (algorithm choice)
+#   NETNS=4                 spread the ranks over that many test hosts: network namespaces
+#                           on a bridge, veths with MTU 1500 (made here, removed on exit).
+#                           phalanx runs with a `netns:` hostfile, Open MPI with an rsh
+#                           agent that enters the namespace; both leave placement to the
+#                           kernel (--bind-to none) and use TCP/UDP on the bridge's subnet
 #   RUN_TIMEOUT=600         seconds before a single run is killed
 #   SKIP_BUILD=1            reuse existing binaries
 #   RUST=0                  skip the Rust-API runs (phalanx-bench)
@@ -92,22 +97,76 @@ build() {
         "$ROOT/bench/c/osu_like.c"
 }
 
+# Launch options of both runtimes (NETNS adds its hosts).
+PHALANX_RUN=()
+OMPI_RUN=(--oversubscribe --bind-to core:overload-allowed)
+NS_NAMES=()
+NS_BRIDGE=""
+
+netns_up() {  # NETNS namespaces on a bridge; hostfile and rsh agent in RESULTS_DIR
+    local n=$NETNS tag=cmp$$ sub="" i
+    for i in $(seq 200 250); do
+        if ! ip -4 addr show | grep -q "inet 10\.$i\.77\."; then sub=10.$i.77; break; fi
+    done
+    [[ -n $sub ]] || { echo "compare.sh: no free subnet for the test hosts" >&2; exit 1; }
+    NS_BRIDGE=cb$$
+    trap netns_down EXIT
+    ip link add "$NS_BRIDGE" type bridge
+    ip addr add "$sub.1/24" dev "$NS_BRIDGE"
+    ip link set "$NS_BRIDGE" up
+    local slots=$(((NP + n - 1) / n)) hosts=()
+    : >"$RESULTS_DIR/hostfile"
+    for ((i = 0; i < n; i++)); do
+        local ns=$tag-$i
+        ip netns add "$ns"
+        NS_NAMES+=("$ns")
+        ip link add "cv$$$i" type veth peer name veth0 netns "$ns"
+        ip link set "cv$$$i" master "$NS_BRIDGE" up
+        ip -n "$ns" addr add "$sub.$((10 + i))/24" dev veth0
+        ip -n "$ns" link set veth0 up
+        ip -n "$ns" link set lo up
+        ip -n "$ns" route add 224.0.0.0/4 dev veth0
+        echo "netns:$ns slots=$slots" >>"$RESULTS_DIR/hostfile"
+        hosts+=("$ns:$slots")
+    done
+    cat >"$RESULTS_DIR/nsagent" <<'EOF'
+#!/bin/bash
+# Open MPI's rsh agent for test hosts: the "host" is a network namespace.
+while [[ $1 == -* ]]; do shift; done
+host=$1
+shift
+exec ip netns exec "$host" /bin/sh -c "$*"
+EOF
+    chmod +x "$RESULTS_DIR/nsagent"
+    PEER_TCP_IF=$sub.0/24
+    PHALANX_RUN=(--hostfile "$RESULTS_DIR/hostfile" --bind-to none)
+    local IFS=,
+    OMPI_RUN=(--host "${hosts[*]}" --bind-to none --mca plm_rsh_agent "$RESULTS_DIR/nsagent"
+        --mca oob_tcp_if_include "$PEER_TCP_IF")
+}
+
+netns_down() {
+    local ns
+    for ns in "${NS_NAMES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+    [[ -z $NS_BRIDGE ]] || ip link del "$NS_BRIDGE" 2>/dev/null || true
+}
+
 run_phalanx() {  # test: the C benchmark built with `phalanx cc`
     # shellcheck disable=SC2046
-    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run -n "$NP" \
+    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run "${PHALANX_RUN[@]}" -n "$NP" \
         "$TARGET/release/c/osu_like_phalanx" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
 }
 
 run_rust() {  # test: the same loops through phalanx's Rust API
     # shellcheck disable=SC2046
-    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run -n "$NP" \
+    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run "${PHALANX_RUN[@]}" -n "$NP" \
         "$TARGET/release/phalanx-bench" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
 }
 
 run_ompi() {  # test pair
     # shellcheck disable=SC2046
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        timeout "$RUN_TIMEOUT" mpirun --oversubscribe --bind-to core:overload-allowed \
+        timeout "$RUN_TIMEOUT" mpirun "${OMPI_RUN[@]}" \
         --mca pml "$PEER_PML" \
         --mca btl "$PEER_BTL" --mca btl_tcp_if_include "$PEER_TCP_IF" -n "$NP" \
         "$TARGET/release/c/osu_like" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
@@ -118,6 +177,9 @@ main() {
         build
     fi
     mkdir -p "$RESULTS_DIR"
+    if [[ -n ${NETNS:-} ]]; then
+        netns_up
+    fi
     {
         echo "date: $(date -Is)"
         echo "host: $(uname -a)"
@@ -125,7 +187,7 @@ main() {
         echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
         echo "ompi: $(mpirun --version 2>/dev/null | head -n1) pml=$PEER_PML btl=$PEER_BTL tcp_if=$PEER_TCP_IF"
         echo "phalanx env: $(env | grep '^PHALANX_' | tr '\n' ' ' || true)"
-        echo "tests: $TESTS; pairs: $PAIRS; np: $NP"
+        echo "tests: $TESTS; pairs: $PAIRS; np: $NP; test hosts: ${NETNS:-none}"
         for t in $TESTS; do echo "args[$t]: $(test_args "$t") ${EXTRA_ARGS[*]}"; done
     } >"$RESULTS_DIR/meta.txt"
     for t in $TESTS; do

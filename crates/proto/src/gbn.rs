@@ -178,6 +178,10 @@ pub struct GbnStats {
     pub probes: u64,
 }
 
+/// Most datagrams [`Gbn::poll_transmit_run`] hands over at once (a segmented UDP send
+/// carries at most 64).
+pub const RUN_MAX: usize = 64;
+
 const TIMER_RETX: u8 = 0;
 const TIMER_ACK: u8 = 1;
 /// Timer kinds per peer in the [`TimerTable`].
@@ -657,6 +661,51 @@ impl Gbn {
             // The cursors always lie inside the window, so `get` succeeds.
             Some(i) => p.win.get(i).map(|e| (peer, &e.buf[..])),
         }
+    }
+
+    /// Like [`poll_transmit`](Self::poll_transmit), for up to `max` (at most
+    /// [`RUN_MAX`]) datagrams to one peer in a row, what one system call may carry:
+    /// `send(peer, run)` gets them in wire order, exactly the datagrams `poll_transmit`
+    /// would have returned one by one. A run ends at a pure ACK (its buffer is reused by
+    /// the next one). False when nothing is due.
+    pub fn poll_transmit_run(
+        &mut self,
+        now: u64,
+        max: usize,
+        send: impl FnOnce(u32, &[&[u8]]),
+    ) -> bool {
+        let Some((peer, first)) = self.prepare_transmit(now) else {
+            return false;
+        };
+        let max = max.clamp(1, RUN_MAX);
+        let mut idxs = [None; RUN_MAX];
+        idxs[0] = first;
+        let mut n = 1;
+        while n < max
+            && idxs[n - 1].is_some()
+            && self.ready.front() == Some(&peer)
+            && self.peers[peer as usize].has_tx()
+        {
+            // The front peer has something due: `prepare_transmit` takes it.
+            match self.prepare_transmit(now) {
+                Some((p, idx)) if p == peer => {
+                    idxs[n] = idx;
+                    n += 1;
+                }
+                _ => unreachable!("the front of the ready queue has a datagram due"),
+            }
+        }
+        let p = &self.peers[peer as usize];
+        let mut run: [&[u8]; RUN_MAX] = [&[]; RUN_MAX];
+        for (slot, idx) in run.iter_mut().zip(&idxs[..n]) {
+            *slot = match idx {
+                None => &p.ack_buf[..],
+                // The cursors always lie inside the window, so `get` succeeds.
+                Some(i) => p.win.get(*i).map_or(&[][..], |e| &e.buf[..]),
+            };
+        }
+        send(peer, &run[..n]);
+        true
     }
 
     /// Picks the next item, updates the state and stamps it: (peer, window index or

@@ -681,3 +681,52 @@ fn peers_added_later_get_fresh_streams() {
         Verdict::Deliver
     );
 }
+
+#[test]
+fn runs_hand_over_what_single_polls_would() {
+    // Three peers with data, one owed an ACK, one retransmitting: the runs give the very
+    // datagrams single polls give, in the same order, each run to one peer.
+    let build = || {
+        let mut a = Gbn::new(cfg(), KEY, 0, 4);
+        let mut b = Gbn::new(cfg(), KEY, 2, 4);
+        for i in 0..100 {
+            a.send(0, 1, data(0, i)).expect("space");
+        }
+        for i in 0..3 {
+            a.send(0, 2, data(0, i)).expect("space");
+        }
+        // Peer 2 has sent something: rank 0 owes it an ACK (piggy-backed or pure).
+        b.send(0, 0, data(2, 9)).expect("space");
+        let d = drain(&mut b, 0);
+        feed(&mut a, 0, &d[0].1);
+        a
+    };
+    let mut single = build();
+    let mut runs = build();
+    let want = drain(&mut single, 5);
+    let mut got = Vec::new();
+    let mut sizes = Vec::new();
+    while runs.poll_transmit_run(5, 64, |p, run| {
+        sizes.push((p, run.len()));
+        got.extend(run.iter().map(|d| (p, d.to_vec())));
+    }) {
+        assert!(got.len() < 100_000, "poll_transmit_run does not terminate");
+    }
+    assert_eq!(got, want);
+    assert!(
+        sizes.iter().all(|&(_, n)| (1..=RUN_MAX).contains(&n)),
+        "{sizes:?}"
+    );
+    assert!(sizes.len() < want.len() / 2, "runs of one: {sizes:?}");
+    // The same after a timeout (go back: retransmissions).
+    single.handle_timeout(u64::MAX / 2);
+    runs.handle_timeout(u64::MAX / 2);
+    let want = drain(&mut single, u64::MAX / 2);
+    let mut got = Vec::new();
+    while runs.poll_transmit_run(u64::MAX / 2, 7, |p, run| {
+        assert!(run.len() <= 7);
+        got.extend(run.iter().map(|d| (p, d.to_vec())));
+    }) {}
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+}

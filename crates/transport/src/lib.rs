@@ -33,6 +33,7 @@ use std::time::Duration;
 pub mod bpf;
 pub mod cost;
 mod faulty;
+pub mod gso;
 mod host;
 mod iface;
 pub mod mac;
@@ -134,6 +135,18 @@ pub trait Transport {
         let mut n = 0;
         for &p in peers {
             n += usize::from(self.send_to(p, datagram)?);
+        }
+        Ok(n)
+    }
+    /// Sends the datagrams of `run`, in order, to `peer`: what a reliability protocol
+    /// has ready for one peer at once. On UDP, consecutive datagrams of equal size leave
+    /// in one segmented send where the kernel offers it ([`gso`]). Returns how many were
+    /// handed to the kernel (the others were dropped by back-pressure, counted). The
+    /// default loops over `send_to`.
+    fn send_run(&mut self, peer: Rank, run: &[&[u8]]) -> std::io::Result<usize> {
+        let mut n = 0;
+        for d in run {
+            n += usize::from(self.send_to(peer, d)?);
         }
         Ok(n)
     }

@@ -27,6 +27,11 @@
 //!   (a stranger's, a forged one, a damaged one) is dropped and counted in `bad_mac`,
 //!   and `max_datagram` shrinks by the trailer. A sealed datagram is one `sendmsg` (or
 //!   `sendmmsg` entry) of two pieces, the datagram and its trailer: no copy.
+//! * [`Transport::send_run`] (a run of datagrams to one peer) sends consecutive
+//!   equal-size datagrams in one segmented `sendmsg` once
+//!   [`UdpTransport::set_segmentation`] is on, and `recv_batch` cuts a coalesced receive
+//!   back into its datagrams (each opened on its own): see [`crate::gso`]. The wire is
+//!   the same datagrams either way.
 //! * No time-based work: `next_deadline` is `None`, `service` does nothing.
 
 use std::io;
@@ -172,18 +177,27 @@ impl RecvRing {
             let len = (hdr.msg_len as usize).min(RECV_BUF);
             let from = from_sockaddr_in(&self.names[i]);
             let start = i * RECV_BUF;
-            let d = &self.bufs[start..start + len];
-            match seal {
-                None => f(from, d),
-                Some(s) => match s.open(d) {
-                    Some(d) => f(from, d),
-                    None => {
-                        *bad += 1;
-                        continue;
-                    }
-                },
+            let whole = &self.bufs[start..start + len];
+            // A coalesced receive (UDP_GRO) holds several datagrams of one sender.
+            let seg = if hdr.msg_hdr.msg_controllen > 0 {
+                // SAFETY: filled by recvmmsg just now (see `gro_segment`).
+                unsafe { crate::gso::gro_segment(&hdr.msg_hdr) }.unwrap_or(len)
+            } else {
+                len
+            };
+            for d in crate::gso::segments(whole, seg) {
+                match seal {
+                    None => f(from, d),
+                    Some(s) => match s.open(d) {
+                        Some(d) => f(from, d),
+                        None => {
+                            *bad += 1;
+                            continue;
+                        }
+                    },
+                }
+                taken += 1;
             }
-            taken += 1;
         }
         Ok(taken)
     }
@@ -215,6 +229,8 @@ pub struct UdpTransport {
     poll_group: bool,
     /// The job's MAC, once [`UdpTransport::authenticate`]d.
     seal: Option<Seal>,
+    /// Runs of datagrams to one peer leave in segmented sends ([`crate::gso`]).
+    gso: bool,
 }
 
 // SAFETY: the raw pointers inside `RecvRing` (iovec bases, msg_name,
@@ -258,12 +274,47 @@ impl UdpTransport {
             stats: TransportStats::default(),
             poll_group: true,
             seal: None,
+            gso: false,
         })
     }
 
     /// The bound address (with the kernel-chosen port).
     pub fn local_addr(&self) -> SocketAddrV4 {
         self.local
+    }
+
+    /// Turns segmentation offload on ([`crate::gso`]): runs of equal datagrams to one
+    /// peer leave in one send, and the kernel may hand several received datagrams of one
+    /// sender over at once. Where the kernel cannot, sends stay datagram by datagram.
+    /// Returns whether receives are coalesced.
+    pub fn set_segmentation(&mut self, on: bool) -> bool {
+        self.gso = on;
+        on && crate::gso::enable_gro(&self.sock)
+    }
+
+    /// `run[..n]` (a [`crate::gso::batch_len`] batch of 2 or more) to `addr` in one
+    /// segmented send, with the bounded wait on back-pressure. `Ok(false)`: dropped.
+    fn send_segmented(&mut self, addr: &libc::sockaddr_in, run: &[&[u8]]) -> io::Result<bool> {
+        let fd = self.sock.as_raw_fd();
+        let trailers: Option<Vec<[u8; TRAILER]>> = self
+            .seal
+            .as_mut()
+            .map(|s| run.iter().map(|d| s.trailer(d)).collect());
+        let n = run.len() as u64;
+        for attempt in 0..=SEND_RETRIES {
+            self.stats.send_calls += 1;
+            match crate::gso::send_segmented(fd, addr, run, trailers.as_deref()) {
+                Ok(()) => {
+                    self.stats.sent += n;
+                    return Ok(true);
+                }
+                Err(e) if transient(&e) && attempt < SEND_RETRIES => wait_writable(fd),
+                Err(e) if transient(&e) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        self.stats.send_dropped += n;
+        Ok(false)
     }
 
     /// Datagrams of the largest size ([`Transport::max_datagram`]) the receive buffer the
@@ -450,6 +501,39 @@ impl Transport for UdpTransport {
         self.check_len(datagram.len())?;
         let addr = self.peer_addr(peer)?;
         self.send_addr(&addr, datagram)
+    }
+
+    fn send_run(&mut self, peer: Rank, run: &[&[u8]]) -> io::Result<usize> {
+        let addr = self.peer_addr(peer)?;
+        let trailer = if self.seal.is_some() { TRAILER } else { 0 };
+        let (mut done, mut handed) = (0, 0);
+        while done < run.len() {
+            let n = if self.gso {
+                crate::gso::batch_len(&run[done..], trailer)
+            } else {
+                1
+            };
+            let batch = &run[done..done + n];
+            for d in batch {
+                self.check_len(d.len())?;
+            }
+            if n == 1 {
+                handed += usize::from(self.send_addr(&addr, batch[0])?);
+                done += 1;
+                continue;
+            }
+            match self.send_segmented(&addr, batch) {
+                Ok(sent) => handed += if sent { n } else { 0 },
+                Err(e) if crate::gso::unsupported(&e) => {
+                    // This path cannot segment: datagram by datagram from now on.
+                    self.gso = false;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            done += n;
+        }
+        Ok(handed)
     }
 
     fn send_multicast(&mut self, datagram: &[u8], targets: &[Rank]) -> io::Result<bool> {
@@ -715,6 +799,11 @@ fn setsockopt_int(sock: &Socket, level: libc::c_int, opt: libc::c_int, v: usize)
     } else {
         Ok(())
     }
+}
+
+#[cfg(test)]
+pub(crate) fn sockaddr_of(a: &SocketAddrV4) -> libc::sockaddr_in {
+    to_sockaddr_in(a)
 }
 
 fn to_sockaddr_in(a: &SocketAddrV4) -> libc::sockaddr_in {

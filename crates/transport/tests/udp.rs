@@ -206,3 +206,69 @@ fn authenticated_transports_take_only_sealed_datagrams() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].1, b"again");
 }
+
+#[test]
+fn runs_leave_segmented_and_arrive_as_their_datagrams() {
+    use phalanx_transport::mac::datagram_key;
+    // Sealed and plain, receivers coalescing (GRO) or not: every datagram of a run
+    // arrives whole, in order, opened on its own; a stranger's run is dropped datagram
+    // by datagram.
+    for (sealed, gro) in [(true, true), (true, false), (false, true), (false, false)] {
+        let (mut a, mut b) = pair();
+        if sealed {
+            let key = datagram_key(&[7; 32]);
+            a.authenticate(&key, 0);
+            b.authenticate(&key, 1);
+        }
+        a.set_segmentation(true);
+        b.set_segmentation(gro);
+        // 1400-byte datagrams as over a 1500-byte MTU, then a short one, then a run that
+        // no batch may join (longer than the first).
+        let data: Vec<Vec<u8>> = (0..100u32)
+            .map(|i| {
+                let len = match i {
+                    0..=89 => 1400,
+                    90 => 333,
+                    _ => 1500,
+                };
+                (0..len).map(|j| (i * 7 + j) as u8).collect()
+            })
+            .collect();
+        let run: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+        assert_eq!(
+            a.send_run(1, &run).unwrap(),
+            100,
+            "sealed {sealed} gro {gro}"
+        );
+        // Fewer system calls than datagrams: 44 + 44 + 3 (last 1400s and the 333), then
+        // the 1500s, which form a batch of their own.
+        let calls = a.stats().send_calls;
+        assert!(calls < 10, "{calls} send calls for 100 datagrams");
+        assert_eq!(a.stats().sent, 100);
+        let (got, _) = drain(&mut b, 100);
+        assert_eq!(got.len(), 100, "sealed {sealed} gro {gro}");
+        for (g, d) in got.iter().zip(&data) {
+            assert_eq!(&g.1, d);
+        }
+        assert_eq!(b.stats().received, 100);
+        assert_eq!(b.stats().bad_mac, 0);
+    }
+}
+
+#[test]
+fn a_strangers_segmented_run_is_dropped_datagram_by_datagram() {
+    use phalanx_transport::mac::datagram_key;
+    let (_a, mut b) = pair();
+    b.authenticate(&datagram_key(&[7; 32]), 1);
+    b.set_segmentation(true);
+    let mut s = UdpTransport::bind(LO).unwrap();
+    s.set_peers(vec![b.local_addr(), b.local_addr()]);
+    s.authenticate(&datagram_key(&[8; 32]), 0);
+    s.set_segmentation(true);
+    let data = vec![vec![1u8; 1000]; 10];
+    let run: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+    assert_eq!(s.send_run(1, &run).unwrap(), 10);
+    let (got, _) = drain(&mut b, 1);
+    assert!(got.is_empty());
+    assert_eq!(b.stats().bad_mac, 10);
+}

@@ -102,6 +102,9 @@ pub struct Config {
     pub mcast: phalanx_transport::McastSetting,
     /// The per-rank kernel packet filter. `PHALANX_BPF` (default on).
     pub bpf: bool,
+    /// UDP segmentation offload: runs of datagrams to one peer in one send, coalesced
+    /// receives (`PHALANX_GSO`, default on; the kernel falls back where it cannot).
+    pub gso: bool,
     /// Seal and check every UDP datagram with the job's MAC (`PHALANX_MAC`, default on;
     /// `0` only where every host and link of the job is trusted).
     pub mac: bool,
@@ -187,6 +190,7 @@ impl Config {
                 .map_err(|e| Error::Init(e.to_string()))?,
             bpf: env.switch(phalanx_transport::ENV_BPF, true)?,
             mac: env.switch("PHALANX_MAC", true)?,
+            gso: env.switch("PHALANX_GSO", true)?,
             shm: phalanx_shm::ShmConfig::from_lookup(|k| env.lookup(k)).map_err(Error::Init)?,
             reliable_net: env.switch("PHALANX_RELIABLE_NET", false)?,
             careful_stall_ns: match env.set(careful)? {

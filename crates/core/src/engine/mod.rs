@@ -301,6 +301,8 @@ impl Engine {
             udp.authenticate(&key, env.rank);
         }
         udp.set_peers(addrs.clone());
+        // PHALANX_GSO=0: datagram by datagram, both ways.
+        udp.set_segmentation(cfg.gso);
         // The kernel filter first (so the group socket gets it too), then the group.
         // PHALANX_BPF=0: no kernel filter.
         let filtered = if cfg.bpf {

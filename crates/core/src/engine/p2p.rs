@@ -430,8 +430,20 @@ impl Engine {
     /// no request completed early — and the round does not count as progress, so a wait
     /// yields or sleeps instead of spinning on it.
     fn pump(&mut self, now: u64, peer: u32) -> bool {
-        let mut did = false;
         let medium = self.link(peer);
+        if let Some((link, _)) = self.links.get(medium) {
+            link.hold();
+        }
+        let did = self.pump_held(now, peer, medium);
+        if let Some((link, net)) = self.links.get(medium) {
+            link.release(net, now);
+        }
+        did
+    }
+
+    /// [`pump`](Self::pump)'s work, with `peer`'s link (`medium`) held.
+    fn pump_held(&mut self, now: u64, peer: u32, medium: Medium) -> bool {
+        let mut did = false;
         let payload = self.payload_to(medium);
         loop {
             let Some(len) = self.front_len(peer, payload) else {

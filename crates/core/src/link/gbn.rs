@@ -9,16 +9,28 @@
 //! Incoming datagrams reach [`GbnLink::input`] from the engine's demultiplexer; the
 //! message layer confirms each delivered one with [`GbnLink::accept`] (a refused one is
 //! not acknowledged, and the sender retransmits it later: flow control).
+//! Between `hold` and `release` (the message layer cutting fragments) datagrams shorter
+//! than [`HOLD_BYTES`] are kept until a run of about that many bytes is ready, which
+//! leaves in one segmented send; everything owed goes out as runs per peer.
 
 use super::{Link, LinkReport, Net, Saved};
 use crate::error::{Error, Result};
 use phalanx_proto::gbn::{Gbn, GbnEvent, Verdict};
 use phalanx_wire::Packet;
 
+/// Bytes of datagrams a held link keeps before it sends them anyway: about what one
+/// segmented UDP send carries (`phalanx_transport::gso::MAX_TOTAL`, less room for the
+/// datagrams' MACs). A datagram this long or longer (loopback's) leaves at once.
+const HOLD_BYTES: usize = 60_000;
+
 /// Go-back-n to every UDP peer.
 pub(crate) struct GbnLink {
     pub(crate) proto: Gbn,
     halted: bool,
+    /// Between `hold` and `release`: datagrams wait for a run to fill.
+    held: bool,
+    /// Bytes taken since the last flush.
+    queued: usize,
 }
 
 impl GbnLink {
@@ -26,6 +38,8 @@ impl GbnLink {
         GbnLink {
             proto,
             halted: false,
+            held: false,
+            queued: 0,
         }
     }
 
@@ -44,10 +58,15 @@ impl GbnLink {
     /// Puts every datagram the protocol owes on the wire.
     pub(crate) fn flush(&mut self, net: &mut Net, now: u64) -> bool {
         let mut did = false;
+        self.queued = 0;
         let retransmits = self.proto.stats().retransmits;
-        while let Some((peer, bytes)) = self.proto.poll_transmit(now) {
+        while self
+            .proto
+            .poll_transmit_run(now, phalanx_proto::gbn::RUN_MAX, |peer, run| {
+                net.send_run(peer, run)
+            })
+        {
             did = true;
-            net.send_to(peer, bytes);
         }
         let again = self.proto.stats().retransmits - retransmits;
         if again > 0 {
@@ -73,6 +92,7 @@ impl Link for GbnLink {
         if !self.has_room(peers, dgram.len()) {
             return Err(dgram);
         }
+        let len = dgram.len();
         if let Some((&last, rest)) = peers.split_last() {
             for &p in rest {
                 // Room was checked for every destination: cannot be refused.
@@ -80,8 +100,13 @@ impl Link for GbnLink {
             }
             self.proto.send(now, last, dgram)?;
         }
-        // On the wire at once: the receiver copies one fragment while the next is cut.
-        self.flush(net, now);
+        self.queued += len * peers.len();
+        // On the wire at once (the receiver copies one fragment while the next is cut),
+        // unless held and a run of small datagrams is still filling (it leaves in one
+        // segmented send).
+        if !self.held || self.queued + len > HOLD_BYTES {
+            self.flush(net, now);
+        }
         Ok(())
     }
 
@@ -127,5 +152,16 @@ impl Link for GbnLink {
     fn resume(&mut self, stopped_ns: u64) {
         self.halted = false;
         self.proto.postpone_timers(stopped_ns);
+    }
+
+    fn hold(&mut self) {
+        self.held = true;
+    }
+
+    fn release(&mut self, net: &mut Net, now: u64) {
+        self.held = false;
+        if self.queued > 0 {
+            self.flush(net, now);
+        }
     }
 }

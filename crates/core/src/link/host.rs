@@ -77,6 +77,17 @@ impl Transport for HostMedium {
         }
     }
 
+    fn send_run(&mut self, peer: Rank, run: &[&[u8]]) -> std::io::Result<usize> {
+        if !self.ring_peer(peer) {
+            return self.udp.send_run(peer, run);
+        }
+        let mut n = 0;
+        for d in run {
+            n += usize::from(self.ring_send(peer, d)?);
+        }
+        Ok(n)
+    }
+
     fn send_multicast(&mut self, datagram: &[u8], targets: &[Rank]) -> std::io::Result<bool> {
         Ok(self.multi_send(datagram, targets)? == targets.len())
     }

@@ -146,6 +146,14 @@ pub(crate) trait Link {
     fn restore(&mut self, saved: Saved);
     /// Takes datagrams again; every timer moves `stopped_ns` later.
     fn resume(&mut self, stopped_ns: u64);
+    /// The caller is about to send several datagrams in a row: the link may keep them
+    /// until [`release`](Link::release) (or until it has a system call's worth), so that
+    /// they leave together. Links that send at once ignore it.
+    fn hold(&mut self) {}
+    /// Puts on the wire what the link kept since [`hold`](Link::hold).
+    fn release(&mut self, net: &mut Net, now: u64) {
+        let _ = (net, now);
+    }
 }
 
 /// The UDP socket that go-back-n, careful and URTP share (possibly behind the fault
@@ -178,6 +186,17 @@ impl Net {
         };
         self.sent += 1;
         if let Err(e) = t.send_to(peer, bytes) {
+            self.error(peer, &e);
+        }
+    }
+
+    /// Sends `run`, datagrams to `peer` in order (one segmented send where it can).
+    pub(crate) fn send_run(&mut self, peer: u32, run: &[&[u8]]) {
+        let Some(t) = self.transport.as_mut() else {
+            return;
+        };
+        self.sent += run.len() as u64;
+        if let Err(e) = t.send_run(peer, run) {
             self.error(peer, &e);
         }
     }
