@@ -28,7 +28,8 @@
 #                           on a bridge, veths with MTU 1500 (made here, removed on exit).
 #                           phalanx runs with a `netns:` hostfile, Open MPI with an rsh
 #                           agent that enters the namespace; both leave placement to the
-#                           kernel (--bind-to none) and use TCP/UDP on the bridge's subnet
+#                           kernel (--bind-to none) and use TCP/UDP on the bridge's subnet;
+#                           with more ranks than CPUs Open MPI is told to yield when idle
 #   RUN_TIMEOUT=600         seconds before a single run is killed
 #   SKIP_BUILD=1            reuse existing binaries
 #   RUST=0                  skip the Rust-API runs (phalanx-bench)
@@ -142,7 +143,12 @@ EOF
     PHALANX_RUN=(--hostfile "$RESULTS_DIR/hostfile" --bind-to none)
     local IFS=,
     OMPI_RUN=(--host "${hosts[*]}" --bind-to none --mca plm_rsh_agent "$RESULTS_DIR/nsagent"
-        --mca oob_tcp_if_include "$PEER_TCP_IF")
+        --mca oob_tcp_if_include "$PEER_TCP_IF" --mca plm_rsh_no_tree_spawn 1 --mca routed direct)
+    if ((NP > $(nproc))); then
+        # Open MPI cannot tell that its "hosts" share this machine's cores: told, it
+        # yields when idle as it does on one oversubscribed host (phalanx sees it itself).
+        OMPI_RUN+=(--mca mpi_yield_when_idle 1)
+    fi
 }
 
 netns_down() {

@@ -613,3 +613,51 @@ fn random_and_mutated_input_is_safe() {
         }
     }
 }
+
+#[test]
+fn runs_hand_over_what_single_polls_would() {
+    // Data to one peer (or multicast to one target set) in a row comes as runs; control
+    // datagrams and data going elsewhere end a run; the datagrams and their order are
+    // poll_transmit's.
+    let build = || {
+        let mut g = group(4, cfg());
+        for i in 0..50 {
+            g[0].send(0, &t(&[1]), &hdr(i, 0), b"abc").unwrap();
+        }
+        for i in 0..3 {
+            g[0].send(0, &t(&[1, 2, 3]), &hdr(50 + i, 0), b"def")
+                .unwrap();
+        }
+        g[0].send(0, &t(&[1, 2]), &hdr(55, 0), b"def").unwrap();
+        for i in 0..5 {
+            g[0].send(0, &t(&[2]), &hdr(60 + i, 0), b"ghi").unwrap();
+        }
+        // Rank 3 sends to rank 0, which then owes it an ACK (control work).
+        g[3].send(0, &t(&[0]), &hdr(99, 0), b"xyz").unwrap();
+        let w = drain(&mut g[3], 3, 0);
+        feed(&mut g[0], 0, &w[0].3);
+        g.swap_remove(0)
+    };
+    let mut single = build();
+    let mut runs = build();
+    let want = drain(&mut single, 0, 5 * MS);
+    let mut got: Wire = Vec::new();
+    let mut lens = Vec::new();
+    while runs.poll_transmit_run(5 * MS, 64, |tx, run| {
+        lens.push(run.len());
+        for d in run {
+            got.push((0, tx.dest, tx.targets.clone(), d.to_vec()));
+        }
+    }) {
+        assert!(got.len() < 100_000, "poll_transmit_run does not terminate");
+    }
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!((g.1, &g.3), (w.1, &w.3));
+    }
+    assert!(lens.iter().any(|&n| n > 40), "{lens:?}");
+    assert!(
+        lens.contains(&3),
+        "the three multicasts to 1, 2, 3: {lens:?}"
+    );
+}

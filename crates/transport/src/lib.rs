@@ -150,6 +150,17 @@ pub trait Transport {
         }
         Ok(n)
     }
+    /// [`send_multicast`](Self::send_multicast) for each datagram of `run`, in order, to
+    /// the same `targets`: on UDP with a joined group, consecutive equal-size datagrams
+    /// leave in one segmented send. Returns how many went out for every target. The
+    /// default loops over `send_multicast`.
+    fn send_multicast_run(&mut self, run: &[&[u8]], targets: &[Rank]) -> std::io::Result<usize> {
+        let mut n = 0;
+        for d in run {
+            n += usize::from(self.send_multicast(d, targets)?);
+        }
+        Ok(n)
+    }
     /// Whether `send_multicast` reaches the targets with one send (a joined group).
     fn multicast_available(&self) -> bool {
         false

@@ -292,6 +292,42 @@ impl UdpTransport {
         on && crate::gso::enable_gro(&self.sock)
     }
 
+    /// A run of datagrams to `addr` (a peer or the group): segmented batches where the
+    /// path allows ([`crate::gso::batch_len`]), else one by one. Returns how many were
+    /// handed to the kernel.
+    fn send_run_to(&mut self, addr: &libc::sockaddr_in, run: &[&[u8]]) -> io::Result<usize> {
+        let addr = *addr;
+        let trailer = if self.seal.is_some() { TRAILER } else { 0 };
+        let (mut done, mut handed) = (0, 0);
+        while done < run.len() {
+            let n = if self.gso {
+                crate::gso::batch_len(&run[done..], trailer)
+            } else {
+                1
+            };
+            let batch = &run[done..done + n];
+            for d in batch {
+                self.check_len(d.len())?;
+            }
+            if n == 1 {
+                handed += usize::from(self.send_addr(&addr, batch[0])?);
+                done += 1;
+                continue;
+            }
+            match self.send_segmented(&addr, batch) {
+                Ok(sent) => handed += if sent { n } else { 0 },
+                Err(e) if crate::gso::unsupported(&e) => {
+                    // This path cannot segment: datagram by datagram from now on.
+                    self.gso = false;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            done += n;
+        }
+        Ok(handed)
+    }
+
     /// `run[..n]` (a [`crate::gso::batch_len`] batch of 2 or more) to `addr` in one
     /// segmented send, with the bounded wait on back-pressure. `Ok(false)`: dropped.
     fn send_segmented(&mut self, addr: &libc::sockaddr_in, run: &[&[u8]]) -> io::Result<bool> {
@@ -505,35 +541,20 @@ impl Transport for UdpTransport {
 
     fn send_run(&mut self, peer: Rank, run: &[&[u8]]) -> io::Result<usize> {
         let addr = self.peer_addr(peer)?;
-        let trailer = if self.seal.is_some() { TRAILER } else { 0 };
-        let (mut done, mut handed) = (0, 0);
-        while done < run.len() {
-            let n = if self.gso {
-                crate::gso::batch_len(&run[done..], trailer)
-            } else {
-                1
-            };
-            let batch = &run[done..done + n];
-            for d in batch {
-                self.check_len(d.len())?;
+        self.send_run_to(&addr, run)
+    }
+
+    fn send_multicast_run(&mut self, run: &[&[u8]], targets: &[Rank]) -> io::Result<usize> {
+        let Some(dest) = self.group.as_ref().map(|g| g.dest) else {
+            let mut n = 0;
+            for d in run {
+                n += usize::from(self.send_multicast(d, targets)?);
             }
-            if n == 1 {
-                handed += usize::from(self.send_addr(&addr, batch[0])?);
-                done += 1;
-                continue;
-            }
-            match self.send_segmented(&addr, batch) {
-                Ok(sent) => handed += if sent { n } else { 0 },
-                Err(e) if crate::gso::unsupported(&e) => {
-                    // This path cannot segment: datagram by datagram from now on.
-                    self.gso = false;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-            done += n;
-        }
-        Ok(handed)
+            return Ok(n);
+        };
+        let n = self.send_run_to(&dest, run)?;
+        self.stats.multicasts_sent += n as u64;
+        Ok(n)
     }
 
     fn send_multicast(&mut self, datagram: &[u8], targets: &[Rank]) -> io::Result<bool> {

@@ -243,7 +243,7 @@ impl Engine {
         };
         if env.size == 0 {
             // A process started without the launcher: a job of one.
-            let mut engine = Self::build(cfg, 0, 1, 0, None, Vec::new(), None, 1);
+            let mut engine = Self::build(cfg, 0, 1, 0, None, Vec::new(), None, (1, 1));
             engine.all_peers_shm = true;
             engine.era_all_shm = true;
             engine.links.decide(0, 1);
@@ -292,6 +292,13 @@ impl Engine {
             .endpoints
             .iter()
             .filter(|e| e.host.boot_id == me.host.boot_id && e.host.netns_ino == me.host.netns_ino)
+            .count();
+        // Ranks on this machine's CPUs: those of every test host (network namespace) of
+        // this kernel too, which compete for the same cores.
+        let cpu_sharers = table
+            .endpoints
+            .iter()
+            .filter(|e| e.host.boot_id == me.host.boot_id)
             .count();
         let mut udp = udp;
         // Sealed from the first datagram on: nothing has been read from the socket yet,
@@ -353,7 +360,7 @@ impl Engine {
             Some(transport),
             addrs,
             Some(boot),
-            local_ranks,
+            (local_ranks, cpu_sharers),
         );
         engine.slurm_suspend = pmi_env.is_some();
         engine.links.careful =
@@ -427,7 +434,7 @@ impl Engine {
         transport: Option<Box<dyn Transport>>,
         peer_addrs: Vec<SocketAddrV4>,
         boot: Option<BootClient>,
-        local_ranks: usize,
+        (local_ranks, cpu_sharers): (usize, usize),
     ) -> Engine {
         keep_heap();
         let max_dgram = transport.as_ref().map_or(65507, |t| t.max_datagram());
@@ -439,7 +446,7 @@ impl Engine {
         let cores = cfg
             .cpus
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let spin = cfg.spin.unwrap_or(if local_ranks > cores {
+        let spin = cfg.spin.unwrap_or(if cpu_sharers > cores {
             Duration::ZERO
         } else {
             Duration::from_micros(50)

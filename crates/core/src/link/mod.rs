@@ -201,6 +201,18 @@ impl Net {
         }
     }
 
+    /// Sends each datagram of `run` to `peers` through the job's multicast group (one
+    /// segmented send where it can), or fan-out.
+    pub(crate) fn multicast_run(&mut self, peers: &[u32], run: &[&[u8]]) {
+        let Some(t) = self.transport.as_mut() else {
+            return;
+        };
+        self.sent += run.len() as u64;
+        if let Err(e) = t.send_multicast_run(run, peers) {
+            self.error(peers.first().copied().unwrap_or(0), &e);
+        }
+    }
+
     /// Sends one datagram to each of `peers` (one `sendmmsg`).
     pub(crate) fn multi_send(&mut self, peers: &[u32], bytes: &[u8]) {
         let Some(t) = self.transport.as_mut() else {
@@ -208,17 +220,6 @@ impl Net {
         };
         self.sent += peers.len() as u64;
         if let Err(e) = t.multi_send(bytes, peers) {
-            self.error(peers.first().copied().unwrap_or(0), &e);
-        }
-    }
-
-    /// Sends one datagram to `peers` through the job's multicast group (or fan-out).
-    pub(crate) fn multicast(&mut self, peers: &[u32], bytes: &[u8]) {
-        let Some(t) = self.transport.as_mut() else {
-            return;
-        };
-        self.sent += 1;
-        if let Err(e) = t.send_multicast(bytes, peers) {
             self.error(peers.first().copied().unwrap_or(0), &e);
         }
     }

@@ -37,16 +37,20 @@ impl UrtpLink {
     pub(crate) fn flush(&mut self, net: &mut Net, now: u64) -> bool {
         let mut did = false;
         let mut to = Vec::new();
-        while let Some(tx) = self.proto.poll_transmit(now) {
-            did = true;
-            match tx.dest {
-                UrtpDest::Unicast(peer) => net.send_to(peer, tx.bytes),
+        // Data to one peer, or multicast to one target set, leaves as runs (one
+        // segmented send each).
+        while self
+            .proto
+            .poll_transmit_run(now, phalanx_proto::gbn::RUN_MAX, |tx, run| match tx.dest {
+                UrtpDest::Unicast(peer) => net.send_run(peer, run),
                 UrtpDest::Multicast => {
                     to.clear();
                     to.extend(tx.targets.iter());
-                    net.multicast(&to, tx.bytes);
+                    net.multicast_run(&to, run);
                 }
-            }
+            })
+        {
+            did = true;
         }
         did
     }

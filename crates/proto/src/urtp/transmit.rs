@@ -21,7 +21,76 @@ impl Urtp {
     /// for its destination now (piggy-back).
     #[must_use]
     pub fn poll_transmit(&mut self, now: u64) -> Option<UrtpTransmit<'_>> {
-        match self.prepare_transmit(now)? {
+        let out = self.prepare_transmit(now)?;
+        self.transmit_of(&out)
+    }
+
+    /// Like [`poll_transmit`](Self::poll_transmit), with consecutive data to one peer (or
+    /// multicast to one target set) handed over together, up to `max` datagrams (at most
+    /// [`crate::gbn::RUN_MAX`]), what one system call may carry: `send(transmit, run)`
+    /// gets the first datagram's destination and targets and the run's datagrams in wire
+    /// order — exactly those `poll_transmit` would have returned one by one. Control
+    /// datagrams go one at a time. False when nothing is due.
+    pub fn poll_transmit_run(
+        &mut self,
+        now: u64,
+        max: usize,
+        send: impl FnOnce(&UrtpTransmit<'_>, &[&[u8]]),
+    ) -> bool {
+        const RUN_MAX: usize = crate::gbn::RUN_MAX;
+        let Some(first) = self.prepare_transmit(now) else {
+            return false;
+        };
+        let mut slots = [0u32; RUN_MAX];
+        let mut n = 0;
+        if let Out::Slot(slot) = first {
+            slots[0] = slot;
+            n = 1;
+            while n < max.clamp(1, RUN_MAX)
+                && self.ready.is_empty()
+                && self
+                    .data_q
+                    .front()
+                    .is_some_and(|&s| self.same_dest(slot, s))
+            {
+                // No control work is due and the next data is for the same peer:
+                // `prepare_transmit` takes exactly that slot.
+                match self.prepare_transmit(now) {
+                    Some(Out::Slot(s)) => {
+                        slots[n] = s;
+                        n += 1;
+                    }
+                    _ => unreachable!("the next datagram is the queued data"),
+                }
+            }
+        }
+        let Some(tx) = self.transmit_of(&first) else {
+            return true;
+        };
+        let mut run: [&[u8]; RUN_MAX] = [&[]; RUN_MAX];
+        run[0] = tx.bytes;
+        for (dst, &slot) in run[1..n.max(1)].iter_mut().zip(&slots[1..n.max(1)]) {
+            if let Some(st) = self.store.get(slot as usize).and_then(|s| s.as_ref()) {
+                *dst = &st.bytes;
+            }
+        }
+        send(&tx, &run[..n.max(1)]);
+        true
+    }
+
+    /// Whether stored datagrams `a` and `b` go the same way: unicast to the same peer, or
+    /// multicast to the same targets.
+    fn same_dest(&self, a: u32, b: u32) -> bool {
+        let get = |x: u32| self.store.get(x as usize).and_then(|s| s.as_ref());
+        match (get(a), get(b)) {
+            (Some(a), Some(b)) => a.multicast == b.multicast && a.targets == b.targets,
+            _ => false,
+        }
+    }
+
+    /// The datagram `prepare_transmit` prepared, as [`UrtpTransmit`].
+    fn transmit_of(&self, out: &Out) -> Option<UrtpTransmit<'_>> {
+        match *out {
             Out::Scratch(peer) => Some(UrtpTransmit {
                 dest: UrtpDest::Unicast(peer),
                 targets: &self.tx_targets,
