@@ -105,9 +105,10 @@ NS_NAMES=()
 NS_BRIDGE=""
 
 netns_up() {  # NETNS namespaces on a bridge; hostfile and rsh agent in RESULTS_DIR
-    local n=$NETNS tag=cmp$$ sub="" i
+    local n=$NETNS tag=cmp$$ sub="" i addrs
+    addrs=$(ip -4 -o addr show)
     for i in $(seq 200 250); do
-        if ! ip -4 addr show | grep -q "inet 10\.$i\.77\."; then sub=10.$i.77; break; fi
+        if [[ $addrs != *"inet 10.$i.77."* ]]; then sub=10.$i.77; break; fi
     done
     [[ -n $sub ]] || { echo "compare.sh: no free subnet for the test hosts" >&2; exit 1; }
     NS_BRIDGE=cb$$
@@ -121,8 +122,8 @@ netns_up() {  # NETNS namespaces on a bridge; hostfile and rsh agent in RESULTS_
         local ns=$tag-$i
         ip netns add "$ns"
         NS_NAMES+=("$ns")
-        ip link add "cv$$$i" type veth peer name veth0 netns "$ns"
-        ip link set "cv$$$i" master "$NS_BRIDGE" up
+        ip link add "cv$$-$i" type veth peer name veth0 netns "$ns"
+        ip link set "cv$$-$i" master "$NS_BRIDGE" up
         ip -n "$ns" addr add "$sub.$((10 + i))/24" dev veth0
         ip -n "$ns" link set veth0 up
         ip -n "$ns" link set lo up
@@ -153,19 +154,19 @@ EOF
 
 netns_down() {
     local ns
-    for ns in "${NS_NAMES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+    for ns in ${NS_NAMES[@]+"${NS_NAMES[@]}"}; do ip netns del "$ns" 2>/dev/null || true; done
     [[ -z $NS_BRIDGE ]] || ip link del "$NS_BRIDGE" 2>/dev/null || true
 }
 
 run_phalanx() {  # test: the C benchmark built with `phalanx cc`
     # shellcheck disable=SC2046
-    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run "${PHALANX_RUN[@]}" -n "$NP" \
+    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run ${PHALANX_RUN[@]+"${PHALANX_RUN[@]}"} -n "$NP" \
         "$TARGET/release/c/osu_like_phalanx" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
 }
 
 run_rust() {  # test: the same loops through phalanx's Rust API
     # shellcheck disable=SC2046
-    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run "${PHALANX_RUN[@]}" -n "$NP" \
+    timeout "$RUN_TIMEOUT" "$TARGET/release/phalanx" run ${PHALANX_RUN[@]+"${PHALANX_RUN[@]}"} -n "$NP" \
         "$TARGET/release/phalanx-bench" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
 }
 

@@ -225,6 +225,16 @@ pub fn run(cfg: Config) -> i32 {
     };
     let mut cfg = cfg;
     (cfg.program.env).push((phalanx_boot::ENV_SECRET.into(), secret.to_hex().into()));
+    if cfg.hosts.iter().any(|h| matches!(h, Host::Netns(_))) {
+        // Ranks in this machine's namespaces share its CPUs with its own ranks.
+        let here = cfg
+            .hosts
+            .iter()
+            .filter(|h| matches!(h, Host::Local | Host::Netns(_)))
+            .count();
+        let v = (spawn::ENV_MACHINE_RANKS.into(), here.to_string().into());
+        cfg.program.env.push(v);
+    }
     let mut local_program = cfg.program.clone();
     if let Some(out) = boots
         .iter()

@@ -153,6 +153,7 @@ pub(super) fn spec(
             phalanx_boot::ENV_BOOT,
             crate::spawn::ENV_IP,
             "PHALANX_CPUS",
+            crate::spawn::ENV_MACHINE_RANKS,
         ];
         env.extend(std::env::vars_os().filter_map(|(k, v)| {
             // A variable that is not UTF-8 cannot be one of ours (or travel as JSON).
@@ -163,7 +164,13 @@ pub(super) fn spec(
             .then_some((k, v))
         }));
     }
-    env.extend(p.env.iter().map(|(k, v)| (lossy(k), lossy(v))));
+    // Not the launcher machine's rank count (its namespaces' ranks share its CPUs).
+    env.extend(
+        p.env
+            .iter()
+            .filter(|(k, _)| k != crate::spawn::ENV_MACHINE_RANKS)
+            .map(|(k, v)| (lossy(k), lossy(v))),
+    );
     phalanx_gang::proto::SpawnSpec {
         rank,
         size: cfg.size,

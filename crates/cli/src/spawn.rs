@@ -57,6 +57,11 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// library's spin-or-yield choice compares it with the ranks of its host).
 pub const ENV_CPUS: &str = "PHALANX_CPUS";
 
+/// Environment variable with the number of the job's ranks on this machine when some run
+/// in test hosts (network namespaces): they share its CPUs, which the library's
+/// spin-or-yield choice needs to know.
+pub const ENV_MACHINE_RANKS: &str = "PHALANX_MACHINE_RANKS";
+
 /// Environment variable with the rank's bind address (read by the phalanx library).
 pub const ENV_IP: &str = "PHALANX_IP";
 

@@ -289,6 +289,9 @@ impl UdpTransport {
     /// Returns whether receives are coalesced.
     pub fn set_segmentation(&mut self, on: bool) -> bool {
         self.gso = on;
+        if let Some(g) = self.group.as_ref().filter(|_| on) {
+            crate::gso::enable_gro(&g.sock);
+        }
         on && crate::gso::enable_gro(&self.sock)
     }
 
@@ -406,6 +409,10 @@ impl UdpTransport {
         sock.set_reuse_port(true)?;
         if let Some(prog) = &self.filter {
             bpf::attach(sock.as_raw_fd(), prog)?;
+        }
+        if self.gso {
+            // Segmented multicasts arrive coalesced too (best effort).
+            crate::gso::enable_gro(&sock);
         }
         sock.bind(&group.into())?;
         mcast::join(&sock, *group.ip(), local, ifindex)?;

@@ -119,6 +119,10 @@ pub struct Config {
     /// `PHALANX_CPUS`; default (and 0): what this process may use; at most
     /// [`MAX_CPUS`].
     pub cpus: Option<usize>,
+    /// Ranks of the job on this machine's CPUs, test hosts (network namespaces)
+    /// included: what the launcher counted (`PHALANX_MACHINE_RANKS`, set when it starts
+    /// ranks in namespaces); unset, the ranks of this host.
+    pub machine_ranks: Option<usize>,
     /// Test hook: make this rank's shared-memory join fail (`R` or `R@MS`, MS at most
     /// [`MAX_TEST_FAIL_MS`]). `PHALANX_TEST_SHM_FAIL`.
     pub test_shm_fail: Option<String>,
@@ -210,6 +214,7 @@ impl Config {
             cpus: env
                 .int::<usize>("PHALANX_CPUS", 0..=MAX_CPUS, "CPUs")?
                 .filter(|&n| n > 0),
+            machine_ranks: env.int::<usize>("PHALANX_MACHINE_RANKS", 1..=1 << 24, "ranks")?,
             test_shm_fail: match env.set("PHALANX_TEST_SHM_FAIL")? {
                 None => None,
                 Some(v) => Some(test_shm_fail(v)?),

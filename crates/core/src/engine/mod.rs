@@ -293,13 +293,9 @@ impl Engine {
             .iter()
             .filter(|e| e.host.boot_id == me.host.boot_id && e.host.netns_ino == me.host.netns_ino)
             .count();
-        // Ranks on this machine's CPUs: those of every test host (network namespace) of
-        // this kernel too, which compete for the same cores.
-        let cpu_sharers = table
-            .endpoints
-            .iter()
-            .filter(|e| e.host.boot_id == me.host.boot_id)
-            .count();
+        // Ranks on this machine's CPUs: the launcher counts those of its test hosts
+        // (network namespaces) too, which compete for the same cores.
+        let cpu_sharers = local_ranks.max(cfg.machine_ranks.unwrap_or(0));
         let mut udp = udp;
         // Sealed from the first datagram on: nothing has been read from the socket yet,
         // and what peers sent meanwhile is opened when it is read.

@@ -104,7 +104,7 @@ impl Link for GbnLink {
         // On the wire at once (the receiver copies one fragment while the next is cut),
         // unless held and a run of small datagrams is still filling (it leaves in one
         // segmented send).
-        if !self.held || self.queued + len > HOLD_BYTES {
+        if !self.held || self.queued >= HOLD_BYTES {
             self.flush(net, now);
         }
         Ok(())
