@@ -200,12 +200,16 @@ main() {
     for t in $TESTS; do
         for ((p = 1; p <= PAIRS; p++)); do
             echo "== $t pair $p/$PAIRS: phalanx" >&2
-            run_phalanx "$t" >"$RESULTS_DIR/$t-phalanx-$p.txt"
+            # A failed or hung run (killed after RUN_TIMEOUT) is reported and left out.
+            run_phalanx "$t" >"$RESULTS_DIR/$t-phalanx-$p.txt" ||
+                echo "compare.sh: phalanx run failed (status $?): left out" >&2
             echo "== $t pair $p/$PAIRS: Open MPI" >&2
-            run_ompi "$t" >"$RESULTS_DIR/$t-ompi-$p.txt"
+            run_ompi "$t" >"$RESULTS_DIR/$t-ompi-$p.txt" ||
+                echo "compare.sh: Open MPI run failed (status $?): left out" >&2
             if [[ ${RUST:-1} != 0 ]]; then
                 echo "== $t pair $p/$PAIRS: phalanx, Rust API" >&2
-                run_rust "$t" >"$RESULTS_DIR/$t-rust-$p.txt"
+                run_rust "$t" >"$RESULTS_DIR/$t-rust-$p.txt" ||
+                    echo "compare.sh: phalanx (Rust API) run failed (status $?): left out" >&2
             fi
         done
     done
