@@ -11,7 +11,7 @@
 //!   [`crate::mac`], when sealing) as consecutive iovec pieces, and a `UDP_SEGMENT`
 //!   control message with the segment size. It reads the buffers only.
 //! * [`enable_gro`] asks the kernel to coalesce consecutive datagrams of one flow into
-//!   one receive; [`gro_segment`] reads the segment size of such a receive (its datagrams
+//!   one receive; its `UDP_GRO` control message gives the segment size (its datagrams
 //!   are that long, the last one possibly shorter), which the receiver cuts apart again.
 //! * [`unsupported`] tells an error that means "this path cannot segment" (the caller
 //!   then sends datagram by datagram from then on) from back-pressure and real errors.
@@ -24,7 +24,8 @@ use socket2::Socket;
 
 /// `SOL_UDP` socket options (linux/udp.h).
 const UDP_SEGMENT: libc::c_int = 103;
-const UDP_GRO: libc::c_int = 104;
+/// Also the type of the control message a coalesced receive carries: its segment size.
+pub(crate) const UDP_GRO: libc::c_int = 104;
 /// Most segments one send may carry (the kernel's `UDP_MAX_SEGMENTS`).
 pub const MAX_SEGMENTS: usize = 64;
 /// Most payload bytes of one segmented send: one IPv4 packet's worth before cutting.
@@ -122,27 +123,6 @@ pub fn enable_gro(sock: &Socket) -> bool {
         )
     };
     rc == 0
-}
-
-/// The segment size of a coalesced receive (`UDP_GRO` control message), if it is one.
-///
-/// # Safety
-/// `msg` must have been filled by `recvmsg`/`recvmmsg`, its `msg_control` and
-/// `msg_controllen` describing the caller's control buffer and the kernel-written length.
-pub unsafe fn gro_segment(msg: &libc::msghdr) -> Option<usize> {
-    // SAFETY: per the function's contract, the CMSG_* walk stays inside the buffer; the
-    // data read is unaligned-safe.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::IPPROTO_UDP && (*c).cmsg_type == UDP_GRO {
-                let v = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
-                return usize::try_from(v).ok().filter(|&s| s > 0);
-            }
-            c = libc::CMSG_NXTHDR(msg, c);
-        }
-    }
-    None
 }
 
 /// Whether `e` means the path cannot segment (no checksum offload, an old kernel, a

@@ -169,23 +169,20 @@ impl RecvRing {
         let mut taken = 0;
         for i in 0..n {
             let hdr = &self.hdrs[i];
-            if hdr.msg_hdr.msg_controllen > 0 {
-                if let Some(d) = rxq_ovfl(&hdr.msg_hdr) {
-                    self.drops = self.drops.max(u64::from(d));
-                }
-            }
             let len = (hdr.msg_len as usize).min(RECV_BUF);
+            let (drops, seg) = if hdr.msg_hdr.msg_controllen > 0 {
+                control(&hdr.msg_hdr)
+            } else {
+                (None, None)
+            };
+            if let Some(d) = drops {
+                self.drops = self.drops.max(u64::from(d));
+            }
             let from = from_sockaddr_in(&self.names[i]);
             let start = i * RECV_BUF;
             let whole = &self.bufs[start..start + len];
             // A coalesced receive (UDP_GRO) holds several datagrams of one sender.
-            let seg = if hdr.msg_hdr.msg_controllen > 0 {
-                // SAFETY: filled by recvmmsg just now (see `gro_segment`).
-                unsafe { crate::gso::gro_segment(&hdr.msg_hdr) }.unwrap_or(len)
-            } else {
-                len
-            };
-            for d in crate::gso::segments(whole, seg) {
+            for d in crate::gso::segments(whole, seg.unwrap_or(len)) {
                 match seal {
                     None => f(from, d),
                     Some(s) => match s.open(d) {
@@ -793,21 +790,27 @@ fn too_big(len: usize, max: usize) -> io::Error {
     )
 }
 
-/// Extracts the SO_RXQ_OVFL drop counter from a received message, if present.
-fn rxq_ovfl(msg: &libc::msghdr) -> Option<u32> {
+/// A received message's control data, in one pass: the `SO_RXQ_OVFL` drop counter and
+/// the segment size of a coalesced receive (`UDP_GRO`), each if present.
+fn control(msg: &libc::msghdr) -> (Option<u32>, Option<usize>) {
+    let (mut drops, mut seg) = (None, None);
     // SAFETY: `msg` was filled by recvmmsg; msg_control/msg_controllen
     // describe our own control buffer and the kernel-written length, so the
-    // CMSG_* walk stays within it. The payload read is unaligned-safe.
+    // CMSG_* walk stays within it. The payload reads are unaligned-safe.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(msg);
         while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_RXQ_OVFL {
-                return Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
+            let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
+            if level == libc::SOL_SOCKET && kind == libc::SO_RXQ_OVFL {
+                drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
+            } else if level == libc::IPPROTO_UDP && kind == crate::gso::UDP_GRO {
+                let v = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+                seg = usize::try_from(v).ok().filter(|&s| s > 0);
             }
             c = libc::CMSG_NXTHDR(msg, c);
         }
     }
-    None
+    (drops, seg)
 }
 
 fn setsockopt_int(sock: &Socket, level: libc::c_int, opt: libc::c_int, v: usize) -> io::Result<()> {
