@@ -349,11 +349,12 @@ export!(MPI_Comm_disconnect, PMPI_Comm_disconnect, (comm: *mut Handle) -> c_int 
 
 /// `MPI_Barrier` on `h`, intercommunicator or not.
 pub fn barrier(h: Handle) -> CResult {
-    match inter_of(h) {
+    let c = state::comm(h)?;
+    match inter_if(&c, h) {
         Some(ic) => ic.barrier(),
         None => {
             use phalanx::collective::CommunicatorCollectives;
-            state::comm(h)?.barrier();
+            c.barrier();
         }
     }
     Ok(())

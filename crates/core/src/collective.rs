@@ -268,7 +268,12 @@ fn start_with(
         recv: spec.recv,
     };
     let (kind, root) = (spec.kind, spec.root.map_or(0, |r| r as usize));
+    // Taken by reference into the engine's closure (not copied into it on every call).
+    let (mut planned, mut call_) = (Some(planned), Some(call_));
     call(spec.name, |e| {
+        let (Some(planned), Some(call_)) = (planned.take(), call_.take()) else {
+            unreachable!("the engine runs the call once")
+        };
         if !call_.dt.is_contiguous() {
             return Err(Error::InvalidArg(
                 "collectives need a contiguous datatype".into(),
@@ -296,6 +301,7 @@ fn start_with(
                 me: sh.me,
                 phase: 0,
                 layout: planned.layout.as_deref(),
+                slots: (!sh.board_slots.is_empty()).then_some(&sh.board_slots[..]),
             })?;
             return Ok(None);
         }
@@ -594,7 +600,7 @@ pub trait CommunicatorCollectives: Communicator {
             recvbuf,
             op,
             user::Fold::All,
-            (all_reduce_spec, all_reduce_spec),
+            (all_reduce_spec_boxed, all_reduce_spec_boxed),
         )
     }
 
@@ -935,12 +941,27 @@ fn scan_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     (spec, Box::new(plan))
 }
 
-fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+/// [`all_reduce_spec`] with its plan boxed (a [`ReductionSpec`]).
+fn all_reduce_spec_boxed<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
     c: &'c SimpleCommunicator,
     sendbuf: &S,
     recvbuf: &mut R,
     op: OpKind,
 ) -> (Spec<'c>, PlanFn) {
+    let (s, f) = all_reduce_spec(c, sendbuf, recvbuf, op);
+    (s, Box::new(f))
+}
+
+/// The plan is returned unboxed: a blocking all-reduce takes no allocation for it.
+fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
+    c: &'c SimpleCommunicator,
+    sendbuf: &S,
+    recvbuf: &mut R,
+    op: OpKind,
+) -> (
+    Spec<'c>,
+    impl FnOnce(&Shape) -> Result<(Chosen, Plan), Error> + 'static,
+) {
     let spec = reduction_spec(
         c,
         ("all_reduce_into", CollKind::Allreduce),
@@ -981,7 +1002,7 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             _ => (Chosen::plain(Algorithm::Rd), algos::allreduce(s, len)),
         })
     };
-    (spec, Box::new(plan))
+    (spec, plan)
 }
 
 impl<C: Communicator + ?Sized> CommunicatorCollectives for C {}

@@ -21,7 +21,7 @@
 //! * Nothing here blocks or sleeps: waiting, waking and time limits are the caller's.
 //!   Peers trust each other (same program); a corrupt length is clamped to the buffer.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use memmap2::MmapRaw;
@@ -61,6 +61,11 @@ pub struct Board {
     hdr_stride: usize,
     bytes: usize,
     me: usize,
+    /// This rank's buffers known to have no pending reader. Only `publish` makes a buffer
+    /// busy again, so a 0 once seen stays true until then; a writer that saw it while it
+    /// waited anyway publishes without reading the line the readers last wrote (a
+    /// stalling cache miss). Shared by the clones, like the slot itself.
+    free: Arc<[AtomicBool; 2]>,
 }
 
 // SAFETY: shared words are accessed through atomics only; slot data is written by its
@@ -93,6 +98,7 @@ impl Board {
             hdr_stride,
             bytes,
             me,
+            free: Arc::new([AtomicBool::new(false), AtomicBool::new(false)]),
         }
     }
 
@@ -186,7 +192,26 @@ impl Board {
     /// one is done)?
     #[inline]
     pub fn writable(&self, tag: u64) -> bool {
-        self.pending(self.me, tag) == 0
+        let free = &self.free[buf_of(tag)];
+        if free.load(Ordering::Relaxed) {
+            return true;
+        }
+        let ok = self.pending(self.me, tag) == 0;
+        if ok {
+            free.store(true, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Notes which of this rank's buffers the readers are done with (for a waiter: the
+    /// next [`writable`](Self::writable) then needs no read of a line another core wrote).
+    #[inline]
+    pub fn refresh(&self) {
+        for b in 0..2 {
+            if !self.free[b].load(Ordering::Relaxed) {
+                self.writable(b as u64);
+            }
+        }
     }
 
     /// This rank's buffer for `tag`, to fill before [`publish`](Self::publish). Call only
@@ -222,6 +247,7 @@ impl Board {
     #[inline]
     pub fn publish(&self, tag: u64, sig: u64, len: usize, readers: u32) {
         let (me, h) = (self.me, buf_of(tag) * BUF_HDR);
+        self.free[buf_of(tag)].store(readers == 0, Ordering::Relaxed);
         self.u32_at(me, h + PENDING)
             .store(readers, Ordering::Relaxed);
         self.u64_at(me, h + SIG).store(sig, Ordering::Relaxed);
@@ -257,6 +283,14 @@ impl Board {
     #[inline]
     pub fn done(&self, slot: usize, tag: u64) -> u32 {
         let p = self.u32_at(slot, buf_of(tag) * BUF_HDR + PENDING);
+        // The last reader left (the only one, often) stores instead of a locked
+        // read-modify-write: the line is in this core's cache since `peek`, and a plain
+        // store does not stall for the line's ownership. No other reader can touch the
+        // counter after it reached 1 (they are done) and the owner only reads it.
+        if p.load(Ordering::Relaxed) == 1 {
+            p.store(0, Ordering::Release);
+            return 0;
+        }
         let before = p.fetch_sub(1, Ordering::AcqRel);
         if before == 0 {
             // More `done`s than readers: a misbehaving caller; keep the counter sane.

@@ -25,6 +25,9 @@ pub struct Shape {
     /// Bytes per slot of the shared-memory board when this (blocking) call may run on it
     /// (every member on this host's board); 0 otherwise.
     pub board: usize,
+    /// Board slot of each member when `board` > 0 (looked up once per communicator, not
+    /// per call); empty otherwise.
+    pub board_slots: Vec<usize>,
     /// Host of each member, when this (blocking) call may run hierarchically (members on
     /// several hosts, shared memory configured); empty otherwise.
     pub hosts: Vec<u32>,
@@ -860,6 +863,7 @@ mod tests {
             packet: 1 << 16,
             multicast: false,
             board: 0,
+            board_slots: Vec::new(),
             hosts: Vec::new(),
         }
     }

@@ -226,6 +226,7 @@ mod tests {
             packet: 1000,
             multicast: false,
             board: 0,
+            board_slots: Vec::new(),
             hosts: Vec::new(),
         }
     }

@@ -66,6 +66,9 @@ pub(crate) struct BoardCall<'a> {
     pub phase: u8,
     /// The blocks of a varcount call (`None` for the others).
     pub layout: Option<&'a Layout>,
+    /// The board slot of each member, when the caller knows them (a communicator's
+    /// shape keeps them); looked up here otherwise.
+    pub slots: Option<&'a [usize]>,
 }
 
 /// The caller's buffers of a board call: byte ranges of them, empty when outside.
@@ -111,7 +114,7 @@ impl Bytes {
 struct Run<'a> {
     board: Rc<Board>,
     /// Board slot of each member.
-    slots: Members,
+    slots: &'a [usize],
     /// Tag of the publication at hand (a step or phase of the call).
     tag: u64,
     /// Tag of the call itself, as announced.
@@ -297,12 +300,21 @@ impl Engine {
             .board
             .clone()
             .ok_or_else(|| Error::InvalidArg("no shared-memory board".into()))?;
-        let slots = bc
-            .world
-            .iter()
-            .map(|w| board.local_of(*w))
-            .collect::<Option<Members>>()
-            .ok_or_else(|| Error::InvalidArg("a member is not on this host's board".into()))?;
+        let looked_up: Members;
+        let slots = match bc.slots {
+            Some(s) => s,
+            None => {
+                looked_up = bc
+                    .world
+                    .iter()
+                    .map(|w| board.local_of(*w))
+                    .collect::<Option<Members>>()
+                    .ok_or_else(|| {
+                        Error::InvalidArg("a member is not on this host's board".into())
+                    })?;
+                &looked_up
+            }
+        };
         let call = bc.call;
         let base = tag_of(call.ctx, call.seq) ^ (u64::from(bc.phase) << 56);
         board.announce(base, call.sig);
@@ -457,7 +469,7 @@ impl Engine {
                     self.board_reduce_in_order(run, p, None, lo..hi, recv(off + lo, hi - lo))?;
                     let run2 = Run {
                         board: run.board.clone(),
-                        slots: run.slots.clone(),
+                        slots: run.slots,
                         tag: !run.tag,
                         base: run.base,
                         bc,
@@ -626,6 +638,9 @@ impl Engine {
                     return false;
                 }
             }
+            // Idle anyway: learn which of our buffers the readers released, so the next
+            // publication does not stall on reading that from their cores.
+            run.board.refresh();
             polls = polls.saturating_add(1);
             if polls >= 4096 || polls.is_multiple_of(256) {
                 let now = Instant::now();

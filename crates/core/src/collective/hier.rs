@@ -135,6 +135,7 @@ impl Engine {
                     packet: e.coll_packet(),
                     multicast: false,
                     board: 0,
+                    board_slots: Vec::new(),
                     hosts: Vec::new(),
                 };
                 let n = send.1.max(recv.1);
@@ -158,6 +159,7 @@ impl Engine {
                 me: lme,
                 phase,
                 layout,
+                slots: None,
             })
         };
         let shape = |e: &Engine, li: usize| Shape {
@@ -167,6 +169,7 @@ impl Engine {
             packet: e.coll_packet(),
             multicast: e.coll_multicast(),
             board: 0,
+            board_slots: Vec::new(),
             hosts: Vec::new(),
         };
         let network = |e: &mut Engine, send, recv, plan| run_plan(e, call, send, recv, plan);

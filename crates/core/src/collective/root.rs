@@ -85,11 +85,13 @@ pub trait Root {
         B: ?Sized + BufferMut,
     {
         let p = self.root_process();
-        let (spec, plan) = if buffer.datatype().is_contiguous() {
-            bcast_spec(p, buffer)
+        let (spec, plan): (_, PlanFn) = if buffer.datatype().is_contiguous() {
+            let (s, f) = bcast_spec(p, buffer);
+            (s, Box::new(f))
         } else {
             let (_, r) = super::stage::<[u8], B>(None, Some(&mut *buffer as *mut B));
-            bcast_spec(p, r.unwrap())
+            let (s, f) = bcast_spec(p, r.unwrap());
+            (s, Box::new(f))
         };
         Request::new(start(spec, plan), scope, p.comm, &*buffer)
     }
@@ -485,7 +487,15 @@ fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, len: usize) -> Cho
     c
 }
 
-fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spec<'c>, PlanFn) {
+/// The plan is returned unboxed: a blocking broadcast (small ones are all per-call work)
+/// takes no allocation for it.
+fn bcast_spec<'c, B: ?Sized + BufferMut>(
+    p: Process<'c>,
+    buffer: &mut B,
+) -> (
+    Spec<'c>,
+    impl FnOnce(&algos::Shape) -> Result<(Chosen, Plan), crate::Error> + 'static,
+) {
     let len = bytes(buffer);
     let ptr = buffer.buffer_mut_ptr();
     let root = p.rank() as usize;
@@ -527,7 +537,7 @@ fn bcast_spec<'c, B: ?Sized + BufferMut>(p: Process<'c>, buffer: &mut B) -> (Spe
             },
         ))
     };
-    (spec, Box::new(plan))
+    (spec, plan)
 }
 
 fn gather_spec<'c, S: ?Sized + Buffer>(

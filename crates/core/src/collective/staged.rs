@@ -46,18 +46,23 @@ fn compute(c: &SimpleCommunicator, blocking: bool) -> Shape {
         );
     }
     let world: Vec<u32> = (0..c.size()).map(|r| c.world_rank(r)).collect();
-    let (packet, multicast, board, hosts) = call("collective", |e| {
+    let (packet, multicast, (board, board_slots), hosts) = call("collective", |e| {
         if world.iter().any(|&w| !e.in_era(w)) {
             // Members of two eras (spawned ranks and their parents): point-to-point
             // algorithms only, chunked alike on every member (see `engine::spawn`).
-            return Ok((e.max_payload.saturating_sub(8).max(1), false, 0, Vec::new()));
+            let none = (0, Vec::new());
+            return Ok((
+                e.max_payload.saturating_sub(8).max(1),
+                false,
+                none,
+                Vec::new(),
+            ));
         }
-        let board = if blocking {
-            e.board_capacity(&world)
-        } else {
-            0
+        let board = match (blocking, e.board_capacity(&world)) {
+            (true, cap) if cap > 0 => (cap, e.board_slots(&world).unwrap_or_default()),
+            _ => (0, Vec::new()),
         };
-        let hosts = if blocking && board == 0 && e.shm_wanted {
+        let hosts = if blocking && board.0 == 0 && e.shm_wanted {
             let h: Vec<u32> = world.iter().map(|&w| e.host_of[w as usize]).collect();
             if hier::worthwhile(&h) {
                 h
@@ -76,6 +81,7 @@ fn compute(c: &SimpleCommunicator, blocking: bool) -> Shape {
         packet,
         multicast,
         board,
+        board_slots,
         hosts,
     }
 }

@@ -47,6 +47,8 @@ pub enum Primitive {
 }
 
 impl Primitive {
+    /// Every primitive, in declaration order (`primitive_ref` indexes by discriminant).
+    #[cfg(test)]
     const ALL: [Primitive; 13] = [
         Primitive::U8,
         Primitive::I8,
@@ -242,7 +244,8 @@ impl TypeMap {
     pub(crate) fn primitive_ref(p: Primitive) -> &'static TypeMap {
         static CACHE: [std::sync::OnceLock<TypeMap>; 13] =
             [const { std::sync::OnceLock::new() }; 13];
-        let i = Primitive::ALL.iter().position(|&q| q == p).unwrap_or(0);
+        // `ALL` lists the primitives in declaration order (a test checks it).
+        let i = p as usize;
         CACHE[i].get_or_init(|| {
             let s = p.size();
             TypeMap(Repr::Static(Box::leak(Box::new(Inner {
@@ -562,6 +565,13 @@ impl TypeMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_primitives_are_listed_in_declaration_order() {
+        for (i, p) in Primitive::ALL.iter().enumerate() {
+            assert_eq!(*p as usize, i);
+        }
+    }
 
     fn i32t() -> TypeMap {
         TypeMap::primitive(Primitive::I32)

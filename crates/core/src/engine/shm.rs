@@ -263,6 +263,12 @@ impl Engine {
         }
     }
 
+    /// The board slot of each of `world` (`None` if one is not on this host's board).
+    pub(crate) fn board_slots(&self, world: &[u32]) -> Option<Vec<usize>> {
+        let b = self.board.as_ref()?;
+        world.iter().map(|&w| b.local_of(w)).collect()
+    }
+
     /// Can every one of `world` (ranks of this host) pull from every other one's memory?
     pub(crate) fn single_copy_among(&self, world: &[u32]) -> bool {
         self.links

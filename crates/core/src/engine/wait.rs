@@ -170,15 +170,18 @@ impl Engine {
             if idle_rounds > 0 && self.all_peers_shm && !self.spin.is_zero() {
                 // Spinning with nothing to do: watch the rings with plain loads and run a
                 // full progress round only when a frame is there (or now and then).
+                // What the wait needs may come from elsewhere (a board publication, a
+                // flag): it is checked every few polls, not only after all of them.
                 let mut ready = false;
-                if let Some(t) = self.links.shm.as_ref() {
-                    let mut k = 0;
-                    while k < 64 {
-                        if t.poll_readable() {
-                            ready = true;
-                            break;
-                        }
-                        k += 1;
+                let mut k = 0;
+                while k < 64 {
+                    if self.links.shm.as_ref().is_some_and(|t| t.poll_readable()) {
+                        ready = true;
+                        break;
+                    }
+                    k += 1;
+                    if k % 4 == 0 && done(self) {
+                        return Ok(());
                     }
                 }
                 // The frame is what this idle wait needs and nothing else can be pending
