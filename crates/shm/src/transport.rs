@@ -345,7 +345,9 @@ impl ShmTransport {
         })
     }
 
-    /// The segment's collective board ([`crate::Board`]), if configured.
+    /// The segment's collective board ([`crate::Board`]), if configured. Publish through
+    /// one view per rank (and its clones): a view remembers which of the rank's buffers
+    /// the readers released, and a second view would not see the first one's publications.
     pub fn board(&self) -> Option<crate::Board> {
         self.seg.board()
     }
