@@ -249,7 +249,8 @@ pub fn layout_of(h: Handle) -> CResult<Rc<Layout>> {
 
 /// Whether `h` is a derived datatype in the table.
 pub fn is_derived(h: Handle) -> bool {
-    state::with(|s| s.types.contains_key(&(h as usize)))
+    // A predefined handle is a constant: no table lookup on every collective's path.
+    datatype(h as usize).is_none() && state::with(|s| s.types.contains_key(&(h as usize)))
 }
 
 /// Packs `n` elements of `l` at `base` into a contiguous vector.

@@ -194,6 +194,37 @@ pub struct Choices {
     /// Inner nodes of a tree broadcast forward each packet as it arrives
     /// (`PHALANX_COLL_PIPELINE`, default on).
     pub pipeline: bool,
+    /// The shared-memory board's size thresholds, in bytes (`PHALANX_COLL_BOARD_*`).
+    pub board: BoardLimits,
+}
+
+/// Where the shared-memory board changes method (bytes; see `collective/board.rs`, and the
+/// README for the measurements behind the defaults). Every rank must use the same values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BoardLimits {
+    /// All-reduces of at least this many bytes, on more than two members, split the
+    /// combining (reduce-scatter then all-gather on the board). `PHALANX_COLL_BOARD_SPLIT`.
+    pub split: usize,
+    /// Scatter and all-to-all blocks of at least this many bytes are pulled with one copy.
+    /// `PHALANX_COLL_BOARD_PULL`.
+    pub pull: usize,
+    /// Reductions whose contributions total at most this many bytes take them in any
+    /// order first. `PHALANX_COLL_BOARD_STASH`.
+    pub stash: usize,
+    /// Calls whose largest publication exceeds this take the point-to-point schedules.
+    /// `PHALANX_COLL_BOARD_MAX`.
+    pub max: usize,
+}
+
+impl Default for BoardLimits {
+    fn default() -> Self {
+        BoardLimits {
+            split: 8 << 10,
+            pull: 16 << 10,
+            stash: 32 << 10,
+            max: 64 << 20,
+        }
+    }
 }
 
 impl Default for Choices {
@@ -203,6 +234,7 @@ impl Default for Choices {
             allgather_k: DEFAULT_ALLGATHER_K,
             lambda: None,
             pipeline: true,
+            board: BoardLimits::default(),
         }
     }
 }
@@ -238,6 +270,21 @@ impl Choices {
                 );
                 continue;
             }
+            let limit = match suffix {
+                "BOARD_SPLIT" => Some(&mut c.board.split),
+                "BOARD_PULL" => Some(&mut c.board.pull),
+                "BOARD_STASH" => Some(&mut c.board.stash),
+                "BOARD_MAX" => Some(&mut c.board.max),
+                _ => None,
+            };
+            if let Some(limit) = limit {
+                *limit = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| n <= 1 << 40)
+                    .ok_or_else(|| format!("{key}={value:?}: must be a number of bytes"))?;
+                continue;
+            }
             if suffix == "PIPELINE" {
                 c.pipeline = match value {
                     "1" | "on" | "true" | "yes" => true,
@@ -249,7 +296,8 @@ impl Choices {
             let Some((kind, _, own, hier)) = FORCEABLE.iter().find(|f| f.1 == suffix) else {
                 let names: Vec<&str> = FORCEABLE.iter().map(|f| f.1).collect();
                 return Err(format!(
-                    "{key}: no collective {suffix} (one of {}, or ALLGATHER_K, LAMBDA, PIPELINE)",
+                    "{key}: no collective {suffix} (one of {}, or ALLGATHER_K, LAMBDA, PIPELINE, BOARD_SPLIT, BOARD_PULL, \
+                     BOARD_STASH, BOARD_MAX)",
                     names.join(", ")
                 ));
             };
@@ -339,7 +387,16 @@ mod tests {
         .unwrap();
         assert_eq!(c.forced(CollKind::Bcast), Some(Algorithm::Tree));
         assert_eq!((c.lambda, c.pipeline), (Some(3), false));
+        let c = Choices::parse([
+            ("PHALANX_COLL_BOARD_SPLIT", "0"),
+            ("PHALANX_COLL_BOARD_PULL", "1048576"),
+        ])
+        .unwrap();
+        assert_eq!((c.board.split, c.board.pull), (0, 1 << 20));
+        assert_eq!(c.board.stash, BoardLimits::default().stash);
         for (k, v) in [
+            ("PHALANX_COLL_BOARD_MAX", "lots"),
+            ("PHALANX_COLL_BOARD_STASH", "-1"),
             ("PHALANX_COLL_LAMBDA", "0"),
             ("PHALANX_COLL_LAMBDA", "16"),
             ("PHALANX_COLL_PIPELINE", "maybe"),

@@ -32,21 +32,17 @@ pub(crate) type Members = smallvec::SmallVec<[usize; 16]>;
 
 mod var;
 
-/// All-reduces of at least this many bytes (and more than two members) split the
-/// combining work: each member reduces one block of every contribution.
-const SPLIT_REDUCE: usize = 8192;
-
-/// Blocks of at least this many bytes move with one copy when every member may read the
-/// others' memory (see `board_pull`).
-const PULL_MIN: usize = 16 << 10;
-
-/// Calls whose largest publication exceeds this stay on the point-to-point schedules
-/// (single-copy rendezvous), whatever the board size.
-const MAX_STREAM: usize = 64 << 20;
-
-/// Reductions whose contributions total at most this many bytes collect them in any
-/// order first (no waiting on members in rank order), then combine in rank order.
-const STASH_REDUCE: usize = 32 << 10;
+/// The size thresholds (`PHALANX_COLL_BOARD_*`, defaults in `coll::algorithm`):
+/// all-reduces of at least `split` bytes (and more than two members) split the combining
+/// work, each member reducing one block of every contribution; scatter and all-to-all
+/// blocks of at least `pull` bytes move with one copy when every member may read the
+/// others' memory (`board_pull`); calls whose largest publication exceeds `max` stay on
+/// the point-to-point schedules (single-copy rendezvous), whatever the board size;
+/// reductions whose contributions total at most `stash` bytes collect them in any order
+/// first (no waiting on members in rank order), then combine in rank order.
+fn limits() -> crate::coll::algorithm::BoardLimits {
+    crate::coll::algorithm::choices().board
+}
 
 /// How long a board wait goes before comparing what the other members announced.
 const STALL_CHECK: Duration = Duration::from_millis(200);
@@ -176,7 +172,7 @@ pub(crate) fn fits(kind: CollKind, board: usize, need: usize, p: usize) -> bool 
     // blocks of any length (their callers pass `need` 0: members do not all know the
     // lengths, so the choice cannot depend on them).
     let scheduled = matches!(kind, CollKind::Split | CollKind::Exscan);
-    board > 0 && !scheduled && need <= MAX_STREAM && (!pieces || p <= board)
+    board > 0 && !scheduled && need <= limits().max && (!pieces || p <= board)
 }
 
 impl Run<'_> {
@@ -363,7 +359,7 @@ impl Engine {
         // scatter, every rank of an all-to-all); broadcast, gather and all-gather stream
         // (one copy in, readers copy out of shared pages without system calls, and the
         // writers of a gather need not wait for the root).
-        let pull = block >= PULL_MIN
+        let pull = block >= limits().pull
             && matches!(bc.kind, CollKind::Scatter | CollKind::Alltoall)
             && self.single_copy_among(bc.world);
         let mut run = Run {
@@ -453,14 +449,14 @@ impl Engine {
                     self.board_publish(run, n, 1, |b| put(b, send(off, n)))?;
                 } else {
                     // Our own contribution, kept apart in case the buffers overlap.
-                    let own = send(off, n).to_vec();
+                    let own: smallvec::SmallVec<[u8; 256]> = send(off, n).into();
                     self.board_reduce_in_order(run, p, Some(&own), 0..n, recv(off, n))?;
                 }
             }
             CollKind::Allreduce => {
                 self.board_publish(run, n, p - 1, |b| put(b, send(off, n)))?;
                 let esz = call.dt.size().max(1);
-                if n >= SPLIT_REDUCE && p > 2 && n / esz >= p {
+                if n >= limits().split && p > 2 && n / esz >= p {
                     // Reduce-scatter, then all-gather: member i combines element block i
                     // of every contribution, publishes it, and reads the others' blocks.
                     let elems = n / esz;
@@ -775,9 +771,10 @@ impl Engine {
         let (op, dt) = (run.bc.call.op, &run.bc.call.dt);
         let op = op.ok_or_else(|| Error::InvalidOp("reduction without an operation".into()))?;
         let w = range.len();
-        if n * w <= STASH_REDUCE {
+        if n * w <= limits().stash {
             // Small: take the contributions as they come, then combine in rank order.
-            let mut stash = vec![0u8; n * w];
+            // On the stack up to 1 KiB (small all-reduces: the common case).
+            let mut stash: smallvec::SmallVec<[u8; 1024]> = smallvec::smallvec![0u8; n * w];
             let mut put = |j: usize, d: &[u8]| {
                 let d = &d[range.start.min(d.len())..range.end.min(d.len())];
                 stash[j * w..j * w + d.len()].copy_from_slice(d);
