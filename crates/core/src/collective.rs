@@ -350,17 +350,18 @@ fn root_buffer(
     need: usize,
     call: &str,
 ) -> Result<(), Error> {
-    if is_root {
-        check(
-            have >= need,
-            &format!("{call}: root buffer of {have} bytes, need {need}"),
-        )
-    } else {
-        check(
-            absent,
-            &format!("{call} called on a rank that is not the root"),
-        )
+    // The message is formatted only when the check fails (this runs on every call).
+    if is_root && have < need {
+        return Err(Error::InvalidArg(format!(
+            "{call}: root buffer of {have} bytes, need {need}"
+        )));
     }
+    if !is_root && !absent {
+        return Err(Error::InvalidArg(format!(
+            "{call} called on a rank that is not the root"
+        )));
+    }
+    Ok(())
 }
 
 /// Collectives every member of a communicator calls.
