@@ -115,7 +115,7 @@ pub(crate) fn start_recv<'a, Sc: Scope<'a>>(
 
 /// Validated arguments of one side of a transfer.
 pub(crate) struct Side {
-    pub(crate) comm: SimpleCommunicator,
+    pub(crate) comm: std::rc::Rc<SimpleCommunicator>,
     pub(crate) len: usize,
     pub(crate) peer: Option<c_int>,
     pub(crate) tag: c_int,

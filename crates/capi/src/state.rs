@@ -28,8 +28,8 @@ pub static FINALIZED: AtomicBool = AtomicBool::new(false);
 
 /// A communicator and its error handler.
 pub struct CommEntry {
-    /// The phalanx communicator.
-    pub comm: SimpleCommunicator,
+    /// The phalanx communicator (shared: every call takes it, one count up).
+    pub comm: Rc<SimpleCommunicator>,
     /// Error handler handle value.
     pub errh: usize,
     /// What the engine's direct entry points need of `comm`.
@@ -46,7 +46,7 @@ impl CommEntry {
     pub fn new(comm: SimpleCommunicator, errh: usize) -> CommEntry {
         let raw = RawComm::of(&comm);
         CommEntry {
-            comm,
+            comm: Rc::new(comm),
             errh,
             raw,
             cart: None,
@@ -438,7 +438,7 @@ pub fn known_handle(raw: &RawComm, inter: bool) -> Option<Handle> {
 }
 
 /// The communicator behind handle `h`.
-pub fn comm(h: Handle) -> CResult<SimpleCommunicator> {
+pub fn comm(h: Handle) -> CResult<Rc<SimpleCommunicator>> {
     attach();
     with(|s| {
         if s.universe.is_none() {

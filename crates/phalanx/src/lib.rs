@@ -306,7 +306,7 @@ pub mod raw {
         /// make them; `MPI_COMM_WORLD` is the world).
         unsafe fn from_raw(handle: ffi::MPI_Comm) -> Self {
             match mpi_abi::state::comm(handle) {
-                Ok(c) => c,
+                Ok(c) => (*c).clone(),
                 Err(e) => fatal_c("FromRaw::from_raw", e),
             }
         }
