@@ -75,6 +75,9 @@ fn mr_stress_on_small_rings() {
                 ("PHALANX_TRANSPORT", "shm"),
                 ("PHALANX_SHM_RING", "16384"),
                 ("PHALANX_SHM_SINGLE_COPY", single_copy),
+                // Larger messages take the single-copy rendezvous (the default eager
+                // limit would send nearly all of them through the ring).
+                ("PHALANX_EAGER_LIMIT", "8192"),
             ],
             LIMIT,
         );
@@ -93,7 +96,13 @@ fn mr_stress_over_each_transport() {
     for transport in ["udp", "shm"] {
         let r = run(
             &["-n", "4", &ex("stress"), "2", "60", "9"],
-            &[("PHALANX_TRANSPORT", transport), ("PHALANX_STATS", "1")],
+            &[
+                ("PHALANX_TRANSPORT", transport),
+                ("PHALANX_STATS", "1"),
+                // Below the default (4 MiB, where copying through the ring is faster),
+                // so that the single-copy rendezvous is exercised too.
+                ("PHALANX_EAGER_LIMIT", "8192"),
+            ],
             LIMIT,
         );
         assert!(r.ok(), "{transport}\n{}", r.dump());
@@ -116,7 +125,8 @@ fn mr_stress_over_each_transport() {
             "{transport}\n{}",
             r.dump()
         );
-        // Long messages between ranks of one host are pulled with one copy.
+        // Messages above the eager limit between ranks of one host are pulled with one
+        // copy.
         let single: u64 = r
             .stderr
             .split_whitespace()
