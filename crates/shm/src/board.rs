@@ -28,19 +28,17 @@ use memmap2::MmapRaw;
 
 use crate::segment::LINE;
 
-// Per buffer b (0, 1): a header of two lines at `b * 2 * LINE`. The tag, metadata and
-// reader count come first, small data right after them: a publication of up to 32 bytes
-// crosses cores as one cache line, one of up to INLINE_MAX in the adjacent ones (which
-// the hardware fetches along), and a reader's `done` takes the line it read.
+// Per buffer b (0, 1): a metadata line at `b * 2 * LINE` and a pending line after it.
+// The tag, metadata, reader count and small data share one cache line: a small
+// publication crosses cores as one line, and a reader's `done` takes the line it read.
 const TAG: usize = 0;
 const SIG: usize = 8;
 const LEN: usize = 16;
 const PENDING: usize = 24;
 const INLINE: usize = 32;
+/// Publications of at most this many bytes live in the buffer's metadata line.
+pub const INLINE_MAX: usize = 32;
 const BUF_HDR: usize = 2 * LINE;
-/// Publications of at most this many bytes (224) live in the buffer's header, right
-/// after its metadata, not in its data pages.
-pub const INLINE_MAX: usize = BUF_HDR - INLINE;
 // Announcements: a line of HISTORY (tag, sig) pairs, then a line with the count.
 const ANN: usize = 4 * LINE;
 const ANN_COUNT: usize = 5 * LINE;
@@ -228,7 +226,7 @@ impl Board {
     }
 
     /// This rank's buffer for a `len`-byte publication tagged `tag` (inside the metadata
-    /// header when `len` ≤ [`INLINE_MAX`]), to fill before [`publish`](Self::publish) with the
+    /// line when `len` ≤ `INLINE_MAX` (32)), to fill before [`publish`](Self::publish) with the
     /// same `len`. Same rules as [`own_data`](Self::own_data); `len` is clamped to the
     /// buffer.
     #[allow(clippy::mut_from_ref)]
@@ -236,7 +234,7 @@ impl Board {
     pub fn own_data_len(&self, tag: u64, len: usize) -> &mut [u8] {
         if len <= INLINE_MAX {
             let o = self.hdr_base + self.me * self.hdr_stride + buf_of(tag) * BUF_HDR + INLINE;
-            // SAFETY: INLINE..INLINE + INLINE_MAX of the owner's buffer header, inside the
+            // SAFETY: INLINE..INLINE + INLINE_MAX of the owner's metadata line, inside the
             // mapping; written only by the owner while no reader looks (contract).
             return unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(o), len) };
         }
@@ -244,7 +242,7 @@ impl Board {
     }
 
     /// Publishes `len` bytes of [`own_data_len`](Self::own_data_len) (or, above
-    /// [`INLINE_MAX`], of [`own_data`](Self::own_data)) under `(tag, sig)` for `readers`
+    /// `INLINE_MAX` (32), of [`own_data`](Self::own_data)) under `(tag, sig)` for `readers`
     /// readers.
     #[inline]
     pub fn publish(&self, tag: u64, sig: u64, len: usize, readers: u32) {
@@ -271,7 +269,7 @@ impl Board {
         let len = (self.u64_at(slot, h + LEN).load(Ordering::Relaxed) as usize).min(self.bytes);
         let at = if len <= INLINE_MAX {
             let o = self.hdr_base + slot * self.hdr_stride + h + INLINE;
-            // SAFETY: inside `slot`'s buffer header, in the mapping.
+            // SAFETY: inside `slot`'s metadata line, in the mapping.
             unsafe { self.map.as_mut_ptr().add(o) as *const u8 }
         } else {
             self.data_ptr(slot, b) as *const u8
