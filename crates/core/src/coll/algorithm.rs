@@ -198,6 +198,12 @@ pub struct Choices {
     pub board: BoardLimits,
 }
 
+/// Scatter blocks from which the root's pieces are pulled by the readers when there are 8
+/// members or more (on a 2-core machine, µs streamed / pulled: p = 8, 128 KiB 42 / 35,
+/// 1 MiB 552 / 316; p = 4, 128 KiB 18.5 / 24, 4 MiB 1150 / 1203; all-to-all streamed
+/// faster at p = 2, 4 and 8 from 16 KiB to 1 MiB).
+pub const SCATTER_PULL: usize = 128 << 10;
+
 /// Where the shared-memory board changes method (bytes; see `collective/board.rs`, and the
 /// README for the measurements behind the defaults). Every rank must use the same values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,9 +212,10 @@ pub struct BoardLimits {
     /// combining (reduce-scatter then all-gather on the board). `PHALANX_COLL_BOARD_SPLIT`.
     pub split: usize,
     /// Scatter and all-to-all blocks of at least this many bytes are pulled with one copy
-    /// (`process_vm_readv`) instead of streamed through the board. `PHALANX_COLL_BOARD_PULL`
-    /// (default: never).
-    pub pull: usize,
+    /// (`process_vm_readv`) instead of streamed through the board
+    /// (`PHALANX_COLL_BOARD_PULL`). Unset: scatters of [`SCATTER_PULL`] bytes or more
+    /// among 8 members or more; all-to-all never (streaming measured faster there).
+    pub pull: Option<usize>,
     /// Reductions whose contributions total at most this many bytes take them in any
     /// order first. `PHALANX_COLL_BOARD_STASH`.
     pub stash: usize,
@@ -221,9 +228,7 @@ impl Default for BoardLimits {
     fn default() -> Self {
         BoardLimits {
             split: 8 << 10,
-            // Off: streaming through the board measured faster at every size (p = 2, 4,
-            // 8; scatter and all-to-all, 16 KiB – 4 MiB) on a 2-core machine.
-            pull: usize::MAX,
+            pull: None,
             stash: 32 << 10,
             max: 64 << 20,
         }
@@ -275,7 +280,7 @@ impl Choices {
             }
             let limit = match suffix {
                 "BOARD_SPLIT" => Some(&mut c.board.split),
-                "BOARD_PULL" => Some(&mut c.board.pull),
+                "BOARD_PULL" => Some(c.board.pull.insert(0)),
                 "BOARD_STASH" => Some(&mut c.board.stash),
                 "BOARD_MAX" => Some(&mut c.board.max),
                 _ => None,
@@ -395,7 +400,7 @@ mod tests {
             ("PHALANX_COLL_BOARD_PULL", "1048576"),
         ])
         .unwrap();
-        assert_eq!((c.board.split, c.board.pull), (0, 1 << 20));
+        assert_eq!((c.board.split, c.board.pull), (0, Some(1 << 20)));
         assert_eq!(c.board.stash, BoardLimits::default().stash);
         for (k, v) in [
             ("PHALANX_COLL_BOARD_MAX", "lots"),

@@ -356,12 +356,18 @@ impl Engine {
         };
         let steps = block.div_ceil(chunk).max(1);
         // Pull where streaming would make one rank copy everybody's data (the root of a
-        // scatter, every rank of an all-to-all); broadcast, gather and all-gather stream
-        // (one copy in, readers copy out of shared pages without system calls, and the
-        // writers of a gather need not wait for the root).
-        let pull = block >= limits().pull
-            && matches!(bc.kind, CollKind::Scatter | CollKind::Alltoall)
-            && self.single_copy_among(bc.world);
+        // large scatter among many members; all-to-all only when asked: streaming measured
+        // faster); broadcast, gather and all-gather stream (one copy in, readers copy out
+        // of shared pages without system calls, and the writers of a gather need not wait
+        // for the root).
+        let pull = match limits().pull {
+            Some(min) => matches!(bc.kind, CollKind::Scatter | CollKind::Alltoall) && block >= min,
+            None => {
+                bc.kind == CollKind::Scatter
+                    && p >= 8
+                    && block >= crate::coll::algorithm::SCATTER_PULL
+            }
+        } && self.single_copy_among(bc.world);
         let mut run = Run {
             board,
             slots,
