@@ -230,5 +230,6 @@ pub fn time() -> f64 {
     // SAFETY: a valid out-pointer; CLOCK_MONOTONIC exists on every Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     let now = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
-    (now - *START.get_or_init(|| now)) as f64 * 1e-9
+    // Two threads' first calls may read the clock in one order and set START in the other.
+    (now - *START.get_or_init(|| now)).max(0) as f64 * 1e-9
 }

@@ -75,9 +75,17 @@ fn mr_stress_on_small_rings() {
                 ("PHALANX_TRANSPORT", "shm"),
                 ("PHALANX_SHM_RING", "16384"),
                 ("PHALANX_SHM_SINGLE_COPY", single_copy),
-                // Larger messages take the single-copy rendezvous (the default eager
-                // limit would send nearly all of them through the ring).
-                ("PHALANX_EAGER_LIMIT", "8192"),
+                // With single copy, larger messages take the single-copy rendezvous (the
+                // default eager limit would send nearly all of them through the ring);
+                // without, eager messages of many fragments cross the small rings.
+                (
+                    "PHALANX_EAGER_LIMIT",
+                    if single_copy == "1" {
+                        "8192"
+                    } else {
+                        "4194304"
+                    },
+                ),
             ],
             LIMIT,
         );

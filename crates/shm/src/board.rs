@@ -286,8 +286,10 @@ impl Board {
         // The last reader left (the only one, often) stores instead of a locked
         // read-modify-write: the line is in this core's cache since `peek`, and a plain
         // store does not stall for the line's ownership. No other reader can touch the
-        // counter after it reached 1 (they are done) and the owner only reads it.
-        if p.load(Ordering::Relaxed) == 1 {
+        // counter after it reached 1 (they are done) and the owner only reads it. The load
+        // acquires the other readers' releases, so the owner's acquire of our 0 orders
+        // their reads too before its next write.
+        if p.load(Ordering::Acquire) == 1 {
             p.store(0, Ordering::Release);
             return 0;
         }

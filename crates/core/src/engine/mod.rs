@@ -165,7 +165,7 @@ pub struct Engine {
 /// copy (`process_vm_readv`). Copying through the ring measured faster at every size up
 /// to 4 MiB on a 2-core machine (p = 2: 1 MiB ping-pong 35 µs against 73 pulled, 34 GB/s
 /// against 15 in a window): the pull only bounds what an unexpected message makes its
-/// receiver hold.
+/// receiver hold. At most a 64th of `PHALANX_UNEXPECTED_LIMIT` (256 MiB: 4 MiB).
 const SHM_EAGER_LIMIT: usize = 4 << 20;
 
 /// How often a busy rank reads its launcher connection.
@@ -492,7 +492,12 @@ impl Engine {
             single_copy_pids: vec![0; size as usize],
             host_of: vec![0; size as usize],
             shm_wanted: false,
-            shm_eager_limit: cfg.eager_limit.unwrap_or(SHM_EAGER_LIMIT),
+            // An unexpected eager message must fit what a receiver may hold (a larger one
+            // would be refused as corrupt), and that budget holds at least 64 of them.
+            shm_eager_limit: cfg
+                .eager_limit
+                .unwrap_or(SHM_EAGER_LIMIT.min(cfg.unexpected_limit / 64))
+                .min(cfg.unexpected_limit),
             readable_by: vec![false; size as usize],
             careful_counts_seen: 0,
             careful_counts_expected: 0,

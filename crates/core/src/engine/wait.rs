@@ -181,6 +181,11 @@ impl Engine {
                     }
                     k += 1;
                     if k % 4 == 0 && done(self) {
+                        // As at the top: an error recorded meanwhile still wins (and
+                        // `done`, which may have taken a step, is not asked twice).
+                        if let Some(e) = self.coll.take_error().or_else(|| self.link_error.take()) {
+                            return Err(e);
+                        }
                         return Ok(());
                     }
                 }
