@@ -146,12 +146,15 @@ fn mr_slurm_gang_suspension_keeps_jobs_correct() {
     let mut jobs = Vec::new();
     for seed in ["1", "2"] {
         let out = dir.join(format!("job-{seed}.out"));
-        // Over UDP, where a stop without halting would show as retransmissions. The
+        // Over UDP, where a stop without halting would show as retransmissions. 40
+        // rounds: each job spans several of Slurm's 5 s slices after its start-up, so
+        // some suspension finds its ranks mid-traffic (with 24, two CI runs in a row
+        // saw every suspension land before a safe point: timers moved, no exchange). The
         // script sleeps first: the second job is suspended the moment it is allocated,
         // and an srun that meets a suspended job backs off for up to minutes ("step
         // creation temporarily disabled"); after the sleep srun runs inside a slice.
         let wrap = format!(
-            "sleep 2; PHALANX_TRANSPORT=udp PHALANX_STATS=1 srun --mpi=pmi2 {stress} 24 200 {seed}"
+            "sleep 2; PHALANX_TRANSPORT=udp PHALANX_STATS=1 srun --mpi=pmi2 {stress} 40 200 {seed}"
         );
         let o = Command::new("sbatch")
             .args(["--parsable", "-N", "4", "-n", "8", "-o"])
