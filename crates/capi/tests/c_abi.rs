@@ -88,25 +88,16 @@ fn c_test(name: &str) -> PathBuf {
 }
 
 fn run(n: u32, exe: &Path, args: &[&str]) -> Output {
-    run_env(n, exe, args, &[])
-}
-
-fn run_env(n: u32, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(phalanx())
         .args(["run", "-n", &n.to_string(), "--timeout", "60"])
         .arg(exe)
         .args(args)
-        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
 
 fn run_ok(n: u32, exe: &Path, args: &[&str], expect: &str) {
-    run_ok_env(n, exe, args, &[], expect)
-}
-
-fn run_ok_env(n: u32, exe: &Path, args: &[&str], env: &[(&str, &str)], expect: &str) {
-    let o = run_env(n, exe, args, env);
+    let o = run(n, exe, args);
     assert!(o.status.success(), "-n {n} {}: {}", exe.display(), show(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains(expect),
@@ -391,11 +382,8 @@ fn nonblocking_collectives_progress_while_the_program_waits_elsewhere() {
 #[test]
 fn persistent_buffered_and_ready_mode() {
     let exe = c_test("persist");
-    // Its buffered sends of 400 KB must still be in flight when the buffer is full: above
-    // the eager limit (on shared memory the default, 4 MiB, would send them at once).
-    let env = [("PHALANX_EAGER_LIMIT", "65536")];
-    run_ok_env(2, &exe, &[], &env, "persist ok");
-    run_ok_env(3, &exe, &[], &env, "persist ok");
+    run_ok(2, &exe, &[], "persist ok");
+    run_ok(3, &exe, &[], "persist ok");
 }
 
 #[test]
