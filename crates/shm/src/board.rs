@@ -207,11 +207,9 @@ impl Board {
     /// next [`writable`](Self::writable) then needs no read of a line another core wrote).
     #[inline]
     pub fn refresh(&self) {
-        for b in 0..2 {
-            if !self.free[b].load(Ordering::Relaxed) {
-                self.writable(b as u64);
-            }
-        }
+        // Tags 0 and 1 pick buffers 0 and 1 (`buf_of`); a buffer known free is not read.
+        self.writable(0);
+        self.writable(1);
     }
 
     /// This rank's buffer for `tag`, to fill before [`publish`](Self::publish). Call only

@@ -58,10 +58,10 @@ fn compute(c: &SimpleCommunicator, blocking: bool) -> Shape {
                 Vec::new(),
             ));
         }
-        let board = match (blocking, e.board_capacity(&world)) {
-            (true, cap) if cap > 0 => (cap, e.board_slots(&world).unwrap_or_default()),
-            _ => (0, Vec::new()),
-        };
+        let board = blocking
+            .then(|| e.board_of(&world))
+            .flatten()
+            .unwrap_or_default();
         let hosts = if blocking && board.0 == 0 && e.shm_wanted {
             let h: Vec<u32> = world.iter().map(|&w| e.host_of[w as usize]).collect();
             if hier::worthwhile(&h) {

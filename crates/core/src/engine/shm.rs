@@ -252,21 +252,15 @@ impl Engine {
         self.link(peer) == Medium::Shm
     }
 
-    /// Bytes per board slot if every one of `world` (world ranks) is this rank or on this
-    /// host's board; 0 otherwise.
-    pub(crate) fn board_capacity(&self, world: &[u32]) -> usize {
-        match &self.board {
-            Some(b) if world.len() > 1 && world.iter().all(|&w| b.local_of(w).is_some()) => {
-                b.capacity()
-            }
-            _ => 0,
-        }
-    }
-
-    /// The board slot of each of `world` (`None` if one is not on this host's board).
-    pub(crate) fn board_slots(&self, world: &[u32]) -> Option<Vec<usize>> {
-        let b = self.board.as_ref()?;
-        world.iter().map(|&w| b.local_of(w)).collect()
+    /// Bytes per board slot and the board slot of each of `world` (world ranks), if there
+    /// are two or more and every one is on this host's board.
+    pub(crate) fn board_of(&self, world: &[u32]) -> Option<(usize, Vec<usize>)> {
+        let b = self.board.as_ref().filter(|_| world.len() > 1)?;
+        let slots = world
+            .iter()
+            .map(|&w| b.local_of(w))
+            .collect::<Option<_>>()?;
+        Some((b.capacity(), slots))
     }
 
     /// Can every one of `world` (ranks of this host) pull from every other one's memory?

@@ -154,11 +154,16 @@ impl Engine {
         r
     }
 
+    /// An error that ends any wait: a collective's (mismatch) or a link's.
+    fn take_wait_error(&mut self) -> Option<Error> {
+        self.coll.take_error().or_else(|| self.link_error.take())
+    }
+
     pub(super) fn wait_loop(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
         let mut idle_since: Option<Instant> = None;
         let mut idle_rounds = 0u32;
         loop {
-            if let Some(e) = self.coll.take_error().or_else(|| self.link_error.take()) {
+            if let Some(e) = self.take_wait_error() {
                 return Err(e);
             }
             if self.halt_asked.is_some() && !self.halted {
@@ -183,10 +188,7 @@ impl Engine {
                     if k % 4 == 0 && done(self) {
                         // As at the top: an error recorded meanwhile still wins (and
                         // `done`, which may have taken a step, is not asked twice).
-                        if let Some(e) = self.coll.take_error().or_else(|| self.link_error.take()) {
-                            return Err(e);
-                        }
-                        return Ok(());
+                        return self.take_wait_error().map_or(Ok(()), Err);
                     }
                 }
                 // The frame is what this idle wait needs and nothing else can be pending
