@@ -13,8 +13,9 @@ use crate::consts::*;
 use crate::env::datatype_of;
 use crate::state;
 use crate::{bytes, bytes_mut, count, disjoint, err, export, guard, typed, typed_mut, CResult};
+use phalanx::capi_support::{self as raw, CollKind, LeanCall};
 use phalanx::collective::SystemOperation;
-use phalanx::datatype::Equivalence;
+use phalanx::datatype::{type_map_of, Equivalence, TypeMap};
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, CommunicatorCollectives, Root};
 use std::ffi::{c_int, c_void};
@@ -32,6 +33,56 @@ pub(crate) fn root_ok(c: &SimpleCommunicator, root: c_int) -> CResult<c_int> {
 
 pub(crate) fn in_place(p: *const c_void) -> bool {
     std::ptr::eq(p, IN_PLACE)
+}
+
+/// The lean path to the board (`phalanx::capi_support::board_call`) for a call on
+/// contiguous buffers: `Ok(true)` when it ran there, `Ok(false)` when the general path
+/// must run it. `dt` and `count` are the element type and count the general path passes
+/// the core (bytes for data movement), so members on either path make the same call.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lean(
+    c: &SimpleCommunicator,
+    kind: CollKind,
+    root: c_int,
+    op: Option<SystemOperation>,
+    dt: &TypeMap,
+    count: usize,
+    send: (*const u8, usize),
+    recv: (*mut u8, usize),
+) -> CResult<bool> {
+    let call = LeanCall {
+        kind,
+        root,
+        op,
+        dt,
+        count,
+        send,
+        recv,
+    };
+    raw::board_call(c, &call).map_err(crate::fastpath::cerr)
+}
+
+/// [`lean`] for data movement: bytes.
+#[inline]
+fn lean_bytes(
+    c: &SimpleCommunicator,
+    kind: CollKind,
+    root: c_int,
+    count: usize,
+    send: &[u8],
+    recv: (*mut u8, usize),
+) -> CResult<bool> {
+    let send = if send.is_empty() {
+        (std::ptr::null(), 0)
+    } else {
+        (send.as_ptr(), send.len())
+    };
+    lean(c, kind, root, None, &type_map_of::<u8>(), count, send, recv)
+}
+
+fn whole(r: &mut [u8]) -> (*mut u8, usize) {
+    (r.as_mut_ptr(), r.len())
 }
 
 /// Byte length of `cnt` elements of `datatype`.
@@ -166,6 +217,11 @@ export!(MPI_Bcast, PMPI_Bcast,
         if l.is_contiguous() {
             // SAFETY: the caller passes count × size bytes, valid for the call.
             let b = unsafe { bytes_mut(buffer, n * l.size)? };
+            let len = b.len();
+            let call = (b.as_ptr(), len);
+            if lean(&c, CollKind::Bcast, root, None, &type_map_of::<u8>(), len, call, whole(b))? {
+                return Ok(());
+            }
             c.process_at_rank(root).broadcast_into(b);
             return Ok(());
         }
@@ -198,12 +254,26 @@ fn allreduce_t<T: Equivalence + Copy>(
     }
     // SAFETY: the caller passes n elements in each buffer (disjoint, checked above).
     let r: &mut [T] = unsafe { typed_mut(recv, n)? };
-    if in_place(send) {
-        let tmp = r.to_vec();
-        c.all_reduce_into(&tmp[..], r, op);
+    let tmp;
+    let s: &[T] = if in_place(send) {
+        tmp = r.to_vec();
+        &tmp
     } else {
         // SAFETY: as above.
-        let s: &[T] = unsafe { typed(send, n)? };
+        unsafe { typed(send, n)? }
+    };
+    let l = std::mem::size_of_val(s);
+    let (sb, rb) = ((s.as_ptr().cast(), l), (r.as_mut_ptr().cast(), l));
+    if !lean(
+        c,
+        CollKind::Allreduce,
+        0,
+        Some(op),
+        &type_map_of::<T>(),
+        n,
+        sb,
+        rb,
+    )? {
         c.all_reduce_into(s, r, op);
     }
     Ok(())
@@ -244,7 +314,20 @@ fn reduce_t<T: Equivalence + Copy>(
     if c.rank() != root {
         // SAFETY: the caller passes n readable elements.
         let s: &[T] = unsafe { typed(send, n)? };
-        p.reduce_into(s, op);
+        let sb = (s.as_ptr().cast(), std::mem::size_of_val(s));
+        let none = (std::ptr::null_mut(), 0);
+        if !lean(
+            c,
+            CollKind::Reduce,
+            root,
+            Some(op),
+            &type_map_of::<T>(),
+            n,
+            sb,
+            none,
+        )? {
+            p.reduce_into(s, op);
+        }
         return Ok(());
     }
     if !in_place(send) {
@@ -253,12 +336,26 @@ fn reduce_t<T: Equivalence + Copy>(
     }
     // SAFETY: the root passes n writable elements (disjoint from the send buffer).
     let r: &mut [T] = unsafe { typed_mut(recv, n)? };
-    if in_place(send) {
-        let tmp = r.to_vec();
-        p.reduce_into_root(&tmp[..], r, op);
+    let tmp;
+    let s: &[T] = if in_place(send) {
+        tmp = r.to_vec();
+        &tmp
     } else {
         // SAFETY: n readable elements.
-        let s: &[T] = unsafe { typed(send, n)? };
+        unsafe { typed(send, n)? }
+    };
+    let l = std::mem::size_of_val(s);
+    let (sb, rb) = ((s.as_ptr().cast(), l), (r.as_mut_ptr().cast(), l));
+    if !lean(
+        c,
+        CollKind::Reduce,
+        root,
+        Some(op),
+        &type_map_of::<T>(),
+        n,
+        sb,
+        rb,
+    )? {
         p.reduce_into_root(s, r, op);
     }
     Ok(())
@@ -307,7 +404,10 @@ export!(MPI_Gather, PMPI_Gather,
         if c.rank() != root {
             // SAFETY: the caller passes sendcount × size readable bytes.
             let s = unsafe { bytes(sendbuf, len(sendcount, sendtype)?)? };
-            p.gather_into(s);
+            let none = (std::ptr::null_mut(), 0);
+            if !lean_bytes(&c, CollKind::Gather, root, s.len(), s, none)? {
+                p.gather_into(s);
+            }
             return Ok(());
         }
         let block = len(recvcount, recvtype)?;
@@ -316,14 +416,18 @@ export!(MPI_Gather, PMPI_Gather,
             // SAFETY: the root passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
             let mine = r[root as usize * block..][..block].to_vec();
-            p.gather_into_root(&mine[..], r);
+            if !lean_bytes(&c, CollKind::Gather, root, block, &mine, whole(r))? {
+                p.gather_into_root(&mine[..], r);
+            }
         } else {
             let sl = len(sendcount, sendtype)?;
             same_block(sl, block)?;
             disjoint(sendbuf, sl, recvbuf, total)?;
             // SAFETY: both buffers as the MPI contract says, disjoint (checked).
             let (s, r) = unsafe { (bytes(sendbuf, sl)?, bytes_mut(recvbuf, total)?) };
-            p.gather_into_root(s, r);
+            if !lean_bytes(&c, CollKind::Gather, root, sl, s, whole(r))? {
+                p.gather_into_root(s, r);
+            }
         }
         Ok(())
     })
@@ -347,7 +451,9 @@ export!(MPI_Scatter, PMPI_Scatter,
         if c.rank() != root {
             // SAFETY: the caller passes recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, len(recvcount, recvtype)?)? };
-            p.scatter_into(r);
+            if !lean_bytes(&c, CollKind::Scatter, root, r.len(), &[], whole(r))? {
+                p.scatter_into(r);
+            }
             return Ok(());
         }
         let block = len(sendcount, sendtype)?;
@@ -356,14 +462,18 @@ export!(MPI_Scatter, PMPI_Scatter,
             // SAFETY: the root passes size × sendcount × size readable bytes.
             let s = unsafe { bytes(sendbuf, total)? };
             let mut mine = vec![0u8; block];
-            p.scatter_into_root(s, &mut mine[..]);
+            if !lean_bytes(&c, CollKind::Scatter, root, block, s, whole(&mut mine))? {
+                p.scatter_into_root(s, &mut mine[..]);
+            }
         } else {
             let rl = len(recvcount, recvtype)?;
             same_block(block, rl)?;
             disjoint(sendbuf, total, recvbuf, rl)?;
             // SAFETY: both buffers as the MPI contract says, disjoint (checked).
             let (s, r) = unsafe { (bytes(sendbuf, total)?, bytes_mut(recvbuf, rl)?) };
-            p.scatter_into_root(s, r);
+            if !lean_bytes(&c, CollKind::Scatter, root, rl, s, whole(r))? {
+                p.scatter_into_root(s, r);
+            }
         }
         Ok(())
     })
@@ -388,14 +498,18 @@ export!(MPI_Allgather, PMPI_Allgather,
             // SAFETY: the caller passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
             let mine = r[c.rank() as usize * block..][..block].to_vec();
-            c.all_gather_into(&mine[..], r);
+            if !lean_bytes(&c, CollKind::Allgather, 0, block, &mine, whole(r))? {
+                c.all_gather_into(&mine[..], r);
+            }
         } else {
             let sl = len(sendcount, sendtype)?;
             same_block(sl, block)?;
             disjoint(sendbuf, sl, recvbuf, total)?;
             // SAFETY: both buffers as the MPI contract says, disjoint (checked).
             let (s, r) = unsafe { (bytes(sendbuf, sl)?, bytes_mut(recvbuf, total)?) };
-            c.all_gather_into(s, r);
+            if !lean_bytes(&c, CollKind::Allgather, 0, sl, s, whole(r))? {
+                c.all_gather_into(s, r);
+            }
         }
         Ok(())
     })
@@ -420,13 +534,17 @@ export!(MPI_Alltoall, PMPI_Alltoall,
             // SAFETY: the caller passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
             let mine = r.to_vec();
-            c.all_to_all_into(&mine[..], r);
+            if !lean_bytes(&c, CollKind::Alltoall, 0, block, &mine, whole(r))? {
+                c.all_to_all_into(&mine[..], r);
+            }
         } else {
             same_block(len(sendcount, sendtype)?, block)?;
             disjoint(sendbuf, total, recvbuf, total)?;
             // SAFETY: both buffers as the MPI contract says, disjoint (checked).
             let (s, r) = unsafe { (bytes(sendbuf, total)?, bytes_mut(recvbuf, total)?) };
-            c.all_to_all_into(s, r);
+            if !lean_bytes(&c, CollKind::Alltoall, 0, block, s, whole(r))? {
+                c.all_to_all_into(s, r);
+            }
         }
         Ok(())
     })

@@ -637,3 +637,20 @@ fn matched_probes_and_cancel_from_c() {
         assert!(String::from_utf8_lossy(&o.stdout).contains("mprobe ok"));
     }
 }
+
+#[test]
+fn mismatched_collectives_from_c_are_reported_not_hung() {
+    let exe = c_test("coll_mismatch");
+    // Under MPI_ERRORS_RETURN both ranks get the error class and the job goes on.
+    run_ok(2, &exe, &["return"], "coll_mismatch ok");
+    // By default the job ends, naming the call and the mismatch.
+    let o = run(2, &exe, &["fatal"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        (err.contains("MPI_Bcast") || err.contains("MPI_Reduce")) && err.contains("mismatch"),
+        "{}",
+        show(&o)
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("still alive"));
+}

@@ -17,6 +17,8 @@ use crate::runtime::with_engine;
 use crate::topology::{Communicator, SimpleCommunicator};
 use std::rc::Rc;
 
+pub use crate::coll::CollKind;
+pub use crate::collective::{board_call, LeanCall};
 pub use crate::engine::requests::ReqId;
 
 /// Checks once whether a message from `src` with `tag` (`None`: any tag) can be
