@@ -216,8 +216,8 @@ pub struct BoardLimits {
     /// (`PHALANX_COLL_BOARD_PULL`). Unset: scatters of [`SCATTER_PULL`] bytes or more
     /// among 8 members or more; all-to-all never (streaming measured faster there).
     pub pull: Option<usize>,
-    /// Reductions whose contributions total at most this many bytes take them in any
-    /// order first. `PHALANX_COLL_BOARD_STASH`.
+    /// Reductions of more than two contributions totalling at most this many bytes
+    /// take them in any order first. `PHALANX_COLL_BOARD_STASH`.
     pub stash: usize,
     /// Calls whose largest publication exceeds this take the point-to-point schedules.
     /// `PHALANX_COLL_BOARD_MAX`.
