@@ -654,3 +654,11 @@ fn mismatched_collectives_from_c_are_reported_not_hung() {
     );
     assert!(!String::from_utf8_lossy(&o.stdout).contains("still alive"));
 }
+
+#[test]
+fn allreduce_at_every_size_is_right_and_identical_on_every_rank() {
+    let exe = c_test("allreduce_sizes");
+    for n in [2, 3, 4] {
+        run_ok(n, &exe, &[], "allreduce_sizes ok");
+    }
+}

@@ -208,7 +208,7 @@ pub const SCATTER_PULL: usize = 128 << 10;
 /// README for the measurements behind the defaults). Every rank must use the same values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BoardLimits {
-    /// All-reduces of at least this many bytes, on more than two members, split the
+    /// All-reduces of at least this many bytes, on two members or more, split the
     /// combining (reduce-scatter then all-gather on the board). `PHALANX_COLL_BOARD_SPLIT`.
     pub split: usize,
     /// Scatter and all-to-all blocks of at least this many bytes are pulled with one copy

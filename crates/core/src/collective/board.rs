@@ -33,7 +33,7 @@ pub(crate) type Members = smallvec::SmallVec<[usize; 16]>;
 mod var;
 
 /// The size thresholds (`PHALANX_COLL_BOARD_*`, defaults in `coll::algorithm`):
-/// all-reduces of at least `split` bytes (and more than two members) split the combining
+/// all-reduces of at least `split` bytes (and at least two members) split the combining
 /// work, each member reducing one block of every contribution; scatter and all-to-all
 /// blocks of at least `pull` bytes move with one copy when every member may read the
 /// others' memory (`board_pull`); calls whose largest publication exceeds `max` stay on
@@ -463,7 +463,7 @@ impl Engine {
             CollKind::Allreduce => {
                 self.board_publish(run, n, p - 1, |b| put(b, send(off, n)))?;
                 let esz = call.dt.size().max(1);
-                if n >= limits().split && p > 2 && n / esz >= p {
+                if n >= limits().split && p >= 2 && n / esz >= p {
                     // Reduce-scatter, then all-gather: member i combines element block i
                     // of every contribution, publishes it, and reads the others' blocks.
                     let elems = n / esz;
