@@ -81,6 +81,30 @@ fn lean_bytes(
     lean(c, kind, root, None, &type_map_of::<u8>(), count, send, recv)
 }
 
+/// [`lean`] for a reduction of the elements of `s` into `recv` (null and 0 where this
+/// member receives nothing).
+#[inline]
+fn lean_typed<T: Equivalence>(
+    c: &SimpleCommunicator,
+    kind: CollKind,
+    root: c_int,
+    op: SystemOperation,
+    s: &[T],
+    recv: (*mut u8, usize),
+) -> CResult<bool> {
+    let send = (s.as_ptr().cast(), std::mem::size_of_val(s));
+    lean(
+        c,
+        kind,
+        root,
+        Some(op),
+        &type_map_of::<T>(),
+        s.len(),
+        send,
+        recv,
+    )
+}
+
 fn whole(r: &mut [u8]) -> (*mut u8, usize) {
     (r.as_mut_ptr(), r.len())
 }
@@ -262,18 +286,8 @@ fn allreduce_t<T: Equivalence + Copy>(
         // SAFETY: as above.
         unsafe { typed(send, n)? }
     };
-    let l = std::mem::size_of_val(s);
-    let (sb, rb) = ((s.as_ptr().cast(), l), (r.as_mut_ptr().cast(), l));
-    if !lean(
-        c,
-        CollKind::Allreduce,
-        0,
-        Some(op),
-        &type_map_of::<T>(),
-        n,
-        sb,
-        rb,
-    )? {
+    let rb = (r.as_mut_ptr().cast(), std::mem::size_of_val(r));
+    if !lean_typed(c, CollKind::Allreduce, 0, op, s, rb)? {
         c.all_reduce_into(s, r, op);
     }
     Ok(())
@@ -314,18 +328,8 @@ fn reduce_t<T: Equivalence + Copy>(
     if c.rank() != root {
         // SAFETY: the caller passes n readable elements.
         let s: &[T] = unsafe { typed(send, n)? };
-        let sb = (s.as_ptr().cast(), std::mem::size_of_val(s));
         let none = (std::ptr::null_mut(), 0);
-        if !lean(
-            c,
-            CollKind::Reduce,
-            root,
-            Some(op),
-            &type_map_of::<T>(),
-            n,
-            sb,
-            none,
-        )? {
+        if !lean_typed(c, CollKind::Reduce, root, op, s, none)? {
             p.reduce_into(s, op);
         }
         return Ok(());
@@ -344,18 +348,8 @@ fn reduce_t<T: Equivalence + Copy>(
         // SAFETY: n readable elements.
         unsafe { typed(send, n)? }
     };
-    let l = std::mem::size_of_val(s);
-    let (sb, rb) = ((s.as_ptr().cast(), l), (r.as_mut_ptr().cast(), l));
-    if !lean(
-        c,
-        CollKind::Reduce,
-        root,
-        Some(op),
-        &type_map_of::<T>(),
-        n,
-        sb,
-        rb,
-    )? {
+    let rb = (r.as_mut_ptr().cast(), std::mem::size_of_val(r));
+    if !lean_typed(c, CollKind::Reduce, root, op, s, rb)? {
         p.reduce_into_root(s, r, op);
     }
     Ok(())
