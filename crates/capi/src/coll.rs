@@ -39,9 +39,14 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
 /// contiguous buffers: `Ok(true)` when it ran there, `Ok(false)` when the general path
 /// must run it. `dt` and `count` are the element type and count the general path passes
 /// the core (bytes for data movement), so members on either path make the same call.
+///
+/// # Safety
+/// As [`raw::board_call`]: `send` readable and `recv` writable (and touched by nobody
+/// else) for their lengths during the call; null with length 0 where this member has
+/// no such buffer.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn lean(
+unsafe fn lean(
     c: &SimpleCommunicator,
     kind: CollKind,
     root: c_int,
@@ -60,29 +65,38 @@ pub(crate) fn lean(
         send,
         recv,
     };
-    raw::board_call(c, &call).map_err(crate::fastpath::cerr)
+    // SAFETY: the caller's buffers, as this function's contract says.
+    unsafe { raw::board_call(c, &call) }.map_err(crate::fastpath::cerr)
 }
 
-/// [`lean`] for data movement: bytes.
+/// A buffer this member has (its pointer, never null, and length) or has not (null, 0),
+/// as the general path passes them.
+fn part(b: Option<&[u8]>) -> (*const u8, usize) {
+    b.map_or((std::ptr::null(), 0), |b| (b.as_ptr(), b.len()))
+}
+
+fn part_mut(b: Option<&mut [u8]>) -> (*mut u8, usize) {
+    b.map_or((std::ptr::null_mut(), 0), |b| (b.as_mut_ptr(), b.len()))
+}
+
+/// [`lean`] for data movement: `count` bytes, from `send` into `recv` (`None` where this
+/// member has no such buffer).
 #[inline]
-fn lean_bytes(
+pub(crate) fn lean_bytes(
     c: &SimpleCommunicator,
     kind: CollKind,
     root: c_int,
     count: usize,
-    send: &[u8],
-    recv: (*mut u8, usize),
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
 ) -> CResult<bool> {
-    let send = if send.is_empty() {
-        (std::ptr::null(), 0)
-    } else {
-        (send.as_ptr(), send.len())
-    };
-    lean(c, kind, root, None, &type_map_of::<u8>(), count, send, recv)
+    let (send, recv) = (part(send), part_mut(recv));
+    // SAFETY: both come from live slices (or are null and empty), borrowed for the call.
+    unsafe { lean(c, kind, root, None, &type_map_of::<u8>(), count, send, recv) }
 }
 
-/// [`lean`] for a reduction of the elements of `s` into `recv` (null and 0 where this
-/// member receives nothing).
+/// [`lean`] for a reduction of the elements of `s` into `recv` (`None` where this member
+/// receives nothing).
 #[inline]
 fn lean_typed<T: Equivalence>(
     c: &SimpleCommunicator,
@@ -90,23 +104,15 @@ fn lean_typed<T: Equivalence>(
     root: c_int,
     op: SystemOperation,
     s: &[T],
-    recv: (*mut u8, usize),
+    recv: Option<&mut [T]>,
 ) -> CResult<bool> {
     let send = (s.as_ptr().cast(), std::mem::size_of_val(s));
-    lean(
-        c,
-        kind,
-        root,
-        Some(op),
-        &type_map_of::<T>(),
-        s.len(),
-        send,
-        recv,
-    )
-}
-
-fn whole(r: &mut [u8]) -> (*mut u8, usize) {
-    (r.as_mut_ptr(), r.len())
+    let recv = recv.map_or((std::ptr::null_mut(), 0), |r| {
+        (r.as_mut_ptr().cast(), std::mem::size_of_val(r))
+    });
+    let dt = type_map_of::<T>();
+    // SAFETY: both come from live slices (or null and empty), borrowed for the call.
+    unsafe { lean(c, kind, root, Some(op), &dt, s.len(), send, recv) }
 }
 
 /// Byte length of `cnt` elements of `datatype`.
@@ -241,9 +247,15 @@ export!(MPI_Bcast, PMPI_Bcast,
         if l.is_contiguous() {
             // SAFETY: the caller passes count × size bytes, valid for the call.
             let b = unsafe { bytes_mut(buffer, n * l.size)? };
-            let len = b.len();
-            let call = (b.as_ptr(), len);
-            if lean(&c, CollKind::Bcast, root, None, &type_map_of::<u8>(), len, call, whole(b))? {
+            // One pointer for both sides, as the general path passes them (the root reads
+            // it, the others write it).
+            let (ptr, len) = (b.as_mut_ptr(), b.len());
+            let u8s = type_map_of::<u8>();
+            // SAFETY: `b`'s bytes, borrowed for the call and used through `ptr` only.
+            let lean_ran = unsafe {
+                lean(&c, CollKind::Bcast, root, None, &u8s, len, (ptr, len), (ptr, len))?
+            };
+            if lean_ran {
                 return Ok(());
             }
             c.process_at_rank(root).broadcast_into(b);
@@ -286,8 +298,7 @@ fn allreduce_t<T: Equivalence + Copy>(
         // SAFETY: as above.
         unsafe { typed(send, n)? }
     };
-    let rb = (r.as_mut_ptr().cast(), std::mem::size_of_val(r));
-    if !lean_typed(c, CollKind::Allreduce, 0, op, s, rb)? {
+    if !lean_typed(c, CollKind::Allreduce, 0, op, s, Some(&mut *r))? {
         c.all_reduce_into(s, r, op);
     }
     Ok(())
@@ -328,8 +339,7 @@ fn reduce_t<T: Equivalence + Copy>(
     if c.rank() != root {
         // SAFETY: the caller passes n readable elements.
         let s: &[T] = unsafe { typed(send, n)? };
-        let none = (std::ptr::null_mut(), 0);
-        if !lean_typed(c, CollKind::Reduce, root, op, s, none)? {
+        if !lean_typed(c, CollKind::Reduce, root, op, s, None)? {
             p.reduce_into(s, op);
         }
         return Ok(());
@@ -348,8 +358,7 @@ fn reduce_t<T: Equivalence + Copy>(
         // SAFETY: n readable elements.
         unsafe { typed(send, n)? }
     };
-    let rb = (r.as_mut_ptr().cast(), std::mem::size_of_val(r));
-    if !lean_typed(c, CollKind::Reduce, root, op, s, rb)? {
+    if !lean_typed(c, CollKind::Reduce, root, op, s, Some(&mut *r))? {
         p.reduce_into_root(s, r, op);
     }
     Ok(())
@@ -398,8 +407,7 @@ export!(MPI_Gather, PMPI_Gather,
         if c.rank() != root {
             // SAFETY: the caller passes sendcount × size readable bytes.
             let s = unsafe { bytes(sendbuf, len(sendcount, sendtype)?)? };
-            let none = (std::ptr::null_mut(), 0);
-            if !lean_bytes(&c, CollKind::Gather, root, s.len(), s, none)? {
+            if !lean_bytes(&c, CollKind::Gather, root, s.len(), Some(s), None)? {
                 p.gather_into(s);
             }
             return Ok(());
@@ -410,7 +418,7 @@ export!(MPI_Gather, PMPI_Gather,
             // SAFETY: the root passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
             let mine = r[root as usize * block..][..block].to_vec();
-            if !lean_bytes(&c, CollKind::Gather, root, block, &mine, whole(r))? {
+            if !lean_bytes(&c, CollKind::Gather, root, block, Some(&mine), Some(&mut *r))? {
                 p.gather_into_root(&mine[..], r);
             }
         } else {
@@ -419,7 +427,7 @@ export!(MPI_Gather, PMPI_Gather,
             disjoint(sendbuf, sl, recvbuf, total)?;
             // SAFETY: both buffers as the MPI contract says, disjoint (checked).
             let (s, r) = unsafe { (bytes(sendbuf, sl)?, bytes_mut(recvbuf, total)?) };
-            if !lean_bytes(&c, CollKind::Gather, root, sl, s, whole(r))? {
+            if !lean_bytes(&c, CollKind::Gather, root, sl, Some(s), Some(&mut *r))? {
                 p.gather_into_root(s, r);
             }
         }
@@ -445,7 +453,7 @@ export!(MPI_Scatter, PMPI_Scatter,
         if c.rank() != root {
             // SAFETY: the caller passes recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, len(recvcount, recvtype)?)? };
-            if !lean_bytes(&c, CollKind::Scatter, root, r.len(), &[], whole(r))? {
+            if !lean_bytes(&c, CollKind::Scatter, root, r.len(), None, Some(&mut *r))? {
                 p.scatter_into(r);
             }
             return Ok(());
@@ -456,7 +464,7 @@ export!(MPI_Scatter, PMPI_Scatter,
             // SAFETY: the root passes size × sendcount × size readable bytes.
             let s = unsafe { bytes(sendbuf, total)? };
             let mut mine = vec![0u8; block];
-            if !lean_bytes(&c, CollKind::Scatter, root, block, s, whole(&mut mine))? {
+            if !lean_bytes(&c, CollKind::Scatter, root, block, Some(s), Some(&mut mine))? {
                 p.scatter_into_root(s, &mut mine[..]);
             }
         } else {
@@ -465,7 +473,7 @@ export!(MPI_Scatter, PMPI_Scatter,
             disjoint(sendbuf, total, recvbuf, rl)?;
             // SAFETY: both buffers as the MPI contract says, disjoint (checked).
             let (s, r) = unsafe { (bytes(sendbuf, total)?, bytes_mut(recvbuf, rl)?) };
-            if !lean_bytes(&c, CollKind::Scatter, root, rl, s, whole(r))? {
+            if !lean_bytes(&c, CollKind::Scatter, root, rl, Some(s), Some(&mut *r))? {
                 p.scatter_into_root(s, r);
             }
         }
@@ -492,7 +500,7 @@ export!(MPI_Allgather, PMPI_Allgather,
             // SAFETY: the caller passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
             let mine = r[c.rank() as usize * block..][..block].to_vec();
-            if !lean_bytes(&c, CollKind::Allgather, 0, block, &mine, whole(r))? {
+            if !lean_bytes(&c, CollKind::Allgather, 0, block, Some(&mine), Some(&mut *r))? {
                 c.all_gather_into(&mine[..], r);
             }
         } else {
@@ -501,7 +509,7 @@ export!(MPI_Allgather, PMPI_Allgather,
             disjoint(sendbuf, sl, recvbuf, total)?;
             // SAFETY: both buffers as the MPI contract says, disjoint (checked).
             let (s, r) = unsafe { (bytes(sendbuf, sl)?, bytes_mut(recvbuf, total)?) };
-            if !lean_bytes(&c, CollKind::Allgather, 0, sl, s, whole(r))? {
+            if !lean_bytes(&c, CollKind::Allgather, 0, sl, Some(s), Some(&mut *r))? {
                 c.all_gather_into(s, r);
             }
         }
@@ -528,7 +536,7 @@ export!(MPI_Alltoall, PMPI_Alltoall,
             // SAFETY: the caller passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
             let mine = r.to_vec();
-            if !lean_bytes(&c, CollKind::Alltoall, 0, block, &mine, whole(r))? {
+            if !lean_bytes(&c, CollKind::Alltoall, 0, block, Some(&mine), Some(&mut *r))? {
                 c.all_to_all_into(&mine[..], r);
             }
         } else {
@@ -536,7 +544,7 @@ export!(MPI_Alltoall, PMPI_Alltoall,
             disjoint(sendbuf, total, recvbuf, total)?;
             // SAFETY: both buffers as the MPI contract says, disjoint (checked).
             let (s, r) = unsafe { (bytes(sendbuf, total)?, bytes_mut(recvbuf, total)?) };
-            if !lean_bytes(&c, CollKind::Alltoall, 0, block, s, whole(r))? {
+            if !lean_bytes(&c, CollKind::Alltoall, 0, block, Some(s), Some(&mut *r))? {
                 c.all_to_all_into(s, r);
             }
         }

@@ -354,11 +354,8 @@ pub fn barrier(h: Handle) -> CResult {
         Some(ic) => ic.barrier(),
         None => {
             use phalanx::collective::CommunicatorCollectives;
-            let u8s = phalanx::datatype::type_map_of::<u8>();
-            let none = (std::ptr::null(), 0);
             let kind = phalanx::capi_support::CollKind::Barrier;
-            let bytes = (std::ptr::null_mut(), 0);
-            if !crate::coll::lean(&c, kind, 0, None, &u8s, 0, none, bytes)? {
+            if !crate::coll::lean_bytes(&c, kind, 0, 0, None, None)? {
                 c.barrier();
             }
         }

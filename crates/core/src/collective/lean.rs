@@ -47,7 +47,12 @@ pub struct LeanCall<'a> {
 
 /// Runs `lc` on the board of `c`'s host if the general path would; `Ok(false)` when it
 /// would not (nothing was done).
-pub fn board_call(c: &SimpleCommunicator, lc: &LeanCall<'_>) -> Result<bool> {
+///
+/// # Safety
+/// `lc.send` must be readable and `lc.recv` writable — and touched by nobody else — for
+/// their lengths during the call; a buffer this member does not have is null with
+/// length 0 (as the general path passes it).
+pub unsafe fn board_call(c: &SimpleCommunicator, lc: &LeanCall<'_>) -> Result<bool> {
     if c.inter || !lc.dt.is_contiguous() {
         return Ok(false);
     }
@@ -69,8 +74,23 @@ pub fn board_call(c: &SimpleCommunicator, lc: &LeanCall<'_>) -> Result<bool> {
     let (need, ok) = match lc.kind {
         CollKind::Barrier => (0, true),
         CollKind::Bcast => (slen, slen == rlen),
-        CollKind::Gather => (slen, !is_root || rlen >= p * slen),
-        CollKind::Scatter => (p * rlen, if is_root { slen >= p * rlen } else { slen == 0 }),
+        // The `_root` buffers only at the root (the general path's `root_buffer`).
+        CollKind::Gather => (
+            slen,
+            if is_root {
+                rlen >= p * slen
+            } else {
+                lc.recv.0.is_null()
+            },
+        ),
+        CollKind::Scatter => (
+            p * rlen,
+            if is_root {
+                slen >= p * rlen
+            } else {
+                lc.send.0.is_null()
+            },
+        ),
         CollKind::Allgather => (slen, rlen >= p * slen),
         CollKind::Alltoall => (slen, slen.is_multiple_of(p) && rlen >= slen),
         CollKind::Reduce => (slen, !is_root || rlen >= slen),
