@@ -661,3 +661,61 @@ fn runs_hand_over_what_single_polls_would() {
         "the three multicasts to 1, 2, 3: {lens:?}"
     );
 }
+
+#[test]
+fn in_order_unicast_is_consumed_straight_from_the_datagram() {
+    let mut c = cfg();
+    c.block_ack_threshold = 2;
+    let mut g = group(2, c);
+    for aux in 0..4 {
+        g[0].send(0, &t(&[1]), &hdr(1, aux), b"abc").unwrap();
+    }
+    let w = drain(&mut g[0], 0, 0);
+    assert_eq!(w.len(), 4);
+    let offer = |u: &mut Urtp, d: &[u8], take: bool, seen: &mut Vec<u64>| {
+        let p = Packet::new_checked(d).expect("valid datagram");
+        u.handle_packet_consume(0, &p, &mut |q| {
+            assert_eq!(q.payload(), b"abc");
+            seen.push(q.aux());
+            take
+        })
+    };
+    let mut seen = Vec::new();
+    // In order, taken: consumed without a buffer.
+    assert_eq!(
+        offer(&mut g[1], &w[0].3, true, &mut seen),
+        UrtpVerdict::Consumed
+    );
+    assert!(g[1].peek(0).is_none());
+    // Out of order (counter 2 before 1): never offered, buffered.
+    assert_eq!(
+        offer(&mut g[1], &w[2].3, true, &mut seen),
+        UrtpVerdict::Buffered { ready: false }
+    );
+    // In order but something is buffered behind it: buffered, consumed in order by pop.
+    assert_eq!(
+        offer(&mut g[1], &w[1].3, true, &mut seen),
+        UrtpVerdict::Buffered { ready: true }
+    );
+    assert_eq!(pop_all(&mut g[1], 0, 0), vec![1, 2]);
+    // In order, refused by the caller: buffered as usual.
+    assert_eq!(
+        offer(&mut g[1], &w[3].3, false, &mut seen),
+        UrtpVerdict::Buffered { ready: true }
+    );
+    assert_eq!(seen, vec![0, 3]);
+    assert_eq!(pop_all(&mut g[1], 0, 0), vec![3]);
+    // A duplicate of the consumed packet is recognised as one.
+    assert_eq!(
+        offer(&mut g[1], &w[0].3, true, &mut seen),
+        UrtpVerdict::Duplicate
+    );
+    assert_eq!(g[1].stats().delivered, 4);
+    // The ACK debt of all four (block threshold 2) went back to the sender.
+    let acks = drain(&mut g[1], 1, 0);
+    assert!(!acks.is_empty());
+    for a in &acks {
+        assert_eq!(feed(&mut g[0], 0, &a.3), UrtpVerdict::Control);
+    }
+    assert_eq!(g[0].send_space(&t(&[1])), g[0].config().window);
+}

@@ -229,8 +229,25 @@ impl Engine {
 
     /// Handles a URTP datagram and hands in-order collective packets to the schedules.
     pub(crate) fn urtp_input(&mut self, now: u64, pkt: &Packet<'_>) {
-        match self.links.urtp.proto.handle_packet(now, pkt) {
+        // An in-order packet goes straight from the datagram to the collective layer
+        // (no copy into URTP's receive buffer) when the layer takes it.
+        let (limit, rank) = (self.unexpected_limit(), self.rank);
+        let (coll, stats) = (&mut self.coll, &mut self.stats);
+        let mut consume = |p: &Packet<'_>| match coll.deliver(rank, limit, p, false) {
+            Ok(taken) => taken,
+            Err(()) => {
+                stats.drop_invalid += 1;
+                true
+            }
+        };
+        match self
+            .links
+            .urtp
+            .proto
+            .handle_packet_consume(now, pkt, &mut consume)
+        {
             UrtpVerdict::Buffered { .. } => self.urtp_deliver(now, pkt.src()),
+            UrtpVerdict::Consumed => {}
             UrtpVerdict::Duplicate => self.stats.drop_duplicate += 1,
             UrtpVerdict::NotTarget => self.stats.drop_not_target += 1,
             UrtpVerdict::Dropped(_) => self.stats.drop_out_of_window += 1,

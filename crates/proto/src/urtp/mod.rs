@@ -60,7 +60,9 @@
 //! * **Bounds.** Send side: at most W stored packets per peer (one shared copy per
 //!   multicast packet); receive side: at most (p−1)·W + c buffered packets; control
 //!   queue: one REQ, one ACK and [`RESEND_QUEUE_MAX`] re-sends per peer; timers: three
-//!   per peer, in the shared [`TimerTable`] ([`Urtp::poll_timeout`] is O(1)).
+//!   per peer, in the shared [`TimerTable`] ([`Urtp::poll_timeout`] is O(1)); buffers of
+//!   freed packets (sent and acknowledged, or received and consumed) of at most
+//!   [`SPARE_BUF_MAX`] bytes are kept for reuse, at most [`SPARE_MAX`] of them.
 
 mod peer;
 mod recv;
@@ -83,6 +85,31 @@ pub use types::*;
 pub const DEFAULT_MAX_DATAGRAM: usize = 65_507;
 /// Re-sends queued per peer at most (further REQs are dropped; they will be repeated).
 pub const RESEND_QUEUE_MAX: usize = 8;
+/// Datagram buffers (and target sets) kept for reuse at most: a datagram sent or
+/// received then takes no allocation.
+pub const SPARE_MAX: usize = 512;
+/// Largest buffer kept for reuse (an MTU-sized datagram's; a 64 KiB loopback datagram's
+/// allocation is small beside its copy): the spares hold at most 2 MiB.
+pub const SPARE_BUF_MAX: usize = 4096;
+
+/// A buffer of at least `cap` bytes, empty: a spare one if there is one.
+fn take_spare(spare: &mut Vec<Vec<u8>>, cap: usize) -> Vec<u8> {
+    match spare.pop() {
+        Some(mut v) => {
+            v.clear();
+            v.reserve(cap);
+            v
+        }
+        None => Vec::with_capacity(cap),
+    }
+}
+
+/// Keeps `v` for reuse (up to [`SPARE_MAX`] buffers of [`SPARE_BUF_MAX`] bytes).
+fn keep_spare(spare: &mut Vec<Vec<u8>>, v: Vec<u8>) {
+    if spare.len() < SPARE_MAX && v.capacity() <= SPARE_BUF_MAX {
+        spare.push(v);
+    }
+}
 
 /// Flag bits owned by URTP; the caller's copies are ignored.
 const OWN_FLAGS: u8 =
@@ -109,6 +136,10 @@ pub struct Urtp {
     rx_cap: usize,
     tx_buf: Vec<u8>,
     tx_targets: Targets,
+    /// Buffers of freed packets, for reuse (at most [`SPARE_MAX`]).
+    spare: Vec<Vec<u8>>,
+    /// Target sets of freed packets, for reuse (at most [`SPARE_MAX`]).
+    spare_targets: Vec<Targets>,
     stats: UrtpStats,
 }
 
@@ -143,6 +174,8 @@ impl Urtp {
             rx_cap,
             tx_buf: Vec::new(),
             tx_targets: Targets::new(),
+            spare: Vec::new(),
+            spare_targets: Vec::new(),
             stats: UrtpStats::default(),
         }
     }

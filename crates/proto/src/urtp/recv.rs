@@ -1,7 +1,9 @@
 //! Receiver side of URTP: [`Urtp::handle_packet`] classifies a datagram (pure ACK, REQ
 //! or data; invalid ones change no state) and buffers data within the receive window
 //! and the pool bound, in unicast form; [`Urtp::peek`] / [`Urtp::pop`] consume in FIFO
-//! order and build up ACK debt (block ACK or delayed ACK); [`Urtp::want`] starts the
+//! order and build up ACK debt (block ACK or delayed ACK) —
+//! [`Urtp::handle_packet_consume`] lets the caller take an in-order unicast packet straight
+//! from its datagram instead, with the same bookkeeping; [`Urtp::want`] starts the
 //! REQ clock for the next packet of a source, and a gap at the consume point is REQed
 //! at once (at most once per δ per counter); [`Urtp::flush_acks`] settles all ACK debt.
 
@@ -15,14 +17,39 @@ impl Urtp {
     /// Processes a validated, job-key-checked URTP datagram (see the module docs).
     #[must_use]
     pub fn handle_packet(&mut self, now: u64, pkt: &Packet<'_>) -> UrtpVerdict {
-        let v = self.handle_inner(now, pkt);
+        let v = self.handle_inner(now, pkt, None);
         if matches!(v, UrtpVerdict::Invalid(_)) {
             self.stats.invalid += 1;
         }
         v
     }
 
-    fn handle_inner(&mut self, now: u64, pkt: &Packet<'_>) -> UrtpVerdict {
+    /// As [`Urtp::handle_packet`], but a unicast data packet that is next in order, with
+    /// nothing of its source buffered, is first offered to `consume` as it arrived (its
+    /// header's ACK fields and flags are URTP's; the message-layer fields and payload
+    /// are the sender's). If `consume` takes it (returns true) it is consumed as by
+    /// [`Urtp::pop`] without being copied into a buffer ([`UrtpVerdict::Consumed`]);
+    /// otherwise it is buffered as usual.
+    #[must_use]
+    pub fn handle_packet_consume(
+        &mut self,
+        now: u64,
+        pkt: &Packet<'_>,
+        consume: &mut dyn FnMut(&Packet<'_>) -> bool,
+    ) -> UrtpVerdict {
+        let v = self.handle_inner(now, pkt, Some(consume));
+        if matches!(v, UrtpVerdict::Invalid(_)) {
+            self.stats.invalid += 1;
+        }
+        v
+    }
+
+    fn handle_inner(
+        &mut self,
+        now: u64,
+        pkt: &Packet<'_>,
+        consume: Option<&mut dyn FnMut(&Packet<'_>) -> bool>,
+    ) -> UrtpVerdict {
         let src = pkt.src();
         if src >= self.size || src == self.local {
             return UrtpVerdict::Invalid("source rank out of range or local");
@@ -50,12 +77,18 @@ impl Urtp {
                 self.handle_req(now, src, pkt.seq());
                 UrtpVerdict::Control
             }
-            Kind::UrtpData => self.handle_data(now, src, pkt),
+            Kind::UrtpData => self.handle_data(now, src, pkt, consume),
             _ => UrtpVerdict::Invalid("not a URTP packet"),
         }
     }
 
-    fn handle_data(&mut self, now: u64, src: u32, pkt: &Packet<'_>) -> UrtpVerdict {
+    fn handle_data(
+        &mut self,
+        now: u64,
+        src: u32,
+        pkt: &Packet<'_>,
+        consume: Option<&mut dyn FnMut(&Packet<'_>) -> bool>,
+    ) -> UrtpVerdict {
         let fl = pkt.flags();
         let mut acked = 0;
         let counter = if fl & flags::MULTICAST != 0 {
@@ -107,6 +140,14 @@ impl Urtp {
             self.stats.duplicates += 1;
             return UrtpVerdict::Duplicate;
         }
+        if d == 0 && p.slots.is_empty() && fl & flags::MULTICAST == 0 {
+            if let Some(consume) = consume {
+                if consume(pkt) {
+                    self.consumed(now, src);
+                    return UrtpVerdict::Consumed;
+                }
+            }
+        }
         if self.rx_buffered >= self.rx_cap {
             self.stats.pool_full_drops += 1;
             return UrtpVerdict::Dropped("receive pool full");
@@ -121,7 +162,7 @@ impl Urtp {
             | flags::SEQ_VALID;
         let mut hdr = [0u8; HEADER_LEN];
         let _ = h.emit(&mut hdr);
-        let mut buf = Vec::with_capacity(HEADER_LEN + payload.len());
+        let mut buf = super::take_spare(&mut self.spare, HEADER_LEN + payload.len());
         buf.extend_from_slice(&hdr);
         buf.extend_from_slice(payload);
         if p.slots.len() <= d {
@@ -168,16 +209,25 @@ impl Urtp {
     /// Consumes the packet [`Urtp::peek`] returns (frees its buffer, counts toward the
     /// block ACK). Does nothing if there is none.
     pub fn pop(&mut self, now: u64, src: u32) {
-        let threshold = self.cfg.block_ack_threshold;
-        let delay = self.cfg.ack_delay_ns;
         let Some(p) = self.peers.get_mut(src as usize) else {
             return;
         };
         if !p.head_ready() {
             return;
         }
-        p.slots.pop_front();
+        if let Some(Some(v)) = p.slots.pop_front() {
+            super::keep_spare(&mut self.spare, v);
+        }
         self.rx_buffered = self.rx_buffered.saturating_sub(1);
+        self.consumed(now, src);
+    }
+
+    /// The packet at `src`'s consume point was consumed (taken out of its slot, or
+    /// straight from the datagram): the counter, the REQ clock and the ACK debt move on.
+    fn consumed(&mut self, now: u64, src: u32) {
+        let threshold = self.cfg.block_ack_threshold;
+        let delay = self.cfg.ack_delay_ns;
+        let p = &mut self.peers[src as usize];
         p.rcv_base = p.rcv_base.wrapping_add(1);
         self.stats.delivered += 1;
         if p.want.take().is_some() {

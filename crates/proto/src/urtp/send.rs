@@ -98,7 +98,7 @@ impl Urtp {
             _ => 0,
         };
         // Built by appending, so the payload is written once.
-        let mut bytes = Vec::with_capacity(len);
+        let mut bytes = super::take_spare(&mut self.spare, len);
         bytes.resize(HEADER_LEN + ext, 0);
         // `bytes` is at least HEADER_LEN long.
         let _ = h.emit(&mut bytes);
@@ -110,11 +110,13 @@ impl Urtp {
         }
         bytes.extend_from_slice(prefix);
         bytes.extend_from_slice(payload);
+        let mut kept = self.spare_targets.pop().unwrap_or_default();
+        kept.assign(targets);
         let stored = Stored {
             bytes,
             header: h,
             payload_off: HEADER_LEN + ext,
-            targets: targets.clone(),
+            targets: kept,
             multicast,
             remaining: n as u32,
         };
@@ -152,7 +154,12 @@ impl Urtp {
             if let Some(s) = self.store.get_mut(slot).and_then(|s| s.as_mut()) {
                 s.remaining = s.remaining.saturating_sub(1);
                 if s.remaining == 0 {
-                    self.store[slot] = None;
+                    if let Some(s) = self.store[slot].take() {
+                        super::keep_spare(&mut self.spare, s.bytes);
+                        if self.spare_targets.len() < super::SPARE_MAX {
+                            self.spare_targets.push(s.targets);
+                        }
+                    }
                     self.free.push(e.slot);
                 }
             }

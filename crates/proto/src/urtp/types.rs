@@ -60,6 +60,12 @@ impl Targets {
         Targets { words: Vec::new() }
     }
 
+    /// Makes this set equal to `other`, reusing its memory.
+    pub fn assign(&mut self, other: &Targets) {
+        self.words.clear();
+        self.words.extend_from_slice(&other.words);
+    }
+
     /// The set of `ranks` (duplicates allowed). Memory is proportional to the largest
     /// rank, so only pass ranks of the job.
     pub fn from_ranks(ranks: &[u32]) -> Targets {
@@ -177,6 +183,10 @@ pub enum UrtpVerdict {
         /// The source has an in-order packet waiting.
         ready: bool,
     },
+    /// A new in-order data packet that the caller's `consume` took straight from the
+    /// datagram ([`crate::urtp::Urtp::handle_packet_consume`]): consumed as by
+    /// [`crate::urtp::Urtp::pop`], never buffered.
+    Consumed,
     /// A data packet already received (or consumed); dropped.
     Duplicate,
     /// A multicast packet that does not target the local rank; dropped.
