@@ -326,7 +326,9 @@ fn block_ack_delayed_ack_and_piggyback() {
 #[test]
 fn safety_net_recovers_a_lost_final_ack() {
     let mut g = group(3, cfg());
-    g[0].send(0, &t(&[1, 2]), &hdr(0, 0), b"last").unwrap();
+    // Larger than PROBE_MIN: the safety net probes instead of re-sending it.
+    let big = vec![7u8; PROBE_MIN + 1];
+    g[0].send(0, &t(&[1, 2]), &hdr(0, 0), &big).unwrap();
     let w = drain(&mut g[0], 0, 0);
     deliver(&mut g, 0, &w, |_, _, _| false);
     g[1].pop(0, 0);
@@ -343,16 +345,77 @@ fn safety_net_recovers_a_lost_final_ack() {
     let w = drain(&mut g[0], 0, at);
     assert_eq!(w.len(), 1);
     assert_eq!(w[0].1, UrtpDest::Unicast(2));
+    // A probe, not the data again: a header-sized ACK asking for one back.
+    assert_eq!(kind_of(&w[0].3), Kind::UrtpAck);
     let p = Packet::new_checked(&w[0].3).unwrap();
     assert_ne!(p.flags() & flags::ACK_REQUEST, 0);
-    assert_eq!(feed(&mut g[2], at, &w[0].3), UrtpVerdict::Duplicate);
+    assert_eq!(p.payload().len(), 0);
+    assert_eq!(p.seq(), 1, "names the first counter not transmitted");
+    assert_eq!(feed(&mut g[2], at, &w[0].3), UrtpVerdict::Control);
     let a = drain(&mut g[2], 2, at);
-    assert_eq!(a.len(), 1);
+    assert_eq!(a.len(), 1, "an ACK and no REQ: nothing is missing");
     assert_eq!(kind_of(&a[0].3), Kind::UrtpAck);
     deliver(&mut g, at, &a, |_, _, _| false);
     assert!(g[0].all_acked());
     assert_eq!(g[0].poll_timeout(), None);
-    assert_eq!(g[0].stats().rto_resent, 1);
+    assert_eq!((g[0].stats().probes_sent, g[0].stats().resent), (1, 0));
+}
+
+#[test]
+fn safety_net_resends_a_small_packet_itself() {
+    let mut g = group(2, cfg());
+    g[0].send(0, &t(&[1]), &hdr(0, 0), b"last").unwrap();
+    let w = drain(&mut g[0], 0, 0);
+    deliver(&mut g, 0, &w, |_, _, _| false);
+    g[1].pop(0, 0);
+    g[1].flush_acks(0);
+    let _lost = drain(&mut g[1], 1, 0);
+    let at = g[0].poll_timeout().unwrap();
+    g[0].handle_timeout(at);
+    let w = drain(&mut g[0], 0, at);
+    assert_eq!(w.len(), 1);
+    assert_eq!(kind_of(&w[0].3), Kind::UrtpData);
+    let p = Packet::new_checked(&w[0].3).unwrap();
+    assert_ne!(p.flags() & flags::ACK_REQUEST, 0);
+    assert_eq!(feed(&mut g[1], at, &w[0].3), UrtpVerdict::Duplicate);
+    let a = drain(&mut g[1], 1, at);
+    deliver(&mut g, at, &a, |_, _, _| false);
+    assert!(g[0].all_acked());
+    assert_eq!((g[0].stats().rto_resent, g[0].stats().probes_sent), (1, 0));
+}
+
+#[test]
+fn a_probe_recovers_a_lost_packet_nobody_waits_for() {
+    let mut g = group(2, cfg());
+    let big = vec![1u8; PROBE_MIN + 1];
+    for aux in 0..3 {
+        g[0].send(0, &t(&[1]), &hdr(0, aux), &big).unwrap();
+    }
+    let w = drain(&mut g[0], 0, 0);
+    // The last packet is lost; the receiver consumes the others and waits for nothing.
+    deliver(&mut g, 0, &w[..2].to_vec(), |_, _, _| false);
+    assert_eq!(pop_all(&mut g[1], 0, 0), vec![0, 1]);
+    g[1].flush_acks(0);
+    let a = drain(&mut g[1], 1, 0);
+    deliver(&mut g, 0, &a, |_, _, _| false);
+    assert_eq!(g[0].unacked_peers(), vec![1]);
+    // The safety net probes; the receiver answers with its ACK and a REQ for counter 2.
+    let at = g[0].poll_timeout().unwrap();
+    g[0].handle_timeout(at);
+    let w = drain(&mut g[0], 0, at);
+    assert_eq!(w.len(), 1);
+    deliver(&mut g, at, &w, |_, _, _| false);
+    let back = drain(&mut g[1], 1, at);
+    let kinds: Vec<Kind> = back.iter().map(|b| kind_of(&b.3)).collect();
+    assert!(kinds.contains(&Kind::UrtpReq), "{kinds:?}");
+    deliver(&mut g, at, &back, |_, _, _| false);
+    // The sender re-sends it (the REQ names a packet sent long enough ago).
+    let r = drain(&mut g[0], 0, at);
+    assert_eq!(r.len(), 1);
+    assert_eq!(kind_of(&r[0].3), Kind::UrtpData);
+    deliver(&mut g, at, &r, |_, _, _| false);
+    assert_eq!(pop_all(&mut g[1], at, 0), vec![2]);
+    assert_eq!(g[0].stats().resent, 1);
 }
 
 #[test]

@@ -499,6 +499,7 @@ fn add(t: &mut UrtpStats, s: &UrtpStats) {
     t.multicasts_sent += s.multicasts_sent;
     t.resent += s.resent;
     t.rto_resent += s.rto_resent;
+    t.probes_sent += s.probes_sent;
     t.reqs_sent += s.reqs_sent;
     t.reqs_received += s.reqs_received;
     t.reqs_ignored_unsent += s.reqs_ignored_unsent;

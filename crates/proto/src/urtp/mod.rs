@@ -47,10 +47,18 @@
 //!   a unicast packet with that receiver's counter even if it was first multicast; it
 //!   ignores a REQ naming an unsent packet (see [`Urtp::last_sent_to`]) or one (re)sent
 //!   less than δ ago.
-//! * **Safety net.** Pure ACKs can be lost and nobody REQs the last packet of a finished
-//!   job, so a sender whose peer has not acked for [`UrtpConfig::sender_rto_ns`] re-sends
-//!   the oldest un-acked packet to it point-to-point with `ACK_REQUEST` (back-off
-//!   doubling, clamped). After [`UrtpConfig::max_backoffs`] consecutive REQs/re-sends to
+//! * **Safety net.** Pure ACKs can be lost and a receiver that does not wait for a lost
+//!   packet does not REQ it, so a sender whose peer has not acked for
+//!   [`UrtpConfig::sender_rto_ns`] acts (back-off doubling, clamped). If the oldest
+//!   un-acked packet is small ([`PROBE_MIN`] bytes at most) or the peer sent nothing since
+//!   the previous attempt, it re-sends that packet point-to-point with `ACK_REQUEST`.
+//!   Otherwise it probes: a pure ACK with `ACK_REQUEST` whose `seq` is the first counter
+//!   not transmitted to the peer yet; the peer answers with an ACK at once, and with a
+//!   REQ (rate-limited as above) when the packet at its consume point is missing though
+//!   transmitted. A receiver that answers but is slow to acknowledge (descheduled on a
+//!   shared core) thus costs a header-sized probe, not a duplicate of a large datagram.
+//!   After
+//!   [`UrtpConfig::max_backoffs`] consecutive REQs/probes to
 //!   a peer without any valid packet from it, [`UrtpEvent::PeerUnresponsive`] is
 //!   reported once (retrying continues).
 //! * **Robustness.** Nothing panics on network input. A packet from an out-of-range or
@@ -85,6 +93,9 @@ pub use types::*;
 pub const DEFAULT_MAX_DATAGRAM: usize = 65_507;
 /// Re-sends queued per peer at most (further REQs are dropped; they will be repeated).
 pub const RESEND_QUEUE_MAX: usize = 8;
+/// The safety net re-sends an un-acked packet of at most this many bytes instead of
+/// probing for it (a re-send this small costs about what a probe and its answer do).
+pub const PROBE_MIN: usize = 1024;
 /// Datagram buffers (and target sets) kept for reuse at most: a datagram sent or
 /// received then takes no allocation.
 pub const SPARE_MAX: usize = 512;

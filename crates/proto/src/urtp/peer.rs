@@ -51,8 +51,11 @@ pub(super) struct Peer {
     /// Entries for `snd_una..snd_nxt`.
     pub(super) win: VecDeque<SentRef>,
     pub(super) rto: u64,
-    /// Counters to re-send point-to-point (with ACK_REQUEST?).
+    /// Counters to re-send point-to-point (with ACK_REQUEST: the safety net's).
     pub(super) resend: VecDeque<(u32, bool)>,
+    /// A probe is owed (the safety net fired): an ACK with `ACK_REQUEST` naming the
+    /// first counter not transmitted yet.
+    pub(super) probe_pending: bool,
     // Receive side (peer → local).
     /// Next counter to consume.
     pub(super) rcv_base: u32,
@@ -85,6 +88,7 @@ impl Peer {
             ack_debt: 0,
             ack_pending: false,
             want: None,
+            probe_pending: false,
             req_pending: None,
             last_req: None,
             silent: 0,
@@ -94,7 +98,10 @@ impl Peer {
     }
 
     pub(super) fn has_ctrl(&self) -> bool {
-        self.req_pending.is_some() || !self.resend.is_empty() || self.ack_pending
+        self.req_pending.is_some()
+            || !self.resend.is_empty()
+            || self.ack_pending
+            || self.probe_pending
     }
 
     pub(super) fn head_ready(&self) -> bool {

@@ -70,6 +70,9 @@ impl Urtp {
                 if n > 0 {
                     self.ack_progress(now, src, n);
                 }
+                if fl & flags::ACK_REQUEST != 0 {
+                    self.probed(now, src, (fl & flags::SEQ_VALID != 0).then(|| pkt.seq()));
+                }
                 UrtpVerdict::Control
             }
             Kind::UrtpReq => {
@@ -181,6 +184,19 @@ impl Urtp {
         UrtpVerdict::Buffered {
             ready: self.peers[src as usize].head_ready(),
         }
+    }
+
+    /// `src` probed (its safety net fired): an ACK goes back, and a REQ if a packet it
+    /// transmitted (a counter before `sent_to`) is missing at the consume point.
+    fn probed(&mut self, now: u64, src: u32, sent_to: Option<u32>) {
+        let p = &mut self.peers[src as usize];
+        p.ack_pending = true;
+        let missing =
+            sent_to.is_some_and(|s| (s.wrapping_sub(p.rcv_base) as i32) > 0 && !p.head_ready());
+        if missing {
+            self.gap_req(now, src);
+        }
+        self.schedule(src);
     }
 
     /// A gap at `src`'s consume point with a later packet buffered: REQ it now (at most

@@ -1,9 +1,16 @@
 //! Deadlines and liveness of URTP. At most three timers per peer (safety-net re-send,
 //! delayed ACK, REQ), kept in the shared [`TimerTable`] (`Urtp::timers`), which orders
 //! them by `(deadline, peer, kind)` so that [`Urtp::poll_timeout`] is O(1).
-//! [`Urtp::handle_timeout`] fires what is due: a delayed ACK, a safety-net re-send with
-//! `ACK_REQUEST` (back-off doubling, clamped), or a repeated REQ for a want that still
-//! lasts. Consecutive unanswered REQs / re-sends to a peer are counted and reported
+//! [`Urtp::handle_timeout`] fires what is due: a delayed ACK, a safety-net probe (back-off
+//! doubling, clamped), or a repeated REQ for a want that still lasts. The probe is a
+//! small ACK with `ACK_REQUEST` naming the first counter not transmitted yet: the peer
+//! answers with its ACK, and with a REQ if it lacks a packet before that counter. A
+//! packet of more than [`super::PROBE_MIN`] bytes goes again only on a REQ, or when the
+//! peer stayed silent since the previous probe — never because a peer that answers was
+//! slow to acknowledge (a descheduled receiver on a shared core, a lost pure ACK); a
+//! smaller one is re-sent with `ACK_REQUEST` at once, as cheap as a probe and a round
+//! trip sooner under loss. Consecutive unanswered
+//! REQs / probes to a peer are counted and reported
 //! once as [`UrtpEvent::PeerUnresponsive`]; any valid packet from the peer resets the
 //! count.
 
@@ -12,7 +19,7 @@ use crate::timers::TimerTable;
 
 use super::{Urtp, UrtpEvent};
 
-/// The safety-net re-send to a peer.
+/// The safety-net probe to a peer.
 pub(super) const TIMER_RTO: u8 = 0;
 /// The delayed ACK to a peer.
 pub(super) const TIMER_ACK: u8 = 1;
@@ -65,11 +72,24 @@ impl Urtp {
                     if p.in_flight() == 0 {
                         continue;
                     }
-                    let oldest = p.snd_una;
                     p.rto = p.rto.saturating_mul(2).min(max_backoff.max(1));
                     let at = Some(now.saturating_add(p.rto));
                     self.timers.set(peer, TIMER_RTO, at);
-                    self.queue_resend(peer, oldest, true);
+                    // A small oldest packet goes again itself (with ACK_REQUEST), as
+                    // does any to a peer silent since the previous probe (the probe or
+                    // its answer lost, or the peer gone); a large one to a peer that
+                    // answers is probed for: the peer says whether it misses it.
+                    let oldest = p.snd_una;
+                    let small = p
+                        .win
+                        .front()
+                        .and_then(|e| self.store.get(e.slot as usize)?.as_ref())
+                        .map_or(true, |s| s.bytes.len() <= super::PROBE_MIN);
+                    if small || p.silent > 0 {
+                        self.queue_resend(peer, oldest, true);
+                    } else {
+                        p.probe_pending = true;
+                    }
                     self.unanswered(peer);
                 }
                 _ => {

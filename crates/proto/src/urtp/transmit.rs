@@ -210,6 +210,21 @@ impl Urtp {
             }
             return true;
         }
+        if p.probe_pending {
+            // An ACK that asks for one back, naming what has been transmitted: the peer
+            // REQs what it lacks before `seq`.
+            p.probe_pending = false;
+            let mut h = Header::new(Kind::UrtpAck, self.job_key, self.local);
+            h.flags = flags::ACK_VALID | flags::ACK_REQUEST | flags::SEQ_VALID;
+            h.ack = p.rcv_base.wrapping_sub(1);
+            h.seq = p.tx_next;
+            self.tx_buf.clear();
+            self.tx_buf.resize(HEADER_LEN, 0);
+            let _ = h.emit(&mut self.tx_buf);
+            p.clear_ack_debt(&mut self.timers, peer);
+            self.stats.probes_sent += 1;
+            return true;
+        }
         if p.ack_pending {
             let mut h = Header::new(Kind::UrtpAck, self.job_key, self.local);
             h.flags = flags::ACK_VALID;

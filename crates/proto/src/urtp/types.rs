@@ -17,12 +17,13 @@ pub struct UrtpConfig {
     pub block_ack_threshold: u32,
     /// A pure ACK is sent this long after the first consumed-but-unacked packet (ns).
     pub ack_delay_ns: u64,
-    /// Safety net (ns): the sender re-sends the oldest un-acked packet point-to-point, with
-    /// `ACK_REQUEST`, when a peer has not acked for this long (back-off doubling, clamped
-    /// at `req_backoff_max_ns`). Needed because pure ACKs can be lost and nobody REQs the
-    /// last packet of a finished job.
+    /// Safety net (ns): the sender probes a peer that has not acked for this long (a pure
+    /// ACK with `ACK_REQUEST` naming the first counter not transmitted; the peer answers
+    /// with an ACK, and a REQ for a missing packet), back-off doubling, clamped at
+    /// `req_backoff_max_ns`. Needed because pure ACKs can be lost and a receiver not
+    /// waiting for a lost packet does not REQ it.
     pub sender_rto_ns: u64,
-    /// Consecutive unanswered REQs / safety-net re-sends to one peer before
+    /// Consecutive unanswered REQs / safety-net probes to one peer before
     /// [`UrtpEvent::PeerUnresponsive`].
     pub max_backoffs: u32,
     /// First counter of every (sender, receiver) stream.
@@ -260,8 +261,11 @@ pub struct UrtpStats {
     pub multicasts_sent: u64,
     /// Data packets re-sent point-to-point (REQ answers and safety-net re-sends).
     pub resent: u64,
-    /// Of those, safety-net re-sends (sender timeout, with `ACK_REQUEST`).
+    /// Of those, safety-net re-sends (sender timeout, with `ACK_REQUEST`): of a small
+    /// packet, or to a peer silent since the previous probe.
     pub rto_resent: u64,
+    /// Safety-net probes sent (sender timeout: an ACK with `ACK_REQUEST`).
+    pub probes_sent: u64,
     /// REQs transmitted.
     pub reqs_sent: u64,
     /// REQs received.
