@@ -344,6 +344,9 @@ struct App {
     failures: Vec<String>,
     events: Vec<UrtpEvent>,
     received: u64,
+    /// Whether to take an in-order packet straight from its datagram
+    /// (`handle_packet_consume`, as the engine does) or leave it to `peek`/`pop`.
+    coin: SmallRng,
 }
 
 fn check(p: &Packet<'_>, e: &Expected) -> Result<(), String> {
@@ -463,7 +466,38 @@ impl Node for App {
         if pkt.job_key() != JOB_KEY || pkt.src() != from {
             return self.fail(format!("bad key or src {} from {from}", pkt.src()));
         }
-        if let UrtpVerdict::Invalid(why) = self.urtp.handle_packet(now, &pkt) {
+        // Half the in-order packets the script receives now are taken straight from the
+        // datagram, the others through peek/pop.
+        let (urtp, script, coin) = (&mut self.urtp, &mut self.script, &mut self.coin);
+        let (mut took, mut bad) = (false, None);
+        let mut consume = |p: &Packet<'_>| {
+            let Some(Action::Recv { from }) = script.front_mut() else {
+                return false;
+            };
+            let Some((_, q)) = from.iter_mut().find(|f| f.0 == p.src()) else {
+                return false;
+            };
+            let Some(e) = q.front() else {
+                return false;
+            };
+            if !coin.gen_bool(0.5) {
+                return false;
+            }
+            if let Err(s) = check(p, e) {
+                bad = Some(format!("from {} (taken from the datagram): {s}", p.src()));
+            }
+            q.pop_front();
+            took = true;
+            true
+        };
+        let v = urtp.handle_packet_consume(now, &pkt, &mut consume);
+        if took {
+            self.received += 1;
+        }
+        if let Some(s) = bad {
+            self.fail(s);
+        }
+        if let UrtpVerdict::Invalid(why) = v {
             self.fail(format!("Invalid from {from}: {why}"));
         }
         self.drain_events();
@@ -546,6 +580,7 @@ fn run_one(seed: u64, sc: &Scenario) -> Result<UrtpStats, String> {
                 failures: Vec::new(),
                 events: Vec::new(),
                 received: 0,
+                coin: SmallRng::seed_from_u64(seed ^ (r as u64) << 32 ^ 0xc017),
             }
         })
         .collect();

@@ -210,10 +210,10 @@ impl Urtp {
             }
             return true;
         }
-        if p.probe_pending {
+        // (A probe whose packets were all acknowledged meanwhile is not sent.)
+        if std::mem::take(&mut p.probe_pending) && p.in_flight() > 0 {
             // An ACK that asks for one back, naming what has been transmitted: the peer
             // REQs what it lacks before `seq`.
-            p.probe_pending = false;
             let mut h = Header::new(Kind::UrtpAck, self.job_key, self.local);
             h.flags = flags::ACK_VALID | flags::ACK_REQUEST | flags::SEQ_VALID;
             h.ack = p.rcv_base.wrapping_sub(1);
