@@ -170,6 +170,10 @@ const SHM_EAGER_LIMIT: usize = 4 << 20;
 
 /// How often a busy rank reads its launcher connection.
 const BOOT_POLL_NS: u64 = 1_000_000;
+/// URTP's send window per peer in bytes: 64 datagrams of 64 KiB over loopback, up to 1024
+/// of an MTU-sized datagram on a network (the window is counted in datagrams, clamped
+/// to 64..=1024; the receive pool follows it).
+const URTP_WINDOW_BYTES: usize = 4 << 20;
 
 /// Longest sleep of a rank with shared-memory peers.
 const SHM_SLEEP_MAX_NS: u64 = 10_000_000;
@@ -462,6 +466,7 @@ impl Engine {
             req_backoff_max_ns: 500_000,
             ack_delay_ns: 200_000,
             sender_rto_ns: 500_000,
+            window: (URTP_WINDOW_BYTES / max_dgram.max(1)).clamp(64, 1024) as u32,
             ..UrtpConfig::default()
         };
         // The same bound on silence as for go-back-n: PHALANX_PEER_TIMEOUT.
