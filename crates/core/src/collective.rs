@@ -142,6 +142,12 @@ impl Operation for SystemOperation {
 /// at 64 KiB rsag 127–185 against 226–301.
 const RSAG_MIN: usize = 64 << 10;
 
+/// The k-concurrency all-gather's chunk at least (bytes): each of its rounds, k chunks
+/// from every member, waits for every member, so a packet-sized chunk on a 1500-byte
+/// MTU made a 64 KiB all-gather 46 rounds (measured across 4 test hosts, p = 4:
+/// 1.43 ms at 64 KiB with 1.4 KiB chunks; round-robin multicast took 0.24 ms).
+const MCAST2_CHUNK_MIN: usize = 64 << 10;
+
 /// What a call runs: the algorithm, and k for the k-concurrency all-gather. It joins the
 /// call's signature exactly, so ranks that chose differently (different environment,
 /// multicast on some ranks only) get a mismatch error, not a hang.
@@ -844,7 +850,9 @@ fn all_gather_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             match c.alg {
                 Algorithm::Shm => Plan::on_board(),
                 Algorithm::Mcast1 => algos::allgather_mcast_rr(s, block),
-                Algorithm::Mcast2 => algos::allgather_mcast_k(s, block, s.packet, k),
+                Algorithm::Mcast2 => {
+                    algos::allgather_mcast_k(s, block, s.packet.max(MCAST2_CHUNK_MIN), k)
+                }
                 Algorithm::Rd => algos::allgather_rd(s, block),
                 _ => algos::allgather_ring(s, block),
             },
