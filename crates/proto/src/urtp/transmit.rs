@@ -166,9 +166,7 @@ impl Urtp {
                 let mut h = Header::new(Kind::UrtpReq, self.job_key, self.local);
                 h.flags = flags::SEQ_VALID;
                 h.seq = c;
-                self.tx_buf.clear();
-                self.tx_buf.resize(HEADER_LEN, 0);
-                let _ = h.emit(&mut self.tx_buf);
+                header_into(&mut self.tx_buf, &h);
                 // The REQ implicitly acknowledges everything consumed.
                 p.clear_ack_debt(&mut self.timers, peer);
                 self.stats.reqs_sent += 1;
@@ -199,9 +197,7 @@ impl Urtp {
             h.seq = c;
             h.ack = ack;
             let payload = s.bytes.get(s.payload_off..).unwrap_or(&[]);
-            self.tx_buf.clear();
-            self.tx_buf.resize(HEADER_LEN, 0);
-            let _ = h.emit(&mut self.tx_buf);
+            header_into(&mut self.tx_buf, &h);
             self.tx_buf.extend_from_slice(payload);
             p.clear_ack_debt(&mut self.timers, peer);
             self.stats.resent += 1;
@@ -210,32 +206,33 @@ impl Urtp {
             }
             return true;
         }
-        // (A probe whose packets were all acknowledged meanwhile is not sent.)
-        if std::mem::take(&mut p.probe_pending) && p.in_flight() > 0 {
-            // An ACK that asks for one back, naming what has been transmitted: the peer
-            // REQs what it lacks before `seq`.
-            let mut h = Header::new(Kind::UrtpAck, self.job_key, self.local);
-            h.flags = flags::ACK_VALID | flags::ACK_REQUEST | flags::SEQ_VALID;
-            h.ack = p.rcv_base.wrapping_sub(1);
-            h.seq = p.tx_next;
-            self.tx_buf.clear();
-            self.tx_buf.resize(HEADER_LEN, 0);
-            let _ = h.emit(&mut self.tx_buf);
-            p.clear_ack_debt(&mut self.timers, peer);
-            self.stats.probes_sent += 1;
-            return true;
-        }
-        if p.ack_pending {
+        // A probe is an ACK that asks for one back, naming what has been transmitted:
+        // the peer REQs what it lacks before `seq`. (A probe whose packets were all
+        // acknowledged meanwhile is not sent.)
+        let probe = std::mem::take(&mut p.probe_pending) && p.in_flight() > 0;
+        if probe || p.ack_pending {
             let mut h = Header::new(Kind::UrtpAck, self.job_key, self.local);
             h.flags = flags::ACK_VALID;
             h.ack = p.rcv_base.wrapping_sub(1);
-            self.tx_buf.clear();
-            self.tx_buf.resize(HEADER_LEN, 0);
-            let _ = h.emit(&mut self.tx_buf);
+            if probe {
+                h.flags |= flags::ACK_REQUEST | flags::SEQ_VALID;
+                h.seq = p.tx_next;
+                self.stats.probes_sent += 1;
+            } else {
+                self.stats.acks_sent += 1;
+            }
+            header_into(&mut self.tx_buf, &h);
             p.clear_ack_debt(&mut self.timers, peer);
-            self.stats.acks_sent += 1;
             return true;
         }
         false
     }
+}
+
+/// `buf` = the encoded header `h` alone (a control datagram, or the start of a re-send).
+fn header_into(buf: &mut Vec<u8>, h: &Header) {
+    buf.clear();
+    buf.resize(HEADER_LEN, 0);
+    // `buf` is exactly HEADER_LEN long: emitting cannot fail.
+    let _ = h.emit(buf);
 }
