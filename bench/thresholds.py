@@ -11,7 +11,8 @@ per-size choices were taken with it, for example:
 
 Arguments: TEST NP SIZES VARIABLE VALUES (comma-separated). Environment: REPS (rounds of
 alternation, default 3), EXTRA (arguments for osu_like, default "-i 200 -x 20"),
-PHALANX_TRANSPORT and any other PHALANX_* pass through to the ranks. Needs a release build
+RUN_ARGS (more `phalanx run` arguments, e.g. "--hostfile H --bind-to none" to spread the
+ranks over test hosts), PHALANX_TRANSPORT and any other PHALANX_* pass through to the ranks. Needs a release build
 and target/release/c/osu_like_phalanx (bench/compare.sh builds both).
 """
 import os
@@ -33,11 +34,12 @@ def main() -> int:
     extra = os.environ.get("EXTRA", "-i 200 -x 20").split()
     phalanx = os.path.join(TARGET, "release", "phalanx")
     prog = os.path.join(TARGET, "release", "c", "osu_like_phalanx")
+    run_args = os.environ.get("RUN_ARGS", "").split()
     res = {v: {} for v in values}
     for _ in range(reps):
         for v in values:
             env = dict(os.environ, **{var: v})
-            cmd = [phalanx, "run", "-n", np_, prog, test, "-m", sizes] + extra
+            cmd = [phalanx, "run", *run_args, "-n", np_, prog, test, "-m", sizes] + extra
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
             if out.returncode != 0:
                 print(f"{var}={v}: exit {out.returncode}\n{out.stderr}", file=sys.stderr)

@@ -168,6 +168,16 @@ pub struct Engine {
 /// receiver hold. At most a 64th of `PHALANX_UNEXPECTED_LIMIT` (256 MiB: 4 MiB).
 const SHM_EAGER_LIMIT: usize = 4 << 20;
 
+/// Default eager limit over the network (issue 15 item 1): below it a message leaves at
+/// once, above it a rendezvous costs a round trip before the data. p = 2 ping-pong,
+/// 32 KiB against 256 KiB (`bench/thresholds.py latency 2 16384:1048576
+/// PHALANX_EAGER_LIMIT …`): across test hosts 64 KiB 42.6 → 30.8 µs, 128 KiB 66.3 →
+/// 54.4, 256 KiB 107.7 → 95.0; over loopback (limit 64 KiB before) 128 KiB 36.5 → 26.6,
+/// 256 KiB 58.5 → 50.1. Beyond it the round trip is a few per cent of the transfer, and
+/// the rendezvous lands the data in the posted buffer instead of holding it unexpected.
+/// At least one datagram's payload, at most a 64th of `PHALANX_UNEXPECTED_LIMIT`.
+const NET_EAGER_LIMIT: usize = 256 << 10;
+
 /// How often a busy rank reads its launcher connection.
 const BOOT_POLL_NS: u64 = 1_000_000;
 /// URTP's send window per peer in bytes: 64 datagrams of 64 KiB over loopback, up to 1024
@@ -216,6 +226,12 @@ fn gbn_config(cfg: &Config) -> GbnConfig {
         // A delayed ACK carries the transmit hint that tells the peer of a lost packet
         // (issue 13 item 4): 200 µs, below the 300 µs RTO floor.
         ack_delay_ns: 200_000,
+        // A pure ACK after half a window (issue 15 item 1): the sender never stalls, and
+        // a message of a few dozen datagrams is answered by its reply, which carries the
+        // ACK, not by a pure ACK sent first. Across test hosts (1500-byte MTU, window
+        // 128), p = 2 ping-pong of 32 KiB: 24.0 µs with 16, 18.8 with 64; 128 (the
+        // whole window) stalls the stream (1 MiB 379 → 464 µs). `bench/thresholds.py`.
+        ack_threshold: (cfg.window / 2).max(1),
         ..GbnConfig::default()
     }
 }
@@ -442,7 +458,11 @@ impl Engine {
         keep_heap();
         let max_dgram = transport.as_ref().map_or(65507, |t| t.max_datagram());
         let max_payload = max_dgram.saturating_sub(HEADER_LEN + 16).max(256);
-        let eager_limit = cfg.eager_limit.unwrap_or(max_payload.max(32 << 10));
+        let eager_limit = cfg.eager_limit.unwrap_or(
+            max_payload
+                .max(NET_EAGER_LIMIT)
+                .min(cfg.unexpected_limit / 64),
+        );
         // The CPUs the job's ranks share on this host: a launcher that binds each rank to
         // one CPU says how many it spreads them over (PHALANX_CPUS); otherwise what this
         // process may use.
