@@ -128,7 +128,7 @@ const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 15] = [
     (
         CollKind::Scatter,
         "SCATTER",
-        &[Algorithm::Mcast, Algorithm::Binomial],
+        &[Algorithm::Mcast, Algorithm::Binomial, Algorithm::Linear],
         false,
     ),
     (

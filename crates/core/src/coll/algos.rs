@@ -581,6 +581,30 @@ pub fn gather_linear(s: &Shape, root: usize, block: usize) -> Plan {
     plan
 }
 
+/// Linear scatter: the root sends every member its block straight from the send buffer.
+pub fn scatter_linear(s: &Shape, root: usize, block: usize) -> Plan {
+    let mut plan = Plan::default();
+    if s.me == root {
+        let sends = (0..s.p)
+            .filter(|&i| i != root)
+            .map(|i| send(s.w(i), 0, Region::new(Buf::Send, i * block, block)))
+            .collect();
+        plan.round(
+            sends,
+            vec![LocalOp::Copy {
+                from: Region::new(Buf::Send, root * block, block),
+                to: Region::new(Buf::Recv, 0, block),
+            }],
+        );
+    } else {
+        plan.round(
+            vec![recv(s.w(root), 0, Region::new(Buf::Recv, 0, block))],
+            vec![],
+        );
+    }
+    plan
+}
+
 /// Multicast scatter (seed 000 §4.4): small blocks are packed into one multicast packet
 /// (the whole send buffer) from which every member takes its block; large blocks go
 /// point-to-point in whole packets, with the last pieces of all blocks packed together

@@ -583,10 +583,6 @@ fn gather_spec<'c, S: ?Sized + Buffer>(
     (spec, Box::new(plan))
 }
 
-/// Scatter blocks of at least this many bytes (and a packet) are sent whole packets
-/// straight to each member by the multicast scatter; see `scatter_spec`.
-const SCATTER_MCAST_BLOCK: usize = 32 << 10;
-
 fn scatter_spec<'c, R: ?Sized + BufferMut>(
     p: Process<'c>,
     send: (*const u8, usize),
@@ -618,22 +614,22 @@ fn scatter_spec<'c, R: ?Sized + BufferMut>(
             "scatter_into_root",
         )?;
         let need = size * block;
-        // Multicast pays when one datagram carries every block, or when blocks are large
-        // (whole packets go straight to each member); in between every member would
-        // receive every block's tail, and the binomial tree is faster (measured, p = 4:
-        // loopback 32 KiB 31.6 µs against 38.3 multicast; across 4 test hosts, MTU 1500,
-        // 2–16 KiB 19.6–34.0 against 34.1–45.0; equal or behind elsewhere).
-        let mcast = if need <= s.packet || block >= s.packet.max(SCATTER_MCAST_BLOCK) {
-            Mcast
-        } else {
-            Binomial
-        };
-        let c = choose_board(CollKind::Scatter, s, need, mcast, Binomial);
+        // Multicast pays when one datagram carries every block; otherwise the root sends
+        // each member its block straight (`bench/thresholds.py scatter …
+        // PHALANX_COLL_SCATTER mcast,binomial,linear`, µs): the binomial tree forwards
+        // most data twice and the multicast scatter's packed tails reach every member.
+        // p = 4, 32 KiB: loopback 39.1 / 33.1 / 20.9, across 4 test hosts 56.2 / 64.7 /
+        // 37.5; 1 MiB: 517 / 1022 / 410 and 1629 / 2103 / 1363. p = 8 alike (across
+        // hosts 1 KiB 38.6 / 46.0 / 36.1); shared memory without the board, p = 4,
+        // binomial / linear: 8 B 3.87 / 2.53, 1 MiB 553 / 216.
+        let mcast = if need <= s.packet { Mcast } else { Linear };
+        let c = choose_board(CollKind::Scatter, s, need, mcast, Linear);
         Ok((
             c,
             match c.alg {
                 Shm => Plan::on_board(),
                 Mcast => algos::scatter_mcast(s, root, block, s.packet),
+                Linear => algos::scatter_linear(s, root, block),
                 _ => algos::scatter_binomial(s, root, block),
             },
         ))
