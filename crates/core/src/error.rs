@@ -36,6 +36,20 @@ pub enum ErrorClass {
     InStatus = 18,
     /// Invalid argument.
     Arg = 12,
+    /// Invalid lock type (one-sided).
+    LockType = 37,
+    /// Target memory out of the window's range.
+    RmaRange = 48,
+    /// Memory cannot be shared (a shared window across hosts).
+    RmaShared = 49,
+    /// Wrong one-sided synchronization (an operation outside an access epoch).
+    RmaSync = 50,
+    /// Invalid window.
+    Win = 56,
+    /// The window's flavor does not allow the call.
+    RmaFlavor = 57,
+    /// Memory cannot be attached (a dynamic window).
+    RmaAttach = 46,
     /// Processes could not be spawned.
     Spawn = 53,
     /// Peer process failed or stopped answering.
@@ -134,6 +148,9 @@ pub enum Error {
     /// An operating-system error.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// A one-sided (RMA) call that cannot be carried out; the class says which kind.
+    #[error("{1}")]
+    Rma(ErrorClass, String),
 }
 
 impl Error {
@@ -156,6 +173,7 @@ impl Error {
             Error::Quiesce(_) => ErrorClass::Other,
             Error::Init(_) | Error::NotInitialized => ErrorClass::Other,
             Error::Launcher(_) | Error::Io(_) => ErrorClass::Other,
+            Error::Rma(c, _) => *c,
         }
     }
 }

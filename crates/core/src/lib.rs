@@ -17,6 +17,7 @@ mod log;
 pub mod point_to_point;
 pub mod request;
 pub mod requests;
+pub mod rma;
 mod runtime;
 pub mod status;
 pub mod topology;

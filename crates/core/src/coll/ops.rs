@@ -34,6 +34,19 @@ pub enum OpKind {
     BitwiseXor = 10,
 }
 
+impl OpKind {
+    /// The operation whose discriminant is `c`.
+    pub fn from_code(c: u8) -> Option<OpKind> {
+        use OpKind::*;
+        [
+            Sum, Product, Max, Min, LogicalAnd, LogicalOr, LogicalXor, BitwiseAnd, BitwiseOr,
+            BitwiseXor,
+        ]
+        .into_iter()
+        .find(|o| *o as u8 == c)
+    }
+}
+
 /// `acc[i] = f(acc[i], src[i])` over elements of type `$t` (a tight loop per operation, so
 /// the compiler can vectorize it).
 macro_rules! lanes {

@@ -46,6 +46,23 @@ pub enum Primitive {
     C64,
 }
 
+/// Every primitive by discriminant (the wire form of a type map names them so).
+const PRIMITIVES: [Primitive; 13] = [
+    Primitive::U8,
+    Primitive::I8,
+    Primitive::U16,
+    Primitive::I16,
+    Primitive::U32,
+    Primitive::I32,
+    Primitive::U64,
+    Primitive::I64,
+    Primitive::F32,
+    Primitive::F64,
+    Primitive::Bool,
+    Primitive::C32,
+    Primitive::C64,
+];
+
 impl Primitive {
     /// Every primitive, in declaration order (`primitive_ref` indexes by discriminant).
     #[cfg(test)]
@@ -410,6 +427,92 @@ impl TypeMap {
         b.lb = b.lb.min(start);
         b.ub = b.ub.max(start);
         Ok(())
+    }
+
+    /// The type map as bytes for another rank of the job ([`TypeMap::from_wire`]): what
+    /// one-sided operations send to describe the target's layout.
+    pub fn to_wire(&self) -> Vec<u8> {
+        let i = &*self.0;
+        let mut out = Vec::with_capacity(48 + 16 * i.blocks.len() + 9 * i.signature.len());
+        let mut put = |v: u64| out.extend_from_slice(&v.to_le_bytes());
+        for v in [i.size, i.lb, i.ub, i.extent, i.align] {
+            put(v as u64);
+        }
+        put(i.blocks.len() as u64);
+        put(i.signature.len() as u64);
+        put(i.bools.len() as u64);
+        for &(o, l) in &i.blocks {
+            put(o as u64);
+            put(l as u64);
+        }
+        for &(p, n) in &i.signature {
+            put(p as u64);
+            put(n as u64);
+        }
+        for &(p, o, l) in &i.bools {
+            put(p as u64);
+            put(o as u64);
+            put(l as u64);
+        }
+        out
+    }
+
+    /// The type map [`TypeMap::to_wire`] wrote, checked for consistency (blocks inside
+    /// the bounds and adding up to the size, the signature too); `None` for anything
+    /// else, from any input.
+    pub fn from_wire(b: &[u8]) -> Option<TypeMap> {
+        let mut at = 0usize;
+        let mut get = || -> Option<usize> {
+            let v = u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?);
+            at += 8;
+            usize::try_from(v).ok()
+        };
+        let (size, lb, ub, extent, align) = (get()?, get()?, get()?, get()?, get()?);
+        let (nb, ns, nbo) = (get()?, get()?, get()?);
+        let most = b.len() / 16 + 1;
+        if nb > most || ns > most || nbo > most || lb > ub || align == 0 {
+            return None;
+        }
+        let mut blocks = Vec::with_capacity(nb);
+        let mut total = 0usize;
+        for _ in 0..nb {
+            let (o, l) = (get()?, get()?);
+            if o.checked_add(l)? > ub {
+                return None;
+            }
+            total = total.checked_add(l)?;
+            blocks.push((o, l));
+        }
+        let mut signature = Vec::with_capacity(ns);
+        let mut sig_bytes = 0usize;
+        for _ in 0..ns {
+            let (p, n) = (get()?, get()?);
+            let p = *PRIMITIVES.get(p)?;
+            sig_bytes = sig_bytes.checked_add(p.size().checked_mul(n)?)?;
+            signature.push((p, n));
+        }
+        let mut bools = Vec::with_capacity(nbo);
+        for _ in 0..nbo {
+            let (p, o, l) = (get()?, get()?, get()?);
+            if p.checked_add(l)? > size || o.checked_add(l)? > ub {
+                return None;
+            }
+            bools.push((p, o, l));
+        }
+        if total != size || sig_bytes != size || at != b.len() {
+            return None;
+        }
+        Some(TypeMap(Repr::Shared(Arc::new(Inner {
+            size,
+            lb,
+            ub,
+            extent,
+            align,
+            raw_ok: bools.is_empty(),
+            blocks,
+            signature,
+            bools,
+        }))))
     }
 
     /// The same signature with the data packed densely (size = extent): what a packed

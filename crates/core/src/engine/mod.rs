@@ -13,6 +13,7 @@ mod coll_net;
 mod collectives;
 mod gang;
 mod p2p;
+pub(crate) mod rma;
 mod shm;
 mod spawn;
 mod stats;
@@ -63,6 +64,12 @@ pub(crate) enum Waiting {
     Coll(ReqId),
     /// A spawn request, waiting for the launcher's answer.
     Spawn,
+    /// A one-sided synchronization on window context `ctx`, waiting for `peer`.
+    Rma {
+        ctx: u32,
+        peer: u32,
+        what: &'static str,
+    },
     /// A collective on the shared-memory board, waiting for `peer` (world rank).
     Board {
         ctx: u32,
@@ -112,6 +119,8 @@ pub struct Engine {
     spin: Duration,
     pub(crate) reqs: Requests,
     p2p: p2p::P2p,
+    /// One-sided windows of this rank (their target side runs in `progress`).
+    pub(crate) rma: rma::Rma,
     pub(crate) stats: Stats,
     pub(crate) coll: crate::coll::CollState,
     waiting: Waiting,
@@ -539,6 +548,7 @@ impl Engine {
             spin,
             reqs: Requests::default(),
             p2p: p2p::P2p::new(size),
+            rma: rma::Rma::default(),
             stats: Stats::default(),
             coll: Default::default(),
             waiting: Waiting::Nothing,
@@ -601,6 +611,9 @@ impl Engine {
             }
             let mut did = self.shm_recv()? > 0;
             did |= self.pump_all(self.last_now);
+            if self.rma.active() {
+                did |= self.rma_poll()?;
+            }
             return Ok(did);
         }
         // The clock is a measurable share of a round on the shared-memory fast path:
@@ -668,6 +681,11 @@ impl Engine {
             did |= self.urtp_flush(now);
         }
         did |= self.progress_collectives();
+        if self.rma.active() {
+            // Messages of one-sided operations were matched above: apply and answer
+            // them (their answers leave with the pump below).
+            did |= self.rma_poll()?;
+        }
         did |= self.pump_all(now);
         if self.links.careful.is_some() {
             did |= self.careful_progress(now)?;

@@ -42,6 +42,9 @@ impl Engine {
                 "in {kind} on shared memory (communicator {ctx:#x}, call #{seq}), waiting for rank {peer}"
             ),
             Waiting::Spawn => "waiting for the launcher to start spawned processes".into(),
+            Waiting::Rma { ctx, peer, what } => {
+                format!("in a one-sided synchronization (window {ctx:#x}), waiting for rank {peer}: {what}")
+            }
             Waiting::Halt => format!(
                 "halted, draining what is in flight on its links: {:?}",
                 self.unacked_peers()

@@ -1,0 +1,946 @@
+//! One-sided communication (MPI RMA) in the engine: the target side of every window of
+//! this rank, run from [`Engine::progress`], and the origin side's messages.
+//!
+//! Contract:
+//! * A window is registered under the context of its own private communicator (nothing
+//!   else sends on it). Every operation is a *control* message (tag [`TAG_CTRL`]) from
+//!   origin to target over the ordinary point-to-point path — shared memory, UDP
+//!   (go-back-n) or self — so RMA is as reliable as the links and needs no second
+//!   protocol. Data up to [`INLINE_MAX`] bytes rides in the control message; larger data
+//!   follows as one message with tag [`TAG_DATA`], which the target receives straight
+//!   into the window (put to a contiguous target) or into a staging copy. Answers (get
+//!   data, fetched values, lock grants, flush and unlock acknowledgements) go back with a
+//!   reply tag the origin chose, at least [`TAG_REPLY0`].
+//! * The target processes control messages whenever its engine makes progress — in any
+//!   call that waits or polls, collectives and receives included — so passive-target
+//!   operations complete while the target is inside any phalanx call.
+//! * Counting: each origin counts the operations it issued to each target (cumulative);
+//!   each target counts those it applied from each origin. Fence, unlock, flush and
+//!   complete carry or exchange the origin's count, and the target acknowledges (or
+//!   the fence's waits end) only when its count reached it: remote completion without
+//!   an acknowledgement per operation.
+//! * Locks: a lock request is granted when compatible (one exclusive holder, or any
+//!   number of shared ones), else queued in arrival order; an unlock is answered once
+//!   every operation of that origin was applied, then releases and grants what waits.
+//! * Bad input never panics: a malformed control message, an operation outside the
+//!   window or on a datatype that does not parse is dropped and counted
+//!   (`stats.drop_invalid`), still counted as applied (so no wait hangs), and an
+//!   operation that owes an answer is answered with zero bytes, which the origin reports
+//!   as [`ErrorClass::RmaRange`]. Origins check ranges before sending where the target's
+//!   size is known, so a program gets the error at the call.
+//! * Bounds: per window one posted control receive of [`CTRL_MAX`] bytes, staging
+//!   buffers only for data in flight, a lock queue of at most one entry per origin and
+//!   rank.
+
+use super::requests::{RecvBuf, ReqId, SendBuf};
+use super::{Engine, Waiting};
+use crate::coll::ops::{self, OpKind};
+use crate::datatype::TypeMap;
+use crate::error::{Error, ErrorClass, Result};
+use std::collections::{HashMap, VecDeque};
+
+/// Tag of control messages on a window's context.
+pub(crate) const TAG_CTRL: i32 = 1;
+/// Tag of data that follows a control message.
+pub(crate) const TAG_DATA: i32 = 2;
+/// First reply tag.
+pub(crate) const TAG_REPLY0: i32 = 16;
+/// Largest control message (header, target datatype, inline data).
+pub(crate) const CTRL_MAX: usize = 64 << 10;
+/// Largest data carried inside a control message.
+pub(crate) const INLINE_MAX: usize = 8 << 10;
+/// Control header bytes.
+const HDR: usize = 64;
+
+/// Kinds of control messages.
+pub(crate) mod kind {
+    pub const PUT: u8 = 1;
+    pub const GET: u8 = 2;
+    pub const ACC: u8 = 3;
+    pub const GET_ACC: u8 = 4;
+    pub const CAS: u8 = 5;
+    pub const LOCK: u8 = 10;
+    pub const UNLOCK: u8 = 11;
+    pub const FLUSH: u8 = 12;
+    pub const POST: u8 = 13;
+    pub const COMPLETE: u8 = 14;
+}
+
+/// Lock types on the wire.
+pub(crate) const LOCK_SHARED: u8 = 1;
+pub(crate) const LOCK_EXCLUSIVE: u8 = 2;
+
+/// An accumulate operation: a predefined reduction, replace, or no operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccOp {
+    /// `target = target op origin`.
+    Op(OpKind),
+    /// `target = origin` (`MPI_REPLACE`).
+    Replace,
+    /// Target unchanged (`MPI_NO_OP`, for fetching).
+    NoOp,
+}
+
+impl AccOp {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            AccOp::Op(o) => o as u8,
+            AccOp::Replace => 32,
+            AccOp::NoOp => 33,
+        }
+    }
+    fn from_code(c: u8) -> Option<AccOp> {
+        Some(match c {
+            32 => AccOp::Replace,
+            33 => AccOp::NoOp,
+            c => AccOp::Op(OpKind::from_code(c)?),
+        })
+    }
+}
+
+/// One control message's header.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Ctrl {
+    pub kind: u8,
+    pub op: u8,
+    pub lock: u8,
+    pub inline: bool,
+    pub reply: i32,
+    pub disp: u64,
+    pub count: u64,
+    pub data_len: u64,
+    pub n: u64,
+}
+
+impl Ctrl {
+    /// The message: header, the target datatype's wire form, inline data.
+    pub(crate) fn encode(&self, dt: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut m = vec![0u8; HDR];
+        m[0] = self.kind;
+        m[1] = self.op;
+        m[2] = self.lock;
+        m[3] = self.inline as u8;
+        m[4..8].copy_from_slice(&self.reply.to_le_bytes());
+        m[8..16].copy_from_slice(&self.disp.to_le_bytes());
+        m[16..24].copy_from_slice(&self.count.to_le_bytes());
+        m[24..32].copy_from_slice(&self.data_len.to_le_bytes());
+        m[32..40].copy_from_slice(&self.n.to_le_bytes());
+        m[40..44].copy_from_slice(&(dt.len() as u32).to_le_bytes());
+        m.extend_from_slice(dt);
+        m.extend_from_slice(data);
+        m
+    }
+
+    /// Header, datatype bytes and inline data of a message; `None` if malformed.
+    fn decode(m: &[u8]) -> Option<(Ctrl, &[u8], &[u8])> {
+        let h = m.get(..HDR)?;
+        let u64at = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap_or([0; 8]));
+        let c = Ctrl {
+            kind: h[0],
+            op: h[1],
+            lock: h[2],
+            inline: h[3] != 0,
+            reply: i32::from_le_bytes(h[4..8].try_into().ok()?),
+            disp: u64at(8),
+            count: u64at(16),
+            data_len: u64at(24),
+            n: u64at(32),
+        };
+        let dl = u32::from_le_bytes(h[40..44].try_into().ok()?) as usize;
+        let dt = m.get(HDR..HDR.checked_add(dl)?)?;
+        let data = &m[HDR + dl..];
+        Some((c, dt, data))
+    }
+}
+
+/// Data of an operation that is still being received.
+struct Pending {
+    req: ReqId,
+    origin: usize,
+    ctrl: Ctrl,
+    dt: TypeMap,
+    /// Target address of the first element.
+    addr: usize,
+    /// Staging copy (accumulates); empty when the data goes straight to the window.
+    tmp: Vec<u8>,
+}
+
+/// A window as its target and origin see it.
+pub(crate) struct Win {
+    /// Start and length of the window's memory (0, 0 for a dynamic window).
+    base: usize,
+    size: usize,
+    disp_unit: usize,
+    dynamic: bool,
+    /// Attached regions of a dynamic window: (address, length).
+    regions: Vec<(usize, usize)>,
+    /// World rank of each member.
+    pub(crate) members: Vec<u32>,
+    svc: Option<ReqId>,
+    buf: Box<[u8]>,
+    /// Operations applied, by origin (member index).
+    done: Vec<u64>,
+    pending: VecDeque<Pending>,
+    lock_excl: Option<usize>,
+    lock_shared: usize,
+    held: Vec<u8>,
+    lock_queue: VecDeque<(usize, u8, i32)>,
+    /// Unlocks and flushes waiting for their origin's operations: (origin, kind, n,
+    /// reply).
+    deferred: Vec<(usize, u8, u64, i32)>,
+    /// Exposure epochs posted to this rank, by target; and those started.
+    posts: Vec<u64>,
+    posts_used: Vec<u64>,
+    /// Access epochs completed towards this rank, by origin, with the origin's count.
+    completes: Vec<u64>,
+    completes_used: Vec<u64>,
+    complete_n: Vec<u64>,
+    /// Origin side: operations issued, by target.
+    pub(crate) issued: Vec<u64>,
+    next_reply: i32,
+    /// Origin side: requests to finish before the next synchronization ends, with the
+    /// bytes a fetch's answer must hold (`u64::MAX` for sends), and whether the program
+    /// owns the request (request-based operations: waited for, not taken).
+    pub(crate) outstanding: Vec<(ReqId, u64, bool)>,
+}
+
+/// Every window of this rank, by context.
+#[derive(Default)]
+pub(crate) struct Rma {
+    wins: HashMap<u32, Win>,
+}
+
+impl Rma {
+    pub(crate) fn active(&self) -> bool {
+        !self.wins.is_empty()
+    }
+}
+
+/// What a window's memory is.
+#[derive(Clone, Copy, Debug)]
+pub enum WinMem {
+    /// `size` bytes at `base`, displacements in units of `disp_unit`.
+    Fixed {
+        /// Start address.
+        base: usize,
+        /// Bytes.
+        size: usize,
+        /// Displacement unit.
+        disp_unit: usize,
+    },
+    /// Memory attached later; displacements are addresses.
+    Dynamic,
+}
+
+fn range_err(what: impl Into<String>) -> Error {
+    Error::Rma(ErrorClass::RmaRange, what.into())
+}
+
+impl Engine {
+    /// Registers a window on context `ctx` (members by world rank, this rank among them).
+    pub(crate) fn rma_register(&mut self, ctx: u32, members: Vec<u32>, mem: WinMem) -> Result<()> {
+        let p = members.len();
+        let (base, size, disp_unit, dynamic) = match mem {
+            WinMem::Fixed {
+                base,
+                size,
+                disp_unit,
+            } => (base, size, disp_unit.max(1), false),
+            WinMem::Dynamic => (0, 0, 1, true),
+        };
+        let w = Win {
+            base,
+            size,
+            disp_unit,
+            dynamic,
+            regions: Vec::new(),
+            members,
+            svc: None,
+            buf: vec![0u8; CTRL_MAX].into_boxed_slice(),
+            done: vec![0; p],
+            pending: VecDeque::new(),
+            lock_excl: None,
+            lock_shared: 0,
+            held: vec![0; p],
+            lock_queue: VecDeque::new(),
+            deferred: Vec::new(),
+            posts: vec![0; p],
+            posts_used: vec![0; p],
+            completes: vec![0; p],
+            completes_used: vec![0; p],
+            complete_n: vec![0; p],
+            issued: vec![0; p],
+            next_reply: TAG_REPLY0,
+            outstanding: Vec::new(),
+        };
+        self.rma.wins.insert(ctx, w);
+        self.rma_post_service(ctx)
+    }
+
+    /// Removes window `ctx` (after the caller's collective free): cancels its control
+    /// receive and drops its state.
+    pub(crate) fn rma_unregister(&mut self, ctx: u32) -> Result<()> {
+        if let Some(w) = self.rma.wins.remove(&ctx) {
+            if let Some(id) = w.svc {
+                let _ = self.cancel(id);
+                let _ = self.reqs.take_done(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Attaches (`add`) or detaches memory of a dynamic window.
+    pub(crate) fn rma_attach(
+        &mut self,
+        ctx: u32,
+        addr: usize,
+        len: usize,
+        add: bool,
+    ) -> Result<()> {
+        let w = self.win(ctx)?;
+        if !w.dynamic {
+            return Err(Error::Rma(
+                ErrorClass::RmaFlavor,
+                "attach and detach need a dynamic window".into(),
+            ));
+        }
+        if add {
+            w.regions.push((addr, len));
+        } else {
+            let at = w.regions.iter().position(|r| r.0 == addr).ok_or_else(|| {
+                Error::Rma(
+                    ErrorClass::RmaAttach,
+                    format!("no memory attached at {addr:#x}"),
+                )
+            })?;
+            w.regions.remove(at);
+        }
+        Ok(())
+    }
+
+    fn win(&mut self, ctx: u32) -> Result<&mut Win> {
+        self.rma
+            .wins
+            .get_mut(&ctx)
+            .ok_or_else(|| Error::Rma(ErrorClass::Win, "invalid or freed window".into()))
+    }
+
+    fn rma_post_service(&mut self, ctx: u32) -> Result<()> {
+        let w = self.win(ctx)?;
+        let buf = RecvBuf::Raw(w.buf.as_mut_ptr(), w.buf.len());
+        let id = self.irecv(buf, None, Some(TAG_CTRL), ctx)?;
+        self.win(ctx)?.svc = Some(id);
+        Ok(())
+    }
+
+    /// Runs the target side of every window: control messages, data received, deferred
+    /// answers. Called from `progress`; returns whether anything happened.
+    pub(crate) fn rma_poll(&mut self) -> Result<bool> {
+        let mut did = false;
+        let ctxs: Vec<u32> = self.rma.wins.keys().copied().collect();
+        for ctx in ctxs {
+            did |= self.rma_poll_win(ctx)?;
+        }
+        Ok(did)
+    }
+
+    fn rma_poll_win(&mut self, ctx: u32) -> Result<bool> {
+        let mut did = false;
+        loop {
+            let Some(w) = self.rma.wins.get_mut(&ctx) else {
+                return Ok(did);
+            };
+            let Some(id) = w.svc.filter(|&id| self.reqs.is_done(id)) else {
+                break;
+            };
+            w.svc = None;
+            did = true;
+            let st = self
+                .reqs
+                .take_done(id)
+                .unwrap_or(Err(Error::InvalidRequest));
+            match st {
+                Ok(st) => {
+                    let n = (st.bytes as usize).min(CTRL_MAX);
+                    let msg = self.rma.wins.get(&ctx).map(|w| w.buf[..n].to_vec());
+                    self.rma_post_service(ctx)?;
+                    if let Some(msg) = msg {
+                        self.rma_handle(ctx, st.source, &msg)?;
+                    }
+                }
+                Err(_) => {
+                    self.stats.drop_invalid += 1;
+                    self.rma_post_service(ctx)?;
+                }
+            }
+        }
+        did |= self.rma_finish_pending(ctx)?;
+        did |= self.rma_deferred(ctx)?;
+        Ok(did)
+    }
+
+    fn member_of(&mut self, ctx: u32, world: u32) -> Option<usize> {
+        self.rma
+            .wins
+            .get(&ctx)?
+            .members
+            .iter()
+            .position(|&m| m == world)
+    }
+
+    /// The target address range of `count` elements of `dt` at `disp`, checked against
+    /// the window; `None` outside it.
+    fn target_addr(w: &Win, disp: u64, count: u64, dt: &TypeMap) -> Option<usize> {
+        let count = usize::try_from(count).ok()?;
+        let span = if count == 0 { 0 } else { dt.span(count) };
+        if w.dynamic {
+            let a = usize::try_from(disp).ok()?;
+            let end = a.checked_add(span)?;
+            return w
+                .regions
+                .iter()
+                .any(|&(r, l)| a >= r && end <= r + l)
+                .then_some(a);
+        }
+        let off = usize::try_from(disp).ok()?.checked_mul(w.disp_unit)?;
+        (off.checked_add(span)? <= w.size).then_some(w.base + off)
+    }
+
+    fn rma_handle(&mut self, ctx: u32, src: u32, msg: &[u8]) -> Result<()> {
+        let Some(o) = self.member_of(ctx, src) else {
+            self.stats.drop_invalid += 1;
+            return Ok(());
+        };
+        let Some((c, dtb, data)) = Ctrl::decode(msg) else {
+            self.stats.drop_invalid += 1;
+            return Ok(());
+        };
+        match c.kind {
+            kind::PUT | kind::GET | kind::ACC | kind::GET_ACC | kind::CAS => {
+                self.rma_op(ctx, o, src, c, dtb, data)
+            }
+            kind::LOCK => {
+                let w = self.win(ctx)?;
+                w.lock_queue.push_back((o, c.lock, c.reply));
+                self.rma_grant(ctx)
+            }
+            kind::UNLOCK | kind::FLUSH => {
+                self.win(ctx)?.deferred.push((o, c.kind, c.n, c.reply));
+                self.rma_deferred(ctx).map(|_| ())
+            }
+            kind::POST => {
+                self.win(ctx)?.posts[o] += 1;
+                Ok(())
+            }
+            kind::COMPLETE => {
+                let w = self.win(ctx)?;
+                w.completes[o] += 1;
+                w.complete_n[o] = c.n;
+                Ok(())
+            }
+            _ => {
+                self.stats.drop_invalid += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// Sends `data` to world rank `to` with `tag` on `ctx`; nobody waits for the send
+    /// (the links deliver it; the request frees itself when done).
+    fn rma_send_owned(&mut self, ctx: u32, to: u32, tag: i32, data: Vec<u8>) -> Result<()> {
+        let id = self.isend_mode(SendBuf::Owned(data), to, tag, ctx, false)?;
+        self.reqs.detach(id)
+    }
+
+    fn rma_op(
+        &mut self,
+        ctx: u32,
+        o: usize,
+        src: u32,
+        c: Ctrl,
+        dtb: &[u8],
+        data: &[u8],
+    ) -> Result<()> {
+        let dt = TypeMap::from_wire(dtb);
+        let w = self.win(ctx)?;
+        let addr = dt
+            .as_ref()
+            .and_then(|dt| Self::target_addr(w, c.disp, c.count, dt));
+        let owes = matches!(c.kind, kind::GET | kind::GET_ACC | kind::CAS);
+        let acc = AccOp::from_code(c.op);
+        let need = dt
+            .as_ref()
+            .map(|d| d.size().saturating_mul(c.count as usize));
+        let sane = match (c.kind, need) {
+            (kind::GET, Some(_)) => true,
+            (kind::CAS, Some(n)) => c.data_len as usize == 2 * n && c.inline,
+            (_, Some(n)) => c.data_len as usize == n && (c.kind == kind::PUT || acc.is_some()),
+            _ => false,
+        };
+        let (Some(dt), Some(addr), true) = (dt, addr, sane) else {
+            self.stats.drop_invalid += 1;
+            tracing::warn!(
+                rank = self.rank,
+                origin = src,
+                "one-sided operation outside the target window or malformed: dropped"
+            );
+            if owes {
+                self.rma_send_owned(ctx, src, c.reply, Vec::new())?;
+            }
+            if !c.inline && c.kind != kind::GET && c.data_len > 0 {
+                // Take the data that follows, and drop it.
+                let tmp = vec![0u8; c.data_len as usize];
+                let bytes = TypeMap::primitive(crate::datatype::Primitive::U8);
+                self.rma_recv_data(ctx, o, src, c, bytes, usize::MAX, tmp)?;
+            } else {
+                self.win(ctx)?.done[o] += 1;
+            }
+            return Ok(());
+        };
+        let count = c.count as usize;
+        match c.kind {
+            kind::PUT if c.inline => {
+                // SAFETY: `addr` and the elements' span lie inside the window's memory
+                // (checked above), which the window's owner keeps valid until it is
+                // freed.
+                unsafe {
+                    dt.unpack(
+                        &data[..data.len().min(c.data_len as usize)],
+                        addr as *mut u8,
+                    )
+                };
+                self.win(ctx)?.done[o] += 1;
+            }
+            kind::GET => {
+                let mut out = Vec::with_capacity(dt.size() * count);
+                // SAFETY: as above, for reads.
+                unsafe { dt.pack(addr as *const u8, count, &mut out) };
+                self.rma_send_owned(ctx, src, c.reply, out)?;
+                self.win(ctx)?.done[o] += 1;
+            }
+            kind::CAS => {
+                let n = dt.size() * count;
+                let mut cur = Vec::with_capacity(n);
+                // SAFETY: as above.
+                unsafe { dt.pack(addr as *const u8, count, &mut cur) };
+                let (cmp, new) = data.split_at(n.min(data.len()));
+                if cur == cmp {
+                    // SAFETY: as above.
+                    unsafe { dt.unpack(new, addr as *mut u8) };
+                }
+                self.rma_send_owned(ctx, src, c.reply, cur)?;
+                self.win(ctx)?.done[o] += 1;
+            }
+            _ if c.inline => {
+                self.rma_accumulate(ctx, src, &c, &dt, addr, data)?;
+                self.win(ctx)?.done[o] += 1;
+            }
+            _ => {
+                // Data follows: straight into a contiguous window for a put, else staged.
+                let tmp = if c.kind == kind::PUT && dt.is_contiguous() {
+                    Vec::new()
+                } else {
+                    vec![0u8; c.data_len as usize]
+                };
+                self.rma_recv_data(ctx, o, src, c, dt, addr, tmp)?;
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rma_recv_data(
+        &mut self,
+        ctx: u32,
+        origin: usize,
+        src: u32,
+        ctrl: Ctrl,
+        dt: TypeMap,
+        addr: usize,
+        mut tmp: Vec<u8>,
+    ) -> Result<()> {
+        let buf = if tmp.is_empty() {
+            RecvBuf::Raw(addr as *mut u8, ctrl.data_len as usize)
+        } else {
+            RecvBuf::Raw(tmp.as_mut_ptr(), tmp.len())
+        };
+        let req = self.irecv(buf, Some(src), Some(TAG_DATA), ctx)?;
+        self.win(ctx)?.pending.push_back(Pending {
+            req,
+            origin,
+            ctrl,
+            dt,
+            addr,
+            tmp,
+        });
+        Ok(())
+    }
+
+    /// Applies accumulate-type operation `c` with packed origin data `data` at `addr`
+    /// (answering the old values first for the fetching kinds).
+    fn rma_accumulate(
+        &mut self,
+        ctx: u32,
+        src: u32,
+        c: &Ctrl,
+        dt: &TypeMap,
+        addr: usize,
+        data: &[u8],
+    ) -> Result<()> {
+        let count = c.count as usize;
+        let mut cur = Vec::with_capacity(dt.size() * count);
+        // SAFETY: `addr` and the span of `count` elements lie in the window (checked by
+        // the caller).
+        unsafe { dt.pack(addr as *const u8, count, &mut cur) };
+        if c.kind == kind::GET_ACC {
+            self.rma_send_owned(ctx, src, c.reply, cur.clone())?;
+        }
+        let result = match AccOp::from_code(c.op) {
+            Some(AccOp::NoOp) | None => return Ok(()),
+            Some(AccOp::Replace) => data.to_vec(),
+            Some(AccOp::Op(op)) => {
+                let mut acc = cur;
+                if let Err(e) = ops::apply(op, dt, &mut acc, data) {
+                    self.stats.drop_invalid += 1;
+                    tracing::warn!(rank = self.rank, origin = src, "accumulate refused: {e}");
+                    return Ok(());
+                }
+                acc
+            }
+        };
+        // SAFETY: as above, for writes.
+        unsafe { dt.unpack(&result, addr as *mut u8) };
+        Ok(())
+    }
+
+    fn rma_finish_pending(&mut self, ctx: u32) -> Result<bool> {
+        let mut did = false;
+        loop {
+            let Some(w) = self.rma.wins.get_mut(&ctx) else {
+                return Ok(did);
+            };
+            let Some(front) = w.pending.front() else {
+                return Ok(did);
+            };
+            if !self.reqs.is_done(front.req) {
+                return Ok(did);
+            }
+            let p = w.pending.pop_front().expect("front exists");
+            did = true;
+            let ok = self.reqs.take_done(p.req).is_some_and(|r| r.is_ok());
+            if ok && p.addr != usize::MAX {
+                if p.ctrl.kind == kind::PUT {
+                    if !p.tmp.is_empty() {
+                        // SAFETY: the target range was checked when the operation came.
+                        unsafe { p.dt.unpack(&p.tmp, p.addr as *mut u8) };
+                    }
+                } else {
+                    let src = self.rma.wins.get(&ctx).map_or(0, |w| w.members[p.origin]);
+                    self.rma_accumulate(ctx, src, &p.ctrl, &p.dt, p.addr, &p.tmp)?;
+                }
+            } else if !ok {
+                self.stats.drop_invalid += 1;
+            }
+            self.win(ctx)?.done[p.origin] += 1;
+        }
+    }
+
+    /// Grants queued locks that are compatible with those held.
+    fn rma_grant(&mut self, ctx: u32) -> Result<()> {
+        loop {
+            let w = self.win(ctx)?;
+            let Some(&(o, lock, reply)) = w.lock_queue.front() else {
+                return Ok(());
+            };
+            let ok = match lock {
+                LOCK_EXCLUSIVE => w.lock_excl.is_none() && w.lock_shared == 0,
+                _ => w.lock_excl.is_none(),
+            };
+            if !ok {
+                return Ok(());
+            }
+            w.lock_queue.pop_front();
+            if lock == LOCK_EXCLUSIVE {
+                w.lock_excl = Some(o);
+            } else {
+                w.lock_shared += 1;
+            }
+            w.held[o] = lock;
+            let to = w.members[o];
+            self.rma_send_owned(ctx, to, reply, Vec::new())?;
+        }
+    }
+
+    /// Answers unlocks and flushes whose origin's operations were all applied.
+    fn rma_deferred(&mut self, ctx: u32) -> Result<bool> {
+        let w = self.win(ctx)?;
+        let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut w.deferred)
+            .into_iter()
+            .partition(|&(o, _, n, _)| w.done[o] >= n);
+        w.deferred = wait;
+        let did = !ready.is_empty();
+        for (o, k, _, reply) in ready {
+            let w = self.win(ctx)?;
+            let to = w.members[o];
+            if k == kind::UNLOCK {
+                match w.held[o] {
+                    LOCK_EXCLUSIVE if w.lock_excl == Some(o) => w.lock_excl = None,
+                    LOCK_SHARED if w.lock_shared > 0 => w.lock_shared -= 1,
+                    _ => {}
+                }
+                w.held[o] = 0;
+            }
+            self.rma_send_owned(ctx, to, reply, Vec::new())?;
+            if k == kind::UNLOCK {
+                self.rma_grant(ctx)?;
+            }
+        }
+        Ok(did)
+    }
+
+    // ---- origin side ----
+
+    fn rma_reply_tag(&mut self, ctx: u32) -> Result<i32> {
+        let w = self.win(ctx)?;
+        let t = w.next_reply;
+        w.next_reply = if t >= i32::MAX - 1 { TAG_REPLY0 } else { t + 1 };
+        Ok(t)
+    }
+
+    /// The known size and displacement unit of member `t`'s window are checked by the
+    /// caller; this sends operation `c` (kind, op, displacement, count set) to member
+    /// `t` with the target datatype `tdt` and the packed origin data `data` (for a
+    /// compare-and-swap: compare value, then new value), and posts the receive of the
+    /// answer into `answer` for the fetching kinds. Returns the request of the answer
+    /// or of the data send, which the next synchronization finishes (and which
+    /// request-based operations hand to the program).
+    pub(crate) fn rma_issue(
+        &mut self,
+        ctx: u32,
+        t: usize,
+        mut c: Ctrl,
+        tdt: &TypeMap,
+        data: SendBuf,
+        answer: Option<RecvBuf>,
+    ) -> Result<Option<ReqId>> {
+        let to = *self.win(ctx)?.members.get(t).ok_or(Error::InvalidRank {
+            rank: t as i32,
+            size: 0,
+        })?;
+        let mut req = None;
+        if let Some(buf) = answer {
+            c.reply = self.rma_reply_tag(ctx)?;
+            let expect = buf.cap() as u64;
+            let id = self.irecv(buf, Some(to), Some(c.reply), ctx)?;
+            self.win(ctx)?.outstanding.push((id, expect, false));
+            req = Some(id);
+        }
+        let dtb = tdt.to_wire();
+        c.data_len = data.len() as u64;
+        c.inline = data.len() <= INLINE_MAX && HDR + dtb.len() + data.len() <= CTRL_MAX;
+        if HDR + dtb.len() > CTRL_MAX {
+            return Err(Error::Rma(
+                ErrorClass::Type,
+                "target datatype too complex for a one-sided operation".into(),
+            ));
+        }
+        let msg = if c.inline {
+            c.encode(&dtb, data.slice(0, data.len()))
+        } else {
+            c.encode(&dtb, &[])
+        };
+        self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
+        if !c.inline {
+            let id = self.isend_mode(data, to, TAG_DATA, ctx, false)?;
+            self.win(ctx)?.outstanding.push((id, u64::MAX, false));
+            req = req.or(Some(id));
+        }
+        self.win(ctx)?.issued[t] += 1;
+        Ok(req)
+    }
+
+    /// Sends a synchronization message (`kind::LOCK`, `UNLOCK`, `FLUSH`, `POST`,
+    /// `COMPLETE`) to member `t`; for those answered, waits for the answer.
+    pub(crate) fn rma_sync_msg(&mut self, ctx: u32, t: usize, k: u8, lock: u8) -> Result<()> {
+        let w = self.win(ctx)?;
+        let to = *w.members.get(t).ok_or(Error::InvalidRank {
+            rank: t as i32,
+            size: w.members.len(),
+        })?;
+        let n = w.issued[t];
+        let answered = matches!(k, kind::LOCK | kind::UNLOCK | kind::FLUSH);
+        let mut c = Ctrl {
+            kind: k,
+            lock,
+            n,
+            ..Ctrl::default()
+        };
+        let mut ans = [0u8; 1];
+        let mut id = None;
+        if answered {
+            c.reply = self.rma_reply_tag(ctx)?;
+            id = Some(self.irecv(
+                RecvBuf::Raw(ans.as_mut_ptr(), 1),
+                Some(to),
+                Some(c.reply),
+                ctx,
+            )?);
+        }
+        let msg = c.encode(&[], &[]);
+        self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
+        if let Some(id) = id {
+            let what = match k {
+                kind::LOCK => "a lock grant",
+                kind::UNLOCK => "an unlock acknowledgement",
+                _ => "a flush acknowledgement",
+            };
+            self.rma_wait_req(ctx, id, to, what)?;
+        }
+        Ok(())
+    }
+
+    fn rma_wait_req(&mut self, ctx: u32, id: ReqId, peer: u32, what: &'static str) -> Result<()> {
+        if !self.reqs.is_done(id) {
+            self.wait_until(Waiting::Rma { ctx, peer, what }, |e| e.reqs.is_done(id))?;
+        }
+        self.reqs
+            .take_done(id)
+            .unwrap_or(Err(Error::InvalidRequest))
+            .map(|_| ())
+    }
+
+    /// Finishes the origin's outstanding requests of window `ctx` (answers received,
+    /// data sent): local completion. A fetch answered short means the target refused
+    /// the operation.
+    pub(crate) fn rma_finish_local(&mut self, ctx: u32) -> Result<()> {
+        let out = std::mem::take(&mut self.win(ctx)?.outstanding);
+        let mut err = None;
+        for (id, expect, user) in out {
+            if self.reqs.get(id).is_none() {
+                continue; // taken by the program already
+            }
+            if user {
+                // The program's request: finished here, reported by its wait.
+                if !self.reqs.is_done(id) {
+                    let peer = self.rank;
+                    let what = "a request-based operation";
+                    self.wait_until(Waiting::Rma { ctx, peer, what }, |e| e.reqs.is_done(id))?;
+                }
+                continue;
+            }
+            match self.wait(id) {
+                Ok(st) if expect != u64::MAX && st.bytes < expect => {
+                    err.get_or_insert(range_err(
+                        "a one-sided operation was refused by its target (outside its window)",
+                    ));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            }
+        }
+        err.map_or(Ok(()), Err)
+    }
+
+    /// Hands the request of an operation to the program (module docs of `crate::rma`):
+    /// `r`, marked as the program's, or a completed request when the operation needed
+    /// none.
+    pub(crate) fn rma_user_request(&mut self, ctx: u32, r: Option<ReqId>) -> Result<ReqId> {
+        match r {
+            Some(id) => {
+                if let Some(e) = self.win(ctx)?.outstanding.iter_mut().find(|e| e.0 == id) {
+                    e.2 = true;
+                }
+                Ok(id)
+            }
+            None => self
+                .reqs
+                .insert(super::requests::Req::Done(Ok(Default::default()))),
+        }
+    }
+
+    /// Waits until every member's operations counted in `expected` (by origin) were
+    /// applied here.
+    pub(crate) fn rma_wait_applied(&mut self, ctx: u32, expected: &[u64]) -> Result<()> {
+        let reached = |e: &Engine| {
+            e.rma
+                .wins
+                .get(&ctx)
+                .is_none_or(|w| w.done.iter().zip(expected).all(|(d, x)| d >= x))
+        };
+        if !reached(self) {
+            self.wait_until(
+                Waiting::Rma {
+                    ctx,
+                    peer: self.rank,
+                    what: "the one-sided operations of this epoch",
+                },
+                |e| {
+                    let _ = e.rma_poll();
+                    reached(e)
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Waits for an exposure epoch posted by member `t` and takes it (start).
+    pub(crate) fn rma_wait_post(&mut self, ctx: u32, t: usize) -> Result<()> {
+        let peer = self.win(ctx)?.members[t];
+        let ready = |e: &Engine| {
+            e.rma
+                .wins
+                .get(&ctx)
+                .is_none_or(|w| w.posts[t] > w.posts_used[t])
+        };
+        if !ready(self) {
+            self.wait_until(
+                Waiting::Rma {
+                    ctx,
+                    peer,
+                    what: "its post (MPI_Win_start)",
+                },
+                |e| {
+                    let _ = e.rma_poll();
+                    ready(e)
+                },
+            )?;
+        }
+        self.win(ctx)?.posts_used[t] += 1;
+        Ok(())
+    }
+
+    /// Whether member `o`'s access epoch towards this rank is complete (its complete
+    /// arrived and its operations were applied); with `take`, consumes it.
+    pub(crate) fn rma_epoch_done(&mut self, ctx: u32, o: usize, take: bool) -> Result<bool> {
+        self.rma_poll_win(ctx)?;
+        let w = self.win(ctx)?;
+        let ok = w.completes[o] > w.completes_used[o] && w.done[o] >= w.complete_n[o];
+        if ok && take {
+            w.completes_used[o] += 1;
+        }
+        Ok(ok)
+    }
+
+    /// Waits for member `o`'s access epoch (MPI_Win_wait).
+    pub(crate) fn rma_wait_epoch(&mut self, ctx: u32, o: usize) -> Result<()> {
+        if !self.rma_epoch_done(ctx, o, false)? {
+            let peer = self.win(ctx)?.members[o];
+            self.wait_until(
+                Waiting::Rma {
+                    ctx,
+                    peer,
+                    what: "its complete (MPI_Win_wait)",
+                },
+                |e| e.rma_epoch_done(ctx, o, false).unwrap_or(true),
+            )?;
+        }
+        self.rma_epoch_done(ctx, o, true).map(|_| ())
+    }
+
+    /// Operations this rank issued, by target (cumulative).
+    pub(crate) fn rma_issued(&mut self, ctx: u32) -> Result<Vec<u64>> {
+        Ok(self.win(ctx)?.issued.clone())
+    }
+}

@@ -1,0 +1,879 @@
+//! One-sided communication (MPI RMA): windows of memory that other ranks put to, get
+//! from and accumulate into, with every synchronization of MPI — fence,
+//! post-start-complete-wait, and passive target (lock, unlock, flush).
+//!
+//! Contract:
+//! * A [`Window`] is created collectively over a communicator (`allocate`, `create`,
+//!   `allocate_shared`, `create_dynamic`) and freed collectively ([`Window::free`]).
+//!   It runs on two private duplicates of the communicator: one for its collectives
+//!   (fence, free), one whose context carries its operations (`engine::rma`).
+//! * Operations ([`Window::put`], `get`, `accumulate`, `get_accumulate`,
+//!   `fetch_and_op`, `compare_and_swap`, and the request-based forms) are nonblocking:
+//!   their origin buffer must stay untouched (put, accumulate) or unread (get) until the
+//!   epoch's synchronization, or the request, completes them. Each is checked before
+//!   anything is sent: an epoch must give access to the target
+//!   ([`ErrorClass::RmaSync`]), the target range must lie in the target's window where
+//!   its size is known ([`ErrorClass::RmaRange`]), origin and target must hold the same
+//!   number of bytes ([`ErrorClass::Type`]).
+//! * Accumulates of one origin to one target are applied in order, and each is atomic
+//!   with respect to every other accumulate on the window (the target applies them one
+//!   at a time); the result of concurrent puts to one location is undefined, as in MPI.
+//! * The memory model is MPI's unified model: the window is ordinary memory of its
+//!   owner, updated when the owner's engine makes progress.
+//! * Passive-target operations progress while the target is inside any phalanx call;
+//!   a target that computes for long without calling delays them (no progress thread).
+
+use crate::collective::{CommunicatorCollectives, Root, SystemOperation};
+use crate::datatype::TypeMap;
+pub use crate::engine::rma::AccOp;
+use crate::engine::rma::{kind, Ctrl, WinMem, LOCK_EXCLUSIVE, LOCK_SHARED};
+use crate::engine::{RecvBuf, SendBuf};
+use crate::error::{Error, ErrorClass, Result};
+use crate::requests::ReqId;
+use crate::runtime::with_engine;
+use crate::topology::{Communicator, SimpleCommunicator};
+
+/// `MPI_MODE_NOCHECK`: no conflicting lock or post is outstanding.
+pub const MODE_NOCHECK: u32 = 1024;
+/// `MPI_MODE_NOPRECEDE`: the fence ends no epoch (nothing to complete).
+pub const MODE_NOPRECEDE: u32 = 2048;
+/// `MPI_MODE_NOPUT`: no put or accumulate updates the window until the next fence.
+pub const MODE_NOPUT: u32 = 4096;
+/// `MPI_MODE_NOSTORE`: no local store to the window since the last synchronization.
+pub const MODE_NOSTORE: u32 = 8192;
+/// `MPI_MODE_NOSUCCEED`: the fence starts no epoch.
+pub const MODE_NOSUCCEED: u32 = 16384;
+
+/// A lock's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    /// Only this origin accesses the target's window.
+    Exclusive,
+    /// Other shared holders may access it too.
+    Shared,
+}
+
+/// How a window's memory came to be (`MPI_WIN_CREATE_FLAVOR`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// The program's memory (`MPI_Win_create`).
+    Create,
+    /// Allocated by phalanx (`MPI_Win_allocate`).
+    Allocate,
+    /// Memory attached later (`MPI_Win_create_dynamic`).
+    Dynamic,
+    /// One shared segment of the host (`MPI_Win_allocate_shared`).
+    Shared,
+}
+
+enum Memory {
+    None,
+    Owned(#[allow(dead_code)] Vec<u128>),
+    Shared(#[allow(dead_code)] memmap2::MmapMut),
+}
+
+/// A window of memory open to one-sided operations (module docs).
+pub struct Window {
+    coll: SimpleCommunicator,
+    ops: SimpleCommunicator,
+    ctx: u32,
+    me: usize,
+    /// Size and displacement unit of every member's window (0, 1 for dynamic ones).
+    sizes: Vec<(u64, u64)>,
+    /// Base address of every member's window in this process (shared windows only).
+    shared_bases: Vec<usize>,
+    base: *mut u8,
+    size: usize,
+    disp_unit: usize,
+    flavor: Flavor,
+    _mem: Memory,
+    fence_open: bool,
+    locked: Vec<Option<LockKind>>,
+    lock_all: bool,
+    access: Vec<usize>,
+    exposure: Vec<usize>,
+    freed: bool,
+}
+
+fn sync_err(msg: impl Into<String>) -> Error {
+    Error::Rma(ErrorClass::RmaSync, msg.into())
+}
+
+impl Window {
+    fn open(
+        comm: &SimpleCommunicator,
+        base: *mut u8,
+        size: usize,
+        disp_unit: usize,
+        flavor: Flavor,
+        mem: Memory,
+    ) -> Result<Window> {
+        let coll = comm.duplicate();
+        let ops = comm.duplicate();
+        let p = comm.size() as usize;
+        let mine = [size as u64, disp_unit.max(1) as u64];
+        let mut all = vec![0u64; 2 * p];
+        coll.all_gather_into(&mine[..], &mut all[..]);
+        let sizes = all.chunks(2).map(|c| (c[0], c[1])).collect();
+        let members: Vec<u32> = (0..p as i32).map(|r| ops.world_rank(r)).collect();
+        let ctx = ops.context();
+        let wmem = if flavor == Flavor::Dynamic {
+            WinMem::Dynamic
+        } else {
+            WinMem::Fixed {
+                base: base as usize,
+                size,
+                disp_unit,
+            }
+        };
+        with_engine(|e| e.rma_register(ctx, members, wmem))?;
+        // Every member serves its window before anyone may target it.
+        coll.barrier();
+        Ok(Window {
+            me: comm.rank() as usize,
+            coll,
+            ops,
+            ctx,
+            sizes,
+            shared_bases: Vec::new(),
+            base,
+            size,
+            disp_unit: disp_unit.max(1),
+            flavor,
+            _mem: mem,
+            fence_open: false,
+            locked: vec![None; p],
+            lock_all: false,
+            access: Vec::new(),
+            exposure: Vec::new(),
+            freed: false,
+        })
+    }
+
+    /// A window of `size` bytes allocated by phalanx (16-byte aligned, zeroed), with
+    /// displacements in units of `disp_unit` bytes (`MPI_Win_allocate`). Collective.
+    pub fn allocate<C: Communicator + ?Sized>(
+        comm: &C,
+        size: usize,
+        disp_unit: usize,
+    ) -> Result<Window> {
+        let mut v = vec![0u128; size.div_ceil(16)];
+        let base = v.as_mut_ptr() as *mut u8;
+        Self::open(
+            comm.as_simple(),
+            base,
+            size,
+            disp_unit,
+            Flavor::Allocate,
+            Memory::Owned(v),
+        )
+    }
+
+    /// A window over the program's `size` bytes at `base` (`MPI_Win_create`).
+    /// Collective.
+    ///
+    /// # Safety
+    /// `base` must be valid for reads and writes of `size` bytes until the window is
+    /// freed, and other ranks' operations may change it whenever this rank's engine
+    /// makes progress (inside any phalanx call).
+    pub unsafe fn create<C: Communicator + ?Sized>(
+        comm: &C,
+        base: *mut u8,
+        size: usize,
+        disp_unit: usize,
+    ) -> Result<Window> {
+        Self::open(
+            comm.as_simple(),
+            base,
+            size,
+            disp_unit,
+            Flavor::Create,
+            Memory::None,
+        )
+    }
+
+    /// A window whose memory is attached later ([`Window::attach`]); displacements are
+    /// addresses (`MPI_Win_create_dynamic`). Collective.
+    pub fn create_dynamic<C: Communicator + ?Sized>(comm: &C) -> Result<Window> {
+        Self::open(
+            comm.as_simple(),
+            std::ptr::null_mut(),
+            0,
+            1,
+            Flavor::Dynamic,
+            Memory::None,
+        )
+    }
+
+    /// A window in one shared-memory segment of the host: every member can load and
+    /// store every member's part directly ([`Window::shared_query`]); parts follow each
+    /// other in rank order (`MPI_Win_allocate_shared`). Collective; every member must be
+    /// on this host ([`ErrorClass::RmaShared`] otherwise).
+    pub fn allocate_shared<C: Communicator + ?Sized>(
+        comm: &C,
+        size: usize,
+        disp_unit: usize,
+    ) -> Result<Window> {
+        let comm = comm.as_simple();
+        let p = comm.size() as usize;
+        let me = comm.rank() as usize;
+        // Parts rounded to 64 bytes, each rank's offset from everyone's sizes.
+        let mine = [size as u64];
+        let mut all = vec![0u64; p];
+        comm.all_gather_into(&mine[..], &mut all[..]);
+        let part = |s: u64| (s as usize).div_ceil(64) * 64;
+        let offs: Vec<usize> = all
+            .iter()
+            .scan(0usize, |acc, &s| {
+                let o = *acc;
+                *acc += part(s);
+                Some(o)
+            })
+            .collect();
+        let total = all.iter().map(|&s| part(s)).sum::<usize>().max(64);
+        // Rank 0 names the segment; the name reaches the others by broadcast.
+        let mut name = [0u8; 64];
+        if me == 0 {
+            let n = format!(
+                "/dev/shm/phalanx-win-{}-{}-{:x}",
+                std::process::id(),
+                comm.context(),
+                crate::environment::time().to_bits()
+            );
+            name[..n.len()].copy_from_slice(n.as_bytes());
+        }
+        let made = if me == 0 {
+            Self::make_segment(&name, total)
+        } else {
+            Ok(())
+        };
+        let mut ok = [u8::from(made.is_ok())];
+        comm.process_at_rank(0).broadcast_into(&mut ok[..]);
+        comm.process_at_rank(0).broadcast_into(&mut name[..]);
+        made?;
+        if ok[0] == 0 {
+            return Err(Error::Rma(
+                ErrorClass::RmaShared,
+                "rank 0 could not create the shared segment".into(),
+            ));
+        }
+        let path = String::from_utf8_lossy(&name)
+            .trim_end_matches('\0')
+            .to_string();
+        let map = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .and_then(|f| {
+                // SAFETY: the file is a fresh segment of this job; every member maps it
+                // whole and the window's accesses stay inside it.
+                unsafe { memmap2::MmapMut::map_mut(&f) }
+            });
+        let mut got = [u8::from(map.is_ok())];
+        let mut all_ok = [0u8];
+        comm.all_reduce_into(&got[..], &mut all_ok[..], SystemOperation::min());
+        got[0] = all_ok[0];
+        if me == 0 {
+            let _ = std::fs::remove_file(&path);
+        }
+        if got[0] == 0 {
+            return Err(Error::Rma(
+                ErrorClass::RmaShared,
+                "a shared window needs every member on one host (a member could not map the segment)".into(),
+            ));
+        }
+        let mut map = map?;
+        let seg = map.as_mut_ptr();
+        let bases: Vec<usize> = offs.iter().map(|&o| seg as usize + o).collect();
+        // SAFETY: offs[me] + size lies inside the segment of `total` bytes.
+        let base = unsafe { seg.add(offs[me]) };
+        let mut w = Self::open(
+            comm,
+            base,
+            size,
+            disp_unit,
+            Flavor::Shared,
+            Memory::Shared(map),
+        )?;
+        w.shared_bases = bases;
+        Ok(w)
+    }
+
+    fn make_segment(name: &[u8; 64], total: usize) -> Result<()> {
+        let path = String::from_utf8_lossy(name)
+            .trim_end_matches('\0')
+            .to_string();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        f.set_len(total as u64)?;
+        Ok(())
+    }
+
+    /// Base address, size in bytes and displacement unit of member `rank`'s part of a
+    /// shared window (`MPI_Win_shared_query`).
+    pub fn shared_query(&self, rank: usize) -> Result<(*mut u8, usize, usize)> {
+        if self.flavor != Flavor::Shared {
+            return Err(Error::Rma(
+                ErrorClass::RmaFlavor,
+                "not a shared window".into(),
+            ));
+        }
+        let b = *self.shared_bases.get(rank).ok_or(Error::InvalidRank {
+            rank: rank as i32,
+            size: self.sizes.len(),
+        })?;
+        let (s, d) = self.sizes[rank];
+        Ok((b as *mut u8, s as usize, d as usize))
+    }
+
+    /// Attaches `size` bytes at `base` to a dynamic window (`MPI_Win_attach`).
+    ///
+    /// # Safety
+    /// As for [`Window::create`], until detached.
+    pub unsafe fn attach(&self, base: *mut u8, size: usize) -> Result<()> {
+        with_engine(|e| e.rma_attach(self.ctx, base as usize, size, true))
+    }
+
+    /// Detaches the memory attached at `base` (`MPI_Win_detach`).
+    pub fn detach(&self, base: *const u8) -> Result<()> {
+        with_engine(|e| e.rma_attach(self.ctx, base as usize, 0, false))
+    }
+
+    /// Start of this rank's window memory (null for a dynamic window).
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+    /// Bytes of this rank's window.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    /// Displacement unit of this rank's window.
+    pub fn disp_unit(&self) -> usize {
+        self.disp_unit
+    }
+    /// How the window was made.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+    /// The communicator of the window's group (a duplicate of the one it was made on).
+    pub fn communicator(&self) -> &SimpleCommunicator {
+        &self.coll
+    }
+
+    fn check_target(&self, t: usize) -> Result<()> {
+        if t >= self.sizes.len() {
+            return Err(Error::InvalidRank {
+                rank: t as i32,
+                size: self.sizes.len(),
+            });
+        }
+        if !(self.fence_open
+            || self.lock_all
+            || self.locked[t].is_some()
+            || self.access.contains(&t))
+        {
+            return Err(sync_err(format!(
+                "one-sided operation to rank {t} outside an access epoch (fence, lock or start first)"
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_range(&self, t: usize, disp: u64, count: usize, dt: &TypeMap) -> Result<()> {
+        if self.flavor == Flavor::Dynamic {
+            return Ok(());
+        }
+        let (size, du) = self.sizes[t];
+        let span = if count == 0 { 0 } else { dt.span(count) as u64 };
+        let end = disp.checked_mul(du).and_then(|o| o.checked_add(span));
+        match end {
+            Some(e) if e <= size => Ok(()),
+            _ => Err(Error::Rma(
+                ErrorClass::RmaRange,
+                format!(
+                    "target range (displacement {disp}, {span} bytes) outside rank {t}'s window of {size} bytes"
+                ),
+            )),
+        }
+    }
+
+    fn same_bytes(a: usize, adt: &TypeMap, b: usize, bdt: &TypeMap) -> Result<usize> {
+        let (x, y) = (a * adt.size(), b * bdt.size());
+        if x != y {
+            return Err(Error::Rma(
+                ErrorClass::Type,
+                format!("origin holds {x} bytes, target {y}: the type signatures differ"),
+            ));
+        }
+        Ok(x)
+    }
+
+    /// The origin's bytes: borrowed when contiguous (the epoch keeps them), else packed.
+    ///
+    /// # Safety
+    /// `origin` valid for `count` elements of `dt`.
+    unsafe fn origin_data(origin: *const u8, count: usize, dt: &TypeMap) -> SendBuf {
+        if dt.is_dense() {
+            SendBuf::Raw(unsafe { origin.add(dt.lower_bound()) }, count * dt.size())
+        } else {
+            let mut v = Vec::new();
+            // SAFETY: the caller's promise.
+            unsafe { dt.pack(origin, count, &mut v) };
+            SendBuf::Owned(v)
+        }
+    }
+
+    /// Where an answer lands: straight in `result` when contiguous, else unpacked.
+    fn answer_buf(result: *mut u8, count: usize, dt: &TypeMap) -> RecvBuf {
+        let n = count * dt.size();
+        if dt.is_contiguous() {
+            RecvBuf::Raw(result, n)
+        } else {
+            RecvBuf::Unpack {
+                tmp: vec![0u8; n],
+                dt: dt.clone(),
+                dst: result,
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn issue(
+        &self,
+        k: u8,
+        op: AccOp,
+        data: SendBuf,
+        answer: Option<RecvBuf>,
+        target: usize,
+        disp: u64,
+        tcount: usize,
+        tdt: &TypeMap,
+    ) -> Result<Option<ReqId>> {
+        self.check_target(target)?;
+        self.check_range(target, disp, tcount, tdt)?;
+        let c = Ctrl {
+            kind: k,
+            op: op.code(),
+            disp,
+            count: tcount as u64,
+            ..Ctrl::default()
+        };
+        with_engine(|e| e.rma_issue(self.ctx, target, c, tdt, data, answer))
+    }
+
+    /// Puts `ocount` elements of `odt` at `origin` into member `target`'s window at
+    /// displacement `disp`, as `tcount` elements of `tdt` (`MPI_Put`).
+    ///
+    /// # Safety
+    /// `origin` must hold the elements and stay unchanged until the operation completes
+    /// (the epoch's synchronization).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn put(
+        &self,
+        origin: *const u8,
+        ocount: usize,
+        odt: &TypeMap,
+        target: usize,
+        disp: u64,
+        tcount: usize,
+        tdt: &TypeMap,
+    ) -> Result<()> {
+        Self::same_bytes(ocount, odt, tcount, tdt)?;
+        // SAFETY: the caller's promise.
+        let data = unsafe { Self::origin_data(origin, ocount, odt) };
+        self.issue(
+            kind::PUT,
+            AccOp::Replace,
+            data,
+            None,
+            target,
+            disp,
+            tcount,
+            tdt,
+        )
+        .map(|_| ())
+    }
+
+    /// Gets `tcount` elements of `tdt` at `disp` of member `target`'s window into
+    /// `ocount` elements of `odt` at `origin` (`MPI_Get`); see [`Window::put`].
+    ///
+    /// # Safety
+    /// `origin` must be writable for the elements and not read until the operation
+    /// completes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn get(
+        &self,
+        origin: *mut u8,
+        ocount: usize,
+        odt: &TypeMap,
+        target: usize,
+        disp: u64,
+        tcount: usize,
+        tdt: &TypeMap,
+    ) -> Result<Option<ReqId>> {
+        Self::same_bytes(ocount, odt, tcount, tdt)?;
+        let ans = Self::answer_buf(origin, ocount, odt);
+        let empty = SendBuf::Owned(Vec::new());
+        self.issue(
+            kind::GET,
+            AccOp::NoOp,
+            empty,
+            Some(ans),
+            target,
+            disp,
+            tcount,
+            tdt,
+        )
+    }
+
+    /// Combines the origin's elements into the target's with `op` (`MPI_Accumulate`).
+    ///
+    /// # Safety
+    /// As for [`Window::put`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn accumulate(
+        &self,
+        origin: *const u8,
+        ocount: usize,
+        odt: &TypeMap,
+        target: usize,
+        disp: u64,
+        tcount: usize,
+        tdt: &TypeMap,
+        op: AccOp,
+    ) -> Result<Option<ReqId>> {
+        Self::same_bytes(ocount, odt, tcount, tdt)?;
+        // SAFETY: the caller's promise.
+        let data = unsafe { Self::origin_data(origin, ocount, odt) };
+        self.issue(kind::ACC, op, data, None, target, disp, tcount, tdt)
+    }
+
+    /// Fetches the target's elements into `result`, then combines the origin's into
+    /// them with `op` (`MPI_Get_accumulate`; with [`AccOp::NoOp`] the origin is not
+    /// read, and `MPI_Fetch_and_op` is one element).
+    ///
+    /// # Safety
+    /// As for [`Window::put`] (origin) and [`Window::get`] (result).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn get_accumulate(
+        &self,
+        origin: *const u8,
+        ocount: usize,
+        odt: &TypeMap,
+        result: *mut u8,
+        rcount: usize,
+        rdt: &TypeMap,
+        target: usize,
+        disp: u64,
+        tcount: usize,
+        tdt: &TypeMap,
+        op: AccOp,
+    ) -> Result<Option<ReqId>> {
+        Self::same_bytes(rcount, rdt, tcount, tdt)?;
+        let data = if op == AccOp::NoOp {
+            SendBuf::Owned(vec![0u8; tcount * tdt.size()])
+        } else {
+            Self::same_bytes(ocount, odt, tcount, tdt)?;
+            // SAFETY: the caller's promise.
+            unsafe { Self::origin_data(origin, ocount, odt) }
+        };
+        let ans = Self::answer_buf(result, rcount, rdt);
+        self.issue(
+            kind::GET_ACC,
+            op,
+            data,
+            Some(ans),
+            target,
+            disp,
+            tcount,
+            tdt,
+        )
+    }
+
+    /// Replaces one element of `dt` at the target by `origin` if it equals `compare`;
+    /// the old value lands in `result` (`MPI_Compare_and_swap`).
+    ///
+    /// # Safety
+    /// `origin` and `compare` readable, `result` writable, for one element each.
+    pub unsafe fn compare_and_swap(
+        &self,
+        origin: *const u8,
+        compare: *const u8,
+        result: *mut u8,
+        dt: &TypeMap,
+        target: usize,
+        disp: u64,
+    ) -> Result<Option<ReqId>> {
+        let mut v = Vec::with_capacity(2 * dt.size());
+        // SAFETY: the caller's promise.
+        unsafe {
+            dt.pack(compare, 1, &mut v);
+            dt.pack(origin, 1, &mut v);
+        }
+        let ans = Self::answer_buf(result, 1, dt);
+        self.issue(
+            kind::CAS,
+            AccOp::Replace,
+            SendBuf::Owned(v),
+            Some(ans),
+            target,
+            disp,
+            1,
+            dt,
+        )
+    }
+
+    /// The request of a request-based operation (`MPI_Rput` and the others): the
+    /// program waits for it; the epoch's synchronization completes the operation too
+    /// but leaves the request to the program. An operation complete at once (data
+    /// inside its control message) gets a completed request.
+    pub fn request_of(&self, r: Option<ReqId>) -> Result<ReqId> {
+        with_engine(|e| e.rma_user_request(self.ctx, r))
+    }
+
+    /// Waits for this rank's operations to complete locally.
+    fn finish_local(&self) -> Result<()> {
+        with_engine(|e| e.rma_finish_local(self.ctx))
+    }
+
+    /// `MPI_Win_fence`: completes every operation of the epoch that ends, at origin and
+    /// target, and opens the next (unless `assert` has [`MODE_NOSUCCEED`]).
+    /// Collective.
+    pub fn fence(&mut self, assert: u32) -> Result<()> {
+        if self.lock_all || self.locked.iter().any(|l| l.is_some()) || !self.access.is_empty() {
+            return Err(sync_err("fence inside a lock or start epoch"));
+        }
+        if assert & MODE_NOPRECEDE == 0 {
+            self.finish_local()?;
+            let issued = with_engine(|e| e.rma_issued(self.ctx))?;
+            let mut expected = vec![0u64; issued.len()];
+            self.coll.all_to_all_into(&issued[..], &mut expected[..]);
+            with_engine(|e| e.rma_wait_applied(self.ctx, &expected))?;
+        }
+        self.coll.barrier();
+        self.fence_open = assert & MODE_NOSUCCEED == 0;
+        Ok(())
+    }
+
+    /// `MPI_Win_lock`: an access epoch to `target` under a lock of `kind`.
+    pub fn lock(&mut self, kind_: LockKind, target: usize, _assert: u32) -> Result<()> {
+        if target >= self.locked.len() {
+            return Err(Error::InvalidRank {
+                rank: target as i32,
+                size: self.locked.len(),
+            });
+        }
+        if self.locked[target].is_some() || self.lock_all {
+            return Err(sync_err(format!("rank {target} is locked already")));
+        }
+        let l = match kind_ {
+            LockKind::Exclusive => LOCK_EXCLUSIVE,
+            LockKind::Shared => LOCK_SHARED,
+        };
+        with_engine(|e| e.rma_sync_msg(self.ctx, target, kind::LOCK, l))?;
+        self.locked[target] = Some(kind_);
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock`: completes the operations to `target` at both ends, then
+    /// releases its lock.
+    pub fn unlock(&mut self, target: usize) -> Result<()> {
+        if self.locked.get(target).copied().flatten().is_none() {
+            return Err(sync_err(format!("rank {target} is not locked")));
+        }
+        self.finish_local()?;
+        with_engine(|e| e.rma_sync_msg(self.ctx, target, kind::UNLOCK, 0))?;
+        self.locked[target] = None;
+        Ok(())
+    }
+
+    /// `MPI_Win_lock_all`: a shared lock on every member.
+    pub fn lock_all(&mut self, _assert: u32) -> Result<()> {
+        if self.lock_all || self.locked.iter().any(|l| l.is_some()) {
+            return Err(sync_err("lock_all while holding a lock"));
+        }
+        for t in 0..self.locked.len() {
+            with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::LOCK, LOCK_SHARED))?;
+        }
+        self.lock_all = true;
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock_all`.
+    pub fn unlock_all(&mut self) -> Result<()> {
+        if !self.lock_all {
+            return Err(sync_err("unlock_all without lock_all"));
+        }
+        self.finish_local()?;
+        for t in 0..self.locked.len() {
+            with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::UNLOCK, 0))?;
+        }
+        self.lock_all = false;
+        Ok(())
+    }
+
+    fn passive(&self, target: usize) -> Result<()> {
+        if self.lock_all || self.locked.get(target).copied().flatten().is_some() {
+            Ok(())
+        } else {
+            Err(sync_err(format!(
+                "flush of rank {target} outside a lock epoch"
+            )))
+        }
+    }
+
+    /// `MPI_Win_flush`: completes the operations to `target` at both ends.
+    pub fn flush(&self, target: usize) -> Result<()> {
+        self.passive(target)?;
+        self.finish_local()?;
+        with_engine(|e| e.rma_sync_msg(self.ctx, target, kind::FLUSH, 0))
+    }
+
+    /// `MPI_Win_flush_all`.
+    pub fn flush_all(&self) -> Result<()> {
+        self.finish_local()?;
+        for t in 0..self.locked.len() {
+            if self.lock_all || self.locked[t].is_some() {
+                with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::FLUSH, 0))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_flush_local` (and `_all`): completes the operations locally (origin
+    /// buffers reusable, fetched data arrived).
+    pub fn flush_local(&self) -> Result<()> {
+        self.finish_local()
+    }
+
+    /// `MPI_Win_post`: exposes this rank's window to `group` (member ranks).
+    pub fn post(&mut self, group: &[usize], _assert: u32) -> Result<()> {
+        if !self.exposure.is_empty() {
+            return Err(sync_err("post while an exposure epoch is open"));
+        }
+        // Everything before the post is visible to the group's operations.
+        with_engine(|e| e.progress().map(|_| ()))?;
+        for &o in group {
+            with_engine(|e| e.rma_sync_msg(self.ctx, o, kind::POST, 0))?;
+        }
+        self.exposure = group.to_vec();
+        Ok(())
+    }
+
+    /// `MPI_Win_start`: an access epoch to `group`, once each member posted.
+    pub fn start(&mut self, group: &[usize], _assert: u32) -> Result<()> {
+        if !self.access.is_empty() {
+            return Err(sync_err("start while an access epoch is open"));
+        }
+        for &t in group {
+            if t >= self.sizes.len() {
+                return Err(Error::InvalidRank {
+                    rank: t as i32,
+                    size: self.sizes.len(),
+                });
+            }
+            with_engine(|e| e.rma_wait_post(self.ctx, t))?;
+        }
+        self.access = group.to_vec();
+        Ok(())
+    }
+
+    /// `MPI_Win_complete`: ends the access epoch; its operations complete at their
+    /// targets before their `wait` returns.
+    pub fn complete(&mut self) -> Result<()> {
+        if self.access.is_empty() {
+            return Err(sync_err("complete without start"));
+        }
+        self.finish_local()?;
+        for &t in &self.access {
+            with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::COMPLETE, 0))?;
+        }
+        self.access.clear();
+        Ok(())
+    }
+
+    /// `MPI_Win_wait`: ends the exposure epoch once every member of its group completed
+    /// and its operations were applied.
+    pub fn wait(&mut self) -> Result<()> {
+        if self.exposure.is_empty() {
+            return Err(sync_err("wait without post"));
+        }
+        for &o in &self.exposure {
+            with_engine(|e| e.rma_wait_epoch(self.ctx, o))?;
+        }
+        self.exposure.clear();
+        Ok(())
+    }
+
+    /// `MPI_Win_test`: [`Window::wait`] if it would not block.
+    pub fn test(&mut self) -> Result<bool> {
+        if self.exposure.is_empty() {
+            return Err(sync_err("test without post"));
+        }
+        let ctx = self.ctx;
+        let all = with_engine(|e| {
+            e.progress()?;
+            let mut all = true;
+            for &o in &self.exposure {
+                all &= e.rma_epoch_done(ctx, o, false)?;
+            }
+            Ok(all)
+        })?;
+        if all {
+            self.wait()?;
+        }
+        Ok(all)
+    }
+
+    /// `MPI_Win_free`: collective; every epoch must be closed.
+    pub fn free(mut self) -> Result<()> {
+        self.free_inner()
+    }
+
+    fn free_inner(&mut self) -> Result<()> {
+        if self.freed {
+            return Ok(());
+        }
+        if self.lock_all
+            || self.locked.iter().any(|l| l.is_some())
+            || !self.access.is_empty()
+            || !self.exposure.is_empty()
+        {
+            return Err(sync_err("window freed inside an epoch"));
+        }
+        self.finish_local()?;
+        // Operations others sent us before their own fence or unlock are applied by then;
+        // after the barrier nobody sends on this window again.
+        self.coll.barrier();
+        self.freed = true;
+        with_engine(|e| e.rma_unregister(self.ctx))
+    }
+
+    /// The engine context of the window's operations (for the C ABI's bookkeeping).
+    pub fn context(&self) -> u32 {
+        self.ctx
+    }
+
+    /// The members' world ranks' communicator of the operations.
+    pub fn ops_communicator(&self) -> &SimpleCommunicator {
+        &self.ops
+    }
+
+    /// This rank's member index.
+    pub fn rank(&self) -> usize {
+        self.me
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        // A window dropped without `free` still stops serving (not collective: others
+        // may still be waiting; that is the program's error).
+        if !self.freed {
+            let _ = with_engine(|e| e.rma_unregister(self.ctx));
+        }
+    }
+}
