@@ -670,6 +670,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn wire_form_round_trips_and_refuses_anything_else() {
+        let i = TypeMap::primitive(Primitive::I32);
+        let b = TypeMap::primitive(Primitive::Bool);
+        let types = [
+            i.clone(),
+            TypeMap::try_vector(5, 2, 3, &i).unwrap(),
+            TypeMap::structure(
+                16,
+                &[
+                    (0, b.clone()),
+                    (4, i.clone()),
+                    (8, TypeMap::primitive(Primitive::F64)),
+                ],
+            ),
+            TypeMap::contiguous(0, &i),
+        ];
+        for t in &types {
+            let w = t.to_wire();
+            assert_eq!(TypeMap::from_wire(&w).as_ref(), Some(t));
+            // Every truncation and every flipped byte is refused or parses to a
+            // consistent type map; none panics.
+            for k in 0..w.len() {
+                assert!(TypeMap::from_wire(&w[..k]).is_none());
+                let mut x = w.clone();
+                x[k] ^= 0x5a;
+                if let Some(u) = TypeMap::from_wire(&x) {
+                    assert_eq!(u.blocks().iter().map(|b| b.1).sum::<usize>(), u.size());
+                }
+            }
+        }
+        assert!(TypeMap::from_wire(&[]).is_none());
+        assert!(TypeMap::from_wire(&[0xff; 200]).is_none());
+    }
+
+    #[test]
     fn all_primitives_are_listed_in_declaration_order() {
         for (i, p) in Primitive::ALL.iter().enumerate() {
             assert_eq!(*p as usize, i);

@@ -33,7 +33,7 @@
 //!   rank.
 
 use super::requests::{RecvBuf, ReqId, SendBuf};
-use super::{Engine, Waiting};
+use super::Engine;
 use crate::coll::ops::{self, OpKind};
 use crate::datatype::TypeMap;
 use crate::error::{Error, ErrorClass, Result};
@@ -51,6 +51,9 @@ pub(crate) const CTRL_MAX: usize = 64 << 10;
 pub(crate) const INLINE_MAX: usize = 8 << 10;
 /// Control header bytes.
 const HDR: usize = 64;
+/// Largest target datatype description carried in a control message; a larger one
+/// (a strided type of thousands of blocks) leads the data message instead.
+const DT_INLINE_MAX: usize = 16 << 10;
 
 /// Kinds of control messages.
 pub(crate) mod kind {
@@ -105,6 +108,9 @@ pub(crate) struct Ctrl {
     pub op: u8,
     pub lock: u8,
     pub inline: bool,
+    /// The target datatype leads the data message (too large for the control one).
+    pub far_dt: bool,
+    pub dt_len: u32,
     pub reply: i32,
     pub disp: u64,
     pub count: u64,
@@ -119,14 +125,21 @@ impl Ctrl {
         m[0] = self.kind;
         m[1] = self.op;
         m[2] = self.lock;
-        m[3] = self.inline as u8;
+        m[3] = self.inline as u8 | (self.far_dt as u8) << 1;
         m[4..8].copy_from_slice(&self.reply.to_le_bytes());
         m[8..16].copy_from_slice(&self.disp.to_le_bytes());
         m[16..24].copy_from_slice(&self.count.to_le_bytes());
         m[24..32].copy_from_slice(&self.data_len.to_le_bytes());
         m[32..40].copy_from_slice(&self.n.to_le_bytes());
-        m[40..44].copy_from_slice(&(dt.len() as u32).to_le_bytes());
-        m.extend_from_slice(dt);
+        let dl = if self.far_dt {
+            self.dt_len
+        } else {
+            dt.len() as u32
+        };
+        m[40..44].copy_from_slice(&dl.to_le_bytes());
+        if !self.far_dt {
+            m.extend_from_slice(dt);
+        }
         m.extend_from_slice(data);
         m
     }
@@ -139,14 +152,16 @@ impl Ctrl {
             kind: h[0],
             op: h[1],
             lock: h[2],
-            inline: h[3] != 0,
+            inline: h[3] & 1 != 0,
+            far_dt: h[3] & 2 != 0,
+            dt_len: u32::from_le_bytes(h[40..44].try_into().ok()?),
             reply: i32::from_le_bytes(h[4..8].try_into().ok()?),
             disp: u64at(8),
             count: u64at(16),
             data_len: u64at(24),
             n: u64at(32),
         };
-        let dl = u32::from_le_bytes(h[40..44].try_into().ok()?) as usize;
+        let dl = if c.far_dt { 0 } else { c.dt_len as usize };
         let dt = m.get(HDR..HDR.checked_add(dl)?)?;
         let data = &m[HDR + dl..];
         Some((c, dt, data))
@@ -158,7 +173,8 @@ struct Pending {
     req: ReqId,
     origin: usize,
     ctrl: Ctrl,
-    dt: TypeMap,
+    /// The target datatype; `None` while it is still coming with the data.
+    dt: Option<TypeMap>,
     /// Target address of the first element.
     addr: usize,
     /// Staging copy (accumulates); empty when the data goes straight to the window.
@@ -461,6 +477,17 @@ impl Engine {
         dtb: &[u8],
         data: &[u8],
     ) -> Result<()> {
+        if c.far_dt {
+            // Datatype and data come together in the data message.
+            let n = (c.dt_len as usize).checked_add(c.data_len as usize);
+            let Some(n) = n.filter(|&n| n <= isize::MAX as usize / 2) else {
+                self.stats.drop_invalid += 1;
+                self.win(ctx)?.done[o] += 1;
+                return Ok(());
+            };
+            let tmp = vec![0u8; n.max(1)];
+            return self.rma_recv_data(ctx, o, src, c, None, 0, tmp);
+        }
         let dt = TypeMap::from_wire(dtb);
         let w = self.win(ctx)?;
         let addr = dt
@@ -491,7 +518,7 @@ impl Engine {
                 // Take the data that follows, and drop it.
                 let tmp = vec![0u8; c.data_len as usize];
                 let bytes = TypeMap::primitive(crate::datatype::Primitive::U8);
-                self.rma_recv_data(ctx, o, src, c, bytes, usize::MAX, tmp)?;
+                self.rma_recv_data(ctx, o, src, c, Some(bytes), usize::MAX, tmp)?;
             } else {
                 self.win(ctx)?.done[o] += 1;
             }
@@ -542,7 +569,7 @@ impl Engine {
                 } else {
                     vec![0u8; c.data_len as usize]
                 };
-                self.rma_recv_data(ctx, o, src, c, dt, addr, tmp)?;
+                self.rma_recv_data(ctx, o, src, c, Some(dt), addr, tmp)?;
             }
         }
         Ok(())
@@ -555,11 +582,12 @@ impl Engine {
         origin: usize,
         src: u32,
         ctrl: Ctrl,
-        dt: TypeMap,
+        dt: Option<TypeMap>,
         addr: usize,
         mut tmp: Vec<u8>,
     ) -> Result<()> {
         let buf = if tmp.is_empty() {
+            // A put to contiguous window memory, checked by the caller.
             RecvBuf::Raw(addr as *mut u8, ctrl.data_len as usize)
         } else {
             RecvBuf::Raw(tmp.as_mut_ptr(), tmp.len())
@@ -628,15 +656,30 @@ impl Engine {
             let p = w.pending.pop_front().expect("front exists");
             did = true;
             let ok = self.reqs.take_done(p.req).is_some_and(|r| r.is_ok());
+            let src = self.rma.wins.get(&ctx).map_or(0, |w| w.members[p.origin]);
+            let Some(dt) = p.dt.as_ref() else {
+                // Datatype and data arrived: handle them as an inline operation.
+                let dl = (p.ctrl.dt_len as usize).min(p.tmp.len());
+                let (dtb, data) = p.tmp.split_at(dl);
+                let mut c = p.ctrl;
+                c.far_dt = false;
+                c.inline = true;
+                if ok {
+                    self.rma_op(ctx, p.origin, src, c, dtb, data)?;
+                } else {
+                    self.stats.drop_invalid += 1;
+                    self.win(ctx)?.done[p.origin] += 1;
+                }
+                continue;
+            };
             if ok && p.addr != usize::MAX {
                 if p.ctrl.kind == kind::PUT {
                     if !p.tmp.is_empty() {
                         // SAFETY: the target range was checked when the operation came.
-                        unsafe { p.dt.unpack(&p.tmp, p.addr as *mut u8) };
+                        unsafe { dt.unpack(&p.tmp, p.addr as *mut u8) };
                     }
                 } else {
-                    let src = self.rma.wins.get(&ctx).map_or(0, |w| w.members[p.origin]);
-                    self.rma_accumulate(ctx, src, &p.ctrl, &p.dt, p.addr, &p.tmp)?;
+                    self.rma_accumulate(ctx, src, &p.ctrl, dt, p.addr, &p.tmp)?;
                 }
             } else if !ok {
                 self.stats.drop_invalid += 1;
@@ -697,250 +740,8 @@ impl Engine {
         }
         Ok(did)
     }
-
-    // ---- origin side ----
-
-    fn rma_reply_tag(&mut self, ctx: u32) -> Result<i32> {
-        let w = self.win(ctx)?;
-        let t = w.next_reply;
-        w.next_reply = if t >= i32::MAX - 1 { TAG_REPLY0 } else { t + 1 };
-        Ok(t)
-    }
-
-    /// The known size and displacement unit of member `t`'s window are checked by the
-    /// caller; this sends operation `c` (kind, op, displacement, count set) to member
-    /// `t` with the target datatype `tdt` and the packed origin data `data` (for a
-    /// compare-and-swap: compare value, then new value), and posts the receive of the
-    /// answer into `answer` for the fetching kinds. Returns the request of the answer
-    /// or of the data send, which the next synchronization finishes (and which
-    /// request-based operations hand to the program).
-    pub(crate) fn rma_issue(
-        &mut self,
-        ctx: u32,
-        t: usize,
-        mut c: Ctrl,
-        tdt: &TypeMap,
-        data: SendBuf,
-        answer: Option<RecvBuf>,
-    ) -> Result<Option<ReqId>> {
-        let to = *self.win(ctx)?.members.get(t).ok_or(Error::InvalidRank {
-            rank: t as i32,
-            size: 0,
-        })?;
-        let mut req = None;
-        if let Some(buf) = answer {
-            c.reply = self.rma_reply_tag(ctx)?;
-            let expect = buf.cap() as u64;
-            let id = self.irecv(buf, Some(to), Some(c.reply), ctx)?;
-            self.win(ctx)?.outstanding.push((id, expect, false));
-            req = Some(id);
-        }
-        let dtb = tdt.to_wire();
-        c.data_len = data.len() as u64;
-        c.inline = data.len() <= INLINE_MAX && HDR + dtb.len() + data.len() <= CTRL_MAX;
-        if HDR + dtb.len() > CTRL_MAX {
-            return Err(Error::Rma(
-                ErrorClass::Type,
-                "target datatype too complex for a one-sided operation".into(),
-            ));
-        }
-        let msg = if c.inline {
-            c.encode(&dtb, data.slice(0, data.len()))
-        } else {
-            c.encode(&dtb, &[])
-        };
-        self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
-        if !c.inline {
-            let id = self.isend_mode(data, to, TAG_DATA, ctx, false)?;
-            self.win(ctx)?.outstanding.push((id, u64::MAX, false));
-            req = req.or(Some(id));
-        }
-        self.win(ctx)?.issued[t] += 1;
-        Ok(req)
-    }
-
-    /// Sends a synchronization message (`kind::LOCK`, `UNLOCK`, `FLUSH`, `POST`,
-    /// `COMPLETE`) to member `t`; for those answered, waits for the answer.
-    pub(crate) fn rma_sync_msg(&mut self, ctx: u32, t: usize, k: u8, lock: u8) -> Result<()> {
-        let w = self.win(ctx)?;
-        let to = *w.members.get(t).ok_or(Error::InvalidRank {
-            rank: t as i32,
-            size: w.members.len(),
-        })?;
-        let n = w.issued[t];
-        let answered = matches!(k, kind::LOCK | kind::UNLOCK | kind::FLUSH);
-        let mut c = Ctrl {
-            kind: k,
-            lock,
-            n,
-            ..Ctrl::default()
-        };
-        let mut ans = [0u8; 1];
-        let mut id = None;
-        if answered {
-            c.reply = self.rma_reply_tag(ctx)?;
-            id = Some(self.irecv(
-                RecvBuf::Raw(ans.as_mut_ptr(), 1),
-                Some(to),
-                Some(c.reply),
-                ctx,
-            )?);
-        }
-        let msg = c.encode(&[], &[]);
-        self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
-        if let Some(id) = id {
-            let what = match k {
-                kind::LOCK => "a lock grant",
-                kind::UNLOCK => "an unlock acknowledgement",
-                _ => "a flush acknowledgement",
-            };
-            self.rma_wait_req(ctx, id, to, what)?;
-        }
-        Ok(())
-    }
-
-    fn rma_wait_req(&mut self, ctx: u32, id: ReqId, peer: u32, what: &'static str) -> Result<()> {
-        if !self.reqs.is_done(id) {
-            self.wait_until(Waiting::Rma { ctx, peer, what }, |e| e.reqs.is_done(id))?;
-        }
-        self.reqs
-            .take_done(id)
-            .unwrap_or(Err(Error::InvalidRequest))
-            .map(|_| ())
-    }
-
-    /// Finishes the origin's outstanding requests of window `ctx` (answers received,
-    /// data sent): local completion. A fetch answered short means the target refused
-    /// the operation.
-    pub(crate) fn rma_finish_local(&mut self, ctx: u32) -> Result<()> {
-        let out = std::mem::take(&mut self.win(ctx)?.outstanding);
-        let mut err = None;
-        for (id, expect, user) in out {
-            if self.reqs.get(id).is_none() {
-                continue; // taken by the program already
-            }
-            if user {
-                // The program's request: finished here, reported by its wait.
-                if !self.reqs.is_done(id) {
-                    let peer = self.rank;
-                    let what = "a request-based operation";
-                    self.wait_until(Waiting::Rma { ctx, peer, what }, |e| e.reqs.is_done(id))?;
-                }
-                continue;
-            }
-            match self.wait(id) {
-                Ok(st) if expect != u64::MAX && st.bytes < expect => {
-                    err.get_or_insert(range_err(
-                        "a one-sided operation was refused by its target (outside its window)",
-                    ));
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    err.get_or_insert(e);
-                }
-            }
-        }
-        err.map_or(Ok(()), Err)
-    }
-
-    /// Hands the request of an operation to the program (module docs of `crate::rma`):
-    /// `r`, marked as the program's, or a completed request when the operation needed
-    /// none.
-    pub(crate) fn rma_user_request(&mut self, ctx: u32, r: Option<ReqId>) -> Result<ReqId> {
-        match r {
-            Some(id) => {
-                if let Some(e) = self.win(ctx)?.outstanding.iter_mut().find(|e| e.0 == id) {
-                    e.2 = true;
-                }
-                Ok(id)
-            }
-            None => self
-                .reqs
-                .insert(super::requests::Req::Done(Ok(Default::default()))),
-        }
-    }
-
-    /// Waits until every member's operations counted in `expected` (by origin) were
-    /// applied here.
-    pub(crate) fn rma_wait_applied(&mut self, ctx: u32, expected: &[u64]) -> Result<()> {
-        let reached = |e: &Engine| {
-            e.rma
-                .wins
-                .get(&ctx)
-                .is_none_or(|w| w.done.iter().zip(expected).all(|(d, x)| d >= x))
-        };
-        if !reached(self) {
-            self.wait_until(
-                Waiting::Rma {
-                    ctx,
-                    peer: self.rank,
-                    what: "the one-sided operations of this epoch",
-                },
-                |e| {
-                    let _ = e.rma_poll();
-                    reached(e)
-                },
-            )?;
-        }
-        Ok(())
-    }
-
-    /// Waits for an exposure epoch posted by member `t` and takes it (start).
-    pub(crate) fn rma_wait_post(&mut self, ctx: u32, t: usize) -> Result<()> {
-        let peer = self.win(ctx)?.members[t];
-        let ready = |e: &Engine| {
-            e.rma
-                .wins
-                .get(&ctx)
-                .is_none_or(|w| w.posts[t] > w.posts_used[t])
-        };
-        if !ready(self) {
-            self.wait_until(
-                Waiting::Rma {
-                    ctx,
-                    peer,
-                    what: "its post (MPI_Win_start)",
-                },
-                |e| {
-                    let _ = e.rma_poll();
-                    ready(e)
-                },
-            )?;
-        }
-        self.win(ctx)?.posts_used[t] += 1;
-        Ok(())
-    }
-
-    /// Whether member `o`'s access epoch towards this rank is complete (its complete
-    /// arrived and its operations were applied); with `take`, consumes it.
-    pub(crate) fn rma_epoch_done(&mut self, ctx: u32, o: usize, take: bool) -> Result<bool> {
-        self.rma_poll_win(ctx)?;
-        let w = self.win(ctx)?;
-        let ok = w.completes[o] > w.completes_used[o] && w.done[o] >= w.complete_n[o];
-        if ok && take {
-            w.completes_used[o] += 1;
-        }
-        Ok(ok)
-    }
-
-    /// Waits for member `o`'s access epoch (MPI_Win_wait).
-    pub(crate) fn rma_wait_epoch(&mut self, ctx: u32, o: usize) -> Result<()> {
-        if !self.rma_epoch_done(ctx, o, false)? {
-            let peer = self.win(ctx)?.members[o];
-            self.wait_until(
-                Waiting::Rma {
-                    ctx,
-                    peer,
-                    what: "its complete (MPI_Win_wait)",
-                },
-                |e| e.rma_epoch_done(ctx, o, false).unwrap_or(true),
-            )?;
-        }
-        self.rma_epoch_done(ctx, o, true).map(|_| ())
-    }
-
-    /// Operations this rank issued, by target (cumulative).
-    pub(crate) fn rma_issued(&mut self, ctx: u32) -> Result<Vec<u64>> {
-        Ok(self.win(ctx)?.issued.clone())
-    }
 }
+
+mod origin;
+#[cfg(test)]
+mod tests;

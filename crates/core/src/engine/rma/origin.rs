@@ -1,0 +1,257 @@
+//! The origin side of one-sided operations (see the parent module's contract): issuing
+//! operations and synchronization messages, and waiting for their answers and counts.
+
+use super::{kind, range_err, Ctrl, DT_INLINE_MAX, INLINE_MAX, TAG_CTRL, TAG_DATA, TAG_REPLY0};
+use crate::datatype::TypeMap;
+use crate::engine::requests::{RecvBuf, ReqId, SendBuf};
+use crate::engine::{Engine, Waiting};
+use crate::error::{Error, Result};
+
+impl Engine {
+    fn rma_reply_tag(&mut self, ctx: u32) -> Result<i32> {
+        let w = self.win(ctx)?;
+        let t = w.next_reply;
+        w.next_reply = if t >= i32::MAX - 1 { TAG_REPLY0 } else { t + 1 };
+        Ok(t)
+    }
+
+    /// The known size and displacement unit of member `t`'s window are checked by the
+    /// caller; this sends operation `c` (kind, op, displacement, count set) to member
+    /// `t` with the target datatype `tdt` and the packed origin data `data` (for a
+    /// compare-and-swap: compare value, then new value), and posts the receive of the
+    /// answer into `answer` for the fetching kinds. Returns the request of the answer
+    /// or of the data send, which the next synchronization finishes (and which
+    /// request-based operations hand to the program).
+    pub(crate) fn rma_issue(
+        &mut self,
+        ctx: u32,
+        t: usize,
+        mut c: Ctrl,
+        tdt: &TypeMap,
+        data: SendBuf,
+        answer: Option<RecvBuf>,
+    ) -> Result<Option<ReqId>> {
+        let to = *self.win(ctx)?.members.get(t).ok_or(Error::InvalidRank {
+            rank: t as i32,
+            size: 0,
+        })?;
+        let mut req = None;
+        if let Some(buf) = answer {
+            c.reply = self.rma_reply_tag(ctx)?;
+            let expect = buf.cap() as u64;
+            let id = self.irecv(buf, Some(to), Some(c.reply), ctx)?;
+            self.win(ctx)?.outstanding.push((id, expect, false));
+            req = Some(id);
+        }
+        let dtb = tdt.to_wire();
+        c.data_len = data.len() as u64;
+        let mut data = data;
+        if dtb.len() > DT_INLINE_MAX {
+            // The datatype leads the data in the data message.
+            c.far_dt = true;
+            c.dt_len = dtb.len() as u32;
+            let mut both = dtb.clone();
+            both.extend_from_slice(data.slice(0, data.len()));
+            data = SendBuf::Owned(both);
+        }
+        c.inline = !c.far_dt && data.len() <= INLINE_MAX;
+        let msg = if c.inline {
+            c.encode(&dtb, data.slice(0, data.len()))
+        } else {
+            c.encode(&dtb, &[])
+        };
+        self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
+        if !c.inline {
+            let id = self.isend_mode(data, to, TAG_DATA, ctx, false)?;
+            self.win(ctx)?.outstanding.push((id, u64::MAX, false));
+            req = req.or(Some(id));
+        }
+        self.win(ctx)?.issued[t] += 1;
+        Ok(req)
+    }
+
+    /// Sends a synchronization message (`kind::LOCK`, `UNLOCK`, `FLUSH`, `POST`,
+    /// `COMPLETE`) to member `t`; for those answered, waits for the answer.
+    pub(crate) fn rma_sync_msg(&mut self, ctx: u32, t: usize, k: u8, lock: u8) -> Result<()> {
+        let w = self.win(ctx)?;
+        let to = *w.members.get(t).ok_or(Error::InvalidRank {
+            rank: t as i32,
+            size: w.members.len(),
+        })?;
+        let n = w.issued[t];
+        let answered = matches!(k, kind::LOCK | kind::UNLOCK | kind::FLUSH);
+        let mut c = Ctrl {
+            kind: k,
+            lock,
+            n,
+            ..Ctrl::default()
+        };
+        let mut ans = [0u8; 1];
+        let mut id = None;
+        if answered {
+            c.reply = self.rma_reply_tag(ctx)?;
+            id = Some(self.irecv(
+                RecvBuf::Raw(ans.as_mut_ptr(), 1),
+                Some(to),
+                Some(c.reply),
+                ctx,
+            )?);
+        }
+        let msg = c.encode(&[], &[]);
+        self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
+        if let Some(id) = id {
+            let what = match k {
+                kind::LOCK => "a lock grant",
+                kind::UNLOCK => "an unlock acknowledgement",
+                _ => "a flush acknowledgement",
+            };
+            self.rma_wait_req(ctx, id, to, what)?;
+        }
+        Ok(())
+    }
+
+    fn rma_wait_req(&mut self, ctx: u32, id: ReqId, peer: u32, what: &'static str) -> Result<()> {
+        if !self.reqs.is_done(id) {
+            self.wait_until(Waiting::Rma { ctx, peer, what }, |e| e.reqs.is_done(id))?;
+        }
+        self.reqs
+            .take_done(id)
+            .unwrap_or(Err(Error::InvalidRequest))
+            .map(|_| ())
+    }
+
+    /// Finishes the origin's outstanding requests of window `ctx` (answers received,
+    /// data sent): local completion. A fetch answered short means the target refused
+    /// the operation.
+    pub(crate) fn rma_finish_local(&mut self, ctx: u32) -> Result<()> {
+        let out = std::mem::take(&mut self.win(ctx)?.outstanding);
+        let mut err = None;
+        for (id, expect, user) in out {
+            if self.reqs.get(id).is_none() {
+                continue; // taken by the program already
+            }
+            if user {
+                // The program's request: finished here, reported by its wait.
+                if !self.reqs.is_done(id) {
+                    let peer = self.rank;
+                    let what = "a request-based operation";
+                    self.wait_until(Waiting::Rma { ctx, peer, what }, |e| e.reqs.is_done(id))?;
+                }
+                continue;
+            }
+            match self.wait(id) {
+                Ok(st) if expect != u64::MAX && st.bytes < expect => {
+                    err.get_or_insert(range_err(
+                        "a one-sided operation was refused by its target (outside its window)",
+                    ));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            }
+        }
+        err.map_or(Ok(()), Err)
+    }
+
+    /// Hands the request of an operation to the program (module docs of `crate::rma`):
+    /// `r`, marked as the program's, or a completed request when the operation needed
+    /// none.
+    pub(crate) fn rma_user_request(&mut self, ctx: u32, r: Option<ReqId>) -> Result<ReqId> {
+        match r {
+            Some(id) => {
+                if let Some(e) = self.win(ctx)?.outstanding.iter_mut().find(|e| e.0 == id) {
+                    e.2 = true;
+                }
+                Ok(id)
+            }
+            None => self
+                .reqs
+                .insert(crate::engine::requests::Req::Done(Ok(Default::default()))),
+        }
+    }
+
+    /// Waits until every member's operations counted in `expected` (by origin) were
+    /// applied here.
+    pub(crate) fn rma_wait_applied(&mut self, ctx: u32, expected: &[u64]) -> Result<()> {
+        let reached = |e: &Engine| {
+            e.rma
+                .wins
+                .get(&ctx)
+                .is_none_or(|w| w.done.iter().zip(expected).all(|(d, x)| d >= x))
+        };
+        if !reached(self) {
+            self.wait_until(
+                Waiting::Rma {
+                    ctx,
+                    peer: self.rank,
+                    what: "the one-sided operations of this epoch",
+                },
+                |e| {
+                    let _ = e.rma_poll();
+                    reached(e)
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Waits for an exposure epoch posted by member `t` and takes it (start).
+    pub(crate) fn rma_wait_post(&mut self, ctx: u32, t: usize) -> Result<()> {
+        let peer = self.win(ctx)?.members[t];
+        let ready = |e: &Engine| {
+            e.rma
+                .wins
+                .get(&ctx)
+                .is_none_or(|w| w.posts[t] > w.posts_used[t])
+        };
+        if !ready(self) {
+            self.wait_until(
+                Waiting::Rma {
+                    ctx,
+                    peer,
+                    what: "its post (MPI_Win_start)",
+                },
+                |e| {
+                    let _ = e.rma_poll();
+                    ready(e)
+                },
+            )?;
+        }
+        self.win(ctx)?.posts_used[t] += 1;
+        Ok(())
+    }
+
+    /// Whether member `o`'s access epoch towards this rank is complete (its complete
+    /// arrived and its operations were applied); with `take`, consumes it.
+    pub(crate) fn rma_epoch_done(&mut self, ctx: u32, o: usize, take: bool) -> Result<bool> {
+        self.rma_poll_win(ctx)?;
+        let w = self.win(ctx)?;
+        let ok = w.completes[o] > w.completes_used[o] && w.done[o] >= w.complete_n[o];
+        if ok && take {
+            w.completes_used[o] += 1;
+        }
+        Ok(ok)
+    }
+
+    /// Waits for member `o`'s access epoch (MPI_Win_wait).
+    pub(crate) fn rma_wait_epoch(&mut self, ctx: u32, o: usize) -> Result<()> {
+        if !self.rma_epoch_done(ctx, o, false)? {
+            let peer = self.win(ctx)?.members[o];
+            self.wait_until(
+                Waiting::Rma {
+                    ctx,
+                    peer,
+                    what: "its complete (MPI_Win_wait)",
+                },
+                |e| e.rma_epoch_done(ctx, o, false).unwrap_or(true),
+            )?;
+        }
+        self.rma_epoch_done(ctx, o, true).map(|_| ())
+    }
+
+    /// Operations this rank issued, by target (cumulative).
+    pub(crate) fn rma_issued(&mut self, ctx: u32) -> Result<Vec<u64>> {
+        Ok(self.win(ctx)?.issued.clone())
+    }
+}
