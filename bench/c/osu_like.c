@@ -3,8 +3,8 @@
  *
  * Same measurements, defaults, options and output format as crates/bench
  * (phalanx-bench), so the two can be compared under the same parser
- * (bench/compare.py). Uses MPI-1 calls only, so it builds against Open MPI's
- * mpicc and against phalanx's C ABI alike.
+ * (bench/compare.py). Uses MPI-1 calls, and MPI-3 one-sided calls for the one-sided
+ * tests, so it builds against Open MPI's mpicc and against phalanx's C ABI alike.
  *
  *   mpirun -n 2 ./osu_like latency [-m [min:]max] [-i iters] [-x warmup]
  *   mpirun -n 2 ./osu_like bw      [-m [min:]max] [-i iters] [-x warmup] [-W window]
@@ -13,6 +13,10 @@
  *   mpirun -n P ./osu_like bcast|allgather|gather|scatter|reduce|allreduce|alltoall
  *                                  [-m [min:]max] [-i iters] [-x warmup]
  *   mpirun -n P ./osu_like barrier [-i iters] [-x warmup]
+ *   mpirun -n 2 ./osu_like put_latency|get_latency|acc_latency|fop_latency|cas_latency
+ *                                  [-m [min:]max] [-i iters] [-x warmup]
+ *   mpirun -n 2 ./osu_like put_bw|get_bw|put_bibw [-m [min:]max] [-i iters] [-x warmup]
+ *                                  [-W window]
  *
  * latency: ping-pong between ranks 0 and 1; one-way latency in microseconds.
  * bw:      rank 0 posts `window` MPI_Isend, rank 1 `window` MPI_Irecv (all into
@@ -42,6 +46,15 @@
  *          and allreduce, whose sizes start at 4. Defaults: 1 B .. 1 MiB, 1000
  *          timed / 200 warm-up calls, 100 / 10 above 8 KiB. barrier prints
  *          "# Avg Latency(us)" and one value.
+ * One-sided (the loops of OMB's defaults: MPI_Win_allocate, one window per size):
+ *          put_latency / get_latency / acc_latency (MPI_SUM on MPI_CHAR): rank 0
+ *          locks rank 1 shared once, then times MPI_Put (Get, Accumulate) + MPI_Win_flush
+ *          per operation; fop_latency (MPI_Fetch_and_op, MPI_SUM) and cas_latency
+ *          (MPI_Compare_and_swap) the same on one 8-byte integer. put_bw / get_bw:
+ *          under the same lock, `window` operations to consecutive offsets then one
+ *          flush per iteration (window 32 above LARGE_MESSAGE_SIZE), MB/s on rank 0.
+ *          put_bibw: both ranks, MPI_Win_post/start, `window` puts to each other,
+ *          complete/wait. Latency in microseconds per operation.
  * Sizes above LARGE_MESSAGE_SIZE use the smaller "large" iteration counts
  * unless -i / -x are given.
  */
@@ -71,13 +84,23 @@ enum test {
     TEST_BARRIER,
     TEST_REDUCE,
     TEST_ALLREDUCE,
-    TEST_ALLTOALL
+    TEST_ALLTOALL,
+    TEST_PUT_LATENCY,
+    TEST_GET_LATENCY,
+    TEST_ACC_LATENCY,
+    TEST_FOP_LATENCY,
+    TEST_CAS_LATENCY,
+    TEST_PUT_BW,
+    TEST_GET_BW,
+    TEST_PUT_BIBW
 };
 
 /* Indexed by enum test. */
 static const char *const TEST_NAMES[] = {
     "latency", "bw", "bibw", "mbw_mr", "bcast", "allgather",
-    "gather", "scatter", "barrier", "reduce", "allreduce", "alltoall"};
+    "gather", "scatter", "barrier", "reduce", "allreduce", "alltoall",
+    "put_latency", "get_latency", "acc_latency", "fop_latency", "cas_latency",
+    "put_bw", "get_bw", "put_bibw"};
 static const char *const TEST_TITLES[] = {"Latency",
                                           "Bandwidth",
                                           "Bi-Directional Bandwidth",
@@ -89,7 +112,15 @@ static const char *const TEST_TITLES[] = {"Latency",
                                           "Barrier Latency",
                                           "Reduce Latency",
                                           "Allreduce Latency",
-                                          "All-to-All Latency"};
+                                          "All-to-All Latency",
+                                          "MPI_Put Latency",
+                                          "MPI_Get Latency",
+                                          "MPI_Accumulate Latency",
+                                          "MPI_Fetch_and_op Latency",
+                                          "MPI_Compare_and_swap Latency",
+                                          "MPI_Put Bandwidth",
+                                          "MPI_Get Bandwidth",
+                                          "MPI_Put Bi-directional Bandwidth"};
 #define NUM_TESTS ((int)(sizeof TEST_NAMES / sizeof TEST_NAMES[0]))
 
 struct plan {
@@ -104,7 +135,9 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s latency|bw|bibw|mbw_mr|bcast|allgather|gather|scatter|barrier|"
-            "reduce|allreduce|alltoall [-m [min:]max] [-i iterations] [-x warmup] [-W window]\n",
+            "reduce|allreduce|alltoall|put_latency|get_latency|acc_latency|fop_latency|"
+            "cas_latency|put_bw|get_bw|put_bibw [-m [min:]max] [-i iterations] [-x warmup] "
+            "[-W window]\n",
             prog);
 }
 
@@ -151,7 +184,17 @@ static int parse_args(int argc, char **argv, struct plan *p)
         return -1;
     p->test = (enum test)i;
     p->max_size = DEFAULT_MAX_SIZE;
-    if (p->test == TEST_LATENCY) {
+    if (p->test >= TEST_PUT_LATENCY && p->test <= TEST_CAS_LATENCY) {
+        p->min_size = 1;
+        if (p->test == TEST_FOP_LATENCY || p->test == TEST_CAS_LATENCY)
+            p->min_size = p->max_size = 8;
+        p->small_iters = 10000, p->small_warmup = 100;
+        p->large_iters = 1000, p->large_warmup = 10;
+    } else if (p->test >= TEST_PUT_BW) {
+        p->min_size = 1;
+        p->small_iters = 100, p->small_warmup = 10;
+        p->large_iters = 20, p->large_warmup = 2;
+    } else if (p->test == TEST_LATENCY) {
         p->min_size = 0;
         p->small_iters = 10000, p->small_warmup = 100;
         p->large_iters = 1000, p->large_warmup = 10;
@@ -480,6 +523,124 @@ static void run_collective(const struct plan *p, int rank, int nprocs, char *sbu
     }
 }
 
+/* One window per size, as OMB allocates it: `bytes` of MPI_Win_allocate. */
+static MPI_Win rma_window(long bytes, char **base)
+{
+    MPI_Win win;
+    MPI_Win_allocate((MPI_Aint)(bytes > 0 ? bytes : 1), 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+                     base, &win);
+    memset(*base, 'w', (size_t)(bytes > 0 ? bytes : 1));
+    MPI_Barrier(MPI_COMM_WORLD);
+    return win;
+}
+
+/* put/get/acc/fop/cas latency: rank 0, shared lock on rank 1, operation + flush. */
+static void run_rma_latency(const struct plan *p, int rank, char *sbuf, char *rbuf)
+{
+    long size, i, iters, warmup;
+    if (rank == 0)
+        header(TEST_TITLES[p->test], "Latency (us)");
+    for (size = first_size(p); size <= p->max_size; size = next_size(size)) {
+        char *base;
+        MPI_Win win = rma_window(size, &base);
+        double start = 0.0, elapsed = 0.0;
+        long long one = 1, cmp = 0, old = 0;
+        counts(p, size, &iters, &warmup);
+        if (rank == 0) {
+            MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+            for (i = 0; i < iters + warmup; i++) {
+                if (i == warmup)
+                    start = MPI_Wtime();
+                switch (p->test) {
+                case TEST_PUT_LATENCY:
+                    MPI_Put(sbuf, (int)size, MPI_CHAR, 1, 0, (int)size, MPI_CHAR, win);
+                    break;
+                case TEST_GET_LATENCY:
+                    MPI_Get(rbuf, (int)size, MPI_CHAR, 1, 0, (int)size, MPI_CHAR, win);
+                    break;
+                case TEST_ACC_LATENCY:
+                    MPI_Accumulate(sbuf, (int)size, MPI_CHAR, 1, 0, (int)size, MPI_CHAR, MPI_SUM,
+                                   win);
+                    break;
+                case TEST_FOP_LATENCY:
+                    MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, 1, 0, MPI_SUM, win);
+                    break;
+                default:
+                    MPI_Compare_and_swap(&one, &cmp, &old, MPI_LONG_LONG, 1, 0, win);
+                    break;
+                }
+                MPI_Win_flush(1, win);
+            }
+            elapsed = MPI_Wtime() - start;
+            MPI_Win_unlock(1, win);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0)
+            row(size, elapsed * 1e6 / (double)iters);
+        MPI_Win_free(&win);
+    }
+}
+
+/* put_bw / get_bw (rank 0 under a shared lock) and put_bibw (both, post/start). */
+static void run_rma_bw(const struct plan *p, int rank, char *sbuf, char *rbuf)
+{
+    long size, i, iters, warmup;
+    int j, peer = 1 - rank;
+    MPI_Group world, other;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, 1, &peer, &other);
+    if (rank == 0)
+        header(TEST_TITLES[p->test], "Bandwidth (MB/s)");
+    for (size = first_size(p); size <= p->max_size; size = next_size(size)) {
+        int w = size > LARGE_MESSAGE_SIZE && p->window > 32 ? 32 : p->window;
+        char *base;
+        MPI_Win win = rma_window(size * w, &base);
+        double start = 0.0, elapsed = 0.0;
+        counts(p, size, &iters, &warmup);
+        if (p->test == TEST_PUT_BIBW) {
+            for (i = 0; i < iters + warmup; i++) {
+                if (i == warmup)
+                    start = MPI_Wtime();
+                MPI_Win_post(other, 0, win);
+                MPI_Win_start(other, 0, win);
+                for (j = 0; j < w; j++)
+                    MPI_Put(sbuf + (size_t)j * size, (int)size, MPI_CHAR, peer,
+                            (MPI_Aint)j * size, (int)size, MPI_CHAR, win);
+                MPI_Win_complete(win);
+                MPI_Win_wait(win);
+            }
+            elapsed = MPI_Wtime() - start;
+        } else if (rank == 0) {
+            MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+            for (i = 0; i < iters + warmup; i++) {
+                if (i == warmup)
+                    start = MPI_Wtime();
+                for (j = 0; j < w; j++) {
+                    if (p->test == TEST_PUT_BW)
+                        MPI_Put(sbuf + (size_t)j * size, (int)size, MPI_CHAR, 1,
+                                (MPI_Aint)j * size, (int)size, MPI_CHAR, win);
+                    else
+                        MPI_Get(rbuf + (size_t)j * size, (int)size, MPI_CHAR, 1,
+                                (MPI_Aint)j * size, (int)size, MPI_CHAR, win);
+                }
+                MPI_Win_flush(1, win);
+            }
+            elapsed = MPI_Wtime() - start;
+            MPI_Win_unlock(1, win);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            double bytes = (double)size * w * (double)iters;
+            if (p->test == TEST_PUT_BIBW)
+                bytes *= 2;
+            row(size, bytes / 1e6 / elapsed);
+        }
+        MPI_Win_free(&win);
+    }
+    MPI_Group_free(&other);
+    MPI_Group_free(&world);
+}
+
 int main(int argc, char **argv)
 {
     struct plan plan;
@@ -496,7 +657,8 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    if ((plan.test == TEST_LATENCY || plan.test == TEST_BW || plan.test == TEST_BIBW) &&
+    if ((plan.test == TEST_LATENCY || plan.test == TEST_BW || plan.test == TEST_BIBW ||
+         plan.test >= TEST_PUT_LATENCY) &&
         size != 2) {
         if (rank == 0)
             fprintf(stderr, "osu_like: this test requires exactly two processes\n");
@@ -511,6 +673,8 @@ int main(int argc, char **argv)
     }
     /* Collectives need p blocks at the root / in the all-* buffers. */
     bytes = (plan.max_size > 0 ? (size_t)plan.max_size : 1) * (size_t)size;
+    if (plan.test >= TEST_PUT_BW) /* a window of operations from distinct offsets */
+        bytes = (plan.max_size > 0 ? (size_t)plan.max_size : 1) * (size_t)plan.window;
     sbuf = malloc(bytes);
     rbuf = malloc(bytes);
     if (!sbuf || !rbuf) {
@@ -534,6 +698,10 @@ int main(int argc, char **argv)
         run_bibw(&plan, rank, sbuf, rbuf);
     else if (plan.test == TEST_MBW_MR)
         run_mbw_mr(&plan, rank, size, sbuf, rbuf);
+    else if (plan.test >= TEST_PUT_BW)
+        run_rma_bw(&plan, rank, sbuf, rbuf);
+    else if (plan.test >= TEST_PUT_LATENCY)
+        run_rma_latency(&plan, rank, sbuf, rbuf);
     else if (plan.test == TEST_BARRIER)
         run_barrier(&plan, rank, size);
     else

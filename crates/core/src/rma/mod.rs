@@ -23,7 +23,11 @@
 //! * Passive-target operations progress while the target is inside any phalanx call;
 //!   a target that computes for long without calling delays them (no progress thread).
 
-use crate::collective::{CommunicatorCollectives, Root, SystemOperation};
+use crate::collective::CommunicatorCollectives;
+use direct::Segment;
+use std::sync::atomic::{fence, Ordering};
+
+mod direct;
 use crate::datatype::TypeMap;
 pub use crate::engine::rma::AccOp;
 use crate::engine::rma::{kind, Ctrl, WinMem, LOCK_EXCLUSIVE, LOCK_SHARED};
@@ -69,7 +73,6 @@ pub enum Flavor {
 enum Memory {
     None,
     Owned(#[allow(dead_code)] Vec<u128>),
-    Shared(#[allow(dead_code)] memmap2::MmapMut),
 }
 
 /// A window of memory open to one-sided operations (module docs).
@@ -80,8 +83,10 @@ pub struct Window {
     me: usize,
     /// Size and displacement unit of every member's window (0, 1 for dynamic ones).
     sizes: Vec<(u64, u64)>,
-    /// Base address of every member's window in this process (shared windows only).
-    shared_bases: Vec<usize>,
+    /// The host's shared segment holding every member's window, when all are on this
+    /// host and the window was allocated by phalanx: operations are then loads and
+    /// stores, locks atomics (`direct`).
+    direct: Option<Segment>,
     base: *mut u8,
     size: usize,
     disp_unit: usize,
@@ -89,6 +94,8 @@ pub struct Window {
     _mem: Memory,
     fence_open: bool,
     locked: Vec<Option<LockKind>>,
+    /// On a segment: the locks taken (exclusive or not), none under `MODE_NOCHECK`.
+    lock_taken: Vec<Option<bool>>,
     lock_all: bool,
     access: Vec<usize>,
     exposure: Vec<usize>,
@@ -107,6 +114,7 @@ impl Window {
         disp_unit: usize,
         flavor: Flavor,
         mem: Memory,
+        direct: Option<Segment>,
     ) -> Result<Window> {
         let coll = comm.duplicate();
         let ops = comm.duplicate();
@@ -135,7 +143,7 @@ impl Window {
             ops,
             ctx,
             sizes,
-            shared_bases: Vec::new(),
+            direct,
             base,
             size,
             disp_unit: disp_unit.max(1),
@@ -143,6 +151,7 @@ impl Window {
             _mem: mem,
             fence_open: false,
             locked: vec![None; p],
+            lock_taken: vec![None; p],
             lock_all: false,
             access: Vec::new(),
             exposure: Vec::new(),
@@ -157,16 +166,17 @@ impl Window {
         size: usize,
         disp_unit: usize,
     ) -> Result<Window> {
+        let comm = comm.as_simple();
+        // Every member on this host: one shared segment, operations as loads and stores.
+        if let Some(seg) = Segment::create(comm, size)? {
+            let base = seg.bases[comm.rank() as usize] as *mut u8;
+            let f = Flavor::Allocate;
+            return Self::open(comm, base, size, disp_unit, f, Memory::None, Some(seg));
+        }
         let mut v = vec![0u128; size.div_ceil(16)];
         let base = v.as_mut_ptr() as *mut u8;
-        Self::open(
-            comm.as_simple(),
-            base,
-            size,
-            disp_unit,
-            Flavor::Allocate,
-            Memory::Owned(v),
-        )
+        let mem = Memory::Owned(v);
+        Self::open(comm, base, size, disp_unit, Flavor::Allocate, mem, None)
     }
 
     /// A window over the program's `size` bytes at `base` (`MPI_Win_create`).
@@ -189,6 +199,7 @@ impl Window {
             disp_unit,
             Flavor::Create,
             Memory::None,
+            None,
         )
     }
 
@@ -202,6 +213,7 @@ impl Window {
             1,
             Flavor::Dynamic,
             Memory::None,
+            None,
         )
     }
 
@@ -215,101 +227,15 @@ impl Window {
         disp_unit: usize,
     ) -> Result<Window> {
         let comm = comm.as_simple();
-        let p = comm.size() as usize;
-        let me = comm.rank() as usize;
-        // Parts rounded to 64 bytes, each rank's offset from everyone's sizes.
-        let mine = [size as u64];
-        let mut all = vec![0u64; p];
-        comm.all_gather_into(&mine[..], &mut all[..]);
-        let part = |s: u64| (s as usize).div_ceil(64) * 64;
-        let offs: Vec<usize> = all
-            .iter()
-            .scan(0usize, |acc, &s| {
-                let o = *acc;
-                *acc += part(s);
-                Some(o)
-            })
-            .collect();
-        let total = all.iter().map(|&s| part(s)).sum::<usize>().max(64);
-        // Rank 0 names the segment; the name reaches the others by broadcast.
-        let mut name = [0u8; 64];
-        if me == 0 {
-            let n = format!(
-                "/dev/shm/phalanx-win-{}-{}-{:x}",
-                std::process::id(),
-                comm.context(),
-                crate::environment::time().to_bits()
-            );
-            name[..n.len()].copy_from_slice(n.as_bytes());
-        }
-        let made = if me == 0 {
-            Self::make_segment(&name, total)
-        } else {
-            Ok(())
+        let Some(seg) = Segment::create(comm, size)? else {
+            return Err(Error::Rma(
+                ErrorClass::RmaShared,
+                "a shared window needs every member on one host, reached over shared memory".into(),
+            ));
         };
-        let mut ok = [u8::from(made.is_ok())];
-        comm.process_at_rank(0).broadcast_into(&mut ok[..]);
-        comm.process_at_rank(0).broadcast_into(&mut name[..]);
-        made?;
-        if ok[0] == 0 {
-            return Err(Error::Rma(
-                ErrorClass::RmaShared,
-                "rank 0 could not create the shared segment".into(),
-            ));
-        }
-        let path = String::from_utf8_lossy(&name)
-            .trim_end_matches('\0')
-            .to_string();
-        let map = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .and_then(|f| {
-                // SAFETY: the file is a fresh segment of this job; every member maps it
-                // whole and the window's accesses stay inside it.
-                unsafe { memmap2::MmapMut::map_mut(&f) }
-            });
-        let mut got = [u8::from(map.is_ok())];
-        let mut all_ok = [0u8];
-        comm.all_reduce_into(&got[..], &mut all_ok[..], SystemOperation::min());
-        got[0] = all_ok[0];
-        if me == 0 {
-            let _ = std::fs::remove_file(&path);
-        }
-        if got[0] == 0 {
-            return Err(Error::Rma(
-                ErrorClass::RmaShared,
-                "a shared window needs every member on one host (a member could not map the segment)".into(),
-            ));
-        }
-        let mut map = map?;
-        let seg = map.as_mut_ptr();
-        let bases: Vec<usize> = offs.iter().map(|&o| seg as usize + o).collect();
-        // SAFETY: offs[me] + size lies inside the segment of `total` bytes.
-        let base = unsafe { seg.add(offs[me]) };
-        let mut w = Self::open(
-            comm,
-            base,
-            size,
-            disp_unit,
-            Flavor::Shared,
-            Memory::Shared(map),
-        )?;
-        w.shared_bases = bases;
-        Ok(w)
-    }
-
-    fn make_segment(name: &[u8; 64], total: usize) -> Result<()> {
-        let path = String::from_utf8_lossy(name)
-            .trim_end_matches('\0')
-            .to_string();
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        f.set_len(total as u64)?;
-        Ok(())
+        let base = seg.bases[comm.rank() as usize] as *mut u8;
+        let f = Flavor::Shared;
+        Self::open(comm, base, size, disp_unit, f, Memory::None, Some(seg))
     }
 
     /// Base address, size in bytes and displacement unit of member `rank`'s part of a
@@ -321,7 +247,8 @@ impl Window {
                 "not a shared window".into(),
             ));
         }
-        let b = *self.shared_bases.get(rank).ok_or(Error::InvalidRank {
+        let bases = self.direct.as_ref().map_or(&[][..], |d| &d.bases[..]);
+        let b = *bases.get(rank).ok_or(Error::InvalidRank {
             rank: rank as i32,
             size: self.sizes.len(),
         })?;
@@ -482,6 +409,12 @@ impl Window {
         tdt: &TypeMap,
     ) -> Result<()> {
         Self::same_bytes(ocount, odt, tcount, tdt)?;
+        if let Some(seg) = &self.direct {
+            self.check_direct(target, disp, tcount, tdt)?;
+            // SAFETY: the caller's promise; the range was checked.
+            unsafe { self.direct_put(seg, origin, ocount, odt, target, disp, tcount, tdt) };
+            return Ok(());
+        }
         // SAFETY: the caller's promise.
         let data = unsafe { Self::origin_data(origin, ocount, odt) };
         self.issue(
@@ -515,6 +448,12 @@ impl Window {
         tdt: &TypeMap,
     ) -> Result<Option<ReqId>> {
         Self::same_bytes(ocount, odt, tcount, tdt)?;
+        if let Some(seg) = &self.direct {
+            self.check_direct(target, disp, tcount, tdt)?;
+            // SAFETY: the caller's promise; the range was checked.
+            unsafe { self.direct_get(seg, origin, odt, target, disp, tcount, tdt) };
+            return Ok(None);
+        }
         let ans = Self::answer_buf(origin, ocount, odt);
         let empty = SendBuf::Owned(Vec::new());
         self.issue(
@@ -546,6 +485,14 @@ impl Window {
         op: AccOp,
     ) -> Result<Option<ReqId>> {
         Self::same_bytes(ocount, odt, tcount, tdt)?;
+        if let Some(seg) = &self.direct {
+            self.check_direct(target, disp, tcount, tdt)?;
+            // SAFETY: the caller's promise.
+            let v = unsafe { Self::packed_origin(origin, ocount, odt) };
+            // SAFETY: the range was checked.
+            unsafe { self.direct_accumulate(seg, &v, None, None, target, disp, tcount, tdt, op)? };
+            return Ok(None);
+        }
         // SAFETY: the caller's promise.
         let data = unsafe { Self::origin_data(origin, ocount, odt) };
         self.issue(kind::ACC, op, data, None, target, disp, tcount, tdt)
@@ -573,6 +520,20 @@ impl Window {
         op: AccOp,
     ) -> Result<Option<ReqId>> {
         Self::same_bytes(rcount, rdt, tcount, tdt)?;
+        if let Some(seg) = &self.direct {
+            self.check_direct(target, disp, tcount, tdt)?;
+            let v = if op == AccOp::NoOp {
+                Vec::new()
+            } else {
+                Self::same_bytes(ocount, odt, tcount, tdt)?;
+                // SAFETY: the caller's promise.
+                unsafe { Self::packed_origin(origin, ocount, odt) }
+            };
+            let res = Some((result, rdt));
+            // SAFETY: the range was checked; the caller's promise for `result`.
+            unsafe { self.direct_accumulate(seg, &v, res, None, target, disp, tcount, tdt, op)? };
+            return Ok(None);
+        }
         let data = if op == AccOp::NoOp {
             SendBuf::Owned(vec![0u8; tcount * tdt.size()])
         } else {
@@ -607,6 +568,21 @@ impl Window {
         target: usize,
         disp: u64,
     ) -> Result<Option<ReqId>> {
+        if let Some(seg) = &self.direct {
+            self.check_direct(target, disp, 1, dt)?;
+            // SAFETY: the caller's promise.
+            let (cmp, new) = unsafe {
+                (
+                    Self::packed_origin(compare, 1, dt),
+                    Self::packed_origin(origin, 1, dt),
+                )
+            };
+            let (res, c) = (Some((result, dt)), Some(&cmp[..]));
+            let op = AccOp::Replace;
+            // SAFETY: the range was checked; the caller's promise for `result`.
+            unsafe { self.direct_accumulate(seg, &new, res, c, target, disp, 1, dt, op)? };
+            return Ok(None);
+        }
         let mut v = Vec::with_capacity(2 * dt.size());
         // SAFETY: the caller's promise.
         unsafe {
@@ -634,8 +610,19 @@ impl Window {
         with_engine(|e| e.rma_user_request(self.ctx, r))
     }
 
-    /// Waits for this rank's operations to complete locally.
+    /// Epoch and range checks of an operation on a segment.
+    fn check_direct(&self, t: usize, disp: u64, count: usize, dt: &TypeMap) -> Result<()> {
+        self.check_target(t)?;
+        self.check_range(t, disp, count, dt)
+    }
+
+    /// Waits for this rank's operations to complete locally (on a segment they are:
+    /// a fence orders them before what follows).
     fn finish_local(&self) -> Result<()> {
+        if self.direct.is_some() {
+            fence(Ordering::SeqCst);
+            return Ok(());
+        }
         with_engine(|e| e.rma_finish_local(self.ctx))
     }
 
@@ -646,7 +633,9 @@ impl Window {
         if self.lock_all || self.locked.iter().any(|l| l.is_some()) || !self.access.is_empty() {
             return Err(sync_err("fence inside a lock or start epoch"));
         }
-        if assert & MODE_NOPRECEDE == 0 {
+        if self.direct.is_some() {
+            self.finish_local()?;
+        } else if assert & MODE_NOPRECEDE == 0 {
             self.finish_local()?;
             let issued = with_engine(|e| e.rma_issued(self.ctx))?;
             let mut expected = vec![0u64; issued.len()];
@@ -654,12 +643,13 @@ impl Window {
             with_engine(|e| e.rma_wait_applied(self.ctx, &expected))?;
         }
         self.coll.barrier();
+        fence(Ordering::SeqCst);
         self.fence_open = assert & MODE_NOSUCCEED == 0;
         Ok(())
     }
 
     /// `MPI_Win_lock`: an access epoch to `target` under a lock of `kind`.
-    pub fn lock(&mut self, kind_: LockKind, target: usize, _assert: u32) -> Result<()> {
+    pub fn lock(&mut self, kind_: LockKind, target: usize, assert: u32) -> Result<()> {
         if target >= self.locked.len() {
             return Err(Error::InvalidRank {
                 rank: target as i32,
@@ -673,7 +663,7 @@ impl Window {
             LockKind::Exclusive => LOCK_EXCLUSIVE,
             LockKind::Shared => LOCK_SHARED,
         };
-        with_engine(|e| e.rma_sync_msg(self.ctx, target, kind::LOCK, l))?;
+        self.take_lock(target, l, assert)?;
         self.locked[target] = Some(kind_);
         Ok(())
     }
@@ -685,18 +675,18 @@ impl Window {
             return Err(sync_err(format!("rank {target} is not locked")));
         }
         self.finish_local()?;
-        with_engine(|e| e.rma_sync_msg(self.ctx, target, kind::UNLOCK, 0))?;
+        self.release_lock(target)?;
         self.locked[target] = None;
         Ok(())
     }
 
     /// `MPI_Win_lock_all`: a shared lock on every member.
-    pub fn lock_all(&mut self, _assert: u32) -> Result<()> {
+    pub fn lock_all(&mut self, assert: u32) -> Result<()> {
         if self.lock_all || self.locked.iter().any(|l| l.is_some()) {
             return Err(sync_err("lock_all while holding a lock"));
         }
         for t in 0..self.locked.len() {
-            with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::LOCK, LOCK_SHARED))?;
+            self.take_lock(t, LOCK_SHARED, assert)?;
         }
         self.lock_all = true;
         Ok(())
@@ -709,10 +699,37 @@ impl Window {
         }
         self.finish_local()?;
         for t in 0..self.locked.len() {
-            with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::UNLOCK, 0))?;
+            self.release_lock(t)?;
         }
         self.lock_all = false;
         Ok(())
+    }
+
+    /// Takes member `t`'s lock: an atomic on a segment (none with
+    /// [`MODE_NOCHECK`]), else a request answered by its grant.
+    fn take_lock(&mut self, t: usize, l: u8, assert: u32) -> Result<()> {
+        match &self.direct {
+            Some(seg) => {
+                let taken = assert & MODE_NOCHECK == 0;
+                if taken {
+                    seg.lock(t, l == LOCK_EXCLUSIVE)?;
+                }
+                self.lock_taken[t] = taken.then_some(l == LOCK_EXCLUSIVE);
+                Ok(())
+            }
+            None => with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::LOCK, l)),
+        }
+    }
+
+    /// Releases member `t`'s lock (its operations completed at both ends before).
+    fn release_lock(&mut self, t: usize) -> Result<()> {
+        match &self.direct {
+            Some(seg) => match self.lock_taken[t].take() {
+                Some(excl) => seg.unlock(t, excl),
+                None => Ok(()),
+            },
+            None => with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::UNLOCK, 0)),
+        }
     }
 
     fn passive(&self, target: usize) -> Result<()> {
@@ -729,12 +746,18 @@ impl Window {
     pub fn flush(&self, target: usize) -> Result<()> {
         self.passive(target)?;
         self.finish_local()?;
+        if self.direct.is_some() {
+            return Ok(());
+        }
         with_engine(|e| e.rma_sync_msg(self.ctx, target, kind::FLUSH, 0))
     }
 
     /// `MPI_Win_flush_all`.
     pub fn flush_all(&self) -> Result<()> {
         self.finish_local()?;
+        if self.direct.is_some() {
+            return Ok(());
+        }
         for t in 0..self.locked.len() {
             if self.lock_all || self.locked[t].is_some() {
                 with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::FLUSH, 0))?;
