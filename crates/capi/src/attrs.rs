@@ -48,7 +48,7 @@ fn keyval(k: c_int) -> CResult<Keyval> {
         .ok_or_else(|| err(MPI_ERR_KEYVAL, format!("invalid keyval {k}")))
 }
 
-fn create(copy: usize, delete: usize, kv: *mut c_int, extra: *mut c_void) -> CResult {
+pub(crate) fn create(copy: usize, delete: usize, kv: *mut c_int, extra: *mut c_void) -> CResult {
     let k = T.with(|t| {
         let mut t = t.borrow_mut();
         let k = 1000 + t.next;
@@ -67,7 +67,7 @@ fn create(copy: usize, delete: usize, kv: *mut c_int, extra: *mut c_void) -> CRe
     unsafe { out(kv, k) }
 }
 
-fn free_keyval(kv: *mut c_int) -> CResult {
+pub(crate) fn free_keyval(kv: *mut c_int) -> CResult {
     if kv.is_null() {
         return Err(err(MPI_ERR_ARG, "null keyval"));
     }
@@ -172,10 +172,28 @@ fn set(comm: Handle, k: c_int, v: *mut c_void) -> CResult {
             format!("predefined attribute {k} is read-only"),
         ));
     }
+    obj_set(comm, k, v)
+}
+
+/// Sets attribute `k` of object `obj` (a communicator or a window, checked by the
+/// caller) to `v`, running the delete callback of the value it replaces.
+pub(crate) fn obj_set(obj: Handle, k: c_int, v: *mut c_void) -> CResult {
     keyval(k)?;
-    delete_one(comm, k)?;
-    T.with(|t| t.borrow_mut().attrs.insert((comm as usize, k), v));
+    delete_one(obj, k)?;
+    T.with(|t| t.borrow_mut().attrs.insert((obj as usize, k), v));
     Ok(())
+}
+
+/// The value of user attribute `k` of object `obj`, if set.
+pub(crate) fn obj_get(obj: Handle, k: c_int) -> CResult<Option<*mut c_void>> {
+    keyval(k)?;
+    Ok(T.with(|t| t.borrow().attrs.get(&(obj as usize, k)).copied()))
+}
+
+/// Deletes user attribute `k` of object `obj` (running its delete callback).
+pub(crate) fn obj_delete(obj: Handle, k: c_int) -> CResult {
+    keyval(k)?;
+    delete_one(obj, k).map(drop)
 }
 
 fn get(comm: Handle, k: c_int, val: *mut c_void, flag: *mut c_int) -> CResult {
@@ -196,8 +214,7 @@ fn get(comm: Handle, k: c_int, val: *mut c_void, flag: *mut c_int) -> CResult {
             Some(slot as *mut c_int as *mut c_void)
         })
     } else {
-        keyval(k)?;
-        T.with(|t| t.borrow().attrs.get(&(comm as usize, k)).copied())
+        obj_get(comm, k)?
     };
     let _ = c;
     // SAFETY: val is a writable `void *`, flag a writable int (MPI contract).
@@ -211,8 +228,7 @@ fn get(comm: Handle, k: c_int, val: *mut c_void, flag: *mut c_int) -> CResult {
 
 fn delete(comm: Handle, k: c_int) -> CResult {
     state::comm(comm)?;
-    keyval(k)?;
-    delete_one(comm, k).map(drop)
+    obj_delete(comm, k)
 }
 
 use phalanx::traits::Communicator;

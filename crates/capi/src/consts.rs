@@ -100,6 +100,24 @@ pub const MPI_ERR_OTHER: c_int = 16;
 pub const MPI_ERR_INTERN: c_int = 17;
 /// Error spawning processes.
 pub const MPI_ERR_SPAWN: c_int = 53;
+/// Invalid assertion argument (one-sided synchronization).
+pub const MPI_ERR_ASSERT: c_int = 22;
+/// Invalid displacement argument (or displacement unit).
+pub const MPI_ERR_DISP: c_int = 26;
+/// Invalid lock type.
+pub const MPI_ERR_LOCKTYPE: c_int = 37;
+/// Memory cannot be attached (a dynamic window).
+pub const MPI_ERR_RMA_ATTACH: c_int = 46;
+/// Target memory outside the window.
+pub const MPI_ERR_RMA_RANGE: c_int = 48;
+/// Wrong one-sided synchronization.
+pub const MPI_ERR_RMA_SYNC: c_int = 50;
+/// Invalid size argument.
+pub const MPI_ERR_SIZE: c_int = 52;
+/// Invalid window.
+pub const MPI_ERR_WIN: c_int = 56;
+/// The window's flavor does not allow the call.
+pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
 /// Highest predefined class.
 pub const MPI_ERR_ABI: c_int = 62;
 

@@ -88,6 +88,8 @@ export!(MPI_Finalize, PMPI_Finalize, () -> c_int {
         drop(freed);
         // The same for requests of the small-message path (held by the engine itself).
         let _ = phalanx::capi_support::wait_running();
+        // Windows never freed stop serving (not collectively) while the engine runs.
+        crate::rma::drop_all();
         drop(comms);
         drop(u);
         state::FINALIZED.store(true, Ordering::SeqCst);

@@ -36,8 +36,8 @@ pub fn valid(h: usize) -> bool {
     [ERRORS_ARE_FATAL, ERRORS_RETURN, ERRORS_ABORT].contains(&h) || user(h).is_some()
 }
 
-/// Registers `f`; returns its handle.
-fn add(f: CommErrFn) -> Handle {
+/// Registers `f`; returns its handle (window handlers too: same C signature).
+pub(crate) fn add(f: CommErrFn) -> Handle {
     TABLE.with(|t| {
         let mut t = t.borrow_mut();
         t.push(f);

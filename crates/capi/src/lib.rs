@@ -10,7 +10,8 @@
 //!   provides `MPI_THREAD_FUNNELED`: only the thread that called `MPI_Init` may call MPI.
 //! - No panic crosses into C: every exported body runs under `catch_unwind`
 //!   ([`guard`]); a panic becomes `MPI_ERR_INTERN`.
-//! - Errors go through the communicator's error handler: `MPI_ERRORS_ARE_FATAL` (the
+//! - Errors go through the communicator's error handler (a window's own for calls on a
+//!   window, [`rma`]): `MPI_ERRORS_ARE_FATAL` (the
 //!   default; `MPI_ERRORS_ABORT` behaves the same) prints the call and the error and ends
 //!   the rank with exit code 1, which makes the launcher end the job; under
 //!   `MPI_ERRORS_RETURN` the call returns the error class. Calls with no communicator
@@ -52,6 +53,8 @@ pub mod ops;
 pub mod p2p;
 pub mod p2p_more;
 pub mod persist;
+pub mod rma;
+pub mod rma_ops;
 pub mod state;
 pub mod stubs;
 pub mod stubs_gen;
@@ -120,32 +123,58 @@ pub fn guard_on(name: &str, f: impl FnOnce(&mut Handle) -> CResult) -> c_int {
 /// A panic caught at the C boundary: an internal error for `comm`'s handler.
 #[cold]
 fn panicked(name: &str, comm: Handle, p: Box<dyn std::any::Any + Send>) -> c_int {
+    raise(name, comm, panic_err(p))
+}
+
+/// The internal error a panic caught at the C boundary becomes.
+#[cold]
+fn panic_err(p: Box<dyn std::any::Any + Send>) -> CErr {
     let what = p
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic".into());
-    raise(
-        name,
-        comm,
-        err(MPI_ERR_INTERN, format!("internal error: {what}")),
-    )
+    err(MPI_ERR_INTERN, format!("internal error: {what}"))
+}
+
+/// As [`guard`], for calls on an object with an error handler of its own (a window):
+/// errors and panics go to the handler `to` names after the call, `(handler, object
+/// handle passed to a user handler)`.
+pub fn guard_to(
+    name: &str,
+    to: impl FnOnce() -> (usize, Handle),
+    f: impl FnOnce() -> CResult,
+) -> c_int {
+    let e = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return MPI_SUCCESS,
+        Ok(Err(e)) => e,
+        Err(p) => panic_err(p),
+    };
+    let (eh, obj) = to();
+    raise_to(name, eh, obj, e)
 }
 
 /// Hands `e` to the error handler of `comm` (world's if `comm` is not a live communicator).
 #[cold]
 pub fn raise(name: &str, comm: Handle, e: CErr) -> c_int {
     let eh = state::errhandler(comm);
+    let c = if eh == ERRORS_RETURN || state::is_live_comm(comm) {
+        comm
+    } else {
+        consts::COMM_WORLD as Handle
+    };
+    raise_to(name, eh, c, e)
+}
+
+/// Hands `e` to error handler `eh`: returns the class (`MPI_ERRORS_RETURN`), calls a
+/// user handler with object handle `obj` and returns the class, or ends the job.
+#[cold]
+pub fn raise_to(name: &str, eh: usize, obj: Handle, e: CErr) -> c_int {
     if eh == ERRORS_RETURN {
         return e.class;
     }
     if let Some(f) = errh::user(eh) {
-        let c = if state::is_live_comm(comm) {
-            comm
-        } else {
-            consts::COMM_WORLD as Handle
-        };
-        errh::call(f, c, e.class);
+        errh::call(f, obj, e.class);
         return e.class;
     }
     let rank =

@@ -138,7 +138,7 @@ thread_local! {
 ///
 /// # Safety
 /// `p` is null (an error) or NUL-terminated.
-unsafe fn cstr(p: *const c_char) -> CResult<String> {
+pub(crate) unsafe fn cstr(p: *const c_char) -> CResult<String> {
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, "null string"));
     }
@@ -238,7 +238,16 @@ fn info_get<T>(h: Handle, f: impl FnOnce(&mut Vec<(String, String)>) -> T) -> CR
         .ok_or_else(|| err(MPI_ERR_INFO, format!("invalid info {h:p}")))
 }
 
-fn info_new(v: Vec<(String, String)>) -> Handle {
+/// Checks an info argument: `MPI_INFO_NULL`, `MPI_INFO_ENV` or a live info object.
+pub(crate) fn info_ok(h: Handle) -> CResult {
+    if h as usize == INFO_NULL {
+        return Ok(());
+    }
+    info_get(h, |_| ())
+}
+
+/// A new info object holding `v`.
+pub(crate) fn info_new(v: Vec<(String, String)>) -> Handle {
     INFOS.with(|t| {
         let mut t = t.borrow_mut();
         let h = 0x300_0000 + t.1;

@@ -18,8 +18,6 @@ const WORLD: Handle = COMM_WORLD as Handle;
 const NULL_COMM: usize = 0x100;
 /// `MPI_GROUP_NULL`.
 const NULL_GROUP: usize = 0x108;
-/// `MPI_WIN_NULL`.
-const NULL_WIN: usize = 0x110;
 /// `MPI_FILE_NULL`.
 const NULL_FILE: usize = 0x118;
 /// `MPI_SESSION_NULL`.
@@ -60,16 +58,6 @@ export!(MPI_Abi_get_info, PMPI_Abi_get_info, (info: *mut Handle) -> c_int {
     }
     let _ = (info,);
     not_implemented("MPI_Abi_get_info", WORLD)
-});
-
-export!(MPI_Accumulate, PMPI_Accumulate, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, op: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
-    not_implemented("MPI_Accumulate", WORLD)
-});
-
-export!(MPI_Accumulate_c, PMPI_Accumulate_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, op: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
-    not_implemented("MPI_Accumulate_c", WORLD)
 });
 
 export!(MPI_Add_error_class, PMPI_Add_error_class, (errorclass: *mut c_void) -> c_int {
@@ -411,11 +399,6 @@ export!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: Handle, info: Handle) -> c
     not_implemented("MPI_Comm_set_info", comm)
 });
 
-export!(MPI_Compare_and_swap, PMPI_Compare_and_swap, (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: Handle, target_rank: c_int, target_disp: isize, win: Handle) -> c_int {
-    let _ = (origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win);
-    not_implemented("MPI_Compare_and_swap", WORLD)
-});
-
 export!(MPI_Exscan_c, PMPI_Exscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, comm);
     not_implemented("MPI_Exscan_c", comm)
@@ -437,11 +420,6 @@ export!(MPI_Exscan_init_c, PMPI_Exscan_init_c, (sendbuf: *const c_void, recvbuf:
     }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Exscan_init_c", comm)
-});
-
-export!(MPI_Fetch_and_op, PMPI_Fetch_and_op, (origin_addr: *const c_void, result_addr: *mut c_void, datatype: Handle, target_rank: c_int, target_disp: isize, op: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
-    not_implemented("MPI_Fetch_and_op", WORLD)
 });
 
 export!(MPI_File_call_errhandler, PMPI_File_call_errhandler, (fh: Handle, errorcode: c_int) -> c_int {
@@ -1033,26 +1011,6 @@ export!(MPI_Gatherv_init_c, PMPI_Gatherv_init_c, (sendbuf: *const c_void, sendco
     }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     not_implemented("MPI_Gatherv_init_c", comm)
-});
-
-export!(MPI_Get, PMPI_Get, (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
-    not_implemented("MPI_Get", WORLD)
-});
-
-export!(MPI_Get_c, PMPI_Get_c, (origin_addr: *mut c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
-    not_implemented("MPI_Get_c", WORLD)
-});
-
-export!(MPI_Get_accumulate, PMPI_Get_accumulate, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, result_addr: *mut c_void, result_count: c_int, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, op: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
-    not_implemented("MPI_Get_accumulate", WORLD)
-});
-
-export!(MPI_Get_accumulate_c, PMPI_Get_accumulate_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, result_addr: *mut c_void, result_count: i64, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, op: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
-    not_implemented("MPI_Get_accumulate_c", WORLD)
 });
 
 export!(MPI_Get_count_c, PMPI_Get_count_c, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
@@ -1675,34 +1633,6 @@ export!(MPI_Publish_name, PMPI_Publish_name, (service_name: *const c_void, info:
     not_implemented("MPI_Publish_name", WORLD)
 });
 
-export!(MPI_Put, PMPI_Put, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
-    not_implemented("MPI_Put", WORLD)
-});
-
-export!(MPI_Put_c, PMPI_Put_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, win: Handle) -> c_int {
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
-    not_implemented("MPI_Put_c", WORLD)
-});
-
-export!(MPI_Raccumulate, PMPI_Raccumulate, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
-    not_implemented("MPI_Raccumulate", WORLD)
-});
-
-export!(MPI_Raccumulate_c, PMPI_Raccumulate_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
-    not_implemented("MPI_Raccumulate_c", WORLD)
-});
-
 export!(MPI_Recv_c, PMPI_Recv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, status: *mut c_void) -> c_int {
     let _ = (buf, count, datatype, source, tag, comm, status);
     not_implemented("MPI_Recv_c", comm)
@@ -1829,60 +1759,6 @@ export!(MPI_Request_get_status_any, PMPI_Request_get_status_any, (count: c_int, 
 export!(MPI_Request_get_status_some, PMPI_Request_get_status_some, (incount: c_int, array_of_requests: *mut c_void, outcount: *mut c_void, array_of_indices: *mut c_void, array_of_statuses: *mut c_void) -> c_int {
     let _ = (incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
     not_implemented("MPI_Request_get_status_some", WORLD)
-});
-
-export!(MPI_Rget, PMPI_Rget, (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
-    not_implemented("MPI_Rget", WORLD)
-});
-
-export!(MPI_Rget_c, PMPI_Rget_c, (origin_addr: *mut c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
-    not_implemented("MPI_Rget_c", WORLD)
-});
-
-export!(MPI_Rget_accumulate, PMPI_Rget_accumulate, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, result_addr: *mut c_void, result_count: c_int, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
-    not_implemented("MPI_Rget_accumulate", WORLD)
-});
-
-export!(MPI_Rget_accumulate_c, PMPI_Rget_accumulate_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, result_addr: *mut c_void, result_count: i64, result_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request);
-    not_implemented("MPI_Rget_accumulate_c", WORLD)
-});
-
-export!(MPI_Rput, PMPI_Rput, (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
-    not_implemented("MPI_Rput", WORLD)
-});
-
-export!(MPI_Rput_c, PMPI_Rput_c, (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle, target_rank: c_int, target_disp: isize, target_count: i64, target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
-    not_implemented("MPI_Rput_c", WORLD)
 });
 
 export!(MPI_Rsend_c, PMPI_Rsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
@@ -2366,255 +2242,6 @@ export!(MPI_Unpack_external_c, PMPI_Unpack_external_c, (datarep: *const c_void, 
 export!(MPI_Unpublish_name, PMPI_Unpublish_name, (service_name: *const c_void, info: Handle, port_name: *const c_void) -> c_int {
     let _ = (service_name, info, port_name);
     not_implemented("MPI_Unpublish_name", WORLD)
-});
-
-export!(MPI_Win_allocate, PMPI_Win_allocate, (size: isize, disp_unit: c_int, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(win, NULL_WIN);
-    }
-    let _ = (size, disp_unit, info, comm, baseptr, win);
-    not_implemented("MPI_Win_allocate", comm)
-});
-
-export!(MPI_Win_allocate_c, PMPI_Win_allocate_c, (size: isize, disp_unit: isize, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(win, NULL_WIN);
-    }
-    let _ = (size, disp_unit, info, comm, baseptr, win);
-    not_implemented("MPI_Win_allocate_c", comm)
-});
-
-export!(MPI_Win_allocate_shared, PMPI_Win_allocate_shared, (size: isize, disp_unit: c_int, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(win, NULL_WIN);
-    }
-    let _ = (size, disp_unit, info, comm, baseptr, win);
-    not_implemented("MPI_Win_allocate_shared", comm)
-});
-
-export!(MPI_Win_allocate_shared_c, PMPI_Win_allocate_shared_c, (size: isize, disp_unit: isize, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(win, NULL_WIN);
-    }
-    let _ = (size, disp_unit, info, comm, baseptr, win);
-    not_implemented("MPI_Win_allocate_shared_c", comm)
-});
-
-export!(MPI_Win_attach, PMPI_Win_attach, (win: Handle, base: *mut c_void, size: isize) -> c_int {
-    let _ = (win, base, size);
-    not_implemented("MPI_Win_attach", WORLD)
-});
-
-export!(MPI_Win_call_errhandler, PMPI_Win_call_errhandler, (win: Handle, errorcode: c_int) -> c_int {
-    let _ = (win, errorcode);
-    not_implemented("MPI_Win_call_errhandler", WORLD)
-});
-
-export!(MPI_Win_complete, PMPI_Win_complete, (win: Handle) -> c_int {
-    let _ = (win,);
-    not_implemented("MPI_Win_complete", WORLD)
-});
-
-export!(MPI_Win_create, PMPI_Win_create, (base: *mut c_void, size: isize, disp_unit: c_int, info: Handle, comm: Handle, win: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(win, NULL_WIN);
-    }
-    let _ = (base, size, disp_unit, info, comm, win);
-    not_implemented("MPI_Win_create", comm)
-});
-
-export!(MPI_Win_create_c, PMPI_Win_create_c, (base: *mut c_void, size: isize, disp_unit: isize, info: Handle, comm: Handle, win: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(win, NULL_WIN);
-    }
-    let _ = (base, size, disp_unit, info, comm, win);
-    not_implemented("MPI_Win_create_c", comm)
-});
-
-export!(MPI_Win_create_dynamic, PMPI_Win_create_dynamic, (info: Handle, comm: Handle, win: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(win, NULL_WIN);
-    }
-    let _ = (info, comm, win);
-    not_implemented("MPI_Win_create_dynamic", comm)
-});
-
-export!(MPI_Win_create_errhandler, PMPI_Win_create_errhandler, (win_errhandler_fn: *mut c_void, errhandler: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(errhandler, NULL_ERRHANDLER);
-    }
-    let _ = (win_errhandler_fn, errhandler);
-    not_implemented("MPI_Win_create_errhandler", WORLD)
-});
-
-export!(MPI_Win_create_keyval, PMPI_Win_create_keyval, (win_copy_attr_fn: *mut c_void, win_delete_attr_fn: *mut c_void, win_keyval: *mut c_void, extra_state: *mut c_void) -> c_int {
-    let _ = (win_copy_attr_fn, win_delete_attr_fn, win_keyval, extra_state);
-    not_implemented("MPI_Win_create_keyval", WORLD)
-});
-
-export!(MPI_Win_delete_attr, PMPI_Win_delete_attr, (win: Handle, win_keyval: c_int) -> c_int {
-    let _ = (win, win_keyval);
-    not_implemented("MPI_Win_delete_attr", WORLD)
-});
-
-export!(MPI_Win_detach, PMPI_Win_detach, (win: Handle, base: *const c_void) -> c_int {
-    let _ = (win, base);
-    not_implemented("MPI_Win_detach", WORLD)
-});
-
-export!(MPI_Win_fence, PMPI_Win_fence, (assert: c_int, win: Handle) -> c_int {
-    let _ = (assert, win);
-    not_implemented("MPI_Win_fence", WORLD)
-});
-
-export!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: Handle) -> c_int {
-    let _ = (rank, win);
-    not_implemented("MPI_Win_flush", WORLD)
-});
-
-export!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: Handle) -> c_int {
-    let _ = (win,);
-    not_implemented("MPI_Win_flush_all", WORLD)
-});
-
-export!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: Handle) -> c_int {
-    let _ = (rank, win);
-    not_implemented("MPI_Win_flush_local", WORLD)
-});
-
-export!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: Handle) -> c_int {
-    let _ = (win,);
-    not_implemented("MPI_Win_flush_local_all", WORLD)
-});
-
-export!(MPI_Win_free, PMPI_Win_free, (win: *mut c_void) -> c_int {
-    let _ = (win,);
-    not_implemented("MPI_Win_free", WORLD)
-});
-
-export!(MPI_Win_free_keyval, PMPI_Win_free_keyval, (win_keyval: *mut c_void) -> c_int {
-    let _ = (win_keyval,);
-    not_implemented("MPI_Win_free_keyval", WORLD)
-});
-
-export!(MPI_Win_get_attr, PMPI_Win_get_attr, (win: Handle, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_void) -> c_int {
-    let _ = (win, win_keyval, attribute_val, flag);
-    not_implemented("MPI_Win_get_attr", WORLD)
-});
-
-export!(MPI_Win_get_errhandler, PMPI_Win_get_errhandler, (win: Handle, errhandler: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(errhandler, NULL_ERRHANDLER);
-    }
-    let _ = (win, errhandler);
-    not_implemented("MPI_Win_get_errhandler", WORLD)
-});
-
-export!(MPI_Win_get_group, PMPI_Win_get_group, (win: Handle, group: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(group, NULL_GROUP);
-    }
-    let _ = (win, group);
-    not_implemented("MPI_Win_get_group", WORLD)
-});
-
-export!(MPI_Win_get_info, PMPI_Win_get_info, (win: Handle, info_used: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(info_used, NULL_INFO);
-    }
-    let _ = (win, info_used);
-    not_implemented("MPI_Win_get_info", WORLD)
-});
-
-export!(MPI_Win_get_name, PMPI_Win_get_name, (win: Handle, win_name: *mut c_void, resultlen: *mut c_void) -> c_int {
-    let _ = (win, win_name, resultlen);
-    not_implemented("MPI_Win_get_name", WORLD)
-});
-
-export!(MPI_Win_lock, PMPI_Win_lock, (lock_type: c_int, rank: c_int, assert: c_int, win: Handle) -> c_int {
-    let _ = (lock_type, rank, assert, win);
-    not_implemented("MPI_Win_lock", WORLD)
-});
-
-export!(MPI_Win_lock_all, PMPI_Win_lock_all, (assert: c_int, win: Handle) -> c_int {
-    let _ = (assert, win);
-    not_implemented("MPI_Win_lock_all", WORLD)
-});
-
-export!(MPI_Win_post, PMPI_Win_post, (group: Handle, assert: c_int, win: Handle) -> c_int {
-    let _ = (group, assert, win);
-    not_implemented("MPI_Win_post", WORLD)
-});
-
-export!(MPI_Win_set_attr, PMPI_Win_set_attr, (win: Handle, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    let _ = (win, win_keyval, attribute_val);
-    not_implemented("MPI_Win_set_attr", WORLD)
-});
-
-export!(MPI_Win_set_errhandler, PMPI_Win_set_errhandler, (win: Handle, errhandler: Handle) -> c_int {
-    let _ = (win, errhandler);
-    not_implemented("MPI_Win_set_errhandler", WORLD)
-});
-
-export!(MPI_Win_set_info, PMPI_Win_set_info, (win: Handle, info: Handle) -> c_int {
-    let _ = (win, info);
-    not_implemented("MPI_Win_set_info", WORLD)
-});
-
-export!(MPI_Win_set_name, PMPI_Win_set_name, (win: Handle, win_name: *const c_void) -> c_int {
-    let _ = (win, win_name);
-    not_implemented("MPI_Win_set_name", WORLD)
-});
-
-export!(MPI_Win_shared_query, PMPI_Win_shared_query, (win: Handle, rank: c_int, size: *mut c_void, disp_unit: *mut c_void, baseptr: *mut c_void) -> c_int {
-    let _ = (win, rank, size, disp_unit, baseptr);
-    not_implemented("MPI_Win_shared_query", WORLD)
-});
-
-export!(MPI_Win_shared_query_c, PMPI_Win_shared_query_c, (win: Handle, rank: c_int, size: *mut c_void, disp_unit: *mut c_void, baseptr: *mut c_void) -> c_int {
-    let _ = (win, rank, size, disp_unit, baseptr);
-    not_implemented("MPI_Win_shared_query_c", WORLD)
-});
-
-export!(MPI_Win_start, PMPI_Win_start, (group: Handle, assert: c_int, win: Handle) -> c_int {
-    let _ = (group, assert, win);
-    not_implemented("MPI_Win_start", WORLD)
-});
-
-export!(MPI_Win_sync, PMPI_Win_sync, (win: Handle) -> c_int {
-    let _ = (win,);
-    not_implemented("MPI_Win_sync", WORLD)
-});
-
-export!(MPI_Win_test, PMPI_Win_test, (win: Handle, flag: *mut c_void) -> c_int {
-    let _ = (win, flag);
-    not_implemented("MPI_Win_test", WORLD)
-});
-
-export!(MPI_Win_unlock, PMPI_Win_unlock, (rank: c_int, win: Handle) -> c_int {
-    let _ = (rank, win);
-    not_implemented("MPI_Win_unlock", WORLD)
-});
-
-export!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: Handle) -> c_int {
-    let _ = (win,);
-    not_implemented("MPI_Win_unlock_all", WORLD)
-});
-
-export!(MPI_Win_wait, PMPI_Win_wait, (win: Handle) -> c_int {
-    let _ = (win,);
-    not_implemented("MPI_Win_wait", WORLD)
 });
 
 export!(MPI_Comm_fromint, PMPI_Comm_fromint, (comm: c_int) -> Handle {

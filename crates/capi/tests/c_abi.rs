@@ -522,7 +522,7 @@ fn errors_are_fatal_by_default_and_name_the_call() {
     let o = run(2, &exe, &[]);
     assert!(!o.status.success(), "{}", show(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("MPI_Win_fence"),
+        String::from_utf8_lossy(&o.stderr).contains("MPI_File_sync"),
         "{}",
         show(&o)
     );
@@ -661,4 +661,78 @@ fn allreduce_at_every_size_is_right_and_identical_on_every_rank() {
     for n in [2, 3, 4] {
         run_ok(n, &exe, &[], "allreduce_sizes ok");
     }
+}
+
+/// Runs one-sided test `name` (`tests/c/NAME.c`): on 1–4 ranks over shared memory, on 3
+/// over UDP, and (`faults`) on 3 under injected loss, duplication and reordering; every
+/// rank must print "NAME ok rank R".
+fn rma_runs(name: &str, faults: bool) {
+    let exe = c_test(name);
+    let check = |n: u32, env: &[(&str, &str)]| {
+        let o = Command::new(phalanx())
+            .args(["run", "-n", &n.to_string(), "--timeout", "60"])
+            .envs(env.iter().copied())
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "-n {n} {env:?}: {}", show(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for r in 0..n {
+            let line = format!("{name} ok rank {r}");
+            assert!(
+                out.contains(&line),
+                "-n {n} {env:?}: no {line:?}: {}",
+                show(&o)
+            );
+        }
+    };
+    for n in [1, 2, 3, 4] {
+        check(n, &[]);
+    }
+    check(3, &[("PHALANX_TRANSPORT", "udp")]);
+    if faults {
+        let f = ("PHALANX_FAULTS", "loss=0.1,dup=0.02,reorder=0.05,seed=7");
+        check(3, &[f]);
+    }
+}
+
+#[test]
+fn rma_put_get_accumulate_under_fence() {
+    rma_runs("rma_fence", true);
+}
+
+#[test]
+fn rma_passive_target_locks_flushes_and_compare_and_swap_mutex() {
+    rma_runs("rma_lock", true);
+}
+
+#[test]
+fn rma_post_start_complete_wait_and_test() {
+    rma_runs("rma_pscw", true);
+}
+
+#[test]
+fn rma_shared_dynamic_windows_and_inquiry() {
+    rma_runs("rma_win", false);
+}
+
+#[test]
+fn rma_request_based_operations() {
+    rma_runs("rma_req", true);
+}
+
+#[test]
+fn rma_errors_return_their_class_or_are_fatal() {
+    rma_runs("rma_errors", false);
+    // By default a put outside an epoch ends the job, naming the call and the class.
+    let exe = c_test("rma_errors");
+    let o = run(2, &exe, &["fatal"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        err.contains("MPI_Put") && err.contains("MPI_ERR_RMA_SYNC"),
+        "{}",
+        show(&o)
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("still alive"));
 }

@@ -1,0 +1,681 @@
+//! One-sided operations: `MPI_Put`, `MPI_Get`, `MPI_Accumulate`, `MPI_Get_accumulate`,
+//! `MPI_Fetch_and_op`, `MPI_Compare_and_swap`, the request-based `MPI_Rput`, `MPI_Rget`,
+//! `MPI_Raccumulate`, `MPI_Rget_accumulate`, and the `_c` forms. Windows and their
+//! synchronization are in [`crate::rma`].
+//!
+//! Contract: each call checks its arguments (counts, displacement, rank, datatypes,
+//! operation) and hands the operation to the core's window (`phalanx::rma::Window`),
+//! which checks the epoch (`MPI_ERR_RMA_SYNC`) and the target range where the target's
+//! size is known (`MPI_ERR_RMA_RANGE`); errors go to the window's error handler. Buffers
+//! follow MPI's rules: an origin buffer stays untouched, a result buffer unread, until
+//! the epoch's synchronization (or the request) completes the operation. A datatype
+//! (predefined, or derived and committed) becomes a core type map: its blocks as a list
+//! of its basic type (bytes when it mixes basic types) with its extent; an origin type
+//! whose data lies below its start is addressed from a moved base, a target type with
+//! such data, or a negative extent, is `MPI_ERR_TYPE`. Accumulates take the predefined
+//! operations (`MPI_REPLACE`; `MPI_NO_OP` in the fetching ones) on one predefined basic
+//! type, the same at origin and target; `MPI_MINLOC`/`MPI_MAXLOC`, user operations and
+//! an operation not defined on the type (`MPI_BAND` on `MPI_DOUBLE`) are `MPI_ERR_OP`.
+//! `MPI_Fetch_and_op` and `MPI_Compare_and_swap` take predefined datatypes. A target of
+//! `MPI_PROC_NULL` does nothing (its request completes at once). A request-based
+//! operation's request is an engine request in the handle (as `crate::fastpath`'s): it
+//! completes locally (origin buffer reusable, fetched data arrived); `MPI_Rput` is sent
+//! as an accumulate with `MPI_REPLACE` (the core's put hands out no request), which MPI
+//! allows: its effect at the target is the put's.
+
+use crate::consts::{self, *};
+use crate::fastpath::{cerr, raw_handle};
+use crate::p2p::DONE_PROC_NULL;
+use crate::rma::{guard_win, rank_arg, with_win};
+use crate::types::layout_of;
+use crate::{count, err, export, out, CResult};
+use phalanx::capi_support::ReqId;
+use phalanx::coll::ops::{self, OpKind};
+use phalanx::datatype::{Primitive, TypeMap};
+use phalanx::rma::{AccOp, Window};
+use std::ffi::{c_int, c_void};
+
+/// A datatype argument as the core takes it: `count` elements of `tm` from the buffer
+/// moved by `shift` bytes.
+struct Typed {
+    tm: TypeMap,
+    count: usize,
+    shift: isize,
+    /// The predefined basic type every element is made of, when it is a numeric one
+    /// (what an accumulate computes on).
+    elem: Option<Primitive>,
+}
+
+impl Typed {
+    fn bytes(&self) -> usize {
+        self.tm.size() * self.count
+    }
+
+    /// The buffer address the core reads from (null only when nothing is read).
+    fn at(&self, p: *const c_void) -> CResult<*const u8> {
+        if p.is_null() && self.bytes() > 0 {
+            return Err(err(MPI_ERR_BUFFER, "null buffer"));
+        }
+        Ok((p as *const u8).wrapping_offset(self.shift))
+    }
+
+    /// The buffer address the core writes to.
+    fn at_mut(&self, p: *mut c_void) -> CResult<*mut u8> {
+        self.at(p).map(|p| p as *mut u8)
+    }
+}
+
+/// The core's basic type of predefined datatype `h`, if it is a numeric one.
+fn primitive_of(h: usize) -> Option<Primitive> {
+    use Primitive as P;
+    Some(match h {
+        // float and double complex (C, C++, Fortran COMPLEX and DOUBLE COMPLEX).
+        0x212 | 0x213 | 0x21b => P::C32,
+        0x216 | 0x217 | 0x21d => P::C64,
+        // MPI_C_BOOL, MPI_CXX_BOOL.
+        0x238 | 0x239 => P::Bool,
+        _ => match consts::datatype(h)?.kind {
+            Kind::I8 => P::I8,
+            Kind::U8 => P::U8,
+            Kind::I16 => P::I16,
+            Kind::U16 => P::U16,
+            Kind::I32 => P::I32,
+            Kind::U32 => P::U32,
+            Kind::I64 => P::I64,
+            Kind::U64 => P::U64,
+            Kind::F32 => P::F32,
+            Kind::F64 => P::F64,
+            Kind::Opaque => return None,
+        },
+    })
+}
+
+/// `n` elements of datatype `h` as the core takes them (module docs).
+fn typed(h: Handle, n: usize) -> CResult<Typed> {
+    let l = layout_of(h)?;
+    let mut elem = l.prim.and_then(primitive_of);
+    if let Some(p) = elem {
+        if l.blocks.iter().any(|b| b.1 % p.size() != 0) {
+            elem = None;
+        }
+    }
+    let unit = elem.map_or(1, Primitive::size);
+    let prim = TypeMap::primitive(elem.unwrap_or(Primitive::U8));
+    if l.is_contiguous() {
+        let count = n
+            .checked_mul(l.size / unit)
+            .ok_or_else(|| err(MPI_ERR_COUNT, format!("count {n} too large")))?;
+        return Ok(Typed {
+            tm: prim,
+            count,
+            shift: 0,
+            elem,
+        });
+    }
+    let extent = usize::try_from(l.extent).map_err(|_| {
+        err(
+            MPI_ERR_TYPE,
+            "a datatype of negative extent in a one-sided operation",
+        )
+    })?;
+    let shift = l.blocks.iter().map(|b| b.0).min().unwrap_or(0).min(0);
+    let lens: Vec<i64> = l.blocks.iter().map(|b| (b.1 / unit) as i64).collect();
+    let displs: Vec<i64> = l.blocks.iter().map(|b| (b.0 - shift) as i64).collect();
+    let one = TypeMap::try_hindexed(&lens, &displs, &prim).map_err(|e| err(MPI_ERR_TYPE, e))?;
+    Ok(Typed {
+        tm: TypeMap::structure(extent, &[(0, one)]),
+        count: n,
+        shift,
+        elem,
+    })
+}
+
+/// As [`typed`], for the target: its data must start at or after the displacement.
+fn target_typed(h: Handle, n: usize) -> CResult<Typed> {
+    let t = typed(h, n)?;
+    if t.shift != 0 {
+        return Err(err(
+            MPI_ERR_TYPE,
+            "a target datatype with data below its start (negative displacements)",
+        ));
+    }
+    Ok(t)
+}
+
+/// A predefined datatype (`MPI_Fetch_and_op`, `MPI_Compare_and_swap`).
+fn predefined(h: Handle) -> CResult<Typed> {
+    if consts::datatype(h as usize).is_none() {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!("datatype {h:p} is not a predefined datatype"),
+        ));
+    }
+    typed(h, 1)
+}
+
+fn disp_arg(d: isize) -> CResult<u64> {
+    u64::try_from(d).map_err(|_| err(MPI_ERR_DISP, format!("invalid target displacement {d}")))
+}
+
+fn count_c(c: i64) -> CResult<usize> {
+    usize::try_from(c).map_err(|_| err(MPI_ERR_COUNT, format!("invalid count {c}")))
+}
+
+/// The accumulate operation of handle `op` (`fetch`: a fetching call, where `MPI_NO_OP`
+/// is allowed).
+fn acc_op(op: Handle, fetch: bool) -> CResult<AccOp> {
+    use crate::consts::Op as O;
+    let k = match consts::op(op as usize) {
+        Some(O::Sum) => OpKind::Sum,
+        Some(O::Prod) => OpKind::Product,
+        Some(O::Min) => OpKind::Min,
+        Some(O::Max) => OpKind::Max,
+        Some(O::Land) => OpKind::LogicalAnd,
+        Some(O::Lor) => OpKind::LogicalOr,
+        Some(O::Lxor) => OpKind::LogicalXor,
+        Some(O::Band) => OpKind::BitwiseAnd,
+        Some(O::Bor) => OpKind::BitwiseOr,
+        Some(O::Bxor) => OpKind::BitwiseXor,
+        Some(O::Replace) => return Ok(AccOp::Replace),
+        Some(O::NoOp) if fetch => return Ok(AccOp::NoOp),
+        Some(O::NoOp) => {
+            return Err(err(
+                MPI_ERR_OP,
+                "MPI_NO_OP is for the fetching accumulates only",
+            ))
+        }
+        Some(O::MinLoc | O::MaxLoc) => {
+            return Err(err(
+                MPI_ERR_OP,
+                "MPI_MINLOC and MPI_MAXLOC are not supported in one-sided accumulates",
+            ))
+        }
+        None if crate::state::with(|s| s.ops.contains_key(&(op as usize))) => return Err(err(
+            MPI_ERR_OP,
+            "a user-defined operation in a one-sided accumulate (MPI allows predefined ones only)",
+        )),
+        None => return Err(err(MPI_ERR_OP, format!("invalid operation {op:p}"))),
+    };
+    Ok(AccOp::Op(k))
+}
+
+/// Checks that accumulate `op` applies to the target's elements, and that the origin's
+/// (`None`: not read) are of the same basic type.
+fn check_acc(op: AccOp, origin: Option<&Typed>, target: &Typed) -> CResult {
+    let AccOp::Op(k) = op else { return Ok(()) };
+    let Some(p) = target.elem else {
+        return Err(err(
+            MPI_ERR_OP,
+            "one-sided accumulates compute on datatypes of one predefined numeric type",
+        ));
+    };
+    if origin.is_some_and(|o| o.elem != Some(p)) {
+        return Err(err(
+            MPI_ERR_TYPE,
+            "origin and target datatypes of an accumulate have different basic types",
+        ));
+    }
+    ops::apply(k, &TypeMap::primitive(p), &mut [], &[]).map_err(|e| err(MPI_ERR_OP, e.to_string()))
+}
+
+/// The target side of an operation.
+struct Target {
+    rank: c_int,
+    disp: isize,
+    count: usize,
+    dt: Handle,
+}
+
+/// A request-based operation's output handle (`None`: not request-based).
+type ReqOut = Option<*mut Handle>;
+
+/// Nulls a request-based operation's output handle first (so a failed call leaves
+/// `MPI_REQUEST_NULL`).
+///
+/// # Safety
+/// `req`'s pointer is null (an error) or writable.
+unsafe fn req_start(req: ReqOut) -> CResult {
+    match req {
+        // SAFETY: writable (caller; null checked).
+        Some(p) => unsafe { out(p, REQUEST_NULL as Handle) },
+        None => Ok(()),
+    }
+}
+
+/// Hands the program the request of an operation that returned `r`.
+///
+/// # Safety
+/// `req`'s pointer is writable (checked by [`req_start`]).
+unsafe fn req_give(w: &Window, r: Option<ReqId>, req: ReqOut) -> CResult {
+    let Some(p) = req else { return Ok(()) };
+    let id = w.request_of(r).map_err(cerr)?;
+    // SAFETY: the caller's contract.
+    unsafe { out(p, raw_handle(id, true)) }
+}
+
+/// Runs `f` with the window of `win`, the target's rank, displacement and type; a
+/// target of `MPI_PROC_NULL` gets a completed request and nothing else.
+///
+/// # Safety
+/// `req` as for [`req_start`].
+unsafe fn on_target(
+    win: Handle,
+    t: &Target,
+    req: ReqOut,
+    f: impl FnOnce(&Window, usize, u64, &Typed) -> CResult<Option<ReqId>>,
+) -> CResult {
+    // SAFETY: the caller's contract.
+    unsafe { req_start(req)? };
+    with_win(win, |e| {
+        let disp = disp_arg(t.disp)?;
+        let tt = target_typed(t.dt, t.count)?;
+        let Some(rank) = rank_arg(e, t.rank)? else {
+            // SAFETY: the caller's contract.
+            return match req {
+                Some(p) => unsafe { out(p, DONE_PROC_NULL as Handle) },
+                None => Ok(()),
+            };
+        };
+        let r = f(&e.win, rank, disp, &tt)?;
+        // SAFETY: the caller's contract.
+        unsafe { req_give(&e.win, r, req) }
+    })
+}
+
+/// `MPI_Put` (`req`: `MPI_Rput`).
+///
+/// # Safety
+/// MPI's contract for the buffers; `req` as for [`req_start`].
+unsafe fn put(
+    origin: *const c_void,
+    ocount: usize,
+    odt: Handle,
+    t: Target,
+    win: Handle,
+    req: ReqOut,
+) -> CResult {
+    let o = typed(odt, ocount)?;
+    let ob = o.at(origin)?;
+    // SAFETY: the caller's contract.
+    unsafe {
+        on_target(win, &t, req, |w, rank, disp, tt| {
+            // SAFETY: the origin holds its elements and stays untouched until the
+            // operation completes (the caller's contract).
+            if req.is_some() {
+                w.accumulate(
+                    ob,
+                    o.count,
+                    &o.tm,
+                    rank,
+                    disp,
+                    tt.count,
+                    &tt.tm,
+                    AccOp::Replace,
+                )
+                .map_err(cerr)
+            } else {
+                w.put(ob, o.count, &o.tm, rank, disp, tt.count, &tt.tm)
+                    .map(|_| None)
+                    .map_err(cerr)
+            }
+        })
+    }
+}
+
+/// `MPI_Get` (`req`: `MPI_Rget`).
+///
+/// # Safety
+/// As [`put`].
+unsafe fn get(
+    origin: *mut c_void,
+    ocount: usize,
+    odt: Handle,
+    t: Target,
+    win: Handle,
+    req: ReqOut,
+) -> CResult {
+    let o = typed(odt, ocount)?;
+    let ob = o.at_mut(origin)?;
+    // SAFETY: the caller's contract.
+    unsafe {
+        on_target(win, &t, req, |w, rank, disp, tt| {
+            // SAFETY: the origin has room for its elements, unread until completion.
+            w.get(ob, o.count, &o.tm, rank, disp, tt.count, &tt.tm)
+                .map_err(cerr)
+        })
+    }
+}
+
+/// `MPI_Accumulate` (`req`: `MPI_Raccumulate`).
+///
+/// # Safety
+/// As [`put`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn accumulate(
+    origin: *const c_void,
+    ocount: usize,
+    odt: Handle,
+    t: Target,
+    op: Handle,
+    win: Handle,
+    req: ReqOut,
+) -> CResult {
+    let aop = acc_op(op, false)?;
+    let o = typed(odt, ocount)?;
+    let ob = o.at(origin)?;
+    // SAFETY: the caller's contract.
+    unsafe {
+        on_target(win, &t, req, |w, rank, disp, tt| {
+            check_acc(aop, Some(&o), tt)?;
+            // SAFETY: as for a put.
+            w.accumulate(ob, o.count, &o.tm, rank, disp, tt.count, &tt.tm, aop)
+                .map_err(cerr)
+        })
+    }
+}
+
+/// `MPI_Get_accumulate` (`req`: `MPI_Rget_accumulate`); `MPI_Fetch_and_op` is one
+/// element.
+///
+/// # Safety
+/// As [`put`] (origin) and [`get`] (result).
+#[allow(clippy::too_many_arguments)]
+unsafe fn get_accumulate(
+    origin: *const c_void,
+    ocount: usize,
+    odt: Handle,
+    result: *mut c_void,
+    rcount: usize,
+    rdt: Handle,
+    t: Target,
+    op: Handle,
+    win: Handle,
+    req: ReqOut,
+) -> CResult {
+    let aop = acc_op(op, true)?;
+    // With MPI_NO_OP the origin arguments are ignored.
+    let o = match aop {
+        AccOp::NoOp => None,
+        _ => Some(typed(odt, ocount)?),
+    };
+    let ob = o.as_ref().map_or(Ok(std::ptr::null()), |o| o.at(origin))?;
+    let res = typed(rdt, rcount)?;
+    let rb = res.at_mut(result)?;
+    // SAFETY: the caller's contract.
+    unsafe {
+        on_target(win, &t, req, |w, rank, disp, tt| {
+            check_acc(aop, o.as_ref(), tt)?;
+            let none = TypeMap::primitive(Primitive::U8);
+            let (oc, otm) = o.as_ref().map_or((0, &none), |o| (o.count, &o.tm));
+            // SAFETY: as for a put (origin) and a get (result).
+            w.get_accumulate(
+                ob, oc, otm, rb, res.count, &res.tm, rank, disp, tt.count, &tt.tm, aop,
+            )
+            .map_err(cerr)
+        })
+    }
+}
+
+// ---- exports ----
+
+export!(MPI_Put, PMPI_Put,
+        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: c_int,
+         target_datatype: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Put", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
+                         dt: target_datatype };
+        // SAFETY: MPI's contract for the arguments.
+        unsafe { put(origin_addr, count(origin_count)?, origin_datatype, t, win, None) }
+    })
+});
+
+export!(MPI_Put_c, PMPI_Put_c,
+        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: i64,
+         target_datatype: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Put_c", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
+                         dt: target_datatype };
+        // SAFETY: MPI's contract for the arguments.
+        unsafe { put(origin_addr, count_c(origin_count)?, origin_datatype, t, win, None) }
+    })
+});
+
+export!(MPI_Rput, PMPI_Rput,
+        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: c_int,
+         target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
+    guard_win("MPI_Rput", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
+                         dt: target_datatype };
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
+            put(origin_addr, count(origin_count)?, origin_datatype, t, win, Some(request))
+        }
+    })
+});
+
+export!(MPI_Rput_c, PMPI_Rput_c,
+        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: i64,
+         target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
+    guard_win("MPI_Rput_c", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
+                         dt: target_datatype };
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
+            put(origin_addr, count_c(origin_count)?, origin_datatype, t, win, Some(request))
+        }
+    })
+});
+
+export!(MPI_Get, PMPI_Get,
+        (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: c_int,
+         target_datatype: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Get", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
+                         dt: target_datatype };
+        // SAFETY: MPI's contract for the arguments.
+        unsafe { get(origin_addr, count(origin_count)?, origin_datatype, t, win, None) }
+    })
+});
+
+export!(MPI_Get_c, PMPI_Get_c,
+        (origin_addr: *mut c_void, origin_count: i64, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: i64,
+         target_datatype: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Get_c", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
+                         dt: target_datatype };
+        // SAFETY: MPI's contract for the arguments.
+        unsafe { get(origin_addr, count_c(origin_count)?, origin_datatype, t, win, None) }
+    })
+});
+
+export!(MPI_Rget, PMPI_Rget,
+        (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: c_int,
+         target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
+    guard_win("MPI_Rget", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
+                         dt: target_datatype };
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
+            get(origin_addr, count(origin_count)?, origin_datatype, t, win, Some(request))
+        }
+    })
+});
+
+export!(MPI_Rget_c, PMPI_Rget_c,
+        (origin_addr: *mut c_void, origin_count: i64, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: i64,
+         target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
+    guard_win("MPI_Rget_c", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
+                         dt: target_datatype };
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
+            get(origin_addr, count_c(origin_count)?, origin_datatype, t, win, Some(request))
+        }
+    })
+});
+
+export!(MPI_Accumulate, PMPI_Accumulate,
+        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: c_int,
+         target_datatype: Handle, op: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Accumulate", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
+                         dt: target_datatype };
+        let n = count(origin_count)?;
+        // SAFETY: MPI's contract for the arguments.
+        unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, None) }
+    })
+});
+
+export!(MPI_Accumulate_c, PMPI_Accumulate_c,
+        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: i64,
+         target_datatype: Handle, op: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Accumulate_c", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
+                         dt: target_datatype };
+        let n = count_c(origin_count)?;
+        // SAFETY: MPI's contract for the arguments.
+        unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, None) }
+    })
+});
+
+export!(MPI_Raccumulate, PMPI_Raccumulate,
+        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: c_int,
+         target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
+    guard_win("MPI_Raccumulate", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
+                         dt: target_datatype };
+        let n = count(origin_count)?;
+        // SAFETY: MPI's contract for the arguments.
+        unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, Some(request)) }
+    })
+});
+
+export!(MPI_Raccumulate_c, PMPI_Raccumulate_c,
+        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: i64,
+         target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
+    guard_win("MPI_Raccumulate_c", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
+                         dt: target_datatype };
+        let n = count_c(origin_count)?;
+        // SAFETY: MPI's contract for the arguments.
+        unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, Some(request)) }
+    })
+});
+
+export!(MPI_Get_accumulate, PMPI_Get_accumulate,
+        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
+         result_addr: *mut c_void, result_count: c_int, result_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: c_int,
+         target_datatype: Handle, op: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Get_accumulate", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
+                         dt: target_datatype };
+        let (n, rn) = (count(origin_count)?, count(result_count)?);
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
+            get_accumulate(origin_addr, n, origin_datatype, result_addr, rn, result_datatype,
+                           t, op, win, None)
+        }
+    })
+});
+
+export!(MPI_Get_accumulate_c, PMPI_Get_accumulate_c,
+        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
+         result_addr: *mut c_void, result_count: i64, result_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: i64,
+         target_datatype: Handle, op: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Get_accumulate_c", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
+                         dt: target_datatype };
+        let (n, rn) = (count_c(origin_count)?, count_c(result_count)?);
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
+            get_accumulate(origin_addr, n, origin_datatype, result_addr, rn, result_datatype,
+                           t, op, win, None)
+        }
+    })
+});
+
+export!(MPI_Rget_accumulate, PMPI_Rget_accumulate,
+        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
+         result_addr: *mut c_void, result_count: c_int, result_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: c_int,
+         target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
+    guard_win("MPI_Rget_accumulate", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
+                         dt: target_datatype };
+        let (n, rn) = (count(origin_count)?, count(result_count)?);
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
+            get_accumulate(origin_addr, n, origin_datatype, result_addr, rn, result_datatype,
+                           t, op, win, Some(request))
+        }
+    })
+});
+
+export!(MPI_Rget_accumulate_c, PMPI_Rget_accumulate_c,
+        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
+         result_addr: *mut c_void, result_count: i64, result_datatype: Handle,
+         target_rank: c_int, target_disp: isize, target_count: i64,
+         target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
+    guard_win("MPI_Rget_accumulate_c", win, || {
+        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
+                         dt: target_datatype };
+        let (n, rn) = (count_c(origin_count)?, count_c(result_count)?);
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
+            get_accumulate(origin_addr, n, origin_datatype, result_addr, rn, result_datatype,
+                           t, op, win, Some(request))
+        }
+    })
+});
+
+export!(MPI_Fetch_and_op, PMPI_Fetch_and_op,
+        (origin_addr: *const c_void, result_addr: *mut c_void, datatype: Handle,
+         target_rank: c_int, target_disp: isize, op: Handle, win: Handle) -> c_int {
+    guard_win("MPI_Fetch_and_op", win, || {
+        predefined(datatype)?;
+        let t = Target { rank: target_rank, disp: target_disp, count: 1, dt: datatype };
+        // SAFETY: MPI's contract for the arguments (one element each).
+        unsafe {
+            get_accumulate(origin_addr, 1, datatype, result_addr, 1, datatype, t, op, win, None)
+        }
+    })
+});
+
+export!(MPI_Compare_and_swap, PMPI_Compare_and_swap,
+        (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void,
+         datatype: Handle, target_rank: c_int, target_disp: isize, win: Handle) -> c_int {
+    guard_win("MPI_Compare_and_swap", win, || {
+        let d = predefined(datatype)?;
+        // One element of the datatype (its basic elements, for a pair type).
+        let one = match d.count {
+            1 => d.tm.clone(),
+            n => TypeMap::contiguous(n, &d.tm),
+        };
+        let ob = d.at(origin_addr)?;
+        let cb = d.at(compare_addr)?;
+        let rb = d.at_mut(result_addr)?;
+        let t = Target { rank: target_rank, disp: target_disp, count: 1, dt: datatype };
+        // SAFETY: no request (not request-based).
+        unsafe {
+            on_target(win, &t, None, |w, rank, disp, _| {
+                // SAFETY: one readable element at origin and compare, one writable at
+                // result, until the operation completes (MPI's contract).
+                w.compare_and_swap(ob, cb, rb, &one, rank, disp).map_err(cerr)
+            })
+        }
+    })
+});
