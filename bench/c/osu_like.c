@@ -527,9 +527,10 @@ static void run_collective(const struct plan *p, int rank, int nprocs, char *sbu
 static MPI_Win rma_window(long bytes, char **base)
 {
     MPI_Win win;
-    MPI_Win_allocate((MPI_Aint)(bytes > 0 ? bytes : 1), 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                     base, &win);
-    memset(*base, 'w', (size_t)(bytes > 0 ? bytes : 1));
+    if (bytes < 8) /* room for fop/cas's 8-byte integer */
+        bytes = 8;
+    MPI_Win_allocate((MPI_Aint)bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, base, &win);
+    memset(*base, 0, (size_t)bytes);
     MPI_Barrier(MPI_COMM_WORLD);
     return win;
 }

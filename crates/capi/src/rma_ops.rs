@@ -19,9 +19,7 @@
 //! `MPI_Fetch_and_op` and `MPI_Compare_and_swap` take predefined datatypes. A target of
 //! `MPI_PROC_NULL` does nothing (its request completes at once). A request-based
 //! operation's request is an engine request in the handle (as `crate::fastpath`'s): it
-//! completes locally (origin buffer reusable, fetched data arrived); `MPI_Rput` is sent
-//! as an accumulate with `MPI_REPLACE` (the core's put hands out no request), which MPI
-//! allows: its effect at the target is the put's.
+//! completes locally (origin buffer reusable, fetched data arrived).
 
 use crate::consts::{self, *};
 use crate::fastpath::{cerr, raw_handle};
@@ -301,23 +299,8 @@ unsafe fn put(
         on_target(win, &t, req, |w, rank, disp, tt| {
             // SAFETY: the origin holds its elements and stays untouched until the
             // operation completes (the caller's contract).
-            if req.is_some() {
-                w.accumulate(
-                    ob,
-                    o.count,
-                    &o.tm,
-                    rank,
-                    disp,
-                    tt.count,
-                    &tt.tm,
-                    AccOp::Replace,
-                )
+            w.put(ob, o.count, &o.tm, rank, disp, tt.count, &tt.tm)
                 .map_err(cerr)
-            } else {
-                w.put(ob, o.count, &o.tm, rank, disp, tt.count, &tt.tm)
-                    .map(|_| None)
-                    .map_err(cerr)
-            }
         })
     }
 }

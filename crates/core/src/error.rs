@@ -33,9 +33,9 @@ pub enum ErrorClass {
     /// Internal error.
     Intern = 17,
     /// Error in status.
-    InStatus = 18,
+    InStatus = 19,
     /// Invalid argument.
-    Arg = 12,
+    Arg = 13,
     /// Invalid lock type (one-sided).
     LockType = 37,
     /// Target memory out of the window's range.
@@ -52,8 +52,9 @@ pub enum ErrorClass {
     RmaAttach = 46,
     /// Processes could not be spawned.
     Spawn = 53,
-    /// Peer process failed or stopped answering.
-    ProcFailed = 54,
+    /// Peer process failed or stopped answering (`MPI_ERR_PROC_ABORTED`: the ABI has
+    /// no class for a failed process).
+    ProcFailed = 58,
 }
 
 /// A phalanx error.

@@ -615,6 +615,12 @@ impl TypeMap {
     /// where the blocks lie.
     pub unsafe fn pack(&self, src: *const u8, count: usize, out: &mut Vec<u8>) {
         out.reserve(count * self.size());
+        if self.is_dense() {
+            // One block covering each element: the elements are one run of bytes.
+            // SAFETY: `span(count)` = count · size readable bytes at `src`.
+            out.extend_from_slice(unsafe { std::slice::from_raw_parts(src, count * self.size()) });
+            return;
+        }
         for i in 0..count {
             for &(o, l) in &self.0.blocks {
                 // SAFETY: the caller guarantees `span(count)` readable bytes and every
@@ -631,6 +637,12 @@ impl TypeMap {
     /// # Safety
     /// `dst` must be valid for writes of `span(ceil(data.len() / size))` bytes.
     pub unsafe fn unpack(&self, data: &[u8], dst: *mut u8) {
+        if self.is_contiguous() {
+            // One run of bytes, any byte a valid value.
+            // SAFETY: the caller guarantees room for every element started.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+            return;
+        }
         let mut pos = 0;
         let mut i = 0;
         while pos < data.len() && self.size() > 0 {

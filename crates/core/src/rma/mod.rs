@@ -97,8 +97,10 @@ pub struct Window {
     /// On a segment: the locks taken (exclusive or not), none under `MODE_NOCHECK`.
     lock_taken: Vec<Option<bool>>,
     lock_all: bool,
-    access: Vec<usize>,
-    exposure: Vec<usize>,
+    /// The open access epoch's group (start), and exposure epoch's (post); an empty
+    /// group is an epoch too.
+    access: Option<Vec<usize>>,
+    exposure: Option<Vec<usize>>,
     freed: bool,
 }
 
@@ -153,8 +155,8 @@ impl Window {
             locked: vec![None; p],
             lock_taken: vec![None; p],
             lock_all: false,
-            access: Vec::new(),
-            exposure: Vec::new(),
+            access: None,
+            exposure: None,
             freed: false,
         })
     }
@@ -300,7 +302,7 @@ impl Window {
         if !(self.fence_open
             || self.lock_all
             || self.locked[t].is_some()
-            || self.access.contains(&t))
+            || self.access.as_ref().is_some_and(|a| a.contains(&t)))
         {
             return Err(sync_err(format!(
                 "one-sided operation to rank {t} outside an access epoch (fence, lock or start first)"
@@ -407,13 +409,13 @@ impl Window {
         disp: u64,
         tcount: usize,
         tdt: &TypeMap,
-    ) -> Result<()> {
+    ) -> Result<Option<ReqId>> {
         Self::same_bytes(ocount, odt, tcount, tdt)?;
         if let Some(seg) = &self.direct {
             self.check_direct(target, disp, tcount, tdt)?;
             // SAFETY: the caller's promise; the range was checked.
             unsafe { self.direct_put(seg, origin, ocount, odt, target, disp, tcount, tdt) };
-            return Ok(());
+            return Ok(None);
         }
         // SAFETY: the caller's promise.
         let data = unsafe { Self::origin_data(origin, ocount, odt) };
@@ -427,7 +429,6 @@ impl Window {
             tcount,
             tdt,
         )
-        .map(|_| ())
     }
 
     /// Gets `tcount` elements of `tdt` at `disp` of member `target`'s window into
@@ -630,7 +631,7 @@ impl Window {
     /// target, and opens the next (unless `assert` has [`MODE_NOSUCCEED`]).
     /// Collective.
     pub fn fence(&mut self, assert: u32) -> Result<()> {
-        if self.lock_all || self.locked.iter().any(|l| l.is_some()) || !self.access.is_empty() {
+        if self.lock_all || self.locked.iter().any(|l| l.is_some()) || self.access.is_some() {
             return Err(sync_err("fence inside a lock or start epoch"));
         }
         if self.direct.is_some() {
@@ -774,7 +775,7 @@ impl Window {
 
     /// `MPI_Win_post`: exposes this rank's window to `group` (member ranks).
     pub fn post(&mut self, group: &[usize], _assert: u32) -> Result<()> {
-        if !self.exposure.is_empty() {
+        if self.exposure.is_some() {
             return Err(sync_err("post while an exposure epoch is open"));
         }
         // Everything before the post is visible to the group's operations.
@@ -782,13 +783,13 @@ impl Window {
         for &o in group {
             with_engine(|e| e.rma_sync_msg(self.ctx, o, kind::POST, 0))?;
         }
-        self.exposure = group.to_vec();
+        self.exposure = Some(group.to_vec());
         Ok(())
     }
 
     /// `MPI_Win_start`: an access epoch to `group`, once each member posted.
     pub fn start(&mut self, group: &[usize], _assert: u32) -> Result<()> {
-        if !self.access.is_empty() {
+        if self.access.is_some() {
             return Err(sync_err("start while an access epoch is open"));
         }
         for &t in group {
@@ -800,47 +801,47 @@ impl Window {
             }
             with_engine(|e| e.rma_wait_post(self.ctx, t))?;
         }
-        self.access = group.to_vec();
+        self.access = Some(group.to_vec());
         Ok(())
     }
 
     /// `MPI_Win_complete`: ends the access epoch; its operations complete at their
     /// targets before their `wait` returns.
     pub fn complete(&mut self) -> Result<()> {
-        if self.access.is_empty() {
+        let Some(access) = self.access.clone() else {
             return Err(sync_err("complete without start"));
-        }
+        };
         self.finish_local()?;
-        for &t in &self.access {
+        for &t in &access {
             with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::COMPLETE, 0))?;
         }
-        self.access.clear();
+        self.access = None;
         Ok(())
     }
 
     /// `MPI_Win_wait`: ends the exposure epoch once every member of its group completed
     /// and its operations were applied.
     pub fn wait(&mut self) -> Result<()> {
-        if self.exposure.is_empty() {
+        let Some(exposure) = self.exposure.clone() else {
             return Err(sync_err("wait without post"));
-        }
-        for &o in &self.exposure {
+        };
+        for &o in &exposure {
             with_engine(|e| e.rma_wait_epoch(self.ctx, o))?;
         }
-        self.exposure.clear();
+        self.exposure = None;
         Ok(())
     }
 
     /// `MPI_Win_test`: [`Window::wait`] if it would not block.
     pub fn test(&mut self) -> Result<bool> {
-        if self.exposure.is_empty() {
+        let Some(exposure) = self.exposure.clone() else {
             return Err(sync_err("test without post"));
-        }
+        };
         let ctx = self.ctx;
         let all = with_engine(|e| {
             e.progress()?;
             let mut all = true;
-            for &o in &self.exposure {
+            for &o in &exposure {
                 all &= e.rma_epoch_done(ctx, o, false)?;
             }
             Ok(all)
@@ -862,8 +863,8 @@ impl Window {
         }
         if self.lock_all
             || self.locked.iter().any(|l| l.is_some())
-            || !self.access.is_empty()
-            || !self.exposure.is_empty()
+            || self.access.is_some()
+            || self.exposure.is_some()
         {
             return Err(sync_err("window freed inside an epoch"));
         }
