@@ -37,7 +37,7 @@ use super::Engine;
 use crate::coll::ops::{self, OpKind};
 use crate::datatype::TypeMap;
 use crate::error::{Error, ErrorClass, Result};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Tag of control messages on a window's context.
 pub(crate) const TAG_CTRL: i32 = 1;
@@ -220,15 +220,25 @@ pub(crate) struct Win {
     pub(crate) outstanding: Vec<(ReqId, u64, bool)>,
 }
 
-/// Every window of this rank, by context.
+/// Every window of this rank, with its context (a few: searched in order).
 #[derive(Default)]
 pub(crate) struct Rma {
-    wins: HashMap<u32, Win>,
+    wins: Vec<(u32, Win)>,
 }
 
 impl Rma {
     pub(crate) fn active(&self) -> bool {
         !self.wins.is_empty()
+    }
+    fn get(&self, ctx: u32) -> Option<&Win> {
+        self.wins.iter().find(|w| w.0 == ctx).map(|w| &w.1)
+    }
+    fn get_mut(&mut self, ctx: u32) -> Option<&mut Win> {
+        self.wins.iter_mut().find(|w| w.0 == ctx).map(|w| &mut w.1)
+    }
+    fn remove(&mut self, ctx: u32) -> Option<Win> {
+        let i = self.wins.iter().position(|w| w.0 == ctx)?;
+        Some(self.wins.remove(i).1)
     }
 }
 
@@ -289,14 +299,14 @@ impl Engine {
             next_reply: TAG_REPLY0,
             outstanding: Vec::new(),
         };
-        self.rma.wins.insert(ctx, w);
+        self.rma.wins.push((ctx, w));
         self.rma_post_service(ctx)
     }
 
     /// Removes window `ctx` (after the caller's collective free): cancels its control
     /// receive and drops its state.
     pub(crate) fn rma_unregister(&mut self, ctx: u32) -> Result<()> {
-        if let Some(w) = self.rma.wins.remove(&ctx) {
+        if let Some(w) = self.rma.remove(ctx) {
             if let Some(id) = w.svc {
                 let _ = self.cancel(id);
                 let _ = self.reqs.take_done(id);
@@ -336,8 +346,7 @@ impl Engine {
 
     fn win(&mut self, ctx: u32) -> Result<&mut Win> {
         self.rma
-            .wins
-            .get_mut(&ctx)
+            .get_mut(ctx)
             .ok_or_else(|| Error::Rma(ErrorClass::Win, "invalid or freed window".into()))
     }
 
@@ -353,9 +362,11 @@ impl Engine {
     /// answers. Called from `progress`; returns whether anything happened.
     pub(crate) fn rma_poll(&mut self) -> Result<bool> {
         let mut did = false;
-        let ctxs: Vec<u32> = self.rma.wins.keys().copied().collect();
-        for ctx in ctxs {
+        // (Windows are few; no allocation per round.)
+        let mut i = 0;
+        while let Some(ctx) = self.rma.wins.get(i).map(|w| w.0) {
             did |= self.rma_poll_win(ctx)?;
+            i += 1;
         }
         Ok(did)
     }
@@ -363,7 +374,7 @@ impl Engine {
     fn rma_poll_win(&mut self, ctx: u32) -> Result<bool> {
         let mut did = false;
         loop {
-            let Some(w) = self.rma.wins.get_mut(&ctx) else {
+            let Some(w) = self.rma.get_mut(ctx) else {
                 return Ok(did);
             };
             let Some(id) = w.svc.filter(|&id| self.reqs.is_done(id)) else {
@@ -378,7 +389,7 @@ impl Engine {
             match st {
                 Ok(st) => {
                     let n = (st.bytes as usize).min(CTRL_MAX);
-                    let msg = self.rma.wins.get(&ctx).map(|w| w.buf[..n].to_vec());
+                    let msg = self.rma.get(ctx).map(|w| w.buf[..n].to_vec());
                     self.rma_post_service(ctx)?;
                     if let Some(msg) = msg {
                         self.rma_handle(ctx, st.source, &msg)?;
@@ -396,12 +407,7 @@ impl Engine {
     }
 
     fn member_of(&mut self, ctx: u32, world: u32) -> Option<usize> {
-        self.rma
-            .wins
-            .get(&ctx)?
-            .members
-            .iter()
-            .position(|&m| m == world)
+        self.rma.get(ctx)?.members.iter().position(|&m| m == world)
     }
 
     /// The target address range of `count` elements of `dt` at `disp`, checked against
@@ -644,7 +650,7 @@ impl Engine {
     fn rma_finish_pending(&mut self, ctx: u32) -> Result<bool> {
         let mut did = false;
         loop {
-            let Some(w) = self.rma.wins.get_mut(&ctx) else {
+            let Some(w) = self.rma.get_mut(ctx) else {
                 return Ok(did);
             };
             let Some(front) = w.pending.front() else {
@@ -656,7 +662,7 @@ impl Engine {
             let p = w.pending.pop_front().expect("front exists");
             did = true;
             let ok = self.reqs.take_done(p.req).is_some_and(|r| r.is_ok());
-            let src = self.rma.wins.get(&ctx).map_or(0, |w| w.members[p.origin]);
+            let src = self.rma.get(ctx).map_or(0, |w| w.members[p.origin]);
             let Some(dt) = p.dt.as_ref() else {
                 // Datatype and data arrived: handle them as an inline operation.
                 let dl = (p.ctrl.dt_len as usize).min(p.tmp.len());
@@ -717,6 +723,9 @@ impl Engine {
     /// Answers unlocks and flushes whose origin's operations were all applied.
     fn rma_deferred(&mut self, ctx: u32) -> Result<bool> {
         let w = self.win(ctx)?;
+        if w.deferred.is_empty() {
+            return Ok(false);
+        }
         let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut w.deferred)
             .into_iter()
             .partition(|&(o, _, n, _)| w.done[o] >= n);

@@ -176,8 +176,7 @@ impl Engine {
     pub(crate) fn rma_wait_applied(&mut self, ctx: u32, expected: &[u64]) -> Result<()> {
         let reached = |e: &Engine| {
             e.rma
-                .wins
-                .get(&ctx)
+                .get(ctx)
                 .is_none_or(|w| w.done.iter().zip(expected).all(|(d, x)| d >= x))
         };
         if !reached(self) {
@@ -199,12 +198,7 @@ impl Engine {
     /// Waits for an exposure epoch posted by member `t` and takes it (start).
     pub(crate) fn rma_wait_post(&mut self, ctx: u32, t: usize) -> Result<()> {
         let peer = self.win(ctx)?.members[t];
-        let ready = |e: &Engine| {
-            e.rma
-                .wins
-                .get(&ctx)
-                .is_none_or(|w| w.posts[t] > w.posts_used[t])
-        };
+        let ready = |e: &Engine| e.rma.get(ctx).is_none_or(|w| w.posts[t] > w.posts_used[t]);
         if !ready(self) {
             self.wait_until(
                 Waiting::Rma {
