@@ -311,6 +311,15 @@ impl Engine {
                 let _ = self.cancel(id);
                 let _ = self.reqs.take_done(id);
             }
+            // Data still expected (a program that freed the window before completing
+            // its epoch): a receive not matched yet is cancelled, one being received is
+            // waited for — nothing writes into the window's memory once it is gone.
+            for p in w.pending {
+                if !self.cancel(p.req).unwrap_or(true) {
+                    let _ = self.wait(p.req);
+                }
+                let _ = self.reqs.take_done(p.req);
+            }
         }
         Ok(())
     }
