@@ -8,6 +8,8 @@
 //!
 //! Contract: a window is the core's [`Window`] (`phalanx::rma`) in a per-thread table
 //! under a handle from 0x4000000 up (never reused in a run); `MPI_WIN_NULL` is 0x110.
+//! The table is a short list searched from the window found last, so a call on the
+//! window a program works with is a compare and two borrow flags, no hashing.
 //! Errors of a call on a window go to the window's error handler (`MPI_ERRORS_ARE_FATAL`
 //! when created, set with `MPI_Win_set_errhandler`; a user handler made by
 //! `MPI_Win_create_errhandler` is called with the window), errors of the creating calls
@@ -28,8 +30,7 @@ use crate::{err, export, guard, guard_to, out, raise_to, state, CErr, CResult};
 use phalanx::rma::{Flavor, LockKind, Window, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT};
 use phalanx::rma::{MODE_NOSTORE, MODE_NOSUCCEED};
 use phalanx::topology::{Communicator, Group, SimpleCommunicator};
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void};
 use std::rc::Rc;
 
@@ -86,43 +87,81 @@ pub(crate) struct WinEntry {
     epochs: Epochs,
 }
 
-#[derive(Default)]
+/// The live windows: a short list (each is a collective object), searched from the one
+/// found last — a program's calls mostly go to one window.
 struct Table {
-    map: HashMap<usize, Rc<RefCell<WinEntry>>>,
+    /// `(handle, entry)` of every live window, in creation order.
+    live: Vec<(usize, RefCell<WinEntry>)>,
+    /// Index in `live` of the window found last.
+    last: Cell<usize>,
+    /// Windows made so far (the next handle is `WIN_FIRST + next`).
     next: usize,
+}
+
+impl Table {
+    const fn new() -> Table {
+        Table {
+            live: Vec::new(),
+            last: Cell::new(0),
+            next: 0,
+        }
+    }
+
+    /// The entry of handle `h`, if live.
+    #[inline]
+    fn find(&self, h: usize) -> Option<&RefCell<WinEntry>> {
+        match self.live.get(self.last.get()) {
+            Some((k, e)) if *k == h => Some(e),
+            _ => {
+                let i = self.live.iter().position(|(k, _)| *k == h)?;
+                self.last.set(i);
+                Some(&self.live[i].1)
+            }
+        }
+    }
 }
 
 impl Drop for Table {
     /// At thread exit (a fatal error, or no `MPI_Finalize`) the engine may be gone:
     /// windows are forgotten, not unregistered (as [`state::State`] forgets requests).
     fn drop(&mut self) {
-        for (_, e) in self.map.drain() {
+        for e in self.live.drain(..) {
             std::mem::forget(e);
         }
     }
 }
 
 thread_local! {
-    static WINS: RefCell<Table> = RefCell::new(Table::default());
+    static WINS: RefCell<Table> = const { RefCell::new(Table::new()) };
 }
 
+#[cold]
 fn bad_win(h: Handle) -> CErr {
     err(MPI_ERR_WIN, format!("invalid window {h:p}"))
 }
 
-fn entry(h: Handle) -> CResult<Rc<RefCell<WinEntry>>> {
-    WINS.with(|t| t.borrow().map.get(&(h as usize)).cloned())
+#[cold]
+fn win_in_use(h: Handle) -> CErr {
+    err(MPI_ERR_WIN, format!("window {h:p} is in use"))
+}
+
+/// Checks that `h` is a live window.
+fn live(h: Handle) -> CResult {
+    WINS.with(|t| t.borrow().find(h as usize).map(drop))
         .ok_or_else(|| bad_win(h))
 }
 
-/// Runs `f` on the window of handle `h` (the table is not borrowed meanwhile, so `f`
-/// may block in the engine).
+/// Runs `f` on the window of handle `h`. The table stays borrowed (shared) meanwhile:
+/// `f` may block in the engine, which never calls back into this layer; only creating
+/// and freeing a window change the table, and neither runs inside `f`.
+#[inline]
 pub(crate) fn with_win<T>(h: Handle, f: impl FnOnce(&mut WinEntry) -> CResult<T>) -> CResult<T> {
-    let e = entry(h)?;
-    let mut g = e
-        .try_borrow_mut()
-        .map_err(|_| err(MPI_ERR_WIN, format!("window {h:p} is in use")))?;
-    f(&mut g)
+    WINS.with(|t| {
+        let t = t.try_borrow().map_err(|_| win_in_use(h))?;
+        let e = t.find(h as usize).ok_or_else(|| bad_win(h))?;
+        let mut g = e.try_borrow_mut().map_err(|_| win_in_use(h))?;
+        f(&mut g)
+    })
 }
 
 /// The error handler for an error of a call on window `h`, and the handle a user
@@ -130,8 +169,7 @@ pub(crate) fn with_win<T>(h: Handle, f: impl FnOnce(&mut WinEntry) -> CResult<T>
 fn handler(h: Handle) -> (usize, Handle) {
     let eh = WINS.with(|t| {
         let t = t.try_borrow().ok()?;
-        let e = t.map.get(&(h as usize))?;
-        let e = e.try_borrow().ok()?;
+        let e = t.find(h as usize)?.try_borrow().ok()?;
         Some(e.errh)
     });
     match eh {
@@ -171,14 +209,14 @@ fn add(win: Window) -> Handle {
         let mut t = t.borrow_mut();
         let h = WIN_FIRST + t.next;
         t.next += 1;
-        t.map.insert(h, Rc::new(RefCell::new(e)));
+        t.live.push((h, RefCell::new(e)));
         h as Handle
     })
 }
 
 /// Drops every window still open (`MPI_Finalize`, before the universe ends).
 pub(crate) fn drop_all() {
-    let all = WINS.with(|t| std::mem::take(&mut t.borrow_mut().map));
+    let all = WINS.with(|t| std::mem::take(&mut t.borrow_mut().live));
     drop(all);
 }
 
@@ -449,12 +487,12 @@ export!(MPI_Win_free, PMPI_Win_free, (win: *mut Handle) -> c_int {
             Ok(())
         })?;
         crate::attrs::delete_all(h)?;
-        let e = WINS
-            .with(|t| t.borrow_mut().map.remove(&(h as usize)))
-            .ok_or_else(|| bad_win(h))?;
-        let e = Rc::try_unwrap(e)
-            .map_err(|_| err(MPI_ERR_WIN, format!("window {h:p} is in use")))?
-            .into_inner();
+        let e = WINS.with(|t| {
+            let mut t = t.try_borrow_mut().map_err(|_| win_in_use(h))?;
+            let i = t.live.iter().position(|(k, _)| *k == h as usize).ok_or_else(|| bad_win(h))?;
+            t.last.set(0);
+            Ok::<_, CErr>(t.live.remove(i).1.into_inner())
+        })?;
         e.win.free().map_err(cerr)?;
         // SAFETY: writable (MPI contract; null checked).
         unsafe { out(win, WIN_NULL as Handle) }
@@ -717,7 +755,7 @@ export!(MPI_Win_get_attr, PMPI_Win_get_attr,
 export!(MPI_Win_set_attr, PMPI_Win_set_attr,
         (win: Handle, keyval: c_int, attribute_val: *mut c_void) -> c_int {
     guard_win("MPI_Win_set_attr", win, || {
-        entry(win)?;
+        live(win)?;
         if (WIN_BASE..=WIN_MODEL).contains(&keyval) {
             return Err(err(
                 MPI_ERR_KEYVAL,
@@ -730,7 +768,7 @@ export!(MPI_Win_set_attr, PMPI_Win_set_attr,
 
 export!(MPI_Win_delete_attr, PMPI_Win_delete_attr, (win: Handle, keyval: c_int) -> c_int {
     guard_win("MPI_Win_delete_attr", win, || {
-        entry(win)?;
+        live(win)?;
         crate::attrs::obj_delete(win, keyval)
     })
 });
@@ -806,7 +844,7 @@ export!(MPI_Win_create_errhandler, PMPI_Win_create_errhandler,
 
 export!(MPI_Win_call_errhandler, PMPI_Win_call_errhandler,
         (win: Handle, errorcode: c_int) -> c_int {
-    let r = guard_win("MPI_Win_call_errhandler", win, || entry(win).map(drop));
+    let r = guard_win("MPI_Win_call_errhandler", win, || live(win));
     if r != MPI_SUCCESS {
         return r;
     }
@@ -821,14 +859,14 @@ export!(MPI_Win_call_errhandler, PMPI_Win_call_errhandler,
 
 export!(MPI_Win_set_info, PMPI_Win_set_info, (win: Handle, info: Handle) -> c_int {
     guard_win("MPI_Win_set_info", win, || {
-        entry(win)?;
+        live(win)?;
         crate::misc::info_ok(info)
     })
 });
 
 export!(MPI_Win_get_info, PMPI_Win_get_info, (win: Handle, info_used: *mut Handle) -> c_int {
     guard_win("MPI_Win_get_info", win, || {
-        entry(win)?;
+        live(win)?;
         if info_used.is_null() {
             return Err(err(MPI_ERR_ARG, "null info pointer"));
         }

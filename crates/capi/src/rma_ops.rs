@@ -9,10 +9,12 @@
 //! size is known (`MPI_ERR_RMA_RANGE`); errors go to the window's error handler. Buffers
 //! follow MPI's rules: an origin buffer stays untouched, a result buffer unread, until
 //! the epoch's synchronization (or the request) completes the operation. A datatype
-//! (predefined, or derived and committed) becomes a core type map: its blocks as a list
-//! of its basic type (bytes when it mixes basic types) with its extent; an origin type
-//! whose data lies below its start is addressed from a moved base, a target type with
-//! such data, or a negative extent, is `MPI_ERR_TYPE`. Accumulates take the predefined
+//! (predefined, or derived and committed) becomes a core type map: a predefined one the
+//! core's static map of its basic type (or bytes), from a table indexed by the handle —
+//! no layout, no allocation; a derived one its blocks as a list of its basic type (bytes
+//! when it mixes basic types) with its extent; an origin type whose data lies below its
+//! start is addressed from a moved base, a target type with such data, or a negative
+//! extent, is `MPI_ERR_TYPE`. Accumulates take the predefined
 //! operations (`MPI_REPLACE`; `MPI_NO_OP` in the fetching ones) on one predefined basic
 //! type, the same at origin and target; `MPI_MINLOC`/`MPI_MAXLOC`, user operations and
 //! an operation not defined on the type (`MPI_BAND` on `MPI_DOUBLE`) are `MPI_ERR_OP`.
@@ -25,13 +27,14 @@ use crate::consts::{self, *};
 use crate::fastpath::{cerr, raw_handle};
 use crate::p2p::DONE_PROC_NULL;
 use crate::rma::{guard_win, rank_arg, with_win};
-use crate::types::layout_of;
-use crate::{count, err, export, out, CResult};
+use crate::types::{layout_of, Layout};
+use crate::{count, err, export, out, CErr, CResult};
 use phalanx::capi_support::ReqId;
 use phalanx::coll::ops::{self, OpKind};
 use phalanx::datatype::{Primitive, TypeMap};
 use phalanx::rma::{AccOp, Window};
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A datatype argument as the core takes it: `count` elements of `tm` from the buffer
 /// moved by `shift` bytes.
@@ -39,9 +42,6 @@ struct Typed {
     tm: TypeMap,
     count: usize,
     shift: isize,
-    /// The predefined basic type every element is made of, when it is a numeric one
-    /// (what an accumulate computes on).
-    elem: Option<Primitive>,
 }
 
 impl Typed {
@@ -50,6 +50,7 @@ impl Typed {
     }
 
     /// The buffer address the core reads from (null only when nothing is read).
+    #[inline(always)]
     fn at(&self, p: *const c_void) -> CResult<*const u8> {
         if p.is_null() && self.bytes() > 0 {
             return Err(err(MPI_ERR_BUFFER, "null buffer"));
@@ -58,56 +59,147 @@ impl Typed {
     }
 
     /// The buffer address the core writes to.
+    #[inline(always)]
     fn at_mut(&self, p: *mut c_void) -> CResult<*mut u8> {
         self.at(p).map(|p| p as *mut u8)
     }
 }
 
 /// The core's basic type of predefined datatype `h`, if it is a numeric one.
-fn primitive_of(h: usize) -> Option<Primitive> {
+const fn primitive_of(h: usize) -> Option<Primitive> {
     use Primitive as P;
-    Some(match h {
+    match h {
         // float and double complex (C, C++, Fortran COMPLEX and DOUBLE COMPLEX).
-        0x212 | 0x213 | 0x21b => P::C32,
-        0x216 | 0x217 | 0x21d => P::C64,
+        0x212 | 0x213 | 0x21b => return Some(P::C32),
+        0x216 | 0x217 | 0x21d => return Some(P::C64),
         // MPI_C_BOOL, MPI_CXX_BOOL.
-        0x238 | 0x239 => P::Bool,
-        _ => match consts::datatype(h)?.kind {
-            Kind::I8 => P::I8,
-            Kind::U8 => P::U8,
-            Kind::I16 => P::I16,
-            Kind::U16 => P::U16,
-            Kind::I32 => P::I32,
-            Kind::U32 => P::U32,
-            Kind::I64 => P::I64,
-            Kind::U64 => P::U64,
-            Kind::F32 => P::F32,
-            Kind::F64 => P::F64,
-            Kind::Opaque => return None,
-        },
+        0x238 | 0x239 => return Some(P::Bool),
+        _ => {}
+    }
+    let Some(d) = consts::datatype(h) else {
+        return None;
+    };
+    Some(match d.kind {
+        Kind::I8 => P::I8,
+        Kind::U8 => P::U8,
+        Kind::I16 => P::I16,
+        Kind::U16 => P::U16,
+        Kind::I32 => P::I32,
+        Kind::U32 => P::U32,
+        Kind::I64 => P::I64,
+        Kind::U64 => P::U64,
+        Kind::F32 => P::F32,
+        Kind::F64 => P::F64,
+        Kind::Opaque => return None,
     })
 }
 
-/// `n` elements of datatype `h` as the core takes them (module docs).
-fn typed(h: Handle, n: usize) -> CResult<Typed> {
-    let l = layout_of(h)?;
-    let mut elem = l.prim.and_then(primitive_of);
-    if let Some(p) = elem {
-        if l.blocks.iter().any(|b| b.1 % p.size() != 0) {
-            elem = None;
+/// A predefined datatype as the core takes it: one element of its numeric basic type
+/// (every such type is as large as its basic type), or `size` bytes.
+#[derive(Clone, Copy)]
+struct Predef {
+    /// Bytes of one element; 0: not a predefined datatype.
+    size: u8,
+    elem: Option<Primitive>,
+}
+
+/// Handle values [`PREDEF`] covers (every predefined datatype's; others take the
+/// general path).
+const PREDEF_FIRST: usize = 0x200;
+const PREDEF_SPAN: usize = 0xe0;
+
+/// The predefined datatypes by `handle - PREDEF_FIRST`: one load on every call's path.
+static PREDEF: [Predef; PREDEF_SPAN] = {
+    let mut t = [Predef {
+        size: 0,
+        elem: None,
+    }; PREDEF_SPAN];
+    let mut i = 0;
+    while i < PREDEF_SPAN {
+        if let Some(d) = consts::datatype(PREDEF_FIRST + i) {
+            t[i] = Predef {
+                size: d.size as u8,
+                elem: primitive_of(PREDEF_FIRST + i),
+            };
         }
+        i += 1;
     }
+    t
+};
+
+/// The entry of predefined datatype `h`.
+#[inline]
+fn predef(h: Handle) -> Option<Predef> {
+    match PREDEF.get((h as usize).wrapping_sub(PREDEF_FIRST)) {
+        Some(&p) if p.size != 0 => Some(p),
+        _ => None,
+    }
+}
+
+/// `n` elements of datatype `h` as the core takes them (module docs).
+///
+/// Inlined, as [`target_typed`] and [`Typed::at`], so that a predefined type's `Typed`
+/// stays in registers: merged in memory with the derived path's result, its words were
+/// stored one by one and copied on as wider loads (a store-forwarding stall at every
+/// call). So the derived path's result is unwrapped in its own arm, and the basic type an
+/// accumulate computes on is not kept here but found by [`elem_of`] when needed.
+#[inline(always)]
+fn typed(h: Handle, n: usize) -> CResult<Typed> {
+    let t = match predef(h) {
+        Some(p) => predef_typed(p, n)?,
+        None => typed_derived(h, n, false)?,
+    };
+    Ok(t)
+}
+
+/// As [`typed`], for the target: its data must start at or after the displacement
+/// (a predefined type's does).
+#[inline(always)]
+fn target_typed(h: Handle, n: usize) -> CResult<Typed> {
+    let t = match predef(h) {
+        Some(p) => predef_typed(p, n)?,
+        None => typed_derived(h, n, true)?,
+    };
+    Ok(t)
+}
+
+/// [`typed`] of a predefined type: a static type map, no layout.
+#[inline(always)]
+fn predef_typed(p: Predef, n: usize) -> CResult<Typed> {
+    let count = match p.elem {
+        Some(_) => n,
+        None => n
+            .checked_mul(p.size as usize)
+            .ok_or_else(|| count_too_large(n))?,
+    };
+    Ok(Typed {
+        tm: TypeMap::primitive(p.elem.unwrap_or(Primitive::U8)),
+        count,
+        shift: 0,
+    })
+}
+
+#[cold]
+fn count_too_large(n: usize) -> CErr {
+    err(MPI_ERR_COUNT, format!("count {n} too large"))
+}
+
+/// [`typed`] from the datatype's layout (derived datatypes, and any handle [`PREDEF`]
+/// does not cover); `target`: [`target_typed`].
+#[inline(never)]
+fn typed_derived(h: Handle, n: usize, target: bool) -> CResult<Typed> {
+    let l = layout_of(h)?;
+    let elem = layout_elem(&l);
     let unit = elem.map_or(1, Primitive::size);
     let prim = TypeMap::primitive(elem.unwrap_or(Primitive::U8));
     if l.is_contiguous() {
         let count = n
             .checked_mul(l.size / unit)
-            .ok_or_else(|| err(MPI_ERR_COUNT, format!("count {n} too large")))?;
+            .ok_or_else(|| count_too_large(n))?;
         return Ok(Typed {
             tm: prim,
             count,
             shift: 0,
-            elem,
         });
     }
     let extent = usize::try_from(l.extent).map_err(|_| {
@@ -117,6 +209,12 @@ fn typed(h: Handle, n: usize) -> CResult<Typed> {
         )
     })?;
     let shift = l.blocks.iter().map(|b| b.0).min().unwrap_or(0).min(0);
+    if target && shift != 0 {
+        return Err(err(
+            MPI_ERR_TYPE,
+            "a target datatype with data below its start (negative displacements)",
+        ));
+    }
     let lens: Vec<i64> = l.blocks.iter().map(|b| (b.1 / unit) as i64).collect();
     let displs: Vec<i64> = l.blocks.iter().map(|b| (b.0 - shift) as i64).collect();
     let one = TypeMap::try_hindexed(&lens, &displs, &prim).map_err(|e| err(MPI_ERR_TYPE, e))?;
@@ -124,31 +222,34 @@ fn typed(h: Handle, n: usize) -> CResult<Typed> {
         tm: TypeMap::structure(extent, &[(0, one)]),
         count: n,
         shift,
-        elem,
     })
 }
 
-/// As [`typed`], for the target: its data must start at or after the displacement.
-fn target_typed(h: Handle, n: usize) -> CResult<Typed> {
-    let t = typed(h, n)?;
-    if t.shift != 0 {
-        return Err(err(
-            MPI_ERR_TYPE,
-            "a target datatype with data below its start (negative displacements)",
-        ));
-    }
-    Ok(t)
+/// The predefined numeric type every element of a datatype of layout `l` is made of,
+/// if any (what an accumulate computes on, and the unit of its type map).
+fn layout_elem(l: &Layout) -> Option<Primitive> {
+    let p = l.prim.and_then(primitive_of)?;
+    l.blocks.iter().all(|b| b.1 % p.size() == 0).then_some(p)
 }
 
-/// A predefined datatype (`MPI_Fetch_and_op`, `MPI_Compare_and_swap`).
-fn predefined(h: Handle) -> CResult<Typed> {
-    if consts::datatype(h as usize).is_none() {
+/// [`layout_elem`] of datatype `h` (one [`typed`] accepted).
+fn elem_of(h: Handle) -> CResult<Option<Primitive>> {
+    match predef(h) {
+        Some(p) => Ok(p.elem),
+        None => Ok(layout_elem(&*layout_of(h)?)),
+    }
+}
+
+/// Checks that `h` is a predefined datatype (`MPI_Fetch_and_op`,
+/// `MPI_Compare_and_swap`).
+fn predefined(h: Handle) -> CResult {
+    if predef(h).is_none() && consts::datatype(h as usize).is_none() {
         return Err(err(
             MPI_ERR_TYPE,
             format!("datatype {h:p} is not a predefined datatype"),
         ));
     }
-    typed(h, 1)
+    Ok(())
 }
 
 fn disp_arg(d: isize) -> CResult<u64> {
@@ -197,24 +298,42 @@ fn acc_op(op: Handle, fetch: bool) -> CResult<AccOp> {
     Ok(AccOp::Op(k))
 }
 
-/// Checks that accumulate `op` applies to the target's elements, and that the origin's
-/// (`None`: not read) are of the same basic type.
-fn check_acc(op: AccOp, origin: Option<&Typed>, target: &Typed) -> CResult {
+/// Checks that accumulate `op` applies to the elements of target datatype `target`, and
+/// that those of origin datatype `origin` (`None`: not read) are of the same basic type.
+fn check_acc(op: AccOp, origin: Option<Handle>, target: Handle) -> CResult {
     let AccOp::Op(k) = op else { return Ok(()) };
-    let Some(p) = target.elem else {
+    let Some(p) = elem_of(target)? else {
         return Err(err(
             MPI_ERR_OP,
             "one-sided accumulates compute on datatypes of one predefined numeric type",
         ));
     };
-    if origin.is_some_and(|o| o.elem != Some(p)) {
+    if origin
+        .map(elem_of)
+        .transpose()?
+        .is_some_and(|o| o != Some(p))
+    {
         return Err(err(
             MPI_ERR_TYPE,
             "origin and target datatypes of an accumulate have different basic types",
         ));
     }
-    ops::apply(k, &TypeMap::primitive(p), &mut [], &[]).map_err(|e| err(MPI_ERR_OP, e.to_string()))
+    // Whether the core defines `k` on `p`: asked once (an empty application), then
+    // remembered.
+    let memo = ACC_OK.get(k as usize).zip(1u32.checked_shl(p as u32));
+    if memo.is_some_and(|(row, bit)| row.load(Ordering::Relaxed) & bit != 0) {
+        return Ok(());
+    }
+    ops::apply(k, &TypeMap::primitive(p), &mut [], &[])
+        .map_err(|e| err(MPI_ERR_OP, e.to_string()))?;
+    if let Some((row, bit)) = memo {
+        row.fetch_or(bit, Ordering::Relaxed);
+    }
+    Ok(())
 }
+
+/// The (operation, basic type) pairs [`check_acc`] found defined: bit `p` of row `k`.
+static ACC_OK: [AtomicU32; 16] = [const { AtomicU32::new(0) }; 16];
 
 /// The target side of an operation.
 struct Target {
@@ -349,7 +468,7 @@ unsafe fn accumulate(
     // SAFETY: the caller's contract.
     unsafe {
         on_target(win, &t, req, |w, rank, disp, tt| {
-            check_acc(aop, Some(&o), tt)?;
+            check_acc(aop, Some(odt), t.dt)?;
             // SAFETY: as for a put.
             w.accumulate(ob, o.count, &o.tm, rank, disp, tt.count, &tt.tm, aop)
                 .map_err(cerr)
@@ -387,7 +506,7 @@ unsafe fn get_accumulate(
     // SAFETY: the caller's contract.
     unsafe {
         on_target(win, &t, req, |w, rank, disp, tt| {
-            check_acc(aop, o.as_ref(), tt)?;
+            check_acc(aop, o.as_ref().map(|_| odt), t.dt)?;
             let none = TypeMap::primitive(Primitive::U8);
             let (oc, otm) = o.as_ref().map_or((0, &none), |o| (o.count, &o.tm));
             // SAFETY: as for a put (origin) and a get (result).
@@ -642,7 +761,8 @@ export!(MPI_Compare_and_swap, PMPI_Compare_and_swap,
         (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void,
          datatype: Handle, target_rank: c_int, target_disp: isize, win: Handle) -> c_int {
     guard_win("MPI_Compare_and_swap", win, || {
-        let d = predefined(datatype)?;
+        predefined(datatype)?;
+        let d = typed(datatype, 1)?;
         // One element of the datatype (its basic elements, for a pair type).
         let one = match d.count {
             1 => d.tm.clone(),
@@ -662,3 +782,38 @@ export!(MPI_Compare_and_swap, PMPI_Compare_and_swap,
         }
     })
 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The static table of predefined datatypes gives what their layouts give.
+    #[test]
+    fn rma_predefined_table_matches_the_layouts() {
+        let mut seen = 0;
+        for h in 0..0x1000usize {
+            let hd = h as Handle;
+            let Some(d) = consts::datatype(h) else {
+                assert!(predef(hd).is_none(), "{h:#x}");
+                continue;
+            };
+            seen += 1;
+            let p = predef(hd).unwrap_or_else(|| panic!("{h:#x} not in the table"));
+            assert_eq!(p.size as usize, d.size, "{h:#x}");
+            let l = layout_of(hd).expect("a predefined layout");
+            assert_eq!(p.elem, layout_elem(&l), "{h:#x}");
+            for n in [0, 1, 3] {
+                let (a, b) = (typed(hd, n), typed_derived(hd, n, true));
+                let (Ok(a), Ok(b)) = (a, b) else {
+                    panic!("{h:#x}: no type map")
+                };
+                assert_eq!(
+                    (&a.tm, a.count, a.shift),
+                    (&b.tm, b.count, b.shift),
+                    "{h:#x}"
+                );
+            }
+        }
+        assert!(seen > 60, "{seen} predefined datatypes");
+    }
+}

@@ -15,6 +15,8 @@
 //!   part, so such operations are atomic with respect to each other, as MPI requires.
 //! * Ordering: acquiring a lock is an acquire, releasing a release; synchronizations
 //!   (fence, flush, complete) add a sequentially consistent fence.
+//! * Cost: an operation's path neither allocates (up to 256 packed bytes an accumulate
+//!   works on the stack) nor enters the engine; a flush is its epoch check and the fence.
 
 use crate::collective::{CommunicatorCollectives, Root, SystemOperation};
 use crate::error::{Error, ErrorClass, Result};
@@ -305,12 +307,10 @@ impl super::Window {
         op: AccOp,
     ) -> Result<()> {
         let at = self.direct_addr(seg, t, disp);
-        seg.atomically(t, || {
-            // SAFETY: the target range was checked by the caller.
-            let mut cur = unsafe { Self::packed_origin(at, tcount, tdt) };
+        let apply = |cur: &mut [u8]| {
             if let Some((r, rdt)) = result {
                 // SAFETY: the caller's promise.
-                unsafe { rdt.unpack(&cur, r) };
+                unsafe { rdt.unpack(cur, r) };
             }
             if compare.is_some_and(|c| c != &cur[..]) {
                 return Ok(());
@@ -319,15 +319,48 @@ impl super::Window {
                 AccOp::NoOp => return Ok(()),
                 AccOp::Replace => data,
                 AccOp::Op(o) => {
-                    crate::coll::ops::apply(o, tdt, &mut cur, data)?;
-                    &cur
+                    crate::coll::ops::apply(o, tdt, cur, data)?;
+                    cur
                 }
             };
-            // SAFETY: as above.
+            // SAFETY: the target range was checked by the caller.
             unsafe { tdt.unpack(new, at) };
             Ok(())
-        })
+        };
+        // SAFETY: as above.
+        seg.atomically(t, || unsafe { with_packed(at, tcount, tdt, apply) })
     }
+}
+
+/// Packed bytes up to this many stay on the stack ([`with_packed`]): every
+/// fetch-and-op and compare-and-swap, and small accumulates.
+const SMALL: usize = 256;
+
+/// Runs `f` on the packed bytes of `count` elements of `dt` at `src`: a copy on the
+/// stack when they are few and one run in memory, else a packed vector.
+///
+/// # Safety
+/// `src` readable for the elements.
+pub(super) unsafe fn with_packed<R>(
+    src: *const u8,
+    count: usize,
+    dt: &TypeMap,
+    f: impl FnOnce(&mut [u8]) -> R,
+) -> R {
+    let n = count * dt.size();
+    if n <= SMALL && dt.is_dense() {
+        let mut b = [std::mem::MaybeUninit::<u8>::uninit(); SMALL];
+        // SAFETY: a dense type's elements are n bytes from its lower bound (the caller's
+        // promise); once copied, the first n bytes of `b` are initialized.
+        let v = unsafe {
+            std::ptr::copy_nonoverlapping(src.add(dt.lower_bound()), b.as_mut_ptr().cast(), n);
+            std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<u8>(), n)
+        };
+        return f(v);
+    }
+    // SAFETY: the caller's promise.
+    let mut v = unsafe { super::Window::packed_origin(src, count, dt) };
+    f(&mut v)
 }
 
 use super::AccOp;

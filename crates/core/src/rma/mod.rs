@@ -24,7 +24,7 @@
 //!   a target that computes for long without calling delays them (no progress thread).
 
 use crate::collective::CommunicatorCollectives;
-use direct::Segment;
+use direct::{with_packed, Segment};
 use std::sync::atomic::{fence, Ordering};
 
 mod direct;
@@ -104,8 +104,34 @@ pub struct Window {
     freed: bool,
 }
 
+#[cold]
 fn sync_err(msg: impl Into<String>) -> Error {
     Error::Rma(ErrorClass::RmaSync, msg.into())
+}
+
+#[cold]
+fn no_epoch(t: usize) -> Error {
+    sync_err(format!(
+        "one-sided operation to rank {t} outside an access epoch (fence, lock or start first)"
+    ))
+}
+
+#[cold]
+fn out_of_range(t: usize, disp: u64, span: u64, size: u64) -> Error {
+    Error::Rma(
+        ErrorClass::RmaRange,
+        format!(
+            "target range (displacement {disp}, {span} bytes) outside rank {t}'s window of {size} bytes"
+        ),
+    )
+}
+
+#[cold]
+fn not_same_bytes(x: usize, y: usize) -> Error {
+    Error::Rma(
+        ErrorClass::Type,
+        format!("origin holds {x} bytes, target {y}: the type signatures differ"),
+    )
 }
 
 impl Window {
@@ -292,25 +318,33 @@ impl Window {
         &self.coll
     }
 
+    /// The epoch check of an operation to member `t` ([`ErrorClass::RmaSync`]).
+    #[inline]
     fn check_target(&self, t: usize) -> Result<()> {
-        if t >= self.sizes.len() {
-            return Err(Error::InvalidRank {
-                rank: t as i32,
-                size: self.sizes.len(),
-            });
-        }
-        if !(self.fence_open
+        let Some(locked) = self.locked.get(t) else {
+            return Err(self.bad_rank(t));
+        };
+        if self.fence_open
             || self.lock_all
-            || self.locked[t].is_some()
-            || self.access.as_ref().is_some_and(|a| a.contains(&t)))
+            || locked.is_some()
+            || self.access.as_ref().is_some_and(|a| a.contains(&t))
         {
-            return Err(sync_err(format!(
-                "one-sided operation to rank {t} outside an access epoch (fence, lock or start first)"
-            )));
+            return Ok(());
         }
-        Ok(())
+        Err(no_epoch(t))
     }
 
+    #[cold]
+    fn bad_rank(&self, t: usize) -> Error {
+        Error::InvalidRank {
+            rank: t as i32,
+            size: self.sizes.len(),
+        }
+    }
+
+    /// The range check of `count` elements of `dt` at `disp` in member `t`'s window
+    /// ([`ErrorClass::RmaRange`]; `t` is a member).
+    #[inline]
     fn check_range(&self, t: usize, disp: u64, count: usize, dt: &TypeMap) -> Result<()> {
         if self.flavor == Flavor::Dynamic {
             return Ok(());
@@ -320,22 +354,16 @@ impl Window {
         let end = disp.checked_mul(du).and_then(|o| o.checked_add(span));
         match end {
             Some(e) if e <= size => Ok(()),
-            _ => Err(Error::Rma(
-                ErrorClass::RmaRange,
-                format!(
-                    "target range (displacement {disp}, {span} bytes) outside rank {t}'s window of {size} bytes"
-                ),
-            )),
+            _ => Err(out_of_range(t, disp, span, size)),
         }
     }
 
+    /// The size check of an operation ([`ErrorClass::Type`]): the bytes it moves.
+    #[inline]
     fn same_bytes(a: usize, adt: &TypeMap, b: usize, bdt: &TypeMap) -> Result<usize> {
         let (x, y) = (a * adt.size(), b * bdt.size());
         if x != y {
-            return Err(Error::Rma(
-                ErrorClass::Type,
-                format!("origin holds {x} bytes, target {y}: the type signatures differ"),
-            ));
+            return Err(not_same_bytes(x, y));
         }
         Ok(x)
     }
@@ -488,10 +516,12 @@ impl Window {
         Self::same_bytes(ocount, odt, tcount, tdt)?;
         if let Some(seg) = &self.direct {
             self.check_direct(target, disp, tcount, tdt)?;
-            // SAFETY: the caller's promise.
-            let v = unsafe { Self::packed_origin(origin, ocount, odt) };
-            // SAFETY: the range was checked.
-            unsafe { self.direct_accumulate(seg, &v, None, None, target, disp, tcount, tdt, op)? };
+            // SAFETY: the caller's promise; the range was checked.
+            unsafe {
+                with_packed(origin, ocount, odt, |v| {
+                    self.direct_accumulate(seg, v, None, None, target, disp, tcount, tdt, op)
+                })?
+            };
             return Ok(None);
         }
         // SAFETY: the caller's promise.
@@ -523,16 +553,18 @@ impl Window {
         Self::same_bytes(rcount, rdt, tcount, tdt)?;
         if let Some(seg) = &self.direct {
             self.check_direct(target, disp, tcount, tdt)?;
-            let v = if op == AccOp::NoOp {
-                Vec::new()
+            let res = Some((result, rdt));
+            // SAFETY: the range was checked; the caller's promise for `result`.
+            let apply = |v: &mut [u8]| unsafe {
+                self.direct_accumulate(seg, v, res, None, target, disp, tcount, tdt, op)
+            };
+            if op == AccOp::NoOp {
+                apply(&mut [])?;
             } else {
                 Self::same_bytes(ocount, odt, tcount, tdt)?;
                 // SAFETY: the caller's promise.
-                unsafe { Self::packed_origin(origin, ocount, odt) }
-            };
-            let res = Some((result, rdt));
-            // SAFETY: the range was checked; the caller's promise for `result`.
-            unsafe { self.direct_accumulate(seg, &v, res, None, target, disp, tcount, tdt, op)? };
+                unsafe { with_packed(origin, ocount, odt, apply)? };
+            }
             return Ok(None);
         }
         let data = if op == AccOp::NoOp {
@@ -571,17 +603,17 @@ impl Window {
     ) -> Result<Option<ReqId>> {
         if let Some(seg) = &self.direct {
             self.check_direct(target, disp, 1, dt)?;
-            // SAFETY: the caller's promise.
-            let (cmp, new) = unsafe {
-                (
-                    Self::packed_origin(compare, 1, dt),
-                    Self::packed_origin(origin, 1, dt),
-                )
+            let (res, op) = (Some((result, dt)), AccOp::Replace);
+            // SAFETY: the caller's promise for `compare`, `origin` and `result`; the
+            // range was checked.
+            unsafe {
+                with_packed(compare, 1, dt, |cmp| {
+                    with_packed(origin, 1, dt, |new| {
+                        let c = Some(&cmp[..]);
+                        self.direct_accumulate(seg, new, res, c, target, disp, 1, dt, op)
+                    })
+                })?
             };
-            let (res, c) = (Some((result, dt)), Some(&cmp[..]));
-            let op = AccOp::Replace;
-            // SAFETY: the range was checked; the caller's promise for `result`.
-            unsafe { self.direct_accumulate(seg, &new, res, c, target, disp, 1, dt, op)? };
             return Ok(None);
         }
         let mut v = Vec::with_capacity(2 * dt.size());
@@ -619,6 +651,7 @@ impl Window {
 
     /// Waits for this rank's operations to complete locally (on a segment they are:
     /// a fence orders them before what follows).
+    #[inline]
     fn finish_local(&self) -> Result<()> {
         if self.direct.is_some() {
             fence(Ordering::SeqCst);
@@ -733,8 +766,9 @@ impl Window {
         }
     }
 
+    #[inline]
     fn passive(&self, target: usize) -> Result<()> {
-        if self.lock_all || self.locked.get(target).copied().flatten().is_some() {
+        if self.lock_all || self.locked.get(target).is_some_and(|l| l.is_some()) {
             Ok(())
         } else {
             Err(sync_err(format!(
@@ -743,13 +777,15 @@ impl Window {
         }
     }
 
-    /// `MPI_Win_flush`: completes the operations to `target` at both ends.
+    /// `MPI_Win_flush`: completes the operations to `target` at both ends (on a
+    /// segment they are: a fence orders them before what follows).
     pub fn flush(&self, target: usize) -> Result<()> {
         self.passive(target)?;
-        self.finish_local()?;
         if self.direct.is_some() {
+            fence(Ordering::SeqCst);
             return Ok(());
         }
+        self.finish_local()?;
         with_engine(|e| e.rma_sync_msg(self.ctx, target, kind::FLUSH, 0))
     }
 
