@@ -66,21 +66,7 @@ const PRIMITIVES: [Primitive; 13] = [
 impl Primitive {
     /// Every primitive, in declaration order (`primitive_ref` indexes by discriminant).
     #[cfg(test)]
-    const ALL: [Primitive; 13] = [
-        Primitive::U8,
-        Primitive::I8,
-        Primitive::U16,
-        Primitive::I16,
-        Primitive::U32,
-        Primitive::I32,
-        Primitive::U64,
-        Primitive::I64,
-        Primitive::F32,
-        Primitive::F64,
-        Primitive::Bool,
-        Primitive::C32,
-        Primitive::C64,
-    ];
+    const ALL: [Primitive; 13] = PRIMITIVES;
 
     /// Size in bytes.
     pub fn size(self) -> usize {
