@@ -52,11 +52,21 @@ impl OpKind {
 macro_rules! lanes {
     ($t:ty, $acc:expr, $src:expr, |$x:ident, $y:ident| $e:expr) => {{
         const N: usize = std::mem::size_of::<$t>();
-        for (a, s) in $acc.chunks_exact_mut(N).zip($src.chunks_exact(N)) {
-            let $x = <$t>::from_ne_bytes(a.try_into().unwrap_or([0; N]));
-            let $y = <$t>::from_ne_bytes(s.try_into().unwrap_or([0; N]));
-            let r: $t = $e;
-            a.copy_from_slice(&r.to_ne_bytes());
+        let acc: &mut [u8] = $acc;
+        let src: &[u8] = $src;
+        let n = acc.len().min(src.len()) / N;
+        let (a, s) = (acc.as_mut_ptr(), src.as_ptr());
+        // An index loop over unaligned loads and stores, which the compiler turns into
+        // vector code (the chunk iterators' zip did not: an 8 KiB i8 sum took 2.2 µs).
+        for i in 0..n {
+            // SAFETY: i < n, so bytes i·N .. i·N + N lie inside both slices; unaligned
+            // reads and writes of plain integers and floats.
+            unsafe {
+                let $x = (a.add(i * N) as *const $t).read_unaligned();
+                let $y = (s.add(i * N) as *const $t).read_unaligned();
+                let r: $t = $e;
+                (a.add(i * N) as *mut $t).write_unaligned(r);
+            }
         }
         Ok(())
     }};
