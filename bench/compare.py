@@ -27,7 +27,7 @@ from pathlib import Path
 IMPLS = ("phalanx", "ompi", "rust")
 RAW_NAME = re.compile(r"^(?P<test>[a-z0-9_]+)-(?P<impl>phalanx|ompi|rust)-(?P<pair>\d+)\.txt$")
 # Tests whose value is a rate (higher is better); every other test reports a time.
-RATE_TESTS = {"bw", "bibw", "mbw_mr"}
+RATE_TESTS = {"bw", "bibw", "mbw_mr", "put_bw", "get_bw", "put_bibw"}
 # Tests with several value columns: the one compared (by header name). For mbw_mr the
 # ratio is the same on either column (Messages/s = MB/s * 10^6 / size, at equal sizes).
 COMPARED_COLUMN = {"mbw_mr": "Messages/s"}

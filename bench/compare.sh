@@ -13,7 +13,9 @@
 #   TESTS="latency bw"      tests to run (each must exist in phalanx-bench and osu_like):
 #                           latency bw bibw (NP=2 only), mbw_mr (NP/2 sender-receiver
 #                           pairs; compared on its Messages/s column), bcast allgather
-#                           gather scatter barrier reduce allreduce alltoall
+#                           gather scatter barrier reduce allreduce alltoall; one-sided
+#                           (osu_like only, so with RUST=0; NP=2): put_latency get_latency
+#                           acc_latency fop_latency cas_latency put_bw get_bw put_bibw
 #   PAIRS=5                 alternating (phalanx, Open MPI) pairs per test
 #   ARGS_<test>="..."       per-test arguments replacing the short defaults below
 #   PEER_BTL=tcp,self       Open MPI BTLs (e.g. vader,self for shared memory)
