@@ -213,6 +213,10 @@ pub(crate) struct Win {
     complete_n: Vec<u64>,
     /// Origin side: operations issued, by target.
     pub(crate) issued: Vec<u64>,
+    /// Origin side: operations to each target since its last flush or unlock that no
+    /// answer acknowledges (puts, accumulates). Fetches are answered only once applied,
+    /// so a flush after nothing else needs no message.
+    unanswered: Vec<u64>,
     next_reply: i32,
     /// Origin side: requests to finish before the next synchronization ends, with the
     /// bytes a fetch's answer must hold (`u64::MAX` for sends), and whether the program
@@ -296,6 +300,7 @@ impl Engine {
             completes_used: vec![0; p],
             complete_n: vec![0; p],
             issued: vec![0; p],
+            unanswered: vec![0; p],
             next_reply: TAG_REPLY0,
             outstanding: Vec::new(),
         };

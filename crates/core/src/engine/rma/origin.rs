@@ -66,7 +66,11 @@ impl Engine {
             self.win(ctx)?.outstanding.push((id, u64::MAX, false));
             req = req.or(Some(id));
         }
-        self.win(ctx)?.issued[t] += 1;
+        let w = self.win(ctx)?;
+        w.issued[t] += 1;
+        if c.reply == 0 {
+            w.unanswered[t] += 1;
+        }
         Ok(req)
     }
 
@@ -79,6 +83,14 @@ impl Engine {
             size: w.members.len(),
         })?;
         let n = w.issued[t];
+        if k == kind::FLUSH && w.unanswered[t] == 0 {
+            // Every operation since the last flush was a fetch whose answer arrived
+            // (the caller finished them locally first): all applied already.
+            return Ok(());
+        }
+        if matches!(k, kind::FLUSH | kind::UNLOCK) {
+            w.unanswered[t] = 0;
+        }
         let answered = matches!(k, kind::LOCK | kind::UNLOCK | kind::FLUSH);
         let mut c = Ctrl {
             kind: k,
