@@ -549,6 +549,16 @@ impl TypeMap {
     pub fn upper_bound(&self) -> usize {
         self.0.ub
     }
+    /// [`TypeMap::span`], `None` where it would not fit in memory (a count or extent
+    /// from another rank is checked with this).
+    pub fn checked_span(&self, count: usize) -> Option<usize> {
+        if count == 0 {
+            return Some(0);
+        }
+        (count - 1)
+            .checked_mul(self.extent())?
+            .checked_add(self.upper_bound())
+    }
     /// Bytes `count` elements reach from the buffer's start.
     pub fn span(&self, count: usize) -> usize {
         match count {

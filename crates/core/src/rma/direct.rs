@@ -246,9 +246,9 @@ impl super::Window {
         let at = self.direct_addr(seg, t, disp);
         let n = ocount * odt.size();
         if odt.is_dense() && tdt.is_contiguous() {
-            // SAFETY: the origin holds n bytes from its lower bound; the target range
+            // SAFETY: the origin holds n bytes (a dense type: one run from offset 0); the target range
             // lies in member t's part (checked), which no other memory overlaps.
-            unsafe { std::ptr::copy(origin.add(odt.lower_bound()), at.add(tdt.lower_bound()), n) };
+            unsafe { std::ptr::copy(origin, at, n) };
         } else {
             // SAFETY: as above.
             let v = unsafe { Self::packed_origin(origin, ocount, odt) };
@@ -277,7 +277,7 @@ impl super::Window {
         let n = tcount * tdt.size();
         if tdt.is_dense() && odt.is_contiguous() {
             // SAFETY: the target range was checked; the origin holds n bytes.
-            unsafe { std::ptr::copy(at.add(tdt.lower_bound()), origin.add(odt.lower_bound()), n) };
+            unsafe { std::ptr::copy(at, origin, n) };
         } else {
             // SAFETY: as above.
             let v = unsafe { Self::packed_origin(at, tcount, tdt) };
@@ -350,10 +350,10 @@ pub(super) unsafe fn with_packed<R>(
     let n = count * dt.size();
     if n <= SMALL && dt.is_dense() {
         let mut b = [std::mem::MaybeUninit::<u8>::uninit(); SMALL];
-        // SAFETY: a dense type's elements are n bytes from its lower bound (the caller's
+        // SAFETY: a dense type's elements are n bytes from offset 0 (the caller's
         // promise); once copied, the first n bytes of `b` are initialized.
         let v = unsafe {
-            std::ptr::copy_nonoverlapping(src.add(dt.lower_bound()), b.as_mut_ptr().cast(), n);
+            std::ptr::copy_nonoverlapping(src, b.as_mut_ptr().cast(), n);
             std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<u8>(), n)
         };
         return f(v);

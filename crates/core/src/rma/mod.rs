@@ -350,7 +350,8 @@ impl Window {
             return Ok(());
         }
         let (size, du) = self.sizes[t];
-        let span = if count == 0 { 0 } else { dt.span(count) as u64 };
+        // Checked: a count or extent large enough to wrap must not pass.
+        let span = dt.checked_span(count).map_or(u64::MAX, |s| s as u64);
         let end = disp.checked_mul(du).and_then(|o| o.checked_add(span));
         match end {
             Some(e) if e <= size => Ok(()),
@@ -374,7 +375,7 @@ impl Window {
     /// `origin` valid for `count` elements of `dt`.
     unsafe fn origin_data(origin: *const u8, count: usize, dt: &TypeMap) -> SendBuf {
         if dt.is_dense() {
-            SendBuf::Raw(unsafe { origin.add(dt.lower_bound()) }, count * dt.size())
+            SendBuf::Raw(origin, count * dt.size())
         } else {
             let mut v = Vec::new();
             // SAFETY: the caller's promise.
@@ -791,6 +792,9 @@ impl Window {
 
     /// `MPI_Win_flush_all`.
     pub fn flush_all(&self) -> Result<()> {
+        if !self.lock_all && self.locked.iter().all(|l| l.is_none()) {
+            return Err(sync_err("flush_all outside a lock epoch"));
+        }
         self.finish_local()?;
         if self.direct.is_some() {
             return Ok(());

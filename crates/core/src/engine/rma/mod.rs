@@ -34,8 +34,7 @@
 
 use super::requests::{RecvBuf, ReqId, SendBuf};
 use super::Engine;
-use crate::coll::ops::{self, OpKind};
-use crate::datatype::TypeMap;
+use crate::coll::ops::OpKind;
 use crate::error::{Error, ErrorClass, Result};
 use std::collections::VecDeque;
 
@@ -49,6 +48,8 @@ pub(crate) const TAG_REPLY0: i32 = 16;
 pub(crate) const CTRL_MAX: usize = 64 << 10;
 /// Largest data carried inside a control message.
 pub(crate) const INLINE_MAX: usize = 8 << 10;
+/// Outstanding origin requests of one window above which finished ones are taken.
+const PRUNE_AT: usize = 1024;
 /// Control header bytes.
 const HDR: usize = 64;
 /// Largest target datatype description carried in a control message; a larger one
@@ -168,19 +169,6 @@ impl Ctrl {
     }
 }
 
-/// Data of an operation that is still being received.
-struct Pending {
-    req: ReqId,
-    origin: usize,
-    ctrl: Ctrl,
-    /// The target datatype; `None` while it is still coming with the data.
-    dt: Option<TypeMap>,
-    /// Target address of the first element.
-    addr: usize,
-    /// Staging copy (accumulates); empty when the data goes straight to the window.
-    tmp: Vec<u8>,
-}
-
 /// A window as its target and origin see it.
 pub(crate) struct Win {
     /// Start and length of the window's memory (0, 0 for a dynamic window).
@@ -196,7 +184,7 @@ pub(crate) struct Win {
     buf: Box<[u8]>,
     /// Operations applied, by origin (member index).
     done: Vec<u64>,
-    pending: VecDeque<Pending>,
+    pending: VecDeque<apply::Pending>,
     lock_excl: Option<usize>,
     lock_shared: usize,
     held: Vec<u8>,
@@ -222,6 +210,9 @@ pub(crate) struct Win {
     /// bytes a fetch's answer must hold (`u64::MAX` for sends), and whether the program
     /// owns the request (request-based operations: waited for, not taken).
     pub(crate) outstanding: Vec<(ReqId, u64, bool)>,
+    /// Origin side: an operation was refused (found while pruning `outstanding`),
+    /// reported by the next synchronization.
+    refused: bool,
 }
 
 /// Every window of this rank, with its context (a few: searched in order).
@@ -303,6 +294,7 @@ impl Engine {
             unanswered: vec![0; p],
             next_reply: TAG_REPLY0,
             outstanding: Vec::new(),
+            refused: false,
         };
         self.rma.wins.push((ctx, w));
         self.rma_post_service(ctx)
@@ -312,9 +304,21 @@ impl Engine {
     /// receive and drops its state.
     pub(crate) fn rma_unregister(&mut self, ctx: u32) -> Result<()> {
         if let Some(w) = self.rma.remove(ctx) {
+            // Nothing may write into the window's buffers once they are gone: a receive
+            // already matched (a control message arriving in pieces) is waited for.
             if let Some(id) = w.svc {
-                let _ = self.cancel(id);
+                if !self.cancel(id).unwrap_or(true) {
+                    let _ = self.wait(id);
+                }
                 let _ = self.reqs.take_done(id);
+            }
+            for (id, _, user) in w.outstanding {
+                if !user && self.reqs.get(id).is_some() {
+                    if !self.cancel(id).unwrap_or(true) {
+                        let _ = self.wait(id);
+                    }
+                    let _ = self.reqs.take_done(id);
+                }
             }
             // Data still expected (a program that freed the window before completing
             // its epoch): a receive not matched yet is cancelled, one being received is
@@ -424,24 +428,6 @@ impl Engine {
         self.rma.get(ctx)?.members.iter().position(|&m| m == world)
     }
 
-    /// The target address range of `count` elements of `dt` at `disp`, checked against
-    /// the window; `None` outside it.
-    fn target_addr(w: &Win, disp: u64, count: u64, dt: &TypeMap) -> Option<usize> {
-        let count = usize::try_from(count).ok()?;
-        let span = if count == 0 { 0 } else { dt.span(count) };
-        if w.dynamic {
-            let a = usize::try_from(disp).ok()?;
-            let end = a.checked_add(span)?;
-            return w
-                .regions
-                .iter()
-                .any(|&(r, l)| a >= r && end <= r + l)
-                .then_some(a);
-        }
-        let off = usize::try_from(disp).ok()?.checked_mul(w.disp_unit)?;
-        (off.checked_add(span)? <= w.size).then_some(w.base + off)
-    }
-
     fn rma_handle(&mut self, ctx: u32, src: u32, msg: &[u8]) -> Result<()> {
         let Some(o) = self.member_of(ctx, src) else {
             self.stats.drop_invalid += 1;
@@ -457,6 +443,13 @@ impl Engine {
             }
             kind::LOCK => {
                 let w = self.win(ctx)?;
+                let known = c.lock == LOCK_SHARED || c.lock == LOCK_EXCLUSIVE;
+                // One lock per origin at a time: held or queued.
+                let again = w.held[o] != 0 || w.lock_queue.iter().any(|q| q.0 == o);
+                if !known || again {
+                    self.stats.drop_invalid += 1;
+                    return Ok(());
+                }
                 w.lock_queue.push_back((o, c.lock, c.reply));
                 self.rma_grant(ctx)
             }
@@ -486,226 +479,6 @@ impl Engine {
     fn rma_send_owned(&mut self, ctx: u32, to: u32, tag: i32, data: Vec<u8>) -> Result<()> {
         let id = self.isend_mode(SendBuf::Owned(data), to, tag, ctx, false)?;
         self.reqs.detach(id)
-    }
-
-    fn rma_op(
-        &mut self,
-        ctx: u32,
-        o: usize,
-        src: u32,
-        c: Ctrl,
-        dtb: &[u8],
-        data: &[u8],
-    ) -> Result<()> {
-        if c.far_dt {
-            // Datatype and data come together in the data message.
-            let n = (c.dt_len as usize).checked_add(c.data_len as usize);
-            let Some(n) = n.filter(|&n| n <= isize::MAX as usize / 2) else {
-                self.stats.drop_invalid += 1;
-                self.win(ctx)?.done[o] += 1;
-                return Ok(());
-            };
-            let tmp = vec![0u8; n.max(1)];
-            return self.rma_recv_data(ctx, o, src, c, None, 0, tmp);
-        }
-        let dt = TypeMap::from_wire(dtb);
-        let w = self.win(ctx)?;
-        let addr = dt
-            .as_ref()
-            .and_then(|dt| Self::target_addr(w, c.disp, c.count, dt));
-        let owes = matches!(c.kind, kind::GET | kind::GET_ACC | kind::CAS);
-        let acc = AccOp::from_code(c.op);
-        let need = dt
-            .as_ref()
-            .map(|d| d.size().saturating_mul(c.count as usize));
-        let sane = match (c.kind, need) {
-            (kind::GET, Some(_)) => true,
-            (kind::CAS, Some(n)) => c.data_len as usize == 2 * n && c.inline,
-            (_, Some(n)) => c.data_len as usize == n && (c.kind == kind::PUT || acc.is_some()),
-            _ => false,
-        };
-        let (Some(dt), Some(addr), true) = (dt, addr, sane) else {
-            self.stats.drop_invalid += 1;
-            tracing::warn!(
-                rank = self.rank,
-                origin = src,
-                "one-sided operation outside the target window or malformed: dropped"
-            );
-            if owes {
-                self.rma_send_owned(ctx, src, c.reply, Vec::new())?;
-            }
-            if !c.inline && c.kind != kind::GET && c.data_len > 0 {
-                // Take the data that follows, and drop it.
-                let tmp = vec![0u8; c.data_len as usize];
-                let bytes = TypeMap::primitive(crate::datatype::Primitive::U8);
-                self.rma_recv_data(ctx, o, src, c, Some(bytes), usize::MAX, tmp)?;
-            } else {
-                self.win(ctx)?.done[o] += 1;
-            }
-            return Ok(());
-        };
-        let count = c.count as usize;
-        match c.kind {
-            kind::PUT if c.inline => {
-                // SAFETY: `addr` and the elements' span lie inside the window's memory
-                // (checked above), which the window's owner keeps valid until it is
-                // freed.
-                unsafe {
-                    dt.unpack(
-                        &data[..data.len().min(c.data_len as usize)],
-                        addr as *mut u8,
-                    )
-                };
-                self.win(ctx)?.done[o] += 1;
-            }
-            kind::GET => {
-                let mut out = Vec::with_capacity(dt.size() * count);
-                // SAFETY: as above, for reads.
-                unsafe { dt.pack(addr as *const u8, count, &mut out) };
-                self.rma_send_owned(ctx, src, c.reply, out)?;
-                self.win(ctx)?.done[o] += 1;
-            }
-            kind::CAS => {
-                let n = dt.size() * count;
-                let mut cur = Vec::with_capacity(n);
-                // SAFETY: as above.
-                unsafe { dt.pack(addr as *const u8, count, &mut cur) };
-                let (cmp, new) = data.split_at(n.min(data.len()));
-                if cur == cmp {
-                    // SAFETY: as above.
-                    unsafe { dt.unpack(new, addr as *mut u8) };
-                }
-                self.rma_send_owned(ctx, src, c.reply, cur)?;
-                self.win(ctx)?.done[o] += 1;
-            }
-            _ if c.inline => {
-                self.rma_accumulate(ctx, src, &c, &dt, addr, data)?;
-                self.win(ctx)?.done[o] += 1;
-            }
-            _ => {
-                // Data follows: straight into a contiguous window for a put, else staged.
-                let tmp = if c.kind == kind::PUT && dt.is_contiguous() {
-                    Vec::new()
-                } else {
-                    vec![0u8; c.data_len as usize]
-                };
-                self.rma_recv_data(ctx, o, src, c, Some(dt), addr, tmp)?;
-            }
-        }
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn rma_recv_data(
-        &mut self,
-        ctx: u32,
-        origin: usize,
-        src: u32,
-        ctrl: Ctrl,
-        dt: Option<TypeMap>,
-        addr: usize,
-        mut tmp: Vec<u8>,
-    ) -> Result<()> {
-        let buf = if tmp.is_empty() {
-            // A put to contiguous window memory, checked by the caller.
-            RecvBuf::Raw(addr as *mut u8, ctrl.data_len as usize)
-        } else {
-            RecvBuf::Raw(tmp.as_mut_ptr(), tmp.len())
-        };
-        let req = self.irecv(buf, Some(src), Some(TAG_DATA), ctx)?;
-        self.win(ctx)?.pending.push_back(Pending {
-            req,
-            origin,
-            ctrl,
-            dt,
-            addr,
-            tmp,
-        });
-        Ok(())
-    }
-
-    /// Applies accumulate-type operation `c` with packed origin data `data` at `addr`
-    /// (answering the old values first for the fetching kinds).
-    fn rma_accumulate(
-        &mut self,
-        ctx: u32,
-        src: u32,
-        c: &Ctrl,
-        dt: &TypeMap,
-        addr: usize,
-        data: &[u8],
-    ) -> Result<()> {
-        let count = c.count as usize;
-        let mut cur = Vec::with_capacity(dt.size() * count);
-        // SAFETY: `addr` and the span of `count` elements lie in the window (checked by
-        // the caller).
-        unsafe { dt.pack(addr as *const u8, count, &mut cur) };
-        if c.kind == kind::GET_ACC {
-            self.rma_send_owned(ctx, src, c.reply, cur.clone())?;
-        }
-        let result = match AccOp::from_code(c.op) {
-            Some(AccOp::NoOp) | None => return Ok(()),
-            Some(AccOp::Replace) => data.to_vec(),
-            Some(AccOp::Op(op)) => {
-                let mut acc = cur;
-                if let Err(e) = ops::apply(op, dt, &mut acc, data) {
-                    self.stats.drop_invalid += 1;
-                    tracing::warn!(rank = self.rank, origin = src, "accumulate refused: {e}");
-                    return Ok(());
-                }
-                acc
-            }
-        };
-        // SAFETY: as above, for writes.
-        unsafe { dt.unpack(&result, addr as *mut u8) };
-        Ok(())
-    }
-
-    fn rma_finish_pending(&mut self, ctx: u32) -> Result<bool> {
-        let mut did = false;
-        loop {
-            let Some(w) = self.rma.get_mut(ctx) else {
-                return Ok(did);
-            };
-            let Some(front) = w.pending.front() else {
-                return Ok(did);
-            };
-            if !self.reqs.is_done(front.req) {
-                return Ok(did);
-            }
-            let p = w.pending.pop_front().expect("front exists");
-            did = true;
-            let ok = self.reqs.take_done(p.req).is_some_and(|r| r.is_ok());
-            let src = self.rma.get(ctx).map_or(0, |w| w.members[p.origin]);
-            let Some(dt) = p.dt.as_ref() else {
-                // Datatype and data arrived: handle them as an inline operation.
-                let dl = (p.ctrl.dt_len as usize).min(p.tmp.len());
-                let (dtb, data) = p.tmp.split_at(dl);
-                let mut c = p.ctrl;
-                c.far_dt = false;
-                c.inline = true;
-                if ok {
-                    self.rma_op(ctx, p.origin, src, c, dtb, data)?;
-                } else {
-                    self.stats.drop_invalid += 1;
-                    self.win(ctx)?.done[p.origin] += 1;
-                }
-                continue;
-            };
-            if ok && p.addr != usize::MAX {
-                if p.ctrl.kind == kind::PUT {
-                    if !p.tmp.is_empty() {
-                        // SAFETY: the target range was checked when the operation came.
-                        unsafe { dt.unpack(&p.tmp, p.addr as *mut u8) };
-                    }
-                } else {
-                    self.rma_accumulate(ctx, src, &p.ctrl, dt, p.addr, &p.tmp)?;
-                }
-            } else if !ok {
-                self.stats.drop_invalid += 1;
-            }
-            self.win(ctx)?.done[p.origin] += 1;
-        }
     }
 
     /// Grants queued locks that are compatible with those held.
@@ -765,6 +538,7 @@ impl Engine {
     }
 }
 
+mod apply;
 mod origin;
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,9 @@
 //! The origin side of one-sided operations (see the parent module's contract): issuing
 //! operations and synchronization messages, and waiting for their answers and counts.
 
-use super::{kind, range_err, Ctrl, DT_INLINE_MAX, INLINE_MAX, TAG_CTRL, TAG_DATA, TAG_REPLY0};
+use super::{
+    kind, range_err, Ctrl, DT_INLINE_MAX, INLINE_MAX, PRUNE_AT, TAG_CTRL, TAG_DATA, TAG_REPLY0,
+};
 use crate::datatype::TypeMap;
 use crate::engine::requests::{RecvBuf, ReqId, SendBuf};
 use crate::engine::{Engine, Waiting};
@@ -40,6 +42,7 @@ impl Engine {
             c.reply = self.rma_reply_tag(ctx)?;
             let expect = buf.cap() as u64;
             let id = self.irecv(buf, Some(to), Some(c.reply), ctx)?;
+            self.rma_prune(ctx)?;
             self.win(ctx)?.outstanding.push((id, expect, false));
             req = Some(id);
         }
@@ -98,16 +101,12 @@ impl Engine {
             n,
             ..Ctrl::default()
         };
-        let mut ans = [0u8; 1];
         let mut id = None;
         if answered {
             c.reply = self.rma_reply_tag(ctx)?;
-            id = Some(self.irecv(
-                RecvBuf::Raw(ans.as_mut_ptr(), 1),
-                Some(to),
-                Some(c.reply),
-                ctx,
-            )?);
+            // Answers are empty: no room, nothing can point into this frame after it.
+            let none = std::ptr::NonNull::<u8>::dangling().as_ptr();
+            id = Some(self.irecv(RecvBuf::Raw(none, 0), Some(to), Some(c.reply), ctx)?);
         }
         let msg = c.encode(&[], &[]);
         self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
@@ -136,8 +135,11 @@ impl Engine {
     /// data sent): local completion. A fetch answered short means the target refused
     /// the operation.
     pub(crate) fn rma_finish_local(&mut self, ctx: u32) -> Result<()> {
-        let out = std::mem::take(&mut self.win(ctx)?.outstanding);
-        let mut err = None;
+        let w = self.win(ctx)?;
+        let out = std::mem::take(&mut w.outstanding);
+        let mut err = std::mem::take(&mut w.refused).then(|| {
+            range_err("a one-sided operation was refused by its target (outside its window)")
+        });
         for (id, expect, user) in out {
             if self.reqs.get(id).is_none() {
                 continue; // taken by the program already
@@ -164,6 +166,36 @@ impl Engine {
             }
         }
         err.map_or(Ok(()), Err)
+    }
+
+    /// Keeps the origin's list of outstanding requests short within a long passive
+    /// epoch: finished ones are taken now (a short answer is remembered as the error
+    /// the next synchronization reports); the program's own requests it took already
+    /// leave the list.
+    fn rma_prune(&mut self, ctx: u32) -> Result<()> {
+        if self.win(ctx)?.outstanding.len() < PRUNE_AT {
+            return Ok(());
+        }
+        let out = std::mem::take(&mut self.win(ctx)?.outstanding);
+        let mut keep = Vec::with_capacity(out.len());
+        for e @ (id, expect, user) in out {
+            if self.reqs.get(id).is_none() {
+                continue;
+            }
+            if user || !self.reqs.is_done(id) {
+                keep.push(e);
+                continue;
+            }
+            let short = match self.reqs.take_done(id) {
+                Some(Ok(st)) => expect != u64::MAX && st.bytes < expect,
+                _ => true,
+            };
+            if short {
+                self.win(ctx)?.refused = true;
+            }
+        }
+        self.win(ctx)?.outstanding = keep;
+        Ok(())
     }
 
     /// Hands the request of an operation to the program (module docs of `crate::rma`):
