@@ -8,7 +8,9 @@
 //!   needs every member on this host. The file behind it is unlinked once all mapped.
 //! * Layout: one 64-byte header line per member (its lock word and its accumulate
 //!   lock), then the members' parts in rank order, each rounded up to 64 bytes.
-//! * Lock word: bit 63 an exclusive holder, the low bits the number of shared holders.
+//! * Lock word: bit 63 an exclusive holder, bit 62 an exclusive locker waiting (new
+//!   shared lockers then wait too, so writers are not starved), the low bits the
+//!   number of shared holders.
 //!   Acquiring spins, yielding, and keeps the engine progressing (other windows and
 //!   messages keep moving while it waits).
 //! * Accumulate lock: taken around every accumulate-type operation on that member's
@@ -26,6 +28,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 const LINE: usize = 64;
 const EXCL: u64 = 1 << 63;
+/// An exclusive locker waits: no new shared holder enters (no writer starvation).
+const WANT: u64 = 1 << 62;
+/// The shared holders' count.
+const SHARED: u64 = WANT - 1;
 
 /// A mapped segment (module docs).
 pub(super) struct Segment {
@@ -128,10 +134,15 @@ impl Segment {
         loop {
             let v = w.load(Ordering::Relaxed);
             let next = if exclusive {
-                (v == 0).then_some(EXCL)
+                // Free (perhaps wanted by another writer too): taken, the want cleared
+                // (other waiting writers set it again).
+                (v & (EXCL | SHARED) == 0).then_some(EXCL)
             } else {
-                (v & EXCL == 0).then_some(v + 1)
+                (v & (EXCL | WANT) == 0).then_some(v + 1)
             };
+            if next.is_none() && exclusive && v & WANT == 0 {
+                w.fetch_or(WANT, Ordering::Relaxed);
+            }
             if let Some(n) = next {
                 if w.compare_exchange_weak(v, n, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
@@ -154,17 +165,20 @@ impl Segment {
     pub(super) fn unlock(&self, t: usize, exclusive: bool) -> Result<()> {
         let w = self.lock_word(t);
         if exclusive {
-            w.compare_exchange(EXCL, 0, Ordering::Release, Ordering::Relaxed)
-                .map(|_| ())
-                .map_err(|_| {
-                    Error::Rma(
-                        ErrorClass::RmaSync,
-                        format!("rank {t} was not locked exclusively"),
-                    )
-                })
+            // (A waiting writer's want stays.)
+            w.fetch_update(Ordering::Release, Ordering::Relaxed, |v| {
+                (v & EXCL != 0).then_some(v & WANT)
+            })
+            .map(|_| ())
+            .map_err(|_| {
+                Error::Rma(
+                    ErrorClass::RmaSync,
+                    format!("rank {t} was not locked exclusively"),
+                )
+            })
         } else {
             w.fetch_update(Ordering::Release, Ordering::Relaxed, |v| {
-                (v & EXCL == 0 && v > 0).then(|| v - 1)
+                (v & EXCL == 0 && v & SHARED > 0).then(|| v - 1)
             })
             .map(|_| ())
             .map_err(|_| Error::Rma(ErrorClass::RmaSync, format!("rank {t} held no shared lock")))
