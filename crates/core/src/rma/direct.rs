@@ -321,6 +321,16 @@ impl super::Window {
         op: AccOp,
     ) -> Result<()> {
         let at = self.direct_addr(seg, t, disp);
+        if let (AccOp::Op(o), None, None, true) = (op, result, compare, tdt.is_contiguous()) {
+            // A plain accumulate into contiguous memory: combined in place, one pass.
+            let n = tcount * tdt.size();
+            return seg.atomically(t, || {
+                // SAFETY: the target range (n bytes of a contiguous type at `at`) was
+                // checked by the caller; the accumulate lock keeps others out of it.
+                let cur = unsafe { std::slice::from_raw_parts_mut(at, n) };
+                crate::coll::ops::apply(o, tdt, cur, data)
+            });
+        }
         let apply = |cur: &mut [u8]| {
             if let Some((r, rdt)) = result {
                 // SAFETY: the caller's promise.

@@ -517,6 +517,17 @@ impl Window {
         Self::same_bytes(ocount, odt, tcount, tdt)?;
         if let Some(seg) = &self.direct {
             self.check_direct(target, disp, tcount, tdt)?;
+            let n = ocount * odt.size();
+            if odt.is_dense() && n > 256 {
+                // A dense origin is its packed form already: read in place.
+                // SAFETY: the caller's promise (n bytes from offset 0); range checked.
+                let v = unsafe { std::slice::from_raw_parts(origin, n) };
+                // SAFETY: as above.
+                unsafe {
+                    self.direct_accumulate(seg, v, None, None, target, disp, tcount, tdt, op)?
+                };
+                return Ok(None);
+            }
             // SAFETY: the caller's promise; the range was checked.
             unsafe {
                 with_packed(origin, ocount, odt, |v| {
