@@ -134,15 +134,12 @@ impl Engine {
     /// with zero bytes if it owes an answer (the origin reports it), its data taken and
     /// dropped; it still counts as applied, so no synchronization waits for it.
     fn rma_refuse(&mut self, ctx: u32, o: usize, src: u32, c: Ctrl) -> Result<()> {
-        self.stats.drop_invalid += 1;
         tracing::warn!(
             rank = self.rank,
             origin = src,
             "one-sided operation outside the target window or malformed: dropped"
         );
-        if owes(&c) {
-            self.rma_send_owned(ctx, src, c.reply, Vec::new())?;
-        }
+        self.rma_dropped(ctx, src, &c)?;
         let follows = !c.inline && (c.far_dt || (c.kind != kind::GET && c.data_len > 0));
         if follows {
             return self.rma_stage(
@@ -156,6 +153,15 @@ impl Engine {
             );
         }
         self.win(ctx)?.done[o] += 1;
+        Ok(())
+    }
+
+    /// Counts a dropped operation and answers it with zero bytes if it owes an answer.
+    fn rma_dropped(&mut self, ctx: u32, src: u32, c: &Ctrl) -> Result<()> {
+        self.stats.drop_invalid += 1;
+        if owes(c) {
+            self.rma_send_owned(ctx, src, c.reply, Vec::new())?;
+        }
         Ok(())
     }
 
@@ -296,10 +302,7 @@ impl Engine {
             match (&p.dest, p.target, ok) {
                 (Dest::Discard, _, _) => {}
                 (_, _, false) => {
-                    self.stats.drop_invalid += 1;
-                    if owes(&p.ctrl) {
-                        self.rma_send_owned(ctx, p.src, p.ctrl.reply, Vec::new())?;
-                    }
+                    self.rma_dropped(ctx, p.src, &p.ctrl)?;
                 }
                 (Dest::Window, _, true) => {}
                 (Dest::Staged, Some((dt, addr)), true) => {
@@ -318,10 +321,7 @@ impl Engine {
                     match Self::rma_check(w, &c, dtb) {
                         Some((dt, addr)) => self.rma_apply(ctx, p.src, &c, &dt, addr, data)?,
                         None => {
-                            self.stats.drop_invalid += 1;
-                            if owes(&c) {
-                                self.rma_send_owned(ctx, p.src, c.reply, Vec::new())?;
-                            }
+                            self.rma_dropped(ctx, p.src, &c)?;
                         }
                     }
                 }
