@@ -65,18 +65,6 @@ struct Attrs {
     model: c_int,
 }
 
-/// The epochs this rank has open, as the C layer sees them: what `MPI_Win_free` checks,
-/// and the epochs of empty groups the core never hears of (`Some(true)`).
-#[derive(Default)]
-struct Epochs {
-    /// Locks held (`lock_all` counts one).
-    locks: usize,
-    /// An access epoch (`start`); `Some(true)` with an empty group.
-    access: Option<bool>,
-    /// An exposure epoch (`post`); `Some(true)` with an empty group.
-    exposure: Option<bool>,
-}
-
 /// A window and what the C interface keeps with it.
 pub(crate) struct WinEntry {
     /// The core's window.
@@ -84,7 +72,6 @@ pub(crate) struct WinEntry {
     errh: usize,
     name: String,
     attrs: Box<Attrs>,
-    epochs: Epochs,
 }
 
 /// The live windows: a short list (each is a collective object), searched from the one
@@ -203,7 +190,6 @@ fn add(win: Window) -> Handle {
         errh: ERRORS_ARE_FATAL,
         name: String::new(),
         attrs,
-        epochs: Epochs::default(),
     };
     WINS.with(|t| {
         let mut t = t.borrow_mut();
@@ -477,8 +463,7 @@ export!(MPI_Win_free, PMPI_Win_free, (win: *mut Handle) -> c_int {
             return Err(err(MPI_ERR_ARG, "null window pointer"));
         }
         with_win(h, |e| {
-            let ep = &e.epochs;
-            if ep.locks > 0 || ep.access.is_some() || ep.exposure.is_some() {
+            if e.win.epoch_open() {
                 return Err(err(
                     MPI_ERR_RMA_SYNC,
                     "window freed inside a lock, start or post epoch",
@@ -558,7 +543,6 @@ export!(MPI_Win_lock, PMPI_Win_lock,
         with_win(win, |e| {
             let Some(r) = rank_arg(e, rank)? else { return Ok(()) };
             e.win.lock(kind, r, a).map_err(cerr)?;
-            e.epochs.locks += 1;
             Ok(())
         })
     })
@@ -569,7 +553,6 @@ export!(MPI_Win_unlock, PMPI_Win_unlock, (rank: c_int, win: Handle) -> c_int {
         with_win(win, |e| {
             let Some(r) = rank_arg(e, rank)? else { return Ok(()) };
             e.win.unlock(r).map_err(cerr)?;
-            e.epochs.locks = e.epochs.locks.saturating_sub(1);
             Ok(())
         })
     })
@@ -580,7 +563,6 @@ export!(MPI_Win_lock_all, PMPI_Win_lock_all, (assert: c_int, win: Handle) -> c_i
         let a = assert_arg(assert)?;
         with_win(win, |e| {
             e.win.lock_all(a).map_err(cerr)?;
-            e.epochs.locks += 1;
             Ok(())
         })
     })
@@ -590,7 +572,6 @@ export!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: Handle) -> c_int {
     guard_win("MPI_Win_unlock_all", win, || {
         with_win(win, |e| {
             e.win.unlock_all().map_err(cerr)?;
-            e.epochs.locks = e.epochs.locks.saturating_sub(1);
             Ok(())
         })
     })
@@ -643,14 +624,7 @@ export!(MPI_Win_post, PMPI_Win_post, (group: Handle, assert: c_int, win: Handle)
         let a = assert_arg(assert)?;
         with_win(win, |e| {
             let ranks = window_ranks(e, group)?;
-            if e.epochs.exposure.is_some() {
-                return Err(err(MPI_ERR_RMA_SYNC, "post while an exposure epoch is open"));
-            }
-            if !ranks.is_empty() {
-                e.win.post(&ranks, a).map_err(cerr)?;
-            }
-            e.epochs.exposure = Some(ranks.is_empty());
-            Ok(())
+            e.win.post(&ranks, a).map_err(cerr)
         })
     })
 });
@@ -660,39 +634,20 @@ export!(MPI_Win_start, PMPI_Win_start, (group: Handle, assert: c_int, win: Handl
         let a = assert_arg(assert)?;
         with_win(win, |e| {
             let ranks = window_ranks(e, group)?;
-            if e.epochs.access.is_some() {
-                return Err(err(MPI_ERR_RMA_SYNC, "start while an access epoch is open"));
-            }
-            if !ranks.is_empty() {
-                e.win.start(&ranks, a).map_err(cerr)?;
-            }
-            e.epochs.access = Some(ranks.is_empty());
-            Ok(())
+            e.win.start(&ranks, a).map_err(cerr)
         })
     })
 });
 
 export!(MPI_Win_complete, PMPI_Win_complete, (win: Handle) -> c_int {
     guard_win("MPI_Win_complete", win, || {
-        with_win(win, |e| {
-            if e.epochs.access != Some(true) {
-                e.win.complete().map_err(cerr)?;
-            }
-            e.epochs.access = None;
-            Ok(())
-        })
+        with_win(win, |e| e.win.complete().map_err(cerr))
     })
 });
 
 export!(MPI_Win_wait, PMPI_Win_wait, (win: Handle) -> c_int {
     guard_win("MPI_Win_wait", win, || {
-        with_win(win, |e| {
-            if e.epochs.exposure != Some(true) {
-                e.win.wait().map_err(cerr)?;
-            }
-            e.epochs.exposure = None;
-            Ok(())
-        })
+        with_win(win, |e| e.win.wait().map_err(cerr))
     })
 });
 
@@ -701,13 +656,7 @@ export!(MPI_Win_test, PMPI_Win_test, (win: Handle, flag: *mut c_int) -> c_int {
         if flag.is_null() {
             return Err(err(MPI_ERR_ARG, "null flag"));
         }
-        let done = with_win(win, |e| {
-            let done = e.epochs.exposure == Some(true) || e.win.test().map_err(cerr)?;
-            if done {
-                e.epochs.exposure = None;
-            }
-            Ok(done)
-        })?;
+        let done = with_win(win, |e| e.win.test().map_err(cerr))?;
         // SAFETY: writable (MPI contract; null checked).
         unsafe { out(flag, done as c_int) }
     })

@@ -912,11 +912,7 @@ impl Window {
         if self.freed {
             return Ok(());
         }
-        if self.lock_all
-            || self.locked.iter().any(|l| l.is_some())
-            || self.access.is_some()
-            || self.exposure.is_some()
-        {
+        if self.epoch_open() {
             return Err(sync_err("window freed inside an epoch"));
         }
         self.finish_local()?;
@@ -925,6 +921,15 @@ impl Window {
         self.coll.barrier();
         self.freed = true;
         with_engine(|e| e.rma_unregister(self.ctx))
+    }
+
+    /// Whether this rank has a lock, access (start) or exposure (post) epoch open on the
+    /// window (what `free` refuses).
+    pub fn epoch_open(&self) -> bool {
+        self.lock_all
+            || self.locked.iter().any(|l| l.is_some())
+            || self.access.is_some()
+            || self.exposure.is_some()
     }
 
     /// The engine context of the window's operations (for the C ABI's bookkeeping).
