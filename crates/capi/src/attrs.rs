@@ -12,6 +12,7 @@
 //! the value); `MPI_Comm_free`, `MPI_Comm_delete_attr` and replacing a value run the
 //! delete callback. A callback returning an error makes the call fail with that code.
 
+use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::{err, export, guard, out, state, CResult};
 use std::cell::RefCell;
@@ -38,10 +39,8 @@ struct Table {
     next: c_int,
 }
 
-thread_local! {
-    static T: RefCell<Table> = RefCell::new(Table::default());
-    static PREDEF: RefCell<[c_int; 7]> = const { RefCell::new([0; 7]) };
-}
+static T: Shared<RefCell<Table>> = Shared::new(|| RefCell::new(Table::default()));
+static PREDEF: Shared<RefCell<[c_int; 7]>> = Shared::new(|| RefCell::new([0; 7]));
 
 fn keyval(k: c_int) -> CResult<Keyval> {
     T.with(|t| t.borrow().keyvals.get(&k).copied())

@@ -131,8 +131,14 @@ pub const MPI_PROC_NULL: c_int = -3;
 pub const MPI_ROOT: c_int = -4;
 /// Undefined value.
 pub const MPI_UNDEFINED: c_int = -32766;
-/// Thread level phalanx provides.
+/// Thread level: one thread.
+pub const MPI_THREAD_SINGLE: c_int = 0;
+/// Thread level: only the thread that initialized MPI calls it (what `MPI_Init` gives).
 pub const MPI_THREAD_FUNNELED: c_int = 1024;
+/// Thread level: any thread, one at a time.
+pub const MPI_THREAD_SERIALIZED: c_int = 2048;
+/// Thread level: any thread at any time.
+pub const MPI_THREAD_MULTIPLE: c_int = 4096;
 
 /// `MPI_IN_PLACE`.
 pub const IN_PLACE: Handle = 1 as Handle;

@@ -5,6 +5,7 @@
 use crate::consts::*;
 use crate::state::{self, CommEntry};
 use crate::{err, export, guard, out, CResult};
+use phalanx::environment::Threading;
 use phalanx::topology::Color;
 use phalanx::traits::Communicator;
 use std::ffi::{c_char, c_int};
@@ -16,11 +17,12 @@ const MAX_PROCESSOR_NAME: usize = 256;
 const MAX_ERROR_STRING: usize = 512;
 const MAX_LIBRARY_VERSION_STRING: usize = 8192;
 
-fn init() -> CResult {
+fn init(level: Threading) -> CResult {
     if state::flags().0 {
         return Err(err(MPI_ERR_OTHER, "MPI is already initialized"));
     }
-    let u = phalanx::try_initialize().map_err(|e| err(MPI_ERR_OTHER, e.to_string()))?;
+    let u = phalanx::environment::try_initialize_with_threading(level)
+        .map_err(|e| err(MPI_ERR_OTHER, e.to_string()))?;
     let world = u.world();
     // MPI_COMM_SELF: one communicator per rank, derived collectively from the world.
     let me = world
@@ -39,28 +41,49 @@ fn init() -> CResult {
 }
 
 export!(MPI_Init, PMPI_Init, (_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
-    guard("MPI_Init", WORLD, init)
+    guard("MPI_Init", WORLD, || init(Threading::Funneled))
 });
 
 export!(MPI_Init_thread, PMPI_Init_thread,
-        (_argc: *mut c_int, _argv: *mut *mut *mut c_char, _required: c_int,
+        (_argc: *mut c_int, _argv: *mut *mut *mut c_char, required: c_int,
          provided: *mut c_int) -> c_int {
     guard("MPI_Init_thread", WORLD, || {
-        init()?;
+        let level = match required {
+            MPI_THREAD_SINGLE => Threading::Single,
+            MPI_THREAD_FUNNELED => Threading::Funneled,
+            MPI_THREAD_SERIALIZED => Threading::Serialized,
+            MPI_THREAD_MULTIPLE => Threading::Multiple,
+            other => {
+                return Err(err(MPI_ERR_ARG, format!("invalid thread level {other}")));
+            }
+        };
+        init(level)?;
         // SAFETY: the caller passes a writable int (MPI contract).
-        unsafe { out(provided, MPI_THREAD_FUNNELED) }
+        unsafe { out(provided, required) }
     })
 });
 
+/// The C constant of thread level `t`.
+fn level_of(t: Threading) -> c_int {
+    match t {
+        Threading::Single => MPI_THREAD_SINGLE,
+        Threading::Funneled => MPI_THREAD_FUNNELED,
+        Threading::Serialized => MPI_THREAD_SERIALIZED,
+        Threading::Multiple => MPI_THREAD_MULTIPLE,
+    }
+}
+
 export!(MPI_Query_thread, PMPI_Query_thread, (provided: *mut c_int) -> c_int {
-    // SAFETY: the caller passes a writable int.
-    guard("MPI_Query_thread", WORLD, || unsafe { out(provided, MPI_THREAD_FUNNELED) })
+    guard("MPI_Query_thread", WORLD, || {
+        let level = level_of(phalanx::environment::threading_support());
+        // SAFETY: the caller passes a writable int.
+        unsafe { out(provided, level) }
+    })
 });
 
 export!(MPI_Is_thread_main, PMPI_Is_thread_main, (flag: *mut c_int) -> c_int {
     guard("MPI_Is_thread_main", WORLD, || {
-        // The state is thread-local: only the thread that called MPI_Init has a universe.
-        let main = state::with(|s| s.universe.is_some());
+        let main = phalanx::environment::is_main_thread();
         // SAFETY: the caller passes a writable int.
         unsafe { out(flag, main as c_int) }
     })

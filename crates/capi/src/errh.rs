@@ -10,6 +10,7 @@
 //! still using a handler keep it (MPI's rule), so table entries live until the process
 //! ends (a few bytes each).
 
+use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::{err, export, guard, out, CResult};
 use std::cell::RefCell;
@@ -21,9 +22,7 @@ pub type CommErrFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
 /// First handle value of user error handlers (far from every other handle range).
 const BASE: usize = 0x7e00_0000;
 
-thread_local! {
-    static TABLE: RefCell<Vec<CommErrFn>> = const { RefCell::new(Vec::new()) };
-}
+static TABLE: Shared<RefCell<Vec<CommErrFn>>> = Shared::new(|| RefCell::new(Vec::new()));
 
 /// The user function behind handler handle `h`, if it is one.
 pub fn user(h: usize) -> Option<CommErrFn> {

@@ -13,6 +13,7 @@
 //! generation check makes a stale or forged handle an `MPI_ERR_REQUEST`. A send that
 //! completed while starting gets the shared `DONE_SEND` handle and no request at all.
 
+use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::p2p::{tag_ok, DONE_PROC_NULL, DONE_SEND};
 use crate::state;
@@ -263,22 +264,18 @@ pub(crate) fn iprobe(
     Ok(Some(st.map(|st| c_status(false, st))))
 }
 
-thread_local! {
-    /// Statuses of requests on this path that a non-consuming test completed
-    /// (`MPI_Testall` that found some not done, `MPI_Request_get_status`): the engine
-    /// request is gone, the handle is still the program's.
-    static PARKED: RefCell<HashMap<usize, MPI_Status>> = RefCell::new(HashMap::new());
-}
+/// Statuses of requests on this path that a non-consuming test completed
+/// (`MPI_Testall` that found some not done, `MPI_Request_get_status`): the engine
+/// request is gone, the handle is still the program's.
+static PARKED: Shared<RefCell<HashMap<usize, MPI_Status>>> = Shared::new(|| RefCell::new(HashMap::new()));
 
 /// Whether [`PARKED`] may hold anything (read without reaching the thread-local).
 static ANY_PARKED: AtomicBool = AtomicBool::new(false);
 
-thread_local! {
-    /// Members (world ranks) of the communicator of a Rust request handed to C
-    /// (`phalanx::raw::RawRequest::into_raw`) whose ranks are not world ranks: its
-    /// status's source is translated at completion.
-    static MEMBERS: RefCell<HashMap<usize, std::rc::Rc<Vec<u32>>>> = RefCell::new(HashMap::new());
-}
+/// Members (world ranks) of the communicator of a Rust request handed to C
+/// (`phalanx::raw::RawRequest::into_raw`) whose ranks are not world ranks: its
+/// status's source is translated at completion.
+static MEMBERS: Shared<RefCell<HashMap<usize, std::rc::Rc<Vec<u32>>>>> = Shared::new(|| RefCell::new(HashMap::new()));
 
 /// Whether [`MEMBERS`] may hold anything.
 static ANY_MEMBERS: AtomicBool = AtomicBool::new(false);

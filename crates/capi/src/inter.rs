@@ -17,6 +17,7 @@
 //! process started. `MPI_Comm_get_parent` returns the same handle every time (until it
 //! is freed or disconnected).
 
+use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::state;
 use crate::{err, export, guard, out, typed, CResult};
@@ -31,10 +32,8 @@ const WORLD: Handle = COMM_WORLD as Handle;
 /// Longest argument vector read from C (bounds the walk to its NULL).
 const MAX_ARGS: usize = 4096;
 
-thread_local! {
-    /// The handle `MPI_Comm_get_parent` gave out (0: none yet).
-    static PARENT: Cell<usize> = const { Cell::new(0) };
-}
+/// The handle `MPI_Comm_get_parent` gave out (0: none yet).
+static PARENT: Shared<Cell<usize>> = Shared::new(|| Cell::new(0));
 
 /// The intercommunicator behind `h`, if it is one.
 pub fn inter_of(h: Handle) -> Option<InterCommunicator> {

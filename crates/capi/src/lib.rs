@@ -295,6 +295,43 @@ fn bad_count(c: c_int) -> CErr {
     err(MPI_ERR_COUNT, format!("invalid count {c}"))
 }
 
+/// The C functions MPI lets any thread call whatever the thread level (they touch no
+/// shared state).
+const ANY_THREAD: &[&str] = &[
+    "MPI_Wtime",
+    "MPI_Wtick",
+    "MPI_Initialized",
+    "MPI_Finalized",
+    "MPI_Query_thread",
+    "MPI_Is_thread_main",
+    "MPI_Get_version",
+    "MPI_Get_library_version",
+    "MPI_Aint_add",
+    "MPI_Aint_diff",
+];
+
+/// Admits the calling thread into C function `name` under the thread rule
+/// (`phalanx::capi_support::enter`): held for the call, it is what makes the C tables
+/// safe to share between threads at `MPI_THREAD_MULTIPLE`. A thread the level refuses
+/// (another than the main one at `MPI_THREAD_FUNNELED`) ends the job with an error
+/// naming the call, except in the functions MPI lets any thread call.
+#[doc(hidden)]
+#[inline]
+pub fn entry(name: &'static str) -> Option<phalanx::capi_support::Entered> {
+    match phalanx::capi_support::enter() {
+        Ok(entered) => Some(entered),
+        Err(e) => refused(name, e),
+    }
+}
+
+#[cold]
+fn refused(name: &'static str, e: phalanx::Error) -> Option<phalanx::capi_support::Entered> {
+    if ANY_THREAD.contains(&name) {
+        return None;
+    }
+    phalanx::capi_support::fatal(name, e)
+}
+
 /// Exports `$pname` with `$body` and `$name` calling it.
 #[macro_export]
 macro_rules! export {
@@ -302,7 +339,10 @@ macro_rules! export {
         #[doc = concat!("`", stringify!($pname), "`: profiling entry point of `",
                         stringify!($name), "`.")]
         #[no_mangle]
-        pub unsafe extern "C" fn $pname($($a: $t),*) -> $ret $body
+        pub unsafe extern "C" fn $pname($($a: $t),*) -> $ret {
+            let _entered = $crate::entry(stringify!($name));
+            $body
+        }
 
         #[doc = concat!("`", stringify!($name), "` (see the MPI standard).")]
         #[no_mangle]

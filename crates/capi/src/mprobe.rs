@@ -12,6 +12,7 @@
 //! `MPI_ERR_TRUNCATE` raised — at once, also by `MPI_Imrecv`, which then returns no
 //! request.
 
+use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::p2p::{c_status, dside, put_status, side, DONE_PROC_NULL};
 use crate::state::{self, LiveReq, ReqEntry, Staged};
@@ -35,11 +36,8 @@ const FIRST_HANDLE: usize = 0x4d00_0000;
 /// A probed message: the core's `Message`, its communicator handle, its length.
 type Probed = (Message, usize, u64);
 
-thread_local! {
-    /// Messages taken by matched probes and not yet received, and the next handle.
-    static MESSAGES: RefCell<(HashMap<usize, Probed>, usize)> =
-        RefCell::new((HashMap::new(), FIRST_HANDLE));
-}
+/// Messages taken by matched probes and not yet received, and the next handle.
+static MESSAGES: Shared<RefCell<(HashMap<usize, Probed>, usize)>> = Shared::new(|| RefCell::new((HashMap::new(), FIRST_HANDLE)));
 
 /// Keeps `m` and returns its handle.
 fn store(m: Message, comm: Handle, bytes: u64) -> Handle {
@@ -67,13 +65,10 @@ pub fn handle_of(m: &Message) -> Handle {
     unsafe { m.c_handle_slot().read() }
 }
 
-/// Takes the copy kept under handle `h` back (`None`: a C receive took it, or the table
-/// is gone at thread exit).
+/// Takes the copy kept under handle `h` back (`None`: a C receive took it).
 fn reclaim(h: usize) -> Option<Message> {
     MESSAGES
-        .try_with(|t| t.borrow_mut().0.remove(&h))
-        .ok()
-        .flatten()
+        .with(|t| t.borrow_mut().0.remove(&h))
         .map(|p| p.0)
 }
 

@@ -195,7 +195,7 @@ export!(MPI_Waitany, PMPI_Waitany,
                         return out(index, d[0] as c_int);
                     }
                 }
-                Some(_) => std::thread::yield_now(),
+                Some(_) => phalanx::capi_support::yield_now(),
             }
         }
     })
@@ -246,7 +246,7 @@ export!(MPI_Waitsome, PMPI_Waitsome,
                     // SAFETY: writable outcount.
                     return unsafe { out(outcount, k) };
                 }
-                Some(_) => std::thread::yield_now(),
+                Some(_) => phalanx::capi_support::yield_now(),
             }
         }
     })

@@ -23,6 +23,7 @@
 //! stop serving there (not collectively: freeing them is the program's duty). Info
 //! arguments are checked and ignored; `MPI_Win_get_info` gives an empty info.
 
+use phalanx::capi_support::Shared;
 use crate::comm::add_group;
 use crate::consts::*;
 use crate::fastpath::cerr;
@@ -118,9 +119,7 @@ impl Drop for Table {
     }
 }
 
-thread_local! {
-    static WINS: RefCell<Table> = const { RefCell::new(Table::new()) };
-}
+static WINS: Shared<RefCell<Table>> = Shared::new(|| RefCell::new(Table::new()));
 
 #[cold]
 fn bad_win(h: Handle) -> CErr {

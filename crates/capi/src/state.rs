@@ -6,6 +6,7 @@
 //! from 0x10000 up; request handles are numbers from 0x100000 up; both are never reused
 //! within a run. Borrows of the tables are never held across a blocking phalanx call.
 
+use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::types::Layout;
 use crate::{err, CResult};
@@ -369,9 +370,7 @@ impl Drop for State {
     }
 }
 
-thread_local! {
-    static STATE: RefCell<State> = RefCell::new(State::default());
-}
+static STATE: Shared<RefCell<State>> = Shared::new(|| RefCell::new(State::default()));
 
 /// Runs `f` on the state.
 pub fn with<T>(f: impl FnOnce(&mut State) -> T) -> T {

@@ -736,3 +736,67 @@ fn rma_errors_return_their_class_or_are_fatal() {
     );
     assert!(!String::from_utf8_lossy(&o.stdout).contains("still alive"));
 }
+
+/// Runs `exe` on `n` ranks with `env`, returning the output.
+fn run_env(n: u32, exe: &Path, env: &[(&str, &str)]) -> Output {
+    Command::new(phalanx())
+        .args(["run", "-n", &n.to_string(), "--timeout", "60"])
+        .envs(env.iter().copied())
+        .arg(exe)
+        .output()
+        .unwrap()
+}
+
+fn threaded_test(name: &str) -> PathBuf {
+    let src = Path::new(MANIFEST).join("tests/c").join(format!("{name}.c"));
+    compile(
+        &src,
+        name,
+        &["-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread"],
+    )
+}
+
+/// `MPI_THREAD_MULTIPLE`: four threads per rank ping-pong (eager and rendezvous sizes),
+/// exchange with Isend/Irecv and Waitall/Waitany, run collectives on their own
+/// communicators, send to each other through their own rank, and one receives from any
+/// source (probing first) while the others send — on shared memory, over UDP and under
+/// injected loss, duplication and reordering.
+#[test]
+fn thread_multiple_threads_communicate_at_once() {
+    let exe = threaded_test("threads");
+    let faults = ("PHALANX_FAULTS", "loss=0.1,dup=0.02,reorder=0.05,seed=11");
+    let udp = ("PHALANX_TRANSPORT", "udp");
+    for (n, env) in [
+        (2, vec![]),
+        (4, vec![]),
+        (2, vec![udp]),
+        (4, vec![udp]),
+        (2, vec![faults]),
+    ] {
+        let o = run_env(n, &exe, &env);
+        assert!(o.status.success(), "-n {n} {env:?}: {}", show(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for r in 0..n {
+            let line = format!("threads ok rank {r}");
+            assert!(out.contains(&line), "-n {n} {env:?}: no {line:?}: {}", show(&o));
+        }
+    }
+}
+
+/// At `MPI_THREAD_FUNNELED` another thread may call the thread-agnostic functions only:
+/// its `MPI_Comm_rank` ends the job with an error naming the call and the level.
+#[test]
+fn thread_funneled_refuses_other_threads_with_a_clear_error() {
+    let exe = threaded_test("threads_funneled");
+    let o = run_env(2, &exe, &[]);
+    assert!(!o.status.success(), "{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(out.contains("thread-agnostic calls ok"), "{}", show(&o));
+    assert!(!out.contains("not reached"), "{}", show(&o));
+    assert!(
+        err.contains("MPI_Comm_rank: called from a thread other than the one that initialized"),
+        "{}",
+        show(&o)
+    );
+}

@@ -20,6 +20,29 @@ use std::rc::Rc;
 pub use crate::coll::CollKind;
 pub use crate::collective::{board_call, LeanCall};
 pub use crate::engine::requests::ReqId;
+pub use crate::runtime::lock::{enter, yield_now, Entered, Shared};
+
+/// Prints `err` naming the rank and `call`, then ends the job (the fatal handler).
+pub fn fatal(call: &str, err: crate::Error) -> ! {
+    crate::runtime::fatal(call, err)
+}
+
+/// Waits for the first finished of `ids` (`MPI_Waitany`): its position and status.
+pub fn wait_any(ids: &[ReqId]) -> Result<(usize, RawStatus)> {
+    crate::runtime::wait_any(ids)
+}
+
+/// Waits until at least one of `ids` is finished, then completes every finished one
+/// (`MPI_Waitsome`): positions and statuses.
+pub fn wait_some(ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
+    crate::runtime::wait_some(ids)
+}
+
+/// A blocking probe (`MPI_Probe`): waits until a message from world rank `src`
+/// (`None`: any) with `tag` (`None`: any) on context `ctx` can be received.
+pub fn probe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawStatus> {
+    crate::runtime::probe(src, tag, ctx)
+}
 
 /// Checks once whether a message from `src` with `tag` (`None`: any tag) can be
 /// received, without receiving it (`MPI_Iprobe`).
@@ -149,7 +172,7 @@ pub unsafe fn send(
     ctx: u32,
     synchronous: bool,
 ) -> Result<()> {
-    with_engine(|e| e.send(SendBuf::Raw(buf, len), dest, tag, ctx, synchronous))
+    crate::runtime::send(SendBuf::Raw(buf, len), dest, tag, ctx, synchronous)
 }
 
 /// Receives into `len` bytes at `buf` from world rank `src` (`None`: any) with `tag`
@@ -165,7 +188,7 @@ pub unsafe fn recv(
     tag: Option<i32>,
     ctx: u32,
 ) -> Result<RawStatus> {
-    with_engine(|e| e.recv(RecvBuf::Raw(buf, len), src, tag, ctx))
+    crate::runtime::recv(RecvBuf::Raw(buf, len), src, tag, ctx)
 }
 
 /// One round of progress, then whether a message from world rank `src` (`None`: any)
@@ -188,7 +211,7 @@ pub fn test(id: ReqId) -> Result<Option<RawStatus>> {
 /// Waits for request `id` and completes it.
 #[inline]
 pub fn wait(id: ReqId) -> Result<RawStatus> {
-    with_engine(|e| e.wait(id))
+    crate::runtime::wait_request(id)
 }
 
 /// Waits for each of `ids` in order (0: skipped) and completes it, calling `done` with
@@ -196,6 +219,14 @@ pub fn wait(id: ReqId) -> Result<RawStatus> {
 /// (`MPI_Waitall`).
 #[inline]
 pub fn wait_each(ids: &[ReqId], done: &mut dyn FnMut(usize, RawStatus)) -> Result<()> {
+    if crate::runtime::multiple() {
+        for (i, &id) in ids.iter().enumerate() {
+            if id != 0 {
+                done(i, crate::runtime::wait_request(id)?);
+            }
+        }
+        return Ok(());
+    }
     with_engine(|e| {
         for (i, &id) in ids.iter().enumerate() {
             if id != 0 {
@@ -224,10 +255,7 @@ pub fn wait_running() -> Result<()> {
     let ids = with_engine(|e| Ok(e.reqs.running_transfers()))?;
     let mut first = Ok(());
     for id in ids {
-        if let Err(err) = with_engine(|e| {
-            e.wait(id)?;
-            Ok(())
-        }) {
+        if let Err(err) = crate::runtime::wait_request(id) {
             if first.is_ok() {
                 first = Err(err);
             }

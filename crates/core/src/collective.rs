@@ -326,8 +326,11 @@ fn start(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<(Chosen, Plan), Err
 
 fn run(spec: Spec<'_>, plan: impl FnOnce(&Shape) -> Result<(Chosen, Plan), Error>) {
     let name = spec.name;
-    if let Some(id) = start_with(spec, plan, true) {
-        call(name, |e| e.wait(id));
+    // At MPI_THREAD_MULTIPLE a blocking collective runs as a request (not on the board,
+    // whose waits hold the engine), so its wait lets other threads call meanwhile.
+    let multiple = crate::runtime::multiple();
+    if let Some(id) = start_with(spec, plan, !multiple) {
+        crate::runtime::or_fatal(name, crate::runtime::wait_request(id));
     }
 }
 

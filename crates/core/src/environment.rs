@@ -1,10 +1,11 @@
-//! Initialization and the universe (the thread-local engine and the error handler are
-//! `runtime`'s).
+//! Initialization and the universe (the process-wide engine, the thread rule and the
+//! error handler are `runtime`'s).
 //!
-//! Contract: [`initialize`] starts the engine once per process on the calling thread;
-//! dropping the [`Universe`] runs Finalize (drain, report to the launcher, wait for
-//! release). Every facade call reaches the engine through `with_engine`; a call from
-//! another thread, before initialize or after finalize is an error, never undefined
+//! Contract: [`initialize`] starts the engine once per process on the calling thread,
+//! at the thread level asked for ([`initialize_with_threading`]); dropping the
+//! [`Universe`] runs Finalize (drain, report to the launcher, wait for release). Every
+//! facade call reaches the engine through `with_engine`; a call from a thread the level
+//! does not admit, before initialize or after finalize is an error, never undefined
 //! behaviour.
 
 use crate::engine::Engine;
@@ -52,11 +53,14 @@ pub fn initialize() -> Option<Universe> {
 }
 
 /// Initializes phalanx asking for a thread level (rsmpi's form): the universe and the
-/// level provided — the one asked for, at most [`Threading::Funneled`] (module docs of
-/// the crate). `None` if phalanx was already initialized in this process.
+/// level provided, the one asked for (every level is provided; see `runtime::lock` for
+/// what each admits). `None` if phalanx was already initialized in this process.
 pub fn initialize_with_threading(threading: Threading) -> Option<(Universe, Threading)> {
-    let u = initialize()?;
-    Some((u, threading.min(Threading::Funneled)))
+    match try_initialize_with_threading(threading) {
+        Ok(u) => Some((u, threading)),
+        Err(Error::Init(m)) if m == "already initialized" => None,
+        Err(e) => fatal("initialize", e),
+    }
 }
 
 /// Whether phalanx has been initialized in this process (`MPI_Initialized`).
@@ -69,9 +73,14 @@ pub fn is_finalized() -> bool {
     FINALIZED.load(Ordering::SeqCst)
 }
 
-/// The thread level phalanx provides: [`Threading::Funneled`] (`MPI_Query_thread`).
+/// The thread level granted at initialization (`MPI_Query_thread`).
 pub fn threading_support() -> Threading {
-    Threading::Funneled
+    crate::runtime::lock::level()
+}
+
+/// Whether the calling thread is the one that initialized phalanx (`MPI_Is_thread_main`).
+pub fn is_main_thread() -> bool {
+    crate::runtime::lock::is_main_thread()
 }
 
 /// The version of the MPI standard phalanx implements, (major, minor)
@@ -84,7 +93,7 @@ pub fn version() -> (i32, i32) {
 /// signature.
 pub fn library_version() -> std::result::Result<String, std::string::FromUtf8Error> {
     Ok(format!(
-        "phalanx {} (MPI 5.0, standard ABI 1.0, thread level FUNNELED)",
+        "phalanx {} (MPI 5.0, standard ABI 1.0, up to MPI_THREAD_MULTIPLE)",
         env!("CARGO_PKG_VERSION")
     ))
 }
@@ -107,13 +116,18 @@ pub fn time_resolution() -> f64 {
     1e-9
 }
 
-/// Initializes phalanx, returning start-up errors.
+/// Initializes phalanx at thread level `FUNNELED`, returning start-up errors.
 pub fn try_initialize() -> Result<Universe> {
+    try_initialize_with_threading(Threading::Funneled)
+}
+
+/// Initializes phalanx at thread level `threading`, returning start-up errors.
+pub fn try_initialize_with_threading(threading: Threading) -> Result<Universe> {
     if INITIALIZED.swap(true, Ordering::SeqCst) {
         return Err(Error::Init("already initialized".into()));
     }
     let engine = Engine::init()?;
-    crate::runtime::install(engine);
+    crate::runtime::install(engine, threading);
     Ok(Universe {
         buffer: 0,
         attached: false,
@@ -129,9 +143,9 @@ impl Universe {
             Ok(SimpleCommunicator::world_of(e.rank, first, count))
         })
     }
-    /// The thread level phalanx provides (and enforces through `!Send` handles).
+    /// The thread level granted at initialization.
     pub fn threading_support(&self) -> Threading {
-        Threading::Funneled
+        threading_support()
     }
     /// Size of the job (`MPI_UNIVERSE_SIZE`, rsmpi's `Option`; always known here): the
     /// ranks the job had when this process's world started (its world and, for a spawned

@@ -64,9 +64,16 @@ pub enum Error {
     /// The runtime could not start.
     #[error("initialization failed: {0}")]
     Init(String),
-    /// Called before initialize or after finalize, or from another thread.
-    #[error("phalanx is not initialized on this thread (or already finalized)")]
+    /// Called before initialize or after finalize.
+    #[error("phalanx is not initialized (or already finalized)")]
     NotInitialized,
+    /// Called from a thread the thread level does not admit (another thread than the
+    /// one that initialized phalanx, at `SINGLE` or `FUNNELED`).
+    #[error(
+        "called from a thread other than the one that initialized phalanx, at thread level \
+         {0:?} (initialize asking for MPI_THREAD_MULTIPLE to call from any thread)"
+    )]
+    WrongThread(crate::environment::Threading),
     /// A rank outside the communicator.
     #[error("invalid rank {rank} (communicator size {size})")]
     InvalidRank {
@@ -172,7 +179,7 @@ impl Error {
             Error::BufferFull(_) => ErrorClass::Buffer,
             Error::LinkFailure(_) => ErrorClass::ProcFailed,
             Error::Quiesce(_) => ErrorClass::Other,
-            Error::Init(_) | Error::NotInitialized => ErrorClass::Other,
+            Error::Init(_) | Error::NotInitialized | Error::WrongThread(_) => ErrorClass::Other,
             Error::Launcher(_) | Error::Io(_) => ErrorClass::Other,
             Error::Rma(c, _) => *c,
         }

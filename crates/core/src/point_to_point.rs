@@ -9,10 +9,10 @@
 
 use crate::datatype::{Buffer, BufferMut, Equivalence, TypeMap};
 use crate::datatype::{Described, ReadPtr, WritePtr};
-use crate::engine::{RawStatus, RecvBuf, SendBuf};
+use crate::engine::{RawStatus, RecvBuf, SendBuf, Waiting};
 use crate::error::Error;
 use crate::request::{Request, Scope};
-use crate::runtime::call;
+use crate::runtime::{call, or_fatal};
 pub use crate::status::Status;
 use crate::topology::{AnyProcess, Process, SimpleCommunicator};
 use crate::Tag;
@@ -98,13 +98,13 @@ pub trait Source {
     /// Waits until a message with `tag` can be received, without receiving it.
     fn probe_with_tag(&self, tag: Tag) -> Status {
         let (src, ctx) = (self.source_world(), self.comm().context());
-        let raw = call("probe", |e| e.probe(src, Some(tag), ctx));
+        let raw = or_fatal("probe", crate::runtime::probe(src, Some(tag), ctx));
         self.comm().status(raw)
     }
     /// Waits until a message with any tag can be received, without receiving it.
     fn probe(&self) -> Status {
         let (src, ctx) = (self.source_world(), self.comm().context());
-        let raw = call("probe", |e| e.probe(src, None, ctx));
+        let raw = or_fatal("probe", crate::runtime::probe(src, None, ctx));
         self.comm().status(raw)
     }
     /// Checks once whether a message with any tag can be received.
@@ -186,7 +186,7 @@ fn receive_into_impl<S: Source + ?Sized, B: ?Sized + BufferMut>(
 ) -> Status {
     let rb = recv_buf(buf.buffer_mut_ptr(), buf.elements(), buf.datatype());
     let (src, ctx) = (s.source_world(), s.comm().context());
-    let raw = call("receive", |e| e.recv(rb, src, tag, ctx));
+    let raw = or_fatal("receive", crate::runtime::recv(rb, src, tag, ctx));
     s.comm().status(raw)
 }
 
@@ -221,16 +221,18 @@ fn receive_one<S: Source + ?Sized, M: Equivalence>(s: &S, tag: Option<Tag>) -> (
     let dt = crate::datatype::type_map_of::<M>();
     let rb = recv_buf(v.as_mut_ptr() as *mut u8, 1, dt.clone());
     let (src, ctx) = (s.source_world(), s.comm().context());
-    let raw = call("receive", |e| {
-        let st = e.recv(rb, src, tag, ctx)?;
-        if st.bytes != dt.size() as u64 {
-            return Err(Error::PartialElement {
-                bytes: st.bytes,
-                elem: dt.size(),
-            });
-        }
-        Ok(st)
-    });
+    let raw = or_fatal(
+        "receive",
+        crate::runtime::recv(rb, src, tag, ctx).and_then(|st| {
+            if st.bytes != dt.size() as u64 {
+                return Err(Error::PartialElement {
+                    bytes: st.bytes,
+                    elem: dt.size(),
+                });
+            }
+            Ok(st)
+        }),
+    );
     // SAFETY: exactly size() bytes were written and Equivalence makes any bytes valid.
     (unsafe { v.assume_init() }, s.comm().status(raw))
 }
@@ -241,26 +243,29 @@ fn receive_vec_impl<S: Source + ?Sized, M: Equivalence>(
 ) -> (Vec<M>, Status) {
     let dt = crate::datatype::type_map_of::<M>();
     let (src, ctx) = (s.source_world(), s.comm().context());
-    let (v, raw) = call("receive_vec", |e| {
-        // The first message matching (src, tag) is the one a receive for its exact
-        // source and tag will match: queues keep arrival order.
-        let st = e.probe(src, tag, ctx)?;
-        let elem = dt.size().max(1);
+    let elem = dt.size().max(1);
+    // The message probed is received in the same engine access, so no other thread
+    // takes it in between; the first message matching (src, tag) is the one a receive
+    // for its exact source and tag matches: queues keep arrival order.
+    let posted = crate::runtime::wait_for(Waiting::Recv { src, tag, ctx }, |e| {
+        let st = e.iprobe(src, tag, ctx)?;
         if st.bytes % elem as u64 != 0 {
-            return Err(Error::PartialElement {
+            return Some(Err(Error::PartialElement {
                 bytes: st.bytes,
                 elem,
-            });
+            }));
         }
         let n = (st.bytes / elem as u64) as usize;
         let mut v: Vec<M> = Vec::with_capacity(n);
         let rb = recv_buf(v.as_mut_ptr() as *mut u8, n, dt.clone());
-        let got = e.recv(rb, Some(st.source), Some(st.tag), ctx)?;
-        // SAFETY: the receive wrote n whole elements (length checked by the probe and
-        // the truncation check), and Equivalence makes any bytes valid.
-        unsafe { v.set_len((got.bytes / elem as u64) as usize) };
-        Ok((v, got))
+        Some(e.irecv(rb, Some(st.source), Some(st.tag), ctx).map(|id| (v, id)))
     });
+    let (mut v, id) = or_fatal("receive_vec", posted);
+    // Moving the vector moved no element: the receive writes into its allocation.
+    let raw = or_fatal("receive_vec", crate::runtime::wait_request(id));
+    // SAFETY: the receive wrote whole elements (the probe checked the length and the
+    // truncation check the rest), and Equivalence makes any bytes valid.
+    unsafe { v.set_len((raw.bytes / elem as u64) as usize) };
     (v, s.comm().status(raw))
 }
 
@@ -279,14 +284,14 @@ pub trait Destination {
     fn send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
         let sb = send_buf(buf);
         let (dst, ctx) = (self.destination_world(), self.comm().context());
-        call("send", |e| e.send(sb, dst, tag, ctx, false));
+        or_fatal("send", crate::runtime::send(sb, dst, tag, ctx, false));
     }
     /// Sends `buf` with `tag` in synchronous mode: returns once the receiver has matched
     /// the message (MPI's `MPI_Ssend`).
     fn synchronous_send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
         let sb = send_buf(buf);
         let (dst, ctx) = (self.destination_world(), self.comm().context());
-        call("synchronous_send", |e| e.send(sb, dst, tag, ctx, true));
+        or_fatal("synchronous_send", crate::runtime::send(sb, dst, tag, ctx, true));
     }
     /// Sends `buf` with tag 0 in synchronous mode.
     fn synchronous_send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {
@@ -604,7 +609,7 @@ where
     let id = call("send_receive", |e| e.start_send(sb, dst, tag, ctx, false));
     let r = receive(s);
     if let Some(id) = id {
-        call("send_receive", |e| e.wait(id).map(|_| ()));
+        or_fatal("send_receive", crate::runtime::wait_request(id));
     }
     r
 }

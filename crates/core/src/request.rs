@@ -105,7 +105,7 @@ impl Drop for ScopeGuard<'_, '_> {
             dying();
         }
         for id in left {
-            let _ = crate::runtime::with_engine(|e| e.wait(id));
+            let _ = crate::runtime::wait_request(id);
         }
     }
 }
@@ -357,7 +357,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
         if let Some(st) = self.take_early() {
             return st;
         }
-        let raw = call("wait", |e| e.wait(self.id));
+        let raw = crate::runtime::or_fatal("wait", crate::runtime::wait_request(self.id));
         self.done = true;
         self.scope.unregister(self.id);
         self.status(raw)
@@ -370,7 +370,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
         if let Some(st) = self.take_early() {
             return Ok(st);
         }
-        let r = crate::runtime::with_engine(|e| e.wait(self.id));
+        let r = crate::runtime::wait_request(self.id);
         self.done = true;
         self.scope.unregister(self.id);
         r.map(|raw| self.status(raw))
@@ -419,7 +419,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for Request<'a, Buf, S> {
             if std::thread::panicking() {
                 dying();
             }
-            let _ = crate::runtime::with_engine(|e| e.wait(self.id));
+            let _ = crate::runtime::wait_request(self.id);
             self.scope.unregister(self.id);
         }
     }
@@ -429,21 +429,18 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Drop for Request<'a, Buf, S> {
 /// access for the whole set).
 pub fn wait_all<'a, Buf: ?Sized, S: Scope<'a>>(mut reqs: Vec<Request<'a, Buf, S>>) -> Vec<Status> {
     let mut out = Vec::with_capacity(reqs.len());
-    call("wait_all", |e| {
-        for r in reqs.iter_mut() {
-            let raw = match r.early.take() {
-                Some(raw) => raw,
-                None => {
-                    let raw = e.wait(r.id)?;
-                    r.scope.unregister(r.id);
-                    raw
-                }
-            };
-            r.done = true;
-            out.push(r.status(raw));
-        }
-        Ok(())
-    });
+    for r in reqs.iter_mut() {
+        let raw = match r.early.take() {
+            Some(raw) => raw,
+            None => {
+                let raw = crate::runtime::or_fatal("wait_all", crate::runtime::wait_request(r.id));
+                r.scope.unregister(r.id);
+                raw
+            }
+        };
+        r.done = true;
+        out.push(r.status(raw));
+    }
     out
 }
 
@@ -461,7 +458,7 @@ pub fn wait_any<'a, Buf: ?Sized, S: Scope<'a>>(
         return Some((i, st));
     }
     let ids: Vec<_> = requests.iter().map(|r| r.id).collect();
-    let (i, raw) = call("wait_any", |e| e.wait_any(&ids));
+    let (i, raw) = crate::runtime::or_fatal("wait_any", crate::runtime::wait_any(&ids));
     let mut r = requests.remove(i);
     r.done = true;
     r.scope.unregister(r.id);

@@ -1,40 +1,160 @@
-//! The thread-local engine and the fatal error handler: how every facade call reaches the
+//! The process-wide engine and the fatal error handler: how every facade call reaches the
 //! engine.
 //!
-//! Contract: the engine lives in a thread-local slot of the thread that initialized
-//! phalanx ([`install`], [`take`]); [`with_engine`] runs a core call on it, and a call
-//! from another thread, before initialize or after finalize is
-//! [`Error::NotInitialized`], never undefined behaviour. [`call`] sends an error to the
-//! fatal handler ([`fatal`]), which prints it naming the rank and the call and ends the
+//! Contract: the engine lives in one [`Shared`] slot of the process ([`install`],
+//! [`take`]), reached under the thread rule of [`lock`]: at `SINGLE` and `FUNNELED` only
+//! the thread that initialized phalanx may call, at `SERIALIZED` and `MULTIPLE` any
+//! thread, one at a time under the process lock. [`with_engine`] runs a core call on it;
+//! a call from a thread the rule refuses, before initialize or after finalize is an
+//! error, never undefined behaviour. At `MULTIPLE` the blocking waits
+//! ([`wait_request`], [`shared_wait`]) give the lock up between rounds of progress, so
+//! other threads call and progress meanwhile. [`call`] sends an error to the fatal
+//! handler ([`fatal`]), which prints it naming the rank and the call and ends the
 //! process non-zero (the launcher then ends the job).
 
-use crate::engine::Engine;
+pub mod lock;
+pub(crate) mod shared_wait;
+
+use crate::engine::{Engine, RawStatus, RecvBuf, SendBuf, Waiting};
+use crate::environment::Threading;
 use crate::error::{Error, Result};
+use crate::requests::ReqId;
+pub use lock::{enter, Entered, Shared};
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-thread_local! {
-    static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
-}
+static ENGINE: Shared<RefCell<Option<Engine>>> = Shared::new(|| RefCell::new(None));
+/// This process's rank once the engine is installed (-1: none), for error messages.
+static RANK: AtomicI64 = AtomicI64::new(-1);
+/// Whether blocking waits give the lock up between rounds (`MPI_THREAD_MULTIPLE`).
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
 
-/// Runs `f` on this thread's engine.
+/// Runs `f` on the engine, under the thread rule.
 #[inline]
 pub(crate) fn with_engine<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
-    ENGINE.with(|cell| {
-        let mut guard = cell.try_borrow_mut().map_err(|_| Error::NotInitialized)?;
-        match guard.as_mut() {
-            Some(e) => f(e),
-            None => Err(Error::NotInitialized),
-        }
+    let entered = enter()?;
+    engine_in(&entered, f)
+}
+
+/// Runs `f` on the engine for a thread that has entered.
+#[inline]
+pub(crate) fn engine_in<T>(
+    entered: &Entered,
+    f: impl FnOnce(&mut Engine) -> Result<T>,
+) -> Result<T> {
+    let mut guard = ENGINE
+        .get(entered)
+        .try_borrow_mut()
+        .map_err(|_| Error::NotInitialized)?;
+    match guard.as_mut() {
+        Some(e) => f(e),
+        None => Err(Error::NotInitialized),
+    }
+}
+
+/// Whether the thread level granted is `MPI_THREAD_MULTIPLE` (blocking waits give the
+/// process lock up between rounds).
+#[inline]
+pub(crate) fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// Waits for request `id` and returns its result: on the engine's wait, or at
+/// `MULTIPLE` in rounds that give the lock up ([`shared_wait::wait`]).
+pub(crate) fn wait_request(id: ReqId) -> Result<RawStatus> {
+    if !multiple() {
+        return with_engine(|e| e.wait(id));
+    }
+    shared_wait::wait(|e| e.reqs.take_done(id))
+}
+
+/// [`wait_request`] for the first finished of `ids` (`MPI_Waitany`): its position
+/// and result.
+pub(crate) fn wait_any(ids: &[ReqId]) -> Result<(usize, RawStatus)> {
+    if !multiple() {
+        return with_engine(|e| e.wait_any(ids));
+    }
+    shared_wait::wait(|e| {
+        let i = ids.iter().position(|&id| e.reqs.is_done(id))?;
+        Some(
+            e.reqs
+                .take_done(ids[i])
+                .unwrap_or(Err(Error::InvalidRequest))
+                .map(|st| (i, st)),
+        )
+    })
+}
+
+/// [`wait_request`] until at least one of `ids` is finished, then every finished one
+/// (`MPI_Waitsome`): positions and results.
+pub(crate) fn wait_some(ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
+    if !multiple() || ids.is_empty() {
+        return with_engine(|e| e.wait_some(ids));
+    }
+    shared_wait::wait(|e| {
+        ids.iter()
+            .any(|&id| e.reqs.is_done(id))
+            .then(|| e.take_finished(ids))
+    })
+}
+
+/// A blocking send (`MPI_Send`, with `synchronous` `MPI_Ssend`).
+pub(crate) fn send(sb: SendBuf, dest: u32, tag: i32, ctx: u32, synchronous: bool) -> Result<()> {
+    if !multiple() {
+        return with_engine(|e| e.send(sb, dest, tag, ctx, synchronous));
+    }
+    if let Some(id) = with_engine(|e| e.start_send(sb, dest, tag, ctx, synchronous))? {
+        wait_request(id)?;
+    }
+    Ok(())
+}
+
+/// A blocking receive (`MPI_Recv`).
+pub(crate) fn recv(rb: RecvBuf, src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawStatus> {
+    if !multiple() {
+        return with_engine(|e| e.recv(rb, src, tag, ctx));
+    }
+    let id = with_engine(|e| e.irecv(rb, src, tag, ctx))?;
+    wait_request(id)
+}
+
+/// A blocking probe (`MPI_Probe`).
+pub(crate) fn probe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawStatus> {
+    wait_for(Waiting::Recv { src, tag, ctx }, |e| e.iprobe(src, tag, ctx).map(Ok))
+}
+
+/// The value of `r`, or its error sent to the fatal handler naming `call`.
+#[inline]
+pub(crate) fn or_fatal<T>(call: &str, r: Result<T>) -> T {
+    r.unwrap_or_else(|e| fatal(call, e))
+}
+
+/// Waits until `ready` gives a result: at `MULTIPLE` in rounds that give the lock up,
+/// otherwise on the engine's wait (described as `waiting`).
+pub(crate) fn wait_for<T>(
+    waiting: Waiting,
+    mut ready: impl FnMut(&mut Engine) -> Option<Result<T>>,
+) -> Result<T> {
+    if multiple() {
+        return shared_wait::wait(ready);
+    }
+    with_engine(|e| {
+        let mut got = None;
+        e.wait_until(waiting, |e| {
+            got = ready(e);
+            got.is_some()
+        })?;
+        got.unwrap_or(Err(Error::InvalidRequest))
     })
 }
 
 /// The fatal error handler: prints the error naming the rank and the call, then ends
 /// the process with a non-zero code (the launcher then ends the job).
 pub(crate) fn fatal(call: &str, err: Error) -> ! {
-    let rank = ENGINE
-        .with(|c| c.try_borrow().ok().and_then(|g| g.as_ref().map(|e| e.rank)))
-        .map(|r| r.to_string())
-        .unwrap_or_else(launched_rank);
+    let rank = match RANK.load(Ordering::Relaxed) {
+        r if r >= 0 => r.to_string(),
+        _ => launched_rank(),
+    };
     // One write, so the launcher never forwards half a line.
     let line = format!(
         "phalanx: rank {rank}: {call}: {err} (error class {:?})\n",
@@ -62,15 +182,26 @@ pub(crate) fn call<T>(name: &str, f: impl FnOnce(&mut Engine) -> Result<T>) -> T
     }
 }
 
-/// Puts the engine of this thread in place (initialize).
-pub(crate) fn install(engine: Engine) {
+/// Puts the engine in place (initialize) and sets the thread rule for `level`.
+pub(crate) fn install(engine: Engine, level: Threading) {
     crate::datatype::set_misuse_handler(|call, msg| fatal(call, Error::InvalidArg(msg.into())));
-    ENGINE.with(|c| *c.borrow_mut() = Some(engine));
+    RANK.store(engine.rank as i64, Ordering::Relaxed);
+    let entered = enter().unwrap_or_else(|e| fatal("initialize", e));
+    *ENGINE.get(&entered).borrow_mut() = Some(engine);
+    if level == Threading::Multiple {
+        shared_wait::enable();
+    }
+    MULTIPLE.store(level == Threading::Multiple, Ordering::Relaxed);
+    lock::grant(level);
 }
 
-/// Takes the engine of this thread out (after finalize).
+/// Takes the engine out (after finalize); any thread may then ask whether phalanx runs.
 pub(crate) fn take() -> Option<Engine> {
-    ENGINE.with(|c| c.borrow_mut().take())
+    let entered = enter().ok()?;
+    let e = ENGINE.get(&entered).borrow_mut().take();
+    MULTIPLE.store(false, Ordering::Relaxed);
+    lock::revoke();
+    e
 }
 
 /// Ends the whole job from this rank with exit `code`: under a PMI server (`srun

@@ -17,21 +17,20 @@ mod inter;
 pub use group::{Group, GroupRelation, SystemGroup, UserGroup};
 pub(crate) use inter::InterSides;
 pub use inter::{InterCommunicator, MergeOrder};
+use crate::runtime::Shared;
 use std::rc::Rc;
 
 /// The context of [`SimpleCommunicator::self_comm`] (only its own process sends on it).
 const SELF_CONTEXT: u32 = 0x5e1f_c0de;
 
-thread_local! {
-    /// `MPI_COMM_SELF`'s counters and attributes, shared by all its handles.
-    #[allow(clippy::type_complexity)]
-    static SELF_SHARED: (Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>, Rc<Attributes>) =
-        (Rc::default(), Rc::default(), Rc::default());
-    /// The world's derivation and collective counters, shared by all its handles.
-    #[allow(clippy::type_complexity)]
-    static WORLD_COUNTERS: (Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>) =
-        (Rc::default(), Rc::default());
-}
+/// `MPI_COMM_SELF`'s counters and attributes, shared by all its handles.
+#[allow(clippy::type_complexity)]
+static SELF_SHARED: Shared<(Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>, Rc<Attributes>)> =
+    Shared::new(|| (Rc::default(), Rc::default(), Rc::default()));
+/// The world's derivation and collective counters, shared by all its handles.
+#[allow(clippy::type_complexity)]
+static WORLD_COUNTERS: Shared<(Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>)> =
+    Shared::new(|| (Rc::default(), Rc::default()));
 
 /// A communicator.
 #[derive(Debug, Clone)]
@@ -372,12 +371,10 @@ pub enum CommunicatorRelation {
 /// Longest communicator name kept (`MPI_MAX_OBJECT_NAME`).
 pub const MAX_OBJECT_NAME: usize = 127;
 
-thread_local! {
-    /// Names set with [`Communicator::set_name`], by context (bounded by the number of
-    /// communicators the program makes).
-    static NAMES: std::cell::RefCell<std::collections::HashMap<u32, String>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
-}
+/// Names set with [`Communicator::set_name`], by context (bounded by the number of
+/// communicators the program makes).
+static NAMES: Shared<std::cell::RefCell<std::collections::HashMap<u32, String>>> =
+    Shared::new(|| std::cell::RefCell::new(std::collections::HashMap::new()));
 
 /// Operations every communicator has.
 pub trait Communicator {

@@ -20,6 +20,9 @@ use std::rc::Rc;
 
 /// The shape of a (`blocking` or immediate) call on `c`, computed on its first call.
 pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Rc<Shape> {
+    // At MPI_THREAD_MULTIPLE every collective runs as a request: the board's and the
+    // hierarchy's waits hold the engine, which other threads need meanwhile.
+    let blocking = blocking && !crate::runtime::multiple();
     if c.inter {
         // Reported before the cache: the error names the call.
         compute(c, blocking);

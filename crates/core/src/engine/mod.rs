@@ -40,6 +40,7 @@ pub use crate::link::{LinkReport, Medium};
 pub use gang::SavedLinks;
 pub use requests::{RawStatus, RecvBuf, SendBuf};
 pub use stats::Stats;
+pub(crate) use wait::{Round, Sleep};
 
 /// What a blocking call is waiting for, reported to the launcher on `--timeout`.
 #[derive(Debug, Clone, Default)]

@@ -8,6 +8,27 @@
 
 use super::requests::{RawStatus, ReqId};
 use super::*;
+use std::os::fd::RawFd;
+
+/// What an idle wait does next ([`Engine::sleep_prepare`]).
+pub(crate) enum Sleep {
+    /// The condition held while the sleep was announced: the wait is over.
+    Done,
+    /// Something is pending or a timer is due: another round instead.
+    Skip,
+    /// Sleep in `poll()` on these descriptors for at most this long.
+    On(Vec<RawFd>, Duration),
+}
+
+/// How a round of a shared wait ended ([`Engine::shared_round`]).
+pub(crate) enum Round<T> {
+    /// The wait is over.
+    Done(T),
+    /// Progress was made (other waiting threads may be done too).
+    Moved,
+    /// Nothing happened.
+    Idle,
+}
 
 impl Engine {
     pub(super) fn describe_wait(&self) -> String {
@@ -86,12 +107,27 @@ impl Engine {
     /// Returns true when `recheck` held: the wait is over (a caller must not evaluate its
     /// condition again — board reads, for one, take their data when it holds).
     pub(super) fn block(&mut self, recheck: &mut dyn FnMut(&mut Engine) -> bool) -> Result<bool> {
+        match self.sleep_prepare(recheck) {
+            Sleep::Done => Ok(true),
+            Sleep::Skip => Ok(false),
+            Sleep::On(fds, timeout) => {
+                wait_readable(&fds, Some(timeout))?;
+                self.sleep_finish()?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// The first half of [`block`](Self::block): announces the sleep and says what to
+    /// sleep on; a thread that sleeps calls [`sleep_finish`](Self::sleep_finish) after
+    /// (a waiting thread of `MPI_THREAD_MULTIPLE` sleeps without the process lock).
+    pub(crate) fn sleep_prepare(&mut self, recheck: &mut dyn FnMut(&mut Engine) -> bool) -> Sleep {
         let now = self.now();
         let mut deadline = now + 100_000_000;
         if let Some(t) = self.links.poll_timeout() {
             deadline = deadline.min(t);
         }
-        let mut fds = Vec::with_capacity(3);
+        let mut fds = Vec::with_capacity(4);
         if let Some(t) = self.links.net.transport.as_ref() {
             if let Some(d) = t.next_deadline() {
                 deadline = deadline.min(d);
@@ -99,19 +135,19 @@ impl Engine {
             fds.extend(t.fds());
         }
         if !self.links.local.is_empty() || self.links.shm.as_ref().is_some_and(|l| l.has_replay()) {
-            return Ok(false);
+            return Sleep::Skip;
         }
         if let Some(b) = self.boot.as_ref() {
             fds.push(b.fd());
         }
         if deadline <= now {
-            return Ok(false);
+            return Sleep::Skip;
         }
         // A medium whose senders wake sleepers only when asked (rings under the
         // protocols) is told now; data that came meanwhile means no sleep.
         if let Some(t) = self.links.net.transport.as_mut() {
             if !t.prepare_sleep() {
-                return Ok(false);
+                return Sleep::Skip;
             }
         }
         if let Some(mut t) = self.links.shm.take() {
@@ -121,7 +157,7 @@ impl Engine {
             if !t.prepare_sleep() {
                 // A frame (or ring space) arrived meanwhile: no sleep.
                 self.links.shm = Some(t);
-                return Ok(false);
+                return Sleep::Skip;
             }
             fds.push(t.fd());
             self.links.shm = Some(t);
@@ -129,15 +165,46 @@ impl Engine {
                 if let Some(t) = self.links.shm.as_mut() {
                     t.finish_sleep();
                 }
-                return Ok(true);
+                return Sleep::Done;
             }
         }
         self.stats.sleeps += 1;
-        wait_readable(&fds, Some(Duration::from_nanos(deadline - now)))?;
+        Sleep::On(fds, Duration::from_nanos(deadline - now))
+    }
+
+    /// The second half of [`block`](Self::block), after the sleep.
+    pub(crate) fn sleep_finish(&mut self) -> Result<()> {
         // Whatever woke us (possibly the multicast socket) is drained next round.
         self.drain_all_next = true;
-        self.service_boot()?;
-        Ok(false)
+        self.service_boot()
+    }
+
+    /// How long an idle wait spins, then yields, before it sleeps.
+    pub(crate) fn wait_budget(&self) -> (Duration, Duration) {
+        (self.spin, self.cfg.yield_time)
+    }
+
+    /// One round of a wait that runs outside the process lock (`MPI_THREAD_MULTIPLE`,
+    /// `runtime::shared_wait`): what ends a wait in [`wait_loop`](Self::wait_loop) (an
+    /// error, a halt), then `ready`, a round of progress and `ready` again.
+    pub(crate) fn shared_round<T>(
+        &mut self,
+        ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>,
+    ) -> Result<Round<T>> {
+        if let Some(e) = self.take_wait_error() {
+            return Err(e);
+        }
+        if self.halt_asked.is_some() && !self.halted {
+            self.job_halt()?;
+        }
+        if let Some(r) = ready(self) {
+            return r.map(Round::Done);
+        }
+        let moved = self.progress()?;
+        if let Some(r) = ready(self) {
+            return r.map(Round::Done);
+        }
+        Ok(if moved { Round::Moved } else { Round::Idle })
     }
 
     /// Waits, making progress, until `done(self)` holds.
@@ -158,7 +225,7 @@ impl Engine {
     }
 
     /// An error that ends any wait: a collective's (mismatch) or a link's.
-    fn take_wait_error(&mut self) -> Option<Error> {
+    pub(crate) fn take_wait_error(&mut self) -> Option<Error> {
         self.coll.take_error().or_else(|| self.link_error.take())
     }
 
@@ -270,7 +337,7 @@ impl Engine {
 
     /// Takes every finished request of `ids`: positions in `ids` and results; the first
     /// error after all of them are taken.
-    fn take_finished(&mut self, ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
+    pub(crate) fn take_finished(&mut self, ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
         let mut out = Vec::new();
         let mut err = None;
         for (i, &id) in ids.iter().enumerate() {

@@ -12,7 +12,7 @@
 use super::{dying, LocalScope, Request, Scope};
 use crate::engine::requests::ReqId;
 use crate::engine::RawStatus;
-use crate::runtime::call;
+use crate::runtime::{call, or_fatal};
 use crate::status::Status;
 use std::marker::PhantomData;
 
@@ -119,7 +119,7 @@ impl<'a, D: ?Sized> RequestCollection<'a, D> {
             Err(i) => self.take(i, None),
             Ok((_, ids)) if ids.is_empty() => None,
             Ok((idx, ids)) => {
-                let (k, raw) = call("wait_any", |e| e.wait_any(&ids));
+                let (k, raw) = or_fatal("wait_any", crate::runtime::wait_any(&ids));
                 self.take(idx[k], Some(raw))
             }
         }
@@ -139,7 +139,7 @@ impl<'a, D: ?Sized> RequestCollection<'a, D> {
         if ids.is_empty() {
             return;
         }
-        let done = call("wait_some", |e| e.wait_some(&ids));
+        let done = or_fatal("wait_some", crate::runtime::wait_some(&ids));
         for (k, raw) in done {
             result.extend(self.take(idx[k], Some(raw)));
         }
@@ -156,7 +156,7 @@ impl<'a, D: ?Sized> RequestCollection<'a, D> {
             else {
                 continue;
             };
-            let raw = id.map(|id| call("wait_all", |e| e.wait(id)));
+            let raw = id.map(|id| or_fatal("wait_all", crate::runtime::wait_request(id)));
             result.extend(self.take(i, raw));
         }
     }
@@ -239,7 +239,7 @@ impl<D: ?Sized> Drop for RequestCollection<'_, D> {
             dying();
         }
         for id in left {
-            let _ = crate::runtime::with_engine(|e| e.wait(id));
+            let _ = crate::runtime::wait_request(id);
         }
     }
 }

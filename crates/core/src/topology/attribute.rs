@@ -100,10 +100,9 @@ impl std::fmt::Debug for Attributes {
     }
 }
 
-thread_local! {
-    /// The world's attributes, shared by every world handle.
-    static WORLD: Rc<Attributes> = Rc::new(Attributes::default());
-}
+/// The world's attributes, shared by every world handle.
+static WORLD: crate::runtime::Shared<Rc<Attributes>> =
+    crate::runtime::Shared::new(|| Rc::new(Attributes::default()));
 
 impl Attributes {
     /// The world communicator's attributes.

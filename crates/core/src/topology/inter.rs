@@ -112,11 +112,10 @@ impl Communicator for InterCommunicator {
     }
 }
 
-thread_local! {
-    /// The parent intercommunicator, made once (its contexts' counters are shared by
-    /// every copy handed out).
-    static PARENT: std::cell::OnceCell<Option<InterCommunicator>> = const { std::cell::OnceCell::new() };
-}
+/// The parent intercommunicator, made once (its contexts' counters are shared by every
+/// copy handed out).
+static PARENT: crate::runtime::Shared<std::cell::OnceCell<Option<InterCommunicator>>> =
+    crate::runtime::Shared::new(std::cell::OnceCell::new);
 
 /// The intercommunicator to the processes that spawned this one (`MPI_Comm_get_parent`),
 /// `None` for a process `phalanx run` started.

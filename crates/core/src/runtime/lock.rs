@@ -1,0 +1,205 @@
+//! The thread rule: which threads may call phalanx, and the process lock that makes
+//! `MPI_THREAD_MULTIPLE` safe.
+//!
+//! Contract: every piece of process-wide phalanx state (the engine, the C tables, the
+//! communicators' shared counters) is a [`Shared`] value, reached only inside
+//! [`enter`]. At thread levels `SINGLE` and `FUNNELED` (the owner-only rule) `enter`
+//! admits the thread that initialized phalanx and refuses every other one with
+//! [`Error::WrongThread`] — one relaxed load and a compare, no lock. Before
+//! initialization, after finalization and at `SERIALIZED` and `MULTIPLE` (the locked
+//! rule) `enter` takes the process lock, reentrantly per thread (a user callback called
+//! from inside phalanx may call phalanx again). So no two threads ever touch shared
+//! state at once, which is what makes the `Rc`s and `RefCell`s inside it sound to share.
+//!
+//! Only a waiting thread gives the lock up in the middle of a call ([`release_all`] and
+//! [`reacquire`], used by `runtime::shared_wait`): it then holds no reference into
+//! shared state, only the values it owns.
+
+use crate::environment::Threading;
+use crate::error::{Error, Result};
+use parking_lot::lock_api::RawMutex as _;
+use parking_lot::RawMutex;
+use std::cell::{Cell, LazyCell};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+
+/// The process lock (the locked rule).
+static LOCK: RawMutex = RawMutex::INIT;
+/// Whether the owner-only rule holds (`SINGLE`, `FUNNELED` after initialization).
+static OWNER_ONLY: AtomicBool = AtomicBool::new(false);
+/// The thread that initialized phalanx ([`me`]; 0: none yet).
+static OWNER: AtomicUsize = AtomicUsize::new(0);
+/// The thread level granted ([`Threading`] as a number).
+static LEVEL: AtomicU8 = AtomicU8::new(Threading::Single as u8);
+
+thread_local! {
+    /// How many times this thread has entered under the locked rule (it holds the lock
+    /// when above 0).
+    static HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// This thread, as a number unique among the live threads (the address of its slot).
+#[inline]
+fn me() -> usize {
+    HELD.with(|h| h as *const Cell<u32> as usize)
+}
+
+/// Whether the calling thread is the one that initialized phalanx (`MPI_Is_thread_main`).
+pub fn is_main_thread() -> bool {
+    OWNER.load(Ordering::Relaxed) == me()
+}
+
+/// The thread level granted at initialization.
+pub fn level() -> Threading {
+    match LEVEL.load(Ordering::Relaxed) {
+        0 => Threading::Single,
+        1 => Threading::Funneled,
+        2 => Threading::Serialized,
+        _ => Threading::Multiple,
+    }
+}
+
+/// Sets the rule for the thread level granted; the calling thread becomes the main one.
+/// Called by initialization, inside [`enter`].
+pub(crate) fn grant(level: Threading) {
+    LEVEL.store(level as u8, Ordering::Relaxed);
+    OWNER.store(me(), Ordering::Relaxed);
+    OWNER_ONLY.store(level <= Threading::Funneled, Ordering::SeqCst);
+}
+
+/// Back to the locked rule (finalization): any thread may ask whether phalanx runs.
+pub(crate) fn revoke() {
+    OWNER_ONLY.store(false, Ordering::SeqCst);
+}
+
+/// Proof that the calling thread may touch shared state until it is dropped.
+#[must_use]
+pub struct Entered {
+    locked: bool,
+    /// Wakes threads sleeping in a shared wait on release (the call may have changed
+    /// what they wait for).
+    wake: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+/// Admits the calling thread under the current rule (see the module docs).
+#[inline]
+pub fn enter() -> Result<Entered> {
+    if OWNER_ONLY.load(Ordering::Relaxed) {
+        if OWNER.load(Ordering::Relaxed) == me() {
+            return Ok(Entered {
+                locked: false,
+                wake: false,
+                _not_send: PhantomData,
+            });
+        }
+        return Err(wrong_thread());
+    }
+    enter_locked(true)
+}
+
+#[cold]
+fn wrong_thread() -> Error {
+    Error::WrongThread(level())
+}
+
+/// Takes the lock (reentrantly); `wake`: wake shared-wait sleepers on release.
+pub(crate) fn enter_locked(wake: bool) -> Result<Entered> {
+    HELD.with(|h| {
+        if h.get() == 0 {
+            LOCK.lock();
+        }
+        h.set(h.get() + 1);
+    });
+    let entered = Entered {
+        locked: true,
+        wake,
+        _not_send: PhantomData,
+    };
+    // Initialization may have set the owner-only rule while this thread waited.
+    if OWNER_ONLY.load(Ordering::SeqCst) && OWNER.load(Ordering::Relaxed) != me() {
+        drop(entered);
+        return Err(wrong_thread());
+    }
+    Ok(entered)
+}
+
+impl Drop for Entered {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.locked {
+            return;
+        }
+        let last = HELD.with(|h| {
+            let d = h.get() - 1;
+            h.set(d);
+            d == 0
+        });
+        if last {
+            // SAFETY: this thread took the lock when its count went from 0 to 1.
+            unsafe { LOCK.unlock() };
+            if self.wake {
+                super::shared_wait::wake_sleepers();
+            }
+        }
+    }
+}
+
+/// Gives the lock up entirely (a waiting thread between rounds): returns how many times
+/// this thread had entered, for [`reacquire`]. The caller holds no reference into shared
+/// state until then.
+pub(crate) fn release_all() -> u32 {
+    let d = HELD.with(|h| h.replace(0));
+    if d > 0 {
+        // SAFETY: a count above 0 means this thread holds the lock.
+        unsafe { LOCK.unlock() };
+    }
+    d
+}
+
+/// Takes the lock back after [`release_all`].
+pub(crate) fn reacquire(depth: u32) {
+    if depth > 0 {
+        LOCK.lock();
+        HELD.with(|h| h.set(depth));
+    }
+}
+
+/// Yields the processor, and the process lock with it (a thread polling in a loop: other
+/// threads call meanwhile). The caller holds no reference into shared state.
+pub fn yield_now() {
+    let depth = release_all();
+    std::thread::yield_now();
+    reacquire(depth);
+}
+
+/// Process-wide state reached only under the thread rule ([`enter`]); initialized on
+/// first use.
+pub struct Shared<T, F = fn() -> T>(LazyCell<T, F>);
+
+// SAFETY: the value is only reached through `with`/`get`, inside `enter`: by one thread
+// at a time under the locked rule, by the main thread alone under the owner-only rule.
+// Everything reachable from it (`Rc`s, `RefCell`s) is therefore touched by one thread
+// at a time, with the lock's release and acquire ordering the accesses.
+unsafe impl<T, F> Sync for Shared<T, F> {}
+
+impl<T, F: FnOnce() -> T> Shared<T, F> {
+    /// State made by `init` on first use.
+    pub const fn new(init: F) -> Self {
+        Shared(LazyCell::new(init))
+    }
+
+    /// Runs `f` on the value. A thread that may not call phalanx (another thread than
+    /// the main one at `FUNNELED`) ends the job with an error naming the rule.
+    #[inline]
+    pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
+        let _in = enter().unwrap_or_else(|e| super::fatal("phalanx", e));
+        f(self.get(&_in))
+    }
+
+    /// The value, for a thread that has entered.
+    #[inline]
+    pub fn get<'a>(&'static self, _in: &'a Entered) -> &'a T {
+        LazyCell::force(&self.0)
+    }
+}
