@@ -95,8 +95,8 @@ build() {
     ensure_mpicc
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo build --release --workspace --examples --bins)
     mkdir -p "$TARGET/release/c"
-    mpicc -O2 -Wall -o "$TARGET/release/c/osu_like" "$ROOT/bench/c/osu_like.c"
-    "$TARGET/release/phalanx" cc -O2 -Wall -o "$TARGET/release/c/osu_like_phalanx" \
+    mpicc -O2 -Wall -pthread -o "$TARGET/release/c/osu_like" "$ROOT/bench/c/osu_like.c"
+    "$TARGET/release/phalanx" cc -O2 -Wall -pthread -o "$TARGET/release/c/osu_like_phalanx" \
         "$ROOT/bench/c/osu_like.c"
 }
 

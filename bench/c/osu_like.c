@@ -7,6 +7,7 @@
  * tests, so it builds against Open MPI's mpicc and against phalanx's C ABI alike.
  *
  *   mpirun -n 2 ./osu_like latency [-m [min:]max] [-i iters] [-x warmup]
+ *   mpirun -n 2 ./osu_like latency_mt [-m [min:]max] [-i iters] [-x warmup] [-T threads]
  *   mpirun -n 2 ./osu_like bw      [-m [min:]max] [-i iters] [-x warmup] [-W window]
  *   mpirun -n 2 ./osu_like bibw    [-m [min:]max] [-i iters] [-x warmup] [-W window]
  *   mpirun -n P ./osu_like mbw_mr  [-m [min:]max] [-i iters] [-x warmup] [-W window]
@@ -19,6 +20,11 @@
  *                                  [-W window]
  *
  * latency: ping-pong between ranks 0 and 1; one-way latency in microseconds.
+ * latency_mt: osu_latency_mt's measurement under MPI_THREAD_MULTIPLE: `threads`
+ *          threads per rank (default 2), thread t of rank 0 ping-pongs with thread t
+ *          of rank 1 on tag 1 + t, all at once (a pthread barrier starts each size);
+ *          one-way latency in microseconds averaged over the threads. Every message
+ *          carries its iteration and thread, checked on arrival.
  * bw:      rank 0 posts `window` MPI_Isend, rank 1 `window` MPI_Irecv (all into
  *          the same buffer), both MPI_Waitall, then rank 1 sends a 4-byte ack;
  *          bandwidth in MB/s (10^6 bytes per second).
@@ -59,6 +65,7 @@
  * unless -i / -x are given.
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +74,7 @@
 #define DEFAULT_MAX_SIZE (1L << 22)
 #define DEFAULT_MAX_COLL_SIZE (1L << 20)
 #define MAX_WINDOW 1024
+#define MAX_THREADS 64
 #define SYNC_TAG 999
 #define DATA_TAG 100
 #define ACK_TAG 101
@@ -92,7 +100,8 @@ enum test {
     TEST_CAS_LATENCY,
     TEST_PUT_BW,
     TEST_GET_BW,
-    TEST_PUT_BIBW
+    TEST_PUT_BIBW,
+    TEST_LATENCY_MT
 };
 
 /* Indexed by enum test. */
@@ -100,7 +109,7 @@ static const char *const TEST_NAMES[] = {
     "latency", "bw", "bibw", "mbw_mr", "bcast", "allgather",
     "gather", "scatter", "barrier", "reduce", "allreduce", "alltoall",
     "put_latency", "get_latency", "acc_latency", "fop_latency", "cas_latency",
-    "put_bw", "get_bw", "put_bibw"};
+    "put_bw", "get_bw", "put_bibw", "latency_mt"};
 static const char *const TEST_TITLES[] = {"Latency",
                                           "Bandwidth",
                                           "Bi-Directional Bandwidth",
@@ -120,7 +129,8 @@ static const char *const TEST_TITLES[] = {"Latency",
                                           "MPI_Compare_and_swap Latency",
                                           "MPI_Put Bandwidth",
                                           "MPI_Get Bandwidth",
-                                          "MPI_Put Bi-directional Bandwidth"};
+                                          "MPI_Put Bi-directional Bandwidth",
+                                          "Multi-threaded Latency"};
 #define NUM_TESTS ((int)(sizeof TEST_NAMES / sizeof TEST_NAMES[0]))
 
 struct plan {
@@ -129,6 +139,7 @@ struct plan {
     long iterations, warmup; /* -1: per-size default */
     long small_iters, small_warmup, large_iters, large_warmup;
     int window;
+    int threads;
 };
 
 static void usage(const char *prog)
@@ -136,8 +147,8 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s latency|bw|bibw|mbw_mr|bcast|allgather|gather|scatter|barrier|"
             "reduce|allreduce|alltoall|put_latency|get_latency|acc_latency|fop_latency|"
-            "cas_latency|put_bw|get_bw|put_bibw [-m [min:]max] [-i iterations] [-x warmup] "
-            "[-W window]\n",
+            "cas_latency|put_bw|get_bw|put_bibw|latency_mt [-m [min:]max] [-i iterations] "
+            "[-x warmup] [-W window] [-T threads]\n",
             prog);
 }
 
@@ -184,7 +195,11 @@ static int parse_args(int argc, char **argv, struct plan *p)
         return -1;
     p->test = (enum test)i;
     p->max_size = DEFAULT_MAX_SIZE;
-    if (p->test >= TEST_PUT_LATENCY && p->test <= TEST_CAS_LATENCY) {
+    if (p->test == TEST_LATENCY_MT) {
+        p->min_size = 0;
+        p->small_iters = 10000, p->small_warmup = 100;
+        p->large_iters = 1000, p->large_warmup = 10;
+    } else if (p->test >= TEST_PUT_LATENCY && p->test <= TEST_CAS_LATENCY) {
         p->min_size = 1;
         if (p->test == TEST_FOP_LATENCY || p->test == TEST_CAS_LATENCY)
             p->min_size = p->max_size = 8;
@@ -210,6 +225,7 @@ static int parse_args(int argc, char **argv, struct plan *p)
     }
     p->iterations = p->warmup = -1;
     p->window = 64;
+    p->threads = 2;
     for (i = 2; i < argc; i++) {
         const char *opt = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -230,6 +246,10 @@ static int parse_args(int argc, char **argv, struct plan *p)
             if (parse_long(val, &v) || v < 1 || v > MAX_WINDOW)
                 return -1;
             p->window = (int)v;
+        } else if (strcmp(opt, "-T") == 0) {
+            if (parse_long(val, &v) || v < 1 || v > MAX_THREADS)
+                return -1;
+            p->threads = (int)v;
         } else {
             return -1;
         }
@@ -320,6 +340,93 @@ static void run_latency(const struct plan *p, int rank, char *sbuf, char *rbuf)
         elapsed = MPI_Wtime() - start;
         if (rank == 0)
             row(size, elapsed * 1e6 / (2.0 * (double)iters));
+    }
+}
+
+/* latency_mt: one thread's share (see the file's comment). */
+struct mt_arg {
+    const struct plan *p;
+    int rank, t;
+    long size;
+    pthread_barrier_t *start;
+    double elapsed;
+    int bad;
+};
+
+static void *mt_pingpong(void *argp)
+{
+    struct mt_arg *a = argp;
+    int peer = 1 - a->rank, tag = 1 + a->t;
+    long i, iters, warmup, n = a->size < 8 ? 8 : a->size;
+    char *s = malloc((size_t)n), *r = malloc((size_t)n);
+    double start = 0.0;
+    if (!s || !r) {
+        a->bad = 1;
+        return NULL;
+    }
+    memset(s, 'a', (size_t)n);
+    counts(a->p, a->size, &iters, &warmup);
+    pthread_barrier_wait(a->start);
+    start = MPI_Wtime();
+    for (i = 0; i < iters + warmup; i++) {
+        int stamp = (int)(i * MAX_THREADS + a->t);
+        if (i == warmup)
+            start = MPI_Wtime();
+        if (a->size >= 4)
+            memcpy(s, &stamp, sizeof stamp);
+        if (a->rank == 0) {
+            MPI_Send(s, (int)a->size, MPI_CHAR, peer, tag, MPI_COMM_WORLD);
+            MPI_Recv(r, (int)a->size, MPI_CHAR, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(r, (int)a->size, MPI_CHAR, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(s, (int)a->size, MPI_CHAR, peer, tag, MPI_COMM_WORLD);
+        }
+        if (a->size >= 4 && memcmp(r, &stamp, sizeof stamp) != 0)
+            a->bad = 1;
+    }
+    a->elapsed = MPI_Wtime() - start;
+    if (iters > 0)
+        a->elapsed /= 2.0 * (double)iters;
+    free(s);
+    free(r);
+    return NULL;
+}
+
+static void run_latency_mt(const struct plan *p, int rank)
+{
+    pthread_t th[MAX_THREADS];
+    struct mt_arg args[MAX_THREADS];
+    pthread_barrier_t start;
+    long size;
+    int t, bad = 0;
+    if (rank == 0) {
+        printf("# OSU-style C/MPI Multi-threaded Latency Test (%d threads per rank)\n",
+               p->threads);
+        printf("%-10s%18s\n", "# Size", "Latency (us)");
+    }
+    for (size = first_size(p); size <= p->max_size; size = next_size(size)) {
+        double sum = 0.0;
+        pthread_barrier_init(&start, NULL, (unsigned)p->threads);
+        pair_barrier(rank);
+        for (t = 0; t < p->threads; t++) {
+            args[t] = (struct mt_arg){p, rank, t, size, &start, 0.0, 0};
+            if (pthread_create(&th[t], NULL, mt_pingpong, &args[t]) != 0) {
+                fprintf(stderr, "osu_like: pthread_create failed\n");
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+        }
+        for (t = 0; t < p->threads; t++) {
+            pthread_join(th[t], NULL);
+            sum += args[t].elapsed;
+            bad |= args[t].bad;
+        }
+        pthread_barrier_destroy(&start);
+        if (bad) {
+            fprintf(stderr, "osu_like: latency_mt: wrong data at size %ld\n", size);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (rank == 0)
+            row(size, sum * 1e6 / p->threads);
     }
 }
 
@@ -649,7 +756,16 @@ int main(int argc, char **argv)
     char *sbuf, *rbuf;
     size_t bytes;
 
-    MPI_Init(&argc, &argv);
+    if (argc > 1 && strcmp(argv[1], "latency_mt") == 0) {
+        int provided = MPI_THREAD_SINGLE;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided != MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "osu_like: latency_mt needs MPI_THREAD_MULTIPLE\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (parse_args(argc, argv, &plan)) {
@@ -674,7 +790,7 @@ int main(int argc, char **argv)
     }
     /* Collectives need p blocks at the root / in the all-* buffers. */
     bytes = (plan.max_size > 0 ? (size_t)plan.max_size : 1) * (size_t)size;
-    if (plan.test >= TEST_PUT_BW) /* a window of operations from distinct offsets */
+    if (plan.test >= TEST_PUT_BW && plan.test <= TEST_PUT_BIBW) /* distinct offsets */
         bytes = (plan.max_size > 0 ? (size_t)plan.max_size : 1) * (size_t)plan.window;
     sbuf = malloc(bytes);
     rbuf = malloc(bytes);
@@ -693,6 +809,8 @@ int main(int argc, char **argv)
     }
     if (plan.test == TEST_LATENCY)
         run_latency(&plan, rank, sbuf, rbuf);
+    else if (plan.test == TEST_LATENCY_MT)
+        run_latency_mt(&plan, rank);
     else if (plan.test == TEST_BW)
         run_bw(&plan, rank, sbuf, rbuf);
     else if (plan.test == TEST_BIBW)

@@ -12,9 +12,9 @@
 //! the value); `MPI_Comm_free`, `MPI_Comm_delete_attr` and replacing a value run the
 //! delete callback. A callback returning an error makes the call fail with that code.
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::{err, export, guard, out, state, CResult};
+use phalanx::capi_support::Shared;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};

@@ -5,10 +5,10 @@
 //! Groups live in a per-thread table (handles from 0x1000000 up, never reused);
 //! `MPI_GROUP_EMPTY` is predefined. New communicators inherit the parent's error handler.
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::state;
 use crate::{count, err, export, guard, out, raise, typed, CResult};
+use phalanx::capi_support::Shared;
 use phalanx::topology::{Color, Communicator, Group, UserGroup};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,7 +25,8 @@ const CONGRUENT: c_int = 202;
 const SIMILAR: c_int = 203;
 const UNEQUAL: c_int = 204;
 
-static GROUPS: Shared<RefCell<(HashMap<usize, UserGroup>, usize)>> = Shared::new(|| RefCell::new((HashMap::new(), 0)));
+static GROUPS: Shared<RefCell<(HashMap<usize, UserGroup>, usize)>> =
+    Shared::new(|| RefCell::new((HashMap::new(), 0)));
 
 #[doc(hidden)]
 pub fn add_group(g: UserGroup) -> Handle {

@@ -10,9 +10,9 @@
 //! still using a handler keep it (MPI's rule), so table entries live until the process
 //! ends (a few bytes each).
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::{err, export, guard, out, CResult};
+use phalanx::capi_support::Shared;
 use std::cell::RefCell;
 use std::ffi::c_int;
 

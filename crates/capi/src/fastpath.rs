@@ -13,11 +13,11 @@
 //! generation check makes a stale or forged handle an `MPI_ERR_REQUEST`. A send that
 //! completed while starting gets the shared `DONE_SEND` handle and no request at all.
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::p2p::{tag_ok, DONE_PROC_NULL, DONE_SEND};
 use crate::state;
 use crate::{bytes, bytes_mut, count, err, CErr, CResult};
+use phalanx::capi_support::Shared;
 use phalanx::capi_support::{self as raw, RawComm, ReqId};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -267,7 +267,8 @@ pub(crate) fn iprobe(
 /// Statuses of requests on this path that a non-consuming test completed
 /// (`MPI_Testall` that found some not done, `MPI_Request_get_status`): the engine
 /// request is gone, the handle is still the program's.
-static PARKED: Shared<RefCell<HashMap<usize, MPI_Status>>> = Shared::new(|| RefCell::new(HashMap::new()));
+static PARKED: Shared<RefCell<HashMap<usize, MPI_Status>>> =
+    Shared::new(|| RefCell::new(HashMap::new()));
 
 /// Whether [`PARKED`] may hold anything (read without reaching the thread-local).
 static ANY_PARKED: AtomicBool = AtomicBool::new(false);
@@ -275,7 +276,8 @@ static ANY_PARKED: AtomicBool = AtomicBool::new(false);
 /// Members (world ranks) of the communicator of a Rust request handed to C
 /// (`phalanx::raw::RawRequest::into_raw`) whose ranks are not world ranks: its
 /// status's source is translated at completion.
-static MEMBERS: Shared<RefCell<HashMap<usize, std::rc::Rc<Vec<u32>>>>> = Shared::new(|| RefCell::new(HashMap::new()));
+static MEMBERS: Shared<RefCell<HashMap<usize, std::rc::Rc<Vec<u32>>>>> =
+    Shared::new(|| RefCell::new(HashMap::new()));
 
 /// Whether [`MEMBERS`] may hold anything.
 static ANY_MEMBERS: AtomicBool = AtomicBool::new(false);

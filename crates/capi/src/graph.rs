@@ -21,10 +21,10 @@
 //! must be on both sides (on every member, for `MPI_Dist_graph_create`) or on none — a
 //! side without edges has no say.
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::state;
 use crate::{count, err, export, guard, out, typed, CResult};
+use phalanx::capi_support::Shared;
 use phalanx::datatype::PartitionMut;
 use phalanx::topology::{Color, Communicator, SimpleCommunicator};
 use phalanx::traits::CommunicatorCollectives;
@@ -81,7 +81,8 @@ impl Topo {
 }
 
 /// The graph of each communicator handle that has one.
-static TOPOS: Shared<RefCell<HashMap<usize, Rc<Topo>>>> = Shared::new(|| RefCell::new(HashMap::new()));
+static TOPOS: Shared<RefCell<HashMap<usize, Rc<Topo>>>> =
+    Shared::new(|| RefCell::new(HashMap::new()));
 
 /// The graph of communicator `h`, if it has one.
 pub fn topo_of(h: Handle) -> Option<Rc<Topo>> {

@@ -17,10 +17,10 @@
 //! process started. `MPI_Comm_get_parent` returns the same handle every time (until it
 //! is freed or disconnected).
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::state;
 use crate::{err, export, guard, out, typed, CResult};
+use phalanx::capi_support::Shared;
 use phalanx::collective::Root;
 use phalanx::topology::{Communicator, InterCommunicator, MergeOrder};
 use std::cell::Cell;

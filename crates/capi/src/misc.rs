@@ -11,12 +11,12 @@
 //! (allowed by MPI for `MPI_COMM_TYPE_HW_*`). Info objects are ordered key/value lists
 //! in a per-thread table (handles from 0x3000000 up); `MPI_INFO_ENV` is empty.
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::env::write_str;
 use crate::p2p::{complete, put_status};
 use crate::state;
 use crate::{err, export, guard, out, CResult};
+use phalanx::capi_support::Shared;
 use phalanx::topology::Color;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -130,7 +130,8 @@ export!(MPI_Status_set_cancelled, PMPI_Status_set_cancelled,
 /// Info objects by handle, and the next handle number.
 type InfoTable = (HashMap<usize, Vec<(String, String)>>, usize);
 
-static NAMES: Shared<RefCell<HashMap<usize, String>>> = Shared::new(|| RefCell::new(HashMap::new()));
+static NAMES: Shared<RefCell<HashMap<usize, String>>> =
+    Shared::new(|| RefCell::new(HashMap::new()));
 static INFOS: Shared<RefCell<InfoTable>> = Shared::new(|| RefCell::new((HashMap::new(), 0)));
 
 /// Reads the C string at `p`.

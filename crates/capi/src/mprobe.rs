@@ -12,11 +12,11 @@
 //! `MPI_ERR_TRUNCATE` raised — at once, also by `MPI_Imrecv`, which then returns no
 //! request.
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::p2p::{c_status, dside, put_status, side, DONE_PROC_NULL};
 use crate::state::{self, LiveReq, ReqEntry, Staged};
 use crate::{bytes_mut, err, export, guard, guard_on, out, CResult};
+use phalanx::capi_support::Shared;
 use phalanx::point_to_point::{Message, Source};
 use phalanx::request::StaticScope;
 use phalanx::traits::Communicator;
@@ -37,7 +37,8 @@ const FIRST_HANDLE: usize = 0x4d00_0000;
 type Probed = (Message, usize, u64);
 
 /// Messages taken by matched probes and not yet received, and the next handle.
-static MESSAGES: Shared<RefCell<(HashMap<usize, Probed>, usize)>> = Shared::new(|| RefCell::new((HashMap::new(), FIRST_HANDLE)));
+static MESSAGES: Shared<RefCell<(HashMap<usize, Probed>, usize)>> =
+    Shared::new(|| RefCell::new((HashMap::new(), FIRST_HANDLE)));
 
 /// Keeps `m` and returns its handle.
 fn store(m: Message, comm: Handle, bytes: u64) -> Handle {
@@ -67,9 +68,7 @@ pub fn handle_of(m: &Message) -> Handle {
 
 /// Takes the copy kept under handle `h` back (`None`: a C receive took it).
 fn reclaim(h: usize) -> Option<Message> {
-    MESSAGES
-        .with(|t| t.borrow_mut().0.remove(&h))
-        .map(|p| p.0)
+    MESSAGES.with(|t| t.borrow_mut().0.remove(&h)).map(|p| p.0)
 }
 
 /// Takes the message named by `h` out of the table.

@@ -23,11 +23,11 @@
 //! stop serving there (not collectively: freeing them is the program's duty). Info
 //! arguments are checked and ignored; `MPI_Win_get_info` gives an empty info.
 
-use phalanx::capi_support::Shared;
 use crate::comm::add_group;
 use crate::consts::*;
 use crate::fastpath::cerr;
 use crate::{err, export, guard, guard_to, out, raise_to, state, CErr, CResult};
+use phalanx::capi_support::Shared;
 use phalanx::rma::{Flavor, LockKind, Window, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT};
 use phalanx::rma::{MODE_NOSTORE, MODE_NOSUCCEED};
 use phalanx::topology::{Communicator, Group, SimpleCommunicator};

@@ -6,11 +6,11 @@
 //! from 0x10000 up; request handles are numbers from 0x100000 up; both are never reused
 //! within a run. Borrows of the tables are never held across a blocking phalanx call.
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::types::Layout;
 use crate::{err, CResult};
 use phalanx::capi_support::RawComm;
+use phalanx::capi_support::Shared;
 use phalanx::request::Request;
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::Communicator;

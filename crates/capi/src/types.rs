@@ -12,9 +12,9 @@
 //! here, the collectives through [`crate::coll_dt`], reductions through
 //! [`crate::ops`] (predefined operations need one basic type: [`Layout::prim`]).
 
-use phalanx::capi_support::Shared;
 use crate::consts::*;
 use crate::{count, err, export, guard, out, state, CResult};
+use phalanx::capi_support::Shared;
 use std::ffi::{c_char, c_int, c_void};
 use std::rc::Rc;
 
@@ -208,7 +208,8 @@ pub(crate) fn bad_type(h: Handle) -> crate::CErr {
 /// The layout of predefined datatype `h` (of `size` bytes), made once per thread: the
 /// collectives and the typed point-to-point calls look it up on every call.
 fn primitive_layout(h: usize, size: usize) -> Rc<Layout> {
-    static PRIMITIVES: Shared<std::cell::RefCell<state::HandleMap<Rc<Layout>>>> = Shared::new(|| std::cell::RefCell::default());
+    static PRIMITIVES: Shared<std::cell::RefCell<state::HandleMap<Rc<Layout>>>> =
+        Shared::new(std::cell::RefCell::default);
     PRIMITIVES.with(|m| {
         Rc::clone(
             m.borrow_mut()

@@ -551,7 +551,11 @@ fn boundary_benchmark_runs() {
 
 #[test]
 fn osu_like_latency_runs() {
-    let exe = compile(&repo().join("bench/c/osu_like.c"), "osu_like", &["-O2"]);
+    let exe = compile(
+        &repo().join("bench/c/osu_like.c"),
+        "osu_like",
+        &["-O2", "-pthread"],
+    );
     let o = run(2, &exe, &["latency", "-m", "1:1024", "-i", "100"]);
     assert!(o.status.success(), "{}", show(&o));
     let out = String::from_utf8_lossy(&o.stdout);
@@ -581,6 +585,49 @@ fn osu_like_latency_runs() {
             .collect();
         assert_eq!(rows.len(), 7, "{test} -n {n}: {out}");
         assert!(rows.iter().all(|r| r.len() == 1 + columns), "{test}: {out}");
+    }
+}
+
+/// The multi-threaded ping-pong (osu_latency_mt's measurement) runs to completion with
+/// its data checked, with 2 and 4 threads per rank, on shared memory and over UDP.
+#[test]
+fn osu_like_latency_mt_runs() {
+    let exe = compile(
+        &repo().join("bench/c/osu_like.c"),
+        "osu_like_mt",
+        &["-O2", "-pthread"],
+    );
+    for (threads, env) in [
+        ("2", vec![]),
+        ("4", vec![]),
+        ("2", vec![("PHALANX_TRANSPORT", "udp")]),
+    ] {
+        let o = Command::new(phalanx())
+            .args(["run", "-n", "2", "--timeout", "60"])
+            .envs(env.iter().copied())
+            .arg(&exe)
+            .args([
+                "latency_mt",
+                "-m",
+                "0:65536",
+                "-i",
+                "200",
+                "-x",
+                "10",
+                "-T",
+                threads,
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "-T {threads} {env:?}: {}", show(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let sizes: Vec<&str> = out
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(sizes.first(), Some(&"0"), "{out}");
+        assert_eq!(sizes.last(), Some(&"65536"), "{out}");
     }
 }
 
@@ -748,7 +795,9 @@ fn run_env(n: u32, exe: &Path, env: &[(&str, &str)]) -> Output {
 }
 
 fn threaded_test(name: &str) -> PathBuf {
-    let src = Path::new(MANIFEST).join("tests/c").join(format!("{name}.c"));
+    let src = Path::new(MANIFEST)
+        .join("tests/c")
+        .join(format!("{name}.c"));
     compile(
         &src,
         name,
@@ -778,7 +827,11 @@ fn thread_multiple_threads_communicate_at_once() {
         let out = String::from_utf8_lossy(&o.stdout);
         for r in 0..n {
             let line = format!("threads ok rank {r}");
-            assert!(out.contains(&line), "-n {n} {env:?}: no {line:?}: {}", show(&o));
+            assert!(
+                out.contains(&line),
+                "-n {n} {env:?}: no {line:?}: {}",
+                show(&o)
+            );
         }
     }
 }

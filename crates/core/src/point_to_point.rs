@@ -258,7 +258,10 @@ fn receive_vec_impl<S: Source + ?Sized, M: Equivalence>(
         let n = (st.bytes / elem as u64) as usize;
         let mut v: Vec<M> = Vec::with_capacity(n);
         let rb = recv_buf(v.as_mut_ptr() as *mut u8, n, dt.clone());
-        Some(e.irecv(rb, Some(st.source), Some(st.tag), ctx).map(|id| (v, id)))
+        Some(
+            e.irecv(rb, Some(st.source), Some(st.tag), ctx)
+                .map(|id| (v, id)),
+        )
     });
     let (mut v, id) = or_fatal("receive_vec", posted);
     // Moving the vector moved no element: the receive writes into its allocation.
@@ -291,7 +294,10 @@ pub trait Destination {
     fn synchronous_send_with_tag<Buf: ?Sized + Buffer>(&self, buf: &Buf, tag: Tag) {
         let sb = send_buf(buf);
         let (dst, ctx) = (self.destination_world(), self.comm().context());
-        or_fatal("synchronous_send", crate::runtime::send(sb, dst, tag, ctx, true));
+        or_fatal(
+            "synchronous_send",
+            crate::runtime::send(sb, dst, tag, ctx, true),
+        );
     }
     /// Sends `buf` with tag 0 in synchronous mode.
     fn synchronous_send<Buf: ?Sized + Buffer>(&self, buf: &Buf) {

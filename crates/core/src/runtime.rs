@@ -120,7 +120,9 @@ pub(crate) fn recv(rb: RecvBuf, src: Option<u32>, tag: Option<i32>, ctx: u32) ->
 
 /// A blocking probe (`MPI_Probe`).
 pub(crate) fn probe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawStatus> {
-    wait_for(Waiting::Recv { src, tag, ctx }, |e| e.iprobe(src, tag, ctx).map(Ok))
+    wait_for(Waiting::Recv { src, tag, ctx }, |e| {
+        e.iprobe(src, tag, ctx).map(Ok)
+    })
 }
 
 /// The value of `r`, or its error sent to the fatal handler naming `call`.

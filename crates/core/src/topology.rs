@@ -14,10 +14,10 @@ mod group;
 use attribute::{Attributes, CommAttribute};
 pub use cartesian::{CartesianCommunicator, CartesianLayout};
 mod inter;
+use crate::runtime::Shared;
 pub use group::{Group, GroupRelation, SystemGroup, UserGroup};
 pub(crate) use inter::InterSides;
 pub use inter::{InterCommunicator, MergeOrder};
-use crate::runtime::Shared;
 use std::rc::Rc;
 
 /// The context of [`SimpleCommunicator::self_comm`] (only its own process sends on it).
@@ -25,8 +25,11 @@ const SELF_CONTEXT: u32 = 0x5e1f_c0de;
 
 /// `MPI_COMM_SELF`'s counters and attributes, shared by all its handles.
 #[allow(clippy::type_complexity)]
-static SELF_SHARED: Shared<(Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>, Rc<Attributes>)> =
-    Shared::new(|| (Rc::default(), Rc::default(), Rc::default()));
+static SELF_SHARED: Shared<(
+    Rc<std::cell::Cell<u32>>,
+    Rc<std::cell::Cell<u32>>,
+    Rc<Attributes>,
+)> = Shared::new(|| (Rc::default(), Rc::default(), Rc::default()));
 /// The world's derivation and collective counters, shared by all its handles.
 #[allow(clippy::type_complexity)]
 static WORLD_COUNTERS: Shared<(Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>)> =
