@@ -6,8 +6,13 @@
 //!   (profiling) name; the `MPI_` entry point calls the `PMPI_` one.
 //! - Handles are the standard's small integers cast to pointers (predefined handles) or
 //!   numbers this library hands out (communicators from `MPI_Comm_dup`, requests, derived
-//!   datatypes, user operations); they index per-thread tables ([`state`]). phalanx
-//!   provides `MPI_THREAD_FUNNELED`: only the thread that called `MPI_Init` may call MPI.
+//!   datatypes, user operations); they index the process's tables ([`state`]), which are
+//!   `phalanx::capi_support::Shared` values. Every exported function first admits its
+//!   thread ([`entry`]): `MPI_Init` gives `MPI_THREAD_FUNNELED` (only the thread that
+//!   called it may call MPI; another thread's call ends the job with an error naming it,
+//!   except the thread-agnostic functions); `MPI_Init_thread` gives the level asked for,
+//!   and at `MPI_THREAD_SERIALIZED`/`MULTIPLE` each call holds the process lock, which
+//!   blocking waits give up between rounds of progress.
 //! - No panic crosses into C: every exported body runs under `catch_unwind`
 //!   ([`guard`]); a panic becomes `MPI_ERR_INTERN`.
 //! - Errors go through the communicator's error handler (a window's own for calls on a

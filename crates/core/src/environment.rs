@@ -20,18 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 
-/// Supported thread levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Threading {
-    /// One thread.
-    Single,
-    /// Many threads, only the initializing one calls phalanx.
-    Funneled,
-    /// Many threads, one at a time.
-    Serialized,
-    /// Any thread at any time.
-    Multiple,
-}
+pub use crate::runtime::lock::Threading;
 
 /// The initialized runtime. Dropping it finalizes.
 pub struct Universe {

@@ -71,9 +71,9 @@ pub enum Error {
     /// one that initialized phalanx, at `SINGLE` or `FUNNELED`).
     #[error(
         "called from a thread other than the one that initialized phalanx, at thread level \
-         {0:?} (initialize asking for MPI_THREAD_MULTIPLE to call from any thread)"
+         {0} (initialize asking for MPI_THREAD_MULTIPLE to call from any thread)"
     )]
-    WrongThread(crate::environment::Threading),
+    WrongThread(&'static str),
     /// A rank outside the communicator.
     #[error("invalid rank {rank} (communicator size {size})")]
     InvalidRank {

@@ -16,7 +16,7 @@ pub mod lock;
 pub(crate) mod shared_wait;
 
 use crate::engine::{Engine, RawStatus, RecvBuf, SendBuf, Waiting};
-use crate::environment::Threading;
+use lock::Threading;
 use crate::error::{Error, Result};
 use crate::requests::ReqId;
 pub use lock::{enter, Entered, Shared};
@@ -123,6 +123,23 @@ pub(crate) fn probe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawS
     wait_for(Waiting::Recv { src, tag, ctx }, |e| {
         e.iprobe(src, tag, ctx).map(Ok)
     })
+}
+
+/// A blocking matched probe (`MPI_Mprobe`): the message's id and envelope.
+pub(crate) fn mprobe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<(u64, RawStatus)> {
+    if !multiple() {
+        return with_engine(|e| e.mprobe(src, tag, ctx));
+    }
+    shared_wait::wait(|e| e.improbe(src, tag, ctx).transpose())
+}
+
+/// Receives the message a matched probe took (`MPI_Mrecv`).
+pub(crate) fn mrecv(msg: u64, rb: RecvBuf) -> Result<RawStatus> {
+    if !multiple() {
+        return with_engine(|e| e.mrecv(msg, rb));
+    }
+    let id = with_engine(|e| e.imrecv(msg, rb))?;
+    wait_request(id)
 }
 
 /// The value of `r`, or its error sent to the fatal handler naming `call`.

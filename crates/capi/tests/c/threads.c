@@ -63,6 +63,23 @@ static void exchange(int t) {
     }
 }
 
+/* Matched probes (the thread-safe probe): each thread takes its partner's message with
+ * MPI_Mprobe and receives exactly that one with MPI_Mrecv. */
+static void matched(int t) {
+    int peer = rank ^ 1;
+    for (int it = 0; it < ITERS / 2; it++) {
+        int v = rank * 100000 + t * 1000 + it, w = -1;
+        MPI_Request rq;
+        MPI_Message m;
+        MPI_Status st;
+        OK(MPI_Isend(&v, 1, MPI_INT, peer, 400 + t, MPI_COMM_WORLD, &rq));
+        OK(MPI_Mprobe(peer, 400 + t, MPI_COMM_WORLD, &m, &st));
+        OK(MPI_Mrecv(&w, 1, MPI_INT, &m, &st));
+        OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        CHECK(w == peer * 100000 + t * 1000 + it && st.MPI_TAG == 400 + t);
+    }
+}
+
 /* Collectives on this thread's own communicator. */
 static void collectives(int t) {
     MPI_Comm c = comms[t];
@@ -120,6 +137,7 @@ static void *worker(void *arg) {
     pingpong(t, 40000, 20);
     pingpong(t, 300000, 5);
     exchange(t);
+    matched(t);
     collectives(t);
     to_self(t);
     any_source(t);

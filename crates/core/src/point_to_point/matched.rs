@@ -22,7 +22,7 @@ use crate::datatype::{Described, WritePtr};
 use crate::engine::RawStatus;
 use crate::error::Error;
 use crate::request::{Request, Scope, StaticScope};
-use crate::runtime::call;
+use crate::runtime::{call, or_fatal};
 use crate::status::Status;
 use crate::topology::SimpleCommunicator;
 use crate::Tag;
@@ -70,7 +70,7 @@ impl std::fmt::Debug for Message {
 
 pub(super) fn matched_probe<S: Source + ?Sized>(s: &S, tag: Option<Tag>) -> (Message, Status) {
     let (src, ctx) = (s.source_world(), s.comm().context());
-    let (id, raw) = call("matched_probe", |e| e.mprobe(src, tag, ctx));
+    let (id, raw) = or_fatal("matched_probe", crate::runtime::mprobe(src, tag, ctx));
     message(s.comm(), id, raw)
 }
 
@@ -162,8 +162,7 @@ impl Message {
         let rb = recv_buf(v.as_mut_ptr() as *mut u8, 1, dt.clone());
         let id = self.id;
         self.received = true;
-        let raw = call("matched_receive", |e| {
-            let st = e.mrecv(id, rb)?;
+        let got = crate::runtime::mrecv(id, rb).and_then(|st| {
             if st.bytes != dt.size() as u64 {
                 return Err(Error::PartialElement {
                     bytes: st.bytes,
@@ -172,6 +171,7 @@ impl Message {
             }
             Ok(st)
         });
+        let raw = or_fatal("matched_receive", got);
         // SAFETY: exactly size() bytes were written and Equivalence makes any bytes valid.
         (unsafe { v.assume_init() }, self.comm.status(raw))
     }
@@ -185,7 +185,7 @@ impl Message {
         let rb = recv_buf(buf.buffer_mut_ptr(), buf.elements(), buf.datatype());
         let id = self.id;
         self.received = true;
-        let raw = call("matched_receive_into", |e| e.mrecv(id, rb));
+        let raw = or_fatal("matched_receive_into", crate::runtime::mrecv(id, rb));
         self.comm.status(raw)
     }
 
@@ -237,7 +237,7 @@ impl Drop for Message {
         let id = self.id;
         // Not the fatal handler: a message dropped after the universe (the C ABI's
         // table at thread exit) has nothing left to receive from.
-        let _ = crate::runtime::with_engine(|e| e.mrecv(id, rb));
+        let _ = crate::runtime::mrecv(id, rb);
     }
 }
 
@@ -261,16 +261,15 @@ impl MatchedReceiveVec for (Message, Status) {
         let n = (bytes / elem as u64) as usize;
         let mut v: Vec<Msg> = Vec::with_capacity(n);
         let rb = recv_buf(v.as_mut_ptr() as *mut u8, n, dt);
-        let raw = call("matched_receive_vec", |e| {
-            if bytes % elem as u64 != 0 {
-                // Received whole into a scratch buffer and reported: no partial element.
-                let mut scratch = vec![0u8; bytes as usize];
-                let rb = crate::engine::RecvBuf::Raw(scratch.as_mut_ptr(), scratch.len());
-                e.mrecv(id, rb)?;
-                return Err(Error::PartialElement { bytes, elem });
-            }
-            e.mrecv(id, rb)
-        });
+        let got = if bytes % elem as u64 != 0 {
+            // Received whole into a scratch buffer and reported: no partial element.
+            let mut scratch = vec![0u8; bytes as usize];
+            let rb = crate::engine::RecvBuf::Raw(scratch.as_mut_ptr(), scratch.len());
+            crate::runtime::mrecv(id, rb).and(Err(Error::PartialElement { bytes, elem }))
+        } else {
+            crate::runtime::mrecv(id, rb)
+        };
+        let raw = or_fatal("matched_receive_vec", got);
         // SAFETY: the receive wrote exactly n whole elements (its length is the probed
         // one), and Equivalence makes any bytes valid.
         unsafe { v.set_len((raw.bytes / elem as u64) as usize) };

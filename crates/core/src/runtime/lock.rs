@@ -15,13 +15,25 @@
 //! [`reacquire`], used by `runtime::shared_wait`): it then holds no reference into
 //! shared state, only the values it owns.
 
-use crate::environment::Threading;
 use crate::error::{Error, Result};
 use parking_lot::lock_api::RawMutex as _;
 use parking_lot::RawMutex;
 use std::cell::{Cell, LazyCell};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+/// Thread levels (MPI's), all of them provided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Threading {
+    /// One thread.
+    Single,
+    /// Many threads, only the initializing one calls phalanx.
+    Funneled,
+    /// Many threads, one at a time.
+    Serialized,
+    /// Any thread at any time.
+    Multiple,
+}
 
 /// The process lock (the locked rule).
 static LOCK: RawMutex = RawMutex::INIT;
@@ -124,7 +136,12 @@ pub fn enter() -> Result<Entered> {
 
 #[cold]
 fn wrong_thread() -> Error {
-    Error::WrongThread(level())
+    Error::WrongThread(match level() {
+        Threading::Single => "MPI_THREAD_SINGLE",
+        Threading::Funneled => "MPI_THREAD_FUNNELED",
+        Threading::Serialized => "MPI_THREAD_SERIALIZED",
+        Threading::Multiple => "MPI_THREAD_MULTIPLE",
+    })
 }
 
 /// Takes the lock (reentrantly); `wake`: wake shared-wait sleepers on release.
