@@ -205,7 +205,7 @@ pub(crate) fn bad_type(h: Handle) -> crate::CErr {
     err(MPI_ERR_TYPE, format!("invalid datatype {h:p}"))
 }
 
-/// The layout of predefined datatype `h` (of `size` bytes), made once per thread: the
+/// The layout of predefined datatype `h` (of `size` bytes), made once per process: the
 /// collectives and the typed point-to-point calls look it up on every call.
 fn primitive_layout(h: usize, size: usize) -> Rc<Layout> {
     static PRIMITIVES: Shared<std::cell::RefCell<state::HandleMap<Rc<Layout>>>> =

@@ -806,8 +806,9 @@ fn threaded_test(name: &str) -> PathBuf {
 }
 
 /// `MPI_THREAD_MULTIPLE`: four threads per rank ping-pong (eager and rendezvous sizes),
-/// exchange with Isend/Irecv and Waitall/Waitany, run collectives on their own
-/// communicators, send to each other through their own rank, and one receives from any
+/// exchange with Isend/Irecv and Waitall/Waitany, take messages by matched probe, run
+/// collectives on their own communicators, send to each other through their own rank,
+/// and one receives from any
 /// source (probing first) while the others send — on shared memory, over UDP and under
 /// injected loss, duplication and reordering.
 #[test]

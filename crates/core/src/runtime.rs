@@ -16,9 +16,9 @@ pub mod lock;
 pub(crate) mod shared_wait;
 
 use crate::engine::{Engine, RawStatus, RecvBuf, SendBuf, Waiting};
-use lock::Threading;
 use crate::error::{Error, Result};
 use crate::requests::ReqId;
+use lock::Threading;
 pub use lock::{enter, Entered, Shared};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
