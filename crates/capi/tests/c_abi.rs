@@ -558,14 +558,7 @@ fn osu_like_latency_runs() {
     );
     let o = run(2, &exe, &["latency", "-m", "1:1024", "-i", "100"]);
     assert!(o.status.success(), "{}", show(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let sizes: Vec<&str> = out
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    assert_eq!(sizes.first(), Some(&"1"), "{out}");
-    assert_eq!(sizes.last(), Some(&"1024"), "{out}");
+    assert_sizes(&o, "1", "1024");
     // The bandwidth tests at tiny sizes: one row per size, mbw_mr with its two columns
     // (MB/s, Messages/s), also with two pairs.
     for (n, test, columns) in [
@@ -620,15 +613,20 @@ fn osu_like_latency_mt_runs() {
             .output()
             .unwrap();
         assert!(o.status.success(), "-T {threads} {env:?}: {}", show(&o));
-        let out = String::from_utf8_lossy(&o.stdout);
-        let sizes: Vec<&str> = out
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| l.split_whitespace().next())
-            .collect();
-        assert_eq!(sizes.first(), Some(&"0"), "{out}");
-        assert_eq!(sizes.last(), Some(&"65536"), "{out}");
+        assert_sizes(&o, "0", "65536");
     }
+}
+
+/// The table's rows run from size `first` to size `last`.
+fn assert_sizes(o: &Output, first: &str, last: &str) {
+    let out = String::from_utf8_lossy(&o.stdout);
+    let sizes: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(sizes.first(), Some(&first), "{out}");
+    assert_eq!(sizes.last(), Some(&last), "{out}");
 }
 
 #[test]
@@ -715,24 +713,7 @@ fn allreduce_at_every_size_is_right_and_identical_on_every_rank() {
 /// rank must print "NAME ok rank R".
 fn rma_runs(name: &str, faults: bool) {
     let exe = c_test(name);
-    let check = |n: u32, env: &[(&str, &str)]| {
-        let o = Command::new(phalanx())
-            .args(["run", "-n", &n.to_string(), "--timeout", "60"])
-            .envs(env.iter().copied())
-            .arg(&exe)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "-n {n} {env:?}: {}", show(&o));
-        let out = String::from_utf8_lossy(&o.stdout);
-        for r in 0..n {
-            let line = format!("{name} ok rank {r}");
-            assert!(
-                out.contains(&line),
-                "-n {n} {env:?}: no {line:?}: {}",
-                show(&o)
-            );
-        }
-    };
+    let check = |n: u32, env: &[(&str, &str)]| every_rank_ok(&exe, n, env, name);
     for n in [1, 2, 3, 4] {
         check(n, &[]);
     }
@@ -794,6 +775,22 @@ fn run_env(n: u32, exe: &Path, env: &[(&str, &str)]) -> Output {
         .unwrap()
 }
 
+/// Runs `exe` on `n` ranks with `env`: it must succeed and every rank print
+/// "NAME ok rank R".
+fn every_rank_ok(exe: &Path, n: u32, env: &[(&str, &str)], name: &str) {
+    let o = run_env(n, exe, env);
+    assert!(o.status.success(), "-n {n} {env:?}: {}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for r in 0..n {
+        let line = format!("{name} ok rank {r}");
+        assert!(
+            out.contains(&line),
+            "-n {n} {env:?}: no {line:?}: {}",
+            show(&o)
+        );
+    }
+}
+
 fn threaded_test(name: &str) -> PathBuf {
     let src = Path::new(MANIFEST)
         .join("tests/c")
@@ -823,17 +820,7 @@ fn thread_multiple_threads_communicate_at_once() {
         (4, vec![udp]),
         (2, vec![faults]),
     ] {
-        let o = run_env(n, &exe, &env);
-        assert!(o.status.success(), "-n {n} {env:?}: {}", show(&o));
-        let out = String::from_utf8_lossy(&o.stdout);
-        for r in 0..n {
-            let line = format!("threads ok rank {r}");
-            assert!(
-                out.contains(&line),
-                "-n {n} {env:?}: no {line:?}: {}",
-                show(&o)
-            );
-        }
+        every_rank_ok(&exe, n, &env, "threads");
     }
 }
 
