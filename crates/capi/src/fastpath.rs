@@ -276,20 +276,20 @@ static ANY_PARKED: AtomicBool = AtomicBool::new(false);
 /// Members (world ranks) of the communicator of a Rust request handed to C
 /// (`phalanx::raw::RawRequest::into_raw`) whose ranks are not world ranks: its
 /// status's source is translated at completion.
-static MEMBERS: Shared<RefCell<HashMap<usize, std::rc::Rc<Vec<u32>>>>> =
+static MEMBERS: Shared<RefCell<HashMap<usize, std::sync::Arc<Vec<u32>>>>> =
     Shared::new(|| RefCell::new(HashMap::new()));
 
 /// Whether [`MEMBERS`] may hold anything.
 static ANY_MEMBERS: AtomicBool = AtomicBool::new(false);
 
 /// Translates the source of handle `h`'s status through `members` at completion.
-pub fn set_members(h: Handle, members: std::rc::Rc<Vec<u32>>) {
+pub fn set_members(h: Handle, members: std::sync::Arc<Vec<u32>>) {
     ANY_MEMBERS.store(true, Ordering::Relaxed);
     MEMBERS.with(|m| m.borrow_mut().insert(h as usize, members));
 }
 
 /// Takes the members recorded for handle `h`, if any.
-pub fn take_members(h: Handle) -> Option<std::rc::Rc<Vec<u32>>> {
+pub fn take_members(h: Handle) -> Option<std::sync::Arc<Vec<u32>>> {
     if !ANY_MEMBERS.load(Ordering::Relaxed) {
         return None;
     }

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::point_to_point::{Source, Status};
 use crate::runtime::with_engine;
 use crate::topology::{Communicator, SimpleCommunicator};
-use std::rc::Rc;
+use std::sync::Arc;
 
 pub use crate::coll::CollKind;
 pub use crate::collective::{board_call, LeanCall};
@@ -58,7 +58,7 @@ pub fn immediate_probe_tag<S: Source>(src: &S, tag: Option<crate::Tag>) -> Optio
 pub struct RawComm {
     ctx: u32,
     size: i32,
-    members: Option<Rc<Vec<u32>>>,
+    members: Option<Arc<Vec<u32>>>,
 }
 
 impl RawComm {

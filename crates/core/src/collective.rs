@@ -24,7 +24,7 @@ use crate::topology::{Color, Communicator, SimpleCommunicator};
 use crate::Rank;
 use board::BoardCall;
 use hier::HierCall;
-use std::rc::Rc;
+use std::sync::Arc;
 
 mod board;
 mod hier;
@@ -1068,6 +1068,6 @@ impl SimpleCommunicator {
         let members: Vec<u32> = group.iter().map(|&(_, r)| self.world_rank(r)).collect();
         let rank = group.iter().position(|&(_, r)| r == self.rank)? as Rank;
         let size = members.len() as Rank;
-        Some(self.sub(ctx, rank, Some(Rc::new(members)), size))
+        Some(self.sub(ctx, rank, Some(Arc::new(members)), size))
     }
 }

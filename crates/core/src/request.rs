@@ -119,7 +119,7 @@ fn dying() -> ! {
 /// What a request needs of its communicator: the world rank of each member (`None`:
 /// its ranks are world ranks), to translate the status's source.
 pub(crate) trait Members {
-    fn members(&self) -> Option<&std::rc::Rc<Vec<u32>>>;
+    fn members(&self) -> Option<&std::sync::Arc<Vec<u32>>>;
 }
 
 /// A nonblocking operation on a buffer borrowed for `'a`.
@@ -128,7 +128,7 @@ pub struct Request<'a, Buf: ?Sized, S: Scope<'a> = StaticScope> {
     id: ReqId,
     /// World rank of each member of the communicator (`None`: its ranks are world
     /// ranks), to translate the status's source.
-    members: Option<std::rc::Rc<Vec<u32>>>,
+    members: Option<std::sync::Arc<Vec<u32>>>,
     /// The status of a request that completed when it started (no engine entry).
     early: Option<crate::engine::RawStatus>,
     scope: S,
@@ -191,7 +191,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
         mut self,
     ) -> (
         Result<ReqId, Status>,
-        Option<std::rc::Rc<Vec<u32>>>,
+        Option<std::sync::Arc<Vec<u32>>>,
         &'a Buf,
         S,
     ) {
@@ -224,7 +224,7 @@ impl<'a, Buf: ?Sized, S: Scope<'a>> Request<'a, Buf, S> {
     #[doc(hidden)]
     pub unsafe fn c_from_raw(
         id: ReqId,
-        members: Option<std::rc::Rc<Vec<u32>>>,
+        members: Option<std::sync::Arc<Vec<u32>>>,
         data: &'a Buf,
         scope: S,
     ) -> Self {

@@ -2,11 +2,11 @@
 //!
 //! Contract: a communicator is a context id plus an ordered list of world ranks; ranks
 //! given to and returned by the facade are communicator ranks, the engine works in world
-//! ranks. Handles are `!Send` (funneled thread level). Clones of a handle are the same
+//! ranks. Handles are `Send` (any thread may use one at `MPI_THREAD_MULTIPLE`): their
+//! shared parts are `Arc`s, atomics and mutexes. Clones of a handle are the same
 //! communicator (same context, same attributes); `duplicate` makes a new one.
 
 pub use crate::Rank;
-use std::marker::PhantomData;
 
 pub(crate) mod attribute;
 mod cartesian;
@@ -18,22 +18,33 @@ use crate::runtime::Shared;
 pub use group::{Group, GroupRelation, SystemGroup, UserGroup};
 pub(crate) use inter::InterSides;
 pub use inter::{InterCommunicator, MergeOrder};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// The context of [`SimpleCommunicator::self_comm`] (only its own process sends on it).
 const SELF_CONTEXT: u32 = 0x5e1f_c0de;
 
 /// `MPI_COMM_SELF`'s counters and attributes, shared by all its handles.
 #[allow(clippy::type_complexity)]
-static SELF_SHARED: Shared<(
-    Rc<std::cell::Cell<u32>>,
-    Rc<std::cell::Cell<u32>>,
-    Rc<Attributes>,
-)> = Shared::new(|| (Rc::default(), Rc::default(), Rc::default()));
+static SELF_SHARED: Shared<(Arc<Counter>, Arc<Counter>, Arc<Attributes>)> =
+    Shared::new(|| (Arc::default(), Arc::default(), Arc::default()));
 /// The world's derivation and collective counters, shared by all its handles.
 #[allow(clippy::type_complexity)]
-static WORLD_COUNTERS: Shared<(Rc<std::cell::Cell<u32>>, Rc<std::cell::Cell<u32>>)> =
-    Shared::new(|| (Rc::default(), Rc::default()));
+static WORLD_COUNTERS: Shared<(Arc<Counter>, Arc<Counter>)> =
+    Shared::new(|| (Arc::default(), Arc::default()));
+
+/// A counter shared by a communicator's handles (derivations, collective calls): MPI
+/// orders such calls on one communicator, so relaxed loads and stores are enough.
+#[derive(Debug, Default)]
+pub(crate) struct Counter(std::sync::atomic::AtomicU32);
+
+impl Counter {
+    pub(crate) fn get(&self) -> u32 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn set(&self, v: u32) {
+        self.0.store(v, std::sync::atomic::Ordering::Relaxed)
+    }
+}
 
 /// A communicator.
 #[derive(Debug, Clone)]
@@ -41,29 +52,28 @@ pub struct SimpleCommunicator {
     ctx: u32,
     pub(crate) rank: Rank,
     /// World rank of each member; `None` for the identity (world).
-    members: Option<Rc<Vec<u32>>>,
+    members: Option<Arc<Vec<u32>>>,
     pub(crate) size: Rank,
     /// Communicators derived from this one so far (all ranks derive in the same order).
-    derived: Rc<std::cell::Cell<u32>>,
+    derived: Arc<Counter>,
     /// Collective calls made so far (all ranks count the same calls).
-    coll_seq: Rc<std::cell::Cell<u32>>,
+    coll_seq: Arc<Counter>,
     /// The point-to-point side of an intercommunicator ([`InterCommunicator`]): members
     /// are the remote group, `rank` is this process's rank in the local group. No
     /// collective runs on it.
     pub(crate) inter: bool,
     /// On an intercommunicator's point-to-point side: the local group's communicator and
     /// the library's own context, which its collectives run on (`collective/intercoll`).
-    pub(crate) sides: Option<Rc<inter::InterSides>>,
+    pub(crate) sides: Option<Arc<inter::InterSides>>,
     /// Calls of [`Communicator::split_by_subgroup_with_tag`] so far, by (group, tag)
     /// (the members of a group count the same calls).
-    group_calls: Rc<std::cell::RefCell<std::collections::HashMap<(u64, i32), u32>>>,
+    group_calls: Arc<std::sync::Mutex<std::collections::HashMap<(u64, i32), u32>>>,
     /// Cached attributes ([`AnyCommunicator`]).
-    attrs: Rc<Attributes>,
+    attrs: Arc<Attributes>,
     /// The grid (extents, periods) of a Cartesian communicator and its duplicates.
-    grid: Option<Rc<(Vec<crate::Count>, Vec<bool>)>>,
+    grid: Option<Arc<(Vec<crate::Count>, Vec<bool>)>>,
     /// The shapes of its collective calls, once computed (`collective::staged`).
-    pub(crate) shapes: Rc<crate::coll::algos::ShapeCache>,
-    _not_send: PhantomData<Rc<()>>,
+    pub(crate) shapes: Arc<crate::coll::algos::ShapeCache>,
 }
 
 impl SimpleCommunicator {
@@ -82,11 +92,10 @@ impl SimpleCommunicator {
             coll_seq,
             inter: false,
             sides: None,
-            group_calls: Rc::default(),
+            group_calls: Arc::default(),
             attrs: Attributes::world(),
             grid: None,
-            shapes: Rc::default(),
-            _not_send: PhantomData,
+            shapes: Arc::default(),
         }
     }
 
@@ -98,7 +107,7 @@ impl SimpleCommunicator {
         // same for every handle of it, as for the world.
         (c.derived, c.coll_seq, c.attrs) = SELF_SHARED.with(|x| x.clone());
         c.ctx = SELF_CONTEXT;
-        c.members = Some(Rc::new(vec![me]));
+        c.members = Some(Arc::new(vec![me]));
         c
     }
 
@@ -107,7 +116,7 @@ impl SimpleCommunicator {
     pub(crate) fn world_of(rank: u32, first: u32, count: u32) -> Self {
         let mut w = Self::world(rank.wrapping_sub(first), count);
         if first != 0 {
-            w.members = Some(Rc::new((first..first + count).collect()));
+            w.members = Some(Arc::new((first..first + count).collect()));
         }
         w
     }
@@ -181,7 +190,7 @@ impl SimpleCommunicator {
         &self,
         ctx: u32,
         rank: Rank,
-        members: Option<Rc<Vec<u32>>>,
+        members: Option<Arc<Vec<u32>>>,
         size: Rank,
     ) -> Self {
         SimpleCommunicator {
@@ -189,15 +198,14 @@ impl SimpleCommunicator {
             rank,
             members,
             size,
-            derived: Rc::new(std::cell::Cell::new(0)),
-            coll_seq: Rc::new(std::cell::Cell::new(0)),
+            derived: Arc::new(Counter::default()),
+            coll_seq: Arc::new(Counter::default()),
             inter: false,
             sides: None,
-            group_calls: Rc::default(),
-            attrs: Rc::default(),
+            group_calls: Arc::default(),
+            attrs: Arc::default(),
             grid: None,
-            shapes: Rc::default(),
-            _not_send: PhantomData,
+            shapes: Arc::default(),
         }
     }
 
@@ -226,7 +234,10 @@ impl SimpleCommunicator {
             .then_some(())?;
         let h = fnv(members);
         let n = {
-            let mut calls = self.group_calls.borrow_mut();
+            let mut calls = self
+                .group_calls
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let n = calls.entry((h, tag)).or_insert(0);
             *n += 1;
             *n
@@ -262,7 +273,7 @@ impl SimpleCommunicator {
         Some(self.sub(
             ctx,
             rank as Rank,
-            Some(Rc::new(members.to_vec())),
+            Some(Arc::new(members.to_vec())),
             members.len() as Rank,
         ))
     }
@@ -276,7 +287,7 @@ impl SimpleCommunicator {
         self.ctx
     }
     /// World rank of each member; `None` for the identity (world).
-    pub(crate) fn members(&self) -> Option<&Rc<Vec<u32>>> {
+    pub(crate) fn members(&self) -> Option<&Arc<Vec<u32>>> {
         self.members.as_ref()
     }
     /// World rank of communicator rank `r` (the caller checked the range).
@@ -673,10 +684,18 @@ pub struct AnyProcess<'a> {
 }
 
 impl crate::request::Members for SimpleCommunicator {
-    fn members(&self) -> Option<&Rc<Vec<u32>>> {
+    fn members(&self) -> Option<&Arc<Vec<u32>>> {
         SimpleCommunicator::members(self)
     }
 }
+
+/// Communicator handles may move to other threads (`MPI_THREAD_MULTIPLE`).
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<SimpleCommunicator>();
+    send::<InterCommunicator>();
+    send::<CartesianCommunicator>();
+};
 
 #[cfg(test)]
 mod tests {

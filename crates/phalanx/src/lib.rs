@@ -25,9 +25,12 @@
 //! errors to the communicator's error handler (fatal: the rank prints the error naming the
 //! call and exits non-zero, which ends the job); the core ([`engine`]) returns `Result`.
 //!
-//! Thread level: **funneled** — the universe, communicators and requests are `!Send`; only
-//! the thread that called [`initialize`] makes phalanx calls. [`Universe::threading_support`]
-//! reports exactly that.
+//! Thread levels: [`initialize`] gives `Funneled` (only the thread that initialized makes
+//! phalanx calls; another thread's call ends the job with an error naming the rule);
+//! [`initialize_with_threading`] gives the level asked for, `Threading::Multiple`
+//! included, where any thread calls at any time. Communicators are `Send` (give each
+//! thread its own `duplicate`); the universe and requests stay with their thread.
+//! [`Universe::threading_support`] reports the level granted.
 //!
 //! The C functions of the MPI-5 standard ABI that phalanx's C interface implements
 //! (`libmpi_abi`) are [`ffi`], rsmpi's `mpi::ffi`, usable beside the Rust API: after

@@ -37,12 +37,14 @@ pub struct Shape {
 /// configuration, membership and start-up state, which a communicator keeps for its life.
 /// Shared by every clone of a communicator's handle.
 #[derive(Default)]
-pub(crate) struct ShapeCache(std::cell::RefCell<[Option<std::rc::Rc<Shape>>; 2]>);
+pub(crate) struct ShapeCache(std::sync::Mutex<[Option<std::sync::Arc<Shape>>; 2]>);
 
 impl ShapeCache {
     /// The shapes of blocking (index 1) and immediate (index 0) calls.
-    pub(crate) fn slots(&self) -> &std::cell::RefCell<[Option<std::rc::Rc<Shape>>; 2]> {
-        &self.0
+    pub(crate) fn slots(&self) -> std::sync::MutexGuard<'_, [Option<std::sync::Arc<Shape>>; 2]> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

@@ -305,7 +305,7 @@ impl InterCommunicator {
         let ctx = self.internal.derive_context(0x6d65_7267);
         let size = members.len() as Rank;
         self.local
-            .sub(ctx, rank, Some(std::rc::Rc::new(members)), size)
+            .sub(ctx, rank, Some(std::sync::Arc::new(members)), size)
     }
 
     /// A new intercommunicator between the same groups (`MPI_Comm_dup`). Collective

@@ -16,10 +16,10 @@ use crate::datatype::{Buffer, BufferMut, Packed};
 use crate::error::Error;
 use crate::runtime::call;
 use crate::topology::{Communicator, SimpleCommunicator};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// The shape of a (`blocking` or immediate) call on `c`, computed on its first call.
-pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Rc<Shape> {
+pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Arc<Shape> {
     // At MPI_THREAD_MULTIPLE every collective runs as a request: the board's and the
     // hierarchy's waits hold the engine, which other threads need meanwhile.
     let blocking = blocking && !crate::runtime::multiple();
@@ -27,12 +27,13 @@ pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Rc<Shape> {
         // Reported before the cache: the error names the call.
         compute(c, blocking);
     }
-    let cache = c.shapes.slots();
-    if let Some(s) = &cache.borrow()[usize::from(blocking)] {
-        return Rc::clone(s);
+    // The cache's lock is never held while computing: that takes the process lock
+    // (lock order: the process lock, then a communicator's small locks).
+    if let Some(s) = &c.shapes.slots()[usize::from(blocking)] {
+        return Arc::clone(s);
     }
-    let s = Rc::new(compute(c, blocking));
-    cache.borrow_mut()[usize::from(blocking)] = Some(Rc::clone(&s));
+    let s = Arc::new(compute(c, blocking));
+    c.shapes.slots()[usize::from(blocking)] = Some(Arc::clone(&s));
     s
 }
 

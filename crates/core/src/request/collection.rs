@@ -21,7 +21,7 @@ pub(super) struct Entry<'a, D: ?Sized> {
     pub(super) id: ReqId,
     /// The status of a request that completed when it started (no engine entry).
     pub(super) early: Option<RawStatus>,
-    pub(super) members: Option<std::rc::Rc<Vec<u32>>>,
+    pub(super) members: Option<std::sync::Arc<Vec<u32>>>,
     pub(super) data: *const D,
     pub(super) _buf: PhantomData<&'a D>,
 }

@@ -15,11 +15,9 @@
 //! holds every old one until the communicator goes).
 
 use std::any::{Any, TypeId};
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Keys handed out by [`CommAttribute::get_key`], by type.
 static KEYS: Mutex<Option<HashMap<TypeId, i32>>> = Mutex::new(None);
@@ -27,8 +25,9 @@ static KEYS: Mutex<Option<HashMap<TypeId, i32>>> = Mutex::new(None);
 static NEXT_KEY: AtomicI32 = AtomicI32::new(1000);
 
 /// User data cached on communicators (rsmpi's `CommAttribute`): implement it for a type
-/// (`impl CommAttribute for MyData {}`) and use `set_attr`/`get_attr`.
-pub trait CommAttribute: 'static + Sized + Clone {
+/// (`impl CommAttribute for MyData {}`) and use `set_attr`/`get_attr`. Values are `Send`
+/// and `Sync`: a communicator's handles may live on several threads.
+pub trait CommAttribute: 'static + Sized + Clone + Send + Sync {
     /// Whether `duplicate` gives the new communicator a clone of the value (`true`) or
     /// nothing (`false`, the default), as MPI's copy callback decides.
     const CLONE_ON_DUP: bool = false;
@@ -68,7 +67,7 @@ impl AttributeKey {
 }
 
 /// A cached value of any attribute type.
-trait Stored {
+trait Stored: Send + Sync {
     /// A clone for a duplicate, if the type's [`CommAttribute::CLONE_ON_DUP`] asks.
     fn dup(&self) -> Option<Box<dyn Stored>>;
     /// The value, to downcast.
@@ -84,50 +83,53 @@ impl<A: CommAttribute> Stored for A {
     }
 }
 
-/// The attributes of one communicator (shared by its handles through an `Rc`).
+/// `m` locked (a panic while it was held left nothing half-done here).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The attributes of one communicator (shared by its handles through an `Arc`).
 #[derive(Default)]
 pub(crate) struct Attributes {
     /// The current value of each key.
-    live: RefCell<Vec<(i32, Box<dyn Stored>)>>,
+    live: Mutex<Vec<(i32, Box<dyn Stored>)>>,
     /// Replaced values a reference may still point to (module docs).
-    retired: RefCell<Vec<Box<dyn Stored>>>,
+    retired: Mutex<Vec<Box<dyn Stored>>>,
 }
 
 impl std::fmt::Debug for Attributes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let keys: Vec<i32> = self.live.borrow().iter().map(|(k, _)| *k).collect();
+        let keys: Vec<i32> = lock(&self.live).iter().map(|(k, _)| *k).collect();
         f.debug_struct("Attributes").field("keys", &keys).finish()
     }
 }
 
 /// The world's attributes, shared by every world handle.
-static WORLD: crate::runtime::Shared<Rc<Attributes>> =
-    crate::runtime::Shared::new(|| Rc::new(Attributes::default()));
+static WORLD: crate::runtime::Shared<Arc<Attributes>> =
+    crate::runtime::Shared::new(|| Arc::new(Attributes::default()));
 
 impl Attributes {
     /// The world communicator's attributes.
-    pub(crate) fn world() -> Rc<Attributes> {
-        WORLD.with(Rc::clone)
+    pub(crate) fn world() -> Arc<Attributes> {
+        WORLD.with(Arc::clone)
     }
 
     /// The attributes a duplicate starts with (module docs).
-    pub(crate) fn duplicate(&self) -> Rc<Attributes> {
-        let live = self
-            .live
-            .borrow()
+    pub(crate) fn duplicate(&self) -> Arc<Attributes> {
+        let live = lock(&self.live)
             .iter()
             .filter_map(|(k, v)| v.dup().map(|d| (*k, d)))
             .collect();
-        Rc::new(Attributes {
-            live: RefCell::new(live),
-            retired: RefCell::default(),
+        Arc::new(Attributes {
+            live: Mutex::new(live),
+            retired: Mutex::default(),
         })
     }
 
     /// The value of `A` on the communicator whose store is `this`.
     pub(crate) fn get<A: CommAttribute>(this: &Attributes) -> Option<&A> {
         let key = A::get_key().0;
-        let live = this.live.borrow();
+        let live = lock(&this.live);
         let (_, v) = live.iter().find(|(k, _)| *k == key)?;
         let a: *const A = v.as_any().downcast_ref::<A>()?;
         drop(live);
@@ -142,7 +144,7 @@ impl Attributes {
     pub(crate) fn set<A: CommAttribute>(this: &Attributes, val: A) {
         let key = A::get_key().0;
         let old = {
-            let mut live = this.live.borrow_mut();
+            let mut live = lock(&this.live);
             match live.iter_mut().find(|(k, _)| *k == key) {
                 Some(slot) => Some(std::mem::replace(&mut slot.1, Box::new(val))),
                 None => {
@@ -152,7 +154,7 @@ impl Attributes {
             }
         };
         if let Some(v) = old {
-            this.retired.borrow_mut().push(v);
+            lock(&this.retired).push(v);
         }
     }
 }
@@ -172,19 +174,19 @@ mod tests {
 
     #[test]
     fn values_are_per_type_and_duplicates_clone_only_what_asks() {
-        let s = Rc::new(Attributes::default());
+        let s = Arc::new(Attributes::default());
         assert_eq!(Attributes::get::<Kept>(&s), None);
         Attributes::set(&s, Kept(1));
         Attributes::set(&s, Local(2));
         Attributes::set(&s, Kept(3));
         assert_eq!(Attributes::get::<Kept>(&s), Some(&Kept(3)));
         assert_eq!(Attributes::get::<Local>(&s), Some(&Local(2)));
-        assert_eq!(s.retired.borrow().len(), 1, "the replaced value is kept");
+        assert_eq!(lock(&s.retired).len(), 1, "the replaced value is kept");
         let d = s.duplicate();
         assert_eq!(Attributes::get::<Kept>(&d), Some(&Kept(3)));
         assert_eq!(Attributes::get::<Local>(&d), None);
         assert_ne!(Kept::get_key(), Local::get_key());
-        let shared = Rc::clone(&d);
+        let shared = Arc::clone(&d);
         let held = Attributes::get::<Kept>(&shared);
         Attributes::set(&d, Kept(4));
         assert_eq!(

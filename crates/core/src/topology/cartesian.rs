@@ -88,7 +88,7 @@ impl CartesianCommunicator {
         dims: &[Count],
         periods: &[bool],
     ) -> CartesianCommunicator {
-        comm.grid = Some(std::rc::Rc::new((dims.to_vec(), periods.to_vec())));
+        comm.grid = Some(std::sync::Arc::new((dims.to_vec(), periods.to_vec())));
         CartesianCommunicator {
             comm,
             dims: dims.to_vec(),

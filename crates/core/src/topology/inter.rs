@@ -19,7 +19,7 @@
 
 use super::{Communicator, SimpleCommunicator, UserGroup};
 use crate::Rank;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// A communicator between two disjoint groups.
 #[derive(Debug, Clone)]
@@ -54,13 +54,13 @@ impl InterCommunicator {
     /// The intercommunicator on context `ctx` (`ctx + 1` carries the library's own
     /// exchanges) between the members of `local` and the `remote` world ranks.
     pub(crate) fn new(ctx: u32, local: SimpleCommunicator, remote: Vec<u32>) -> Self {
-        let remote = Rc::new(remote);
+        let remote = Arc::new(remote);
         let size = remote.len() as Rank;
         let mut view = local.sub(ctx, local.rank, Some(remote.clone()), size);
         view.inter = true;
         let mut internal = local.sub(ctx.wrapping_add(1).max(1), local.rank, Some(remote), size);
         internal.inter = true;
-        view.sides = Some(Rc::new(InterSides {
+        view.sides = Some(Arc::new(InterSides {
             local: local.clone(),
             internal: internal.clone(),
         }));
