@@ -13,6 +13,7 @@
 //! process non-zero (the launcher then ends the job).
 
 pub mod lock;
+mod multiple;
 pub(crate) mod shared_wait;
 
 use crate::engine::{Engine, RawStatus, RecvBuf, SendBuf, Waiting};
@@ -59,63 +60,53 @@ pub(crate) fn multiple() -> bool {
     MULTIPLE.load(Ordering::Relaxed)
 }
 
-/// Waits for request `id` and returns its result: on the engine's wait, or at
-/// `MULTIPLE` in rounds that give the lock up ([`shared_wait::wait`]).
+// The blocking calls: the engine's own wait, or at `MULTIPLE` rounds that give the lock
+// up (`multiple.rs`, kept out of line so these stay small enough to inline into the C
+// functions' paths).
+
+/// Waits for request `id` and returns its result.
+#[inline]
 pub(crate) fn wait_request(id: ReqId) -> Result<RawStatus> {
-    if !multiple() {
-        return with_engine(|e| e.wait(id));
+    if multiple() {
+        return multiple::wait_request(id);
     }
-    shared_wait::wait(|e| e.reqs.take_done(id))
+    with_engine(|e| e.wait(id))
 }
 
 /// [`wait_request`] for the first finished of `ids` (`MPI_Waitany`): its position
 /// and result.
 pub(crate) fn wait_any(ids: &[ReqId]) -> Result<(usize, RawStatus)> {
-    if !multiple() {
-        return with_engine(|e| e.wait_any(ids));
+    if multiple() {
+        return multiple::wait_any(ids);
     }
-    shared_wait::wait(|e| {
-        let i = ids.iter().position(|&id| e.reqs.is_done(id))?;
-        Some(
-            e.reqs
-                .take_done(ids[i])
-                .unwrap_or(Err(Error::InvalidRequest))
-                .map(|st| (i, st)),
-        )
-    })
+    with_engine(|e| e.wait_any(ids))
 }
 
 /// [`wait_request`] until at least one of `ids` is finished, then every finished one
 /// (`MPI_Waitsome`): positions and results.
 pub(crate) fn wait_some(ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
-    if !multiple() || ids.is_empty() {
-        return with_engine(|e| e.wait_some(ids));
+    if multiple() && !ids.is_empty() {
+        return multiple::wait_some(ids);
     }
-    shared_wait::wait(|e| {
-        ids.iter()
-            .any(|&id| e.reqs.is_done(id))
-            .then(|| e.take_finished(ids))
-    })
+    with_engine(|e| e.wait_some(ids))
 }
 
 /// A blocking send (`MPI_Send`, with `synchronous` `MPI_Ssend`).
+#[inline]
 pub(crate) fn send(sb: SendBuf, dest: u32, tag: i32, ctx: u32, synchronous: bool) -> Result<()> {
-    if !multiple() {
-        return with_engine(|e| e.send(sb, dest, tag, ctx, synchronous));
+    if multiple() {
+        return multiple::send(sb, dest, tag, ctx, synchronous);
     }
-    if let Some(id) = with_engine(|e| e.start_send(sb, dest, tag, ctx, synchronous))? {
-        wait_request(id)?;
-    }
-    Ok(())
+    with_engine(|e| e.send(sb, dest, tag, ctx, synchronous))
 }
 
 /// A blocking receive (`MPI_Recv`).
+#[inline]
 pub(crate) fn recv(rb: RecvBuf, src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawStatus> {
-    if !multiple() {
-        return with_engine(|e| e.recv(rb, src, tag, ctx));
+    if multiple() {
+        return multiple::recv(rb, src, tag, ctx);
     }
-    let id = with_engine(|e| e.irecv(rb, src, tag, ctx))?;
-    wait_request(id)
+    with_engine(|e| e.recv(rb, src, tag, ctx))
 }
 
 /// A blocking probe (`MPI_Probe`).
@@ -127,19 +118,18 @@ pub(crate) fn probe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawS
 
 /// A blocking matched probe (`MPI_Mprobe`): the message's id and envelope.
 pub(crate) fn mprobe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<(u64, RawStatus)> {
-    if !multiple() {
-        return with_engine(|e| e.mprobe(src, tag, ctx));
+    if multiple() {
+        return multiple::mprobe(src, tag, ctx);
     }
-    shared_wait::wait(|e| e.improbe(src, tag, ctx).transpose())
+    with_engine(|e| e.mprobe(src, tag, ctx))
 }
 
 /// Receives the message a matched probe took (`MPI_Mrecv`).
 pub(crate) fn mrecv(msg: u64, rb: RecvBuf) -> Result<RawStatus> {
-    if !multiple() {
-        return with_engine(|e| e.mrecv(msg, rb));
+    if multiple() {
+        return multiple::mrecv(msg, rb);
     }
-    let id = with_engine(|e| e.imrecv(msg, rb))?;
-    wait_request(id)
+    with_engine(|e| e.mrecv(msg, rb))
 }
 
 /// The value of `r`, or its error sent to the fatal handler naming `call`.
