@@ -37,14 +37,20 @@ pub struct Shape {
 /// configuration, membership and start-up state, which a communicator keeps for its life.
 /// Shared by every clone of a communicator's handle.
 #[derive(Default)]
-pub(crate) struct ShapeCache(std::sync::Mutex<[Option<std::sync::Arc<Shape>>; 2]>);
+pub(crate) struct ShapeCache([std::sync::OnceLock<Shape>; 2]);
 
 impl ShapeCache {
-    /// The shapes of blocking (index 1) and immediate (index 0) calls.
-    pub(crate) fn slots(&self) -> std::sync::MutexGuard<'_, [Option<std::sync::Arc<Shape>>; 2]> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The shape of blocking (index 1) or immediate (index 0) calls, once computed.
+    pub(crate) fn get(&self, blocking: bool) -> Option<&Shape> {
+        self.0[usize::from(blocking)].get()
+    }
+
+    /// Keeps `s` as the shape of `blocking` calls (a shape another thread kept first
+    /// stays: both were computed from the same state) and returns the one kept.
+    pub(crate) fn keep(&self, blocking: bool, s: Shape) -> &Shape {
+        let slot = &self.0[usize::from(blocking)];
+        let _ = slot.set(s);
+        slot.get().expect("a shape was just kept")
     }
 }
 

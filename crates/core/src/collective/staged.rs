@@ -16,10 +16,9 @@ use crate::datatype::{Buffer, BufferMut, Packed};
 use crate::error::Error;
 use crate::runtime::call;
 use crate::topology::{Communicator, SimpleCommunicator};
-use std::sync::Arc;
 
 /// The shape of a (`blocking` or immediate) call on `c`, computed on its first call.
-pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Arc<Shape> {
+pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> &Shape {
     // At MPI_THREAD_MULTIPLE every collective runs as a request: the board's and the
     // hierarchy's waits hold the engine, which other threads need meanwhile.
     let blocking = blocking && !crate::runtime::multiple();
@@ -27,14 +26,12 @@ pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> Arc<Shape> {
         // Reported before the cache: the error names the call.
         compute(c, blocking);
     }
-    // The cache's lock is never held while computing: that takes the process lock
-    // (lock order: the process lock, then a communicator's small locks).
-    if let Some(s) = &c.shapes.slots()[usize::from(blocking)] {
-        return Arc::clone(s);
+    // Computed outside the cache (which takes no lock: computing takes the process
+    // lock, which another thread may hold while it reads the cache).
+    if let Some(s) = c.shapes.get(blocking) {
+        return s;
     }
-    let s = Arc::new(compute(c, blocking));
-    c.shapes.slots()[usize::from(blocking)] = Some(Arc::clone(&s));
-    s
+    c.shapes.keep(blocking, compute(c, blocking))
 }
 
 fn compute(c: &SimpleCommunicator, blocking: bool) -> Shape {
