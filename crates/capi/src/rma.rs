@@ -79,7 +79,7 @@ pub(crate) struct WinEntry {
 /// found last — a program's calls mostly go to one window.
 struct Table {
     /// `(handle, entry)` of every live window, in creation order.
-    live: Vec<(usize, RefCell<WinEntry>)>,
+    live: Vec<(usize, Rc<RefCell<WinEntry>>)>,
     /// Index in `live` of the window found last.
     last: Cell<usize>,
     /// Windows made so far (the next handle is `WIN_FIRST + next`).
@@ -97,7 +97,7 @@ impl Table {
 
     /// The entry of handle `h`, if live.
     #[inline]
-    fn find(&self, h: usize) -> Option<&RefCell<WinEntry>> {
+    fn find(&self, h: usize) -> Option<&Rc<RefCell<WinEntry>>> {
         match self.live.get(self.last.get()) {
             Some((k, e)) if *k == h => Some(e),
             _ => {
@@ -137,17 +137,18 @@ fn live(h: Handle) -> CResult {
         .ok_or_else(|| bad_win(h))
 }
 
-/// Runs `f` on the window of handle `h`. The table stays borrowed (shared) meanwhile:
-/// `f` may block in the engine, which never calls back into this layer; only creating
-/// and freeing a window change the table, and neither runs inside `f`.
+/// Runs `f` on the window of handle `h`. Only the window's entry stays borrowed: `f`
+/// may wait in the engine (at `MPI_THREAD_MULTIPLE` without the process lock), while
+/// other threads use, create and free other windows; a call on the same window from
+/// another thread meanwhile is refused as "in use" (`MPI_ERR_WIN`).
 #[inline]
 pub(crate) fn with_win<T>(h: Handle, f: impl FnOnce(&mut WinEntry) -> CResult<T>) -> CResult<T> {
-    WINS.with(|t| {
+    let e = WINS.with(|t| {
         let t = t.try_borrow().map_err(|_| win_in_use(h))?;
-        let e = t.find(h as usize).ok_or_else(|| bad_win(h))?;
-        let mut g = e.try_borrow_mut().map_err(|_| win_in_use(h))?;
-        f(&mut g)
-    })
+        t.find(h as usize).cloned().ok_or_else(|| bad_win(h))
+    })?;
+    let mut g = e.try_borrow_mut().map_err(|_| win_in_use(h))?;
+    f(&mut g)
 }
 
 /// The error handler for an error of a call on window `h`, and the handle a user
@@ -194,7 +195,7 @@ fn add(win: Window) -> Handle {
         let mut t = t.borrow_mut();
         let h = WIN_FIRST + t.next;
         t.next += 1;
-        t.live.push((h, RefCell::new(e)));
+        t.live.push((h, Rc::new(RefCell::new(e))));
         h as Handle
     })
 }
@@ -475,8 +476,14 @@ export!(MPI_Win_free, PMPI_Win_free, (win: *mut Handle) -> c_int {
             let mut t = t.try_borrow_mut().map_err(|_| win_in_use(h))?;
             let i = t.live.iter().position(|(k, _)| *k == h as usize).ok_or_else(|| bad_win(h))?;
             t.last.set(0);
-            Ok::<_, CErr>(t.live.remove(i).1.into_inner())
-        })?;
+            // A call on the window still running in another thread holds it too.
+            if Rc::strong_count(&t.live[i].1) > 1 {
+                return Err(win_in_use(h));
+            }
+            let (_, e) = t.live.remove(i);
+            Rc::try_unwrap(e).map_err(|_| win_in_use(h))
+        })?
+        .into_inner();
         e.win.free().map_err(cerr)?;
         // SAFETY: writable (MPI contract; null checked).
         unsafe { out(win, WIN_NULL as Handle) }

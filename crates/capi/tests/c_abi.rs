@@ -824,6 +824,20 @@ fn thread_multiple_threads_communicate_at_once() {
     }
 }
 
+/// One-sided communication at `MPI_THREAD_MULTIPLE`: passive-target epochs on a window of
+/// program memory and on an allocated one in one thread while others ping-pong and run
+/// collectives, then fence and post-start-complete-wait epochs with a thread
+/// ping-ponging — on shared memory, over UDP and under injected faults.
+#[test]
+fn thread_multiple_one_sided_beside_other_threads() {
+    let exe = threaded_test("threads_rma");
+    let faults = ("PHALANX_FAULTS", "loss=0.1,dup=0.02,reorder=0.05,seed=5");
+    let udp = ("PHALANX_TRANSPORT", "udp");
+    for (n, env) in [(2, vec![]), (4, vec![]), (2, vec![udp]), (2, vec![faults])] {
+        every_rank_ok(&exe, n, &env, "threads_rma");
+    }
+}
+
 /// At `MPI_THREAD_FUNNELED` another thread may call the thread-agnostic functions only:
 /// its `MPI_Comm_rank` ends the job with an error naming the call and the level.
 #[test]

@@ -246,7 +246,7 @@ fn start_with(
     let c = spec.comm;
     let seq = c.next_coll_seq();
     let sh = shape(c, blocking);
-    let planned = plan(&sh);
+    let planned = plan(sh);
     if let Ok((c, _)) = &planned {
         tracing::debug!(
             rank = sh.world[sh.me],

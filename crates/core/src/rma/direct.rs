@@ -154,7 +154,7 @@ impl Segment {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
                 with_engine(|e| e.progress().map(|_| ()))?;
-                std::thread::yield_now();
+                crate::runtime::lock::yield_now();
             } else {
                 std::hint::spin_loop();
             }
@@ -195,7 +195,7 @@ impl Segment {
         {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
-                std::thread::yield_now();
+                crate::runtime::lock::yield_now();
             } else {
                 std::hint::spin_loop();
             }

@@ -28,6 +28,7 @@ use direct::{with_packed, Segment};
 use std::sync::atomic::{fence, Ordering};
 
 mod direct;
+mod waits;
 use crate::datatype::TypeMap;
 pub use crate::engine::rma::AccOp;
 use crate::engine::rma::{kind, Ctrl, WinMem, LOCK_EXCLUSIVE, LOCK_SHARED};
@@ -669,7 +670,7 @@ impl Window {
             fence(Ordering::SeqCst);
             return Ok(());
         }
-        with_engine(|e| e.rma_finish_local(self.ctx))
+        self.finish_local_msgs()
     }
 
     /// `MPI_Win_fence`: completes every operation of the epoch that ends, at origin and
@@ -686,7 +687,7 @@ impl Window {
             let issued = with_engine(|e| e.rma_issued(self.ctx))?;
             let mut expected = vec![0u64; issued.len()];
             self.coll.all_to_all_into(&issued[..], &mut expected[..]);
-            with_engine(|e| e.rma_wait_applied(self.ctx, &expected))?;
+            self.wait_applied(&expected)?;
         }
         self.coll.barrier();
         fence(Ordering::SeqCst);
@@ -763,7 +764,7 @@ impl Window {
                 self.lock_taken[t] = taken.then_some(l == LOCK_EXCLUSIVE);
                 Ok(())
             }
-            None => with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::LOCK, l)),
+            None => self.sync_msg(t, kind::LOCK, l),
         }
     }
 
@@ -774,7 +775,7 @@ impl Window {
                 Some(excl) => seg.unlock(t, excl),
                 None => Ok(()),
             },
-            None => with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::UNLOCK, 0)),
+            None => self.sync_msg(t, kind::UNLOCK, 0),
         }
     }
 
@@ -798,7 +799,7 @@ impl Window {
             return Ok(());
         }
         self.finish_local()?;
-        with_engine(|e| e.rma_sync_msg(self.ctx, target, kind::FLUSH, 0))
+        self.sync_msg(target, kind::FLUSH, 0)
     }
 
     /// `MPI_Win_flush_all`.
@@ -812,7 +813,7 @@ impl Window {
         }
         for t in 0..self.locked.len() {
             if self.lock_all || self.locked[t].is_some() {
-                with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::FLUSH, 0))?;
+                self.sync_msg(t, kind::FLUSH, 0)?;
             }
         }
         Ok(())
@@ -832,7 +833,7 @@ impl Window {
         // Everything before the post is visible to the group's operations.
         with_engine(|e| e.progress().map(|_| ()))?;
         for &o in group {
-            with_engine(|e| e.rma_sync_msg(self.ctx, o, kind::POST, 0))?;
+            self.sync_msg(o, kind::POST, 0)?;
         }
         self.exposure = Some(group.to_vec());
         Ok(())
@@ -850,7 +851,7 @@ impl Window {
                     size: self.sizes.len(),
                 });
             }
-            with_engine(|e| e.rma_wait_post(self.ctx, t))?;
+            self.wait_post(t)?;
         }
         self.access = Some(group.to_vec());
         Ok(())
@@ -864,7 +865,7 @@ impl Window {
         };
         self.finish_local()?;
         for &t in &access {
-            with_engine(|e| e.rma_sync_msg(self.ctx, t, kind::COMPLETE, 0))?;
+            self.sync_msg(t, kind::COMPLETE, 0)?;
         }
         self.access = None;
         Ok(())
@@ -877,7 +878,7 @@ impl Window {
             return Err(sync_err("wait without post"));
         };
         for &o in &exposure {
-            with_engine(|e| e.rma_wait_epoch(self.ctx, o))?;
+            self.wait_epoch(o)?;
         }
         self.exposure = None;
         Ok(())

@@ -9,6 +9,16 @@ use crate::engine::requests::{RecvBuf, ReqId, SendBuf};
 use crate::engine::{Engine, Waiting};
 use crate::error::{Error, Result};
 
+/// An answer a synchronization message is owed ([`Engine::rma_sync_start`]).
+pub(crate) struct Owed {
+    /// The request that receives it.
+    pub(crate) id: ReqId,
+    /// Who owes it (world rank).
+    pub(crate) peer: u32,
+    /// What it is, for the description of a wait.
+    pub(crate) what: &'static str,
+}
+
 impl Engine {
     fn rma_reply_tag(&mut self, ctx: u32) -> Result<i32> {
         let w = self.win(ctx)?;
@@ -80,6 +90,20 @@ impl Engine {
     /// Sends a synchronization message (`kind::LOCK`, `UNLOCK`, `FLUSH`, `POST`,
     /// `COMPLETE`) to member `t`; for those answered, waits for the answer.
     pub(crate) fn rma_sync_msg(&mut self, ctx: u32, t: usize, k: u8, lock: u8) -> Result<()> {
+        if let Some(a) = self.rma_sync_start(ctx, t, k, lock)? {
+            self.rma_wait_req(ctx, a.id, a.peer, a.what)?;
+        }
+        Ok(())
+    }
+
+    /// [`rma_sync_msg`](Self::rma_sync_msg) without its wait: the answer still owed.
+    pub(crate) fn rma_sync_start(
+        &mut self,
+        ctx: u32,
+        t: usize,
+        k: u8,
+        lock: u8,
+    ) -> Result<Option<Owed>> {
         let w = self.win(ctx)?;
         let to = *w.members.get(t).ok_or(Error::InvalidRank {
             rank: t as i32,
@@ -89,7 +113,7 @@ impl Engine {
         if k == kind::FLUSH && w.unanswered[t] == 0 {
             // Every operation since the last flush was a fetch whose answer arrived
             // (the caller finished them locally first): all applied already.
-            return Ok(());
+            return Ok(None);
         }
         if matches!(k, kind::FLUSH | kind::UNLOCK) {
             w.unanswered[t] = 0;
@@ -110,15 +134,45 @@ impl Engine {
         }
         let msg = c.encode(&[], &[]);
         self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
-        if let Some(id) = id {
-            let what = match k {
+        Ok(id.map(|id| Owed {
+            id,
+            peer: to,
+            what: match k {
                 kind::LOCK => "a lock grant",
                 kind::UNLOCK => "an unlock acknowledgement",
                 _ => "a flush acknowledgement",
-            };
-            self.rma_wait_req(ctx, id, to, what)?;
-        }
-        Ok(())
+            },
+        }))
+    }
+
+    /// Whether every operation of window `ctx` still outstanding has finished (its
+    /// answer in, its data sent): [`rma_finish_local`](Self::rma_finish_local) then
+    /// waits for nothing.
+    pub(crate) fn rma_outstanding_done(&mut self, ctx: u32) -> Result<bool> {
+        let w = self.rma.get(ctx).ok_or(Error::InvalidArg(format!(
+            "no window with context {ctx:#x}"
+        )))?;
+        Ok(w.outstanding
+            .iter()
+            .all(|&(id, _, _)| self.reqs.get(id).is_none() || self.reqs.is_done(id)))
+    }
+
+    /// Whether every member's operations counted in `expected` were applied here (after
+    /// a round of the target side).
+    pub(crate) fn rma_applied(&mut self, ctx: u32, expected: &[u64]) -> bool {
+        let _ = self.rma_poll();
+        self.rma
+            .get(ctx)
+            .is_none_or(|w| w.done.iter().zip(expected).all(|(d, x)| d >= x))
+    }
+
+    /// Whether member `t` posted an exposure epoch not taken yet (after a round of the
+    /// target side).
+    pub(crate) fn rma_post_ready(&mut self, ctx: u32, t: usize) -> bool {
+        let _ = self.rma_poll();
+        self.rma
+            .get(ctx)
+            .is_none_or(|w| w.posts[t] > w.posts_used[t])
     }
 
     fn rma_wait_req(&mut self, ctx: u32, id: ReqId, peer: u32, what: &'static str) -> Result<()> {
