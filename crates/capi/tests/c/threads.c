@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define T 4
 #define ITERS 200
@@ -129,10 +130,31 @@ static void any_source(int t) {
     }
 }
 
+static void pause_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Long waits, which go to sleep: the odd rank's thread waits for a message its partner
+ * sends 150 ms later (with `everyone`, every thread of both ranks is asleep meanwhile:
+ * the arrival itself must wake one; otherwise the others keep progressing and wake it). */
+static void late(int t, int tag, int everyone) {
+    if (!everyone && t != 1) return;
+    int peer = rank ^ 1, v = tag * 10 + t, w = -1;
+    if (rank % 2 == 0) {
+        pause_ms(150);
+        OK(MPI_Send(&v, 1, MPI_INT, peer, tag + t, MPI_COMM_WORLD));
+    } else {
+        OK(MPI_Recv(&w, 1, MPI_INT, peer, tag + t, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(w == v);
+    }
+}
+
 static void *worker(void *arg) {
     int t = (int)(intptr_t)arg, is_main = -1;
     OK(MPI_Is_thread_main(&is_main));
     CHECK(is_main == (t == 0));
+    late(t, 500, 0);
     pingpong(t, 8, ITERS);
     pingpong(t, 40000, 20);
     pingpong(t, 300000, 5);
@@ -141,6 +163,7 @@ static void *worker(void *arg) {
     collectives(t);
     to_self(t);
     any_source(t);
+    late(t, 600, 1);
     return NULL;
 }
 
