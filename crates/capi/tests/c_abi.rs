@@ -838,6 +838,17 @@ fn thread_multiple_one_sided_beside_other_threads() {
     }
 }
 
+/// The progress thread (`PHALANX_PROGRESS_THREAD=1`, which the program sets): a rank
+/// that makes no MPI call still answers lock, put and unlock on its window — on shared
+/// memory and over UDP.
+#[test]
+fn progress_thread_serves_a_passive_target() {
+    let exe = threaded_test("rma_progress");
+    for env in [vec![], vec![("PHALANX_TRANSPORT", "udp")]] {
+        every_rank_ok(&exe, 2, &env, "rma_progress");
+    }
+}
+
 /// At `MPI_THREAD_FUNNELED` another thread may call the thread-agnostic functions only:
 /// its `MPI_Comm_rank` ends the job with an error naming the call and the level.
 #[test]

@@ -202,6 +202,7 @@ impl Drop for Universe {
             // never sends to a failed job. The non-zero exit ends the job.
             return;
         }
+        crate::runtime::stop_progress();
         let r = with_engine(|e| {
             // Buffered messages still in flight are sent first (rsmpi detaches too).
             e.bsend_detach()?;

@@ -14,6 +14,7 @@
 
 pub mod lock;
 mod multiple;
+mod progress;
 pub(crate) mod shared_wait;
 
 use crate::engine::{Engine, RawStatus, RecvBuf, SendBuf, Waiting};
@@ -76,7 +77,7 @@ pub(crate) fn wait_request(id: ReqId) -> Result<RawStatus> {
 /// [`wait_request`] for the first finished of `ids` (`MPI_Waitany`): its position
 /// and result.
 pub(crate) fn wait_any(ids: &[ReqId]) -> Result<(usize, RawStatus)> {
-    if multiple() {
+    if multiple() && !ids.is_empty() {
         return multiple::wait_any(ids);
     }
     with_engine(|e| e.wait_any(ids))
@@ -145,7 +146,7 @@ pub(crate) fn wait_for<T>(
     mut ready: impl FnMut(&mut Engine) -> Option<Result<T>>,
 ) -> Result<T> {
     if multiple() {
-        return shared_wait::wait(ready);
+        return shared_wait::wait(|_| waiting, ready);
     }
     with_engine(|e| {
         let mut got = None;
@@ -195,6 +196,7 @@ pub(crate) fn call<T>(name: &str, f: impl FnOnce(&mut Engine) -> Result<T>) -> T
 pub(crate) fn install(engine: Engine, level: Threading) {
     crate::datatype::set_misuse_handler(|call, msg| fatal(call, Error::InvalidArg(msg.into())));
     RANK.store(engine.rank as i64, Ordering::Relaxed);
+    let progress_thread = level == Threading::Multiple && engine.wants_progress_thread();
     let entered = enter().unwrap_or_else(|e| fatal("initialize", e));
     *ENGINE.get(&entered).borrow_mut() = Some(engine);
     if level == Threading::Multiple {
@@ -202,6 +204,14 @@ pub(crate) fn install(engine: Engine, level: Threading) {
     }
     MULTIPLE.store(level == Threading::Multiple, Ordering::Relaxed);
     lock::grant(level);
+    if progress_thread {
+        progress::start();
+    }
+}
+
+/// Stops the progress thread, if one runs (Finalize, before the engine drains).
+pub(crate) fn stop_progress() {
+    progress::stop();
 }
 
 /// Takes the engine out (after finalize); any thread may then ask whether phalanx runs.

@@ -1,7 +1,8 @@
 //! `Threading::Multiple` from Rust over real processes (example `threads`: four threads
 //! per rank, each on its own duplicate of the world, ping-pong, exchange and run
-//! collectives at once, every message checked): 2 and 4 ranks on shared memory, over
-//! UDP and under injected loss, duplication and reordering.
+//! collectives at once, every message checked): 2 and 4 ranks on shared memory (also
+//! with the progress thread), over UDP and under injected loss, duplication and
+//! reordering.
 
 mod common;
 use common::*;
@@ -28,6 +29,8 @@ fn threads(n: usize, env: &[(&str, &str)]) {
 fn mr_threads_shared_memory() {
     threads(2, &[]);
     threads(4, &[]);
+    // With phalanx's progress thread beside the program's four.
+    threads(2, &[("PHALANX_PROGRESS_THREAD", "1")]);
 }
 
 #[test]

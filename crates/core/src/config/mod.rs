@@ -129,6 +129,10 @@ pub struct Config {
     /// Level of the diagnostics printed to stderr when the program installed no
     /// `tracing` subscriber. `PHALANX_LOG` (default `warn`).
     pub log: tracing::level_filters::LevelFilter,
+    /// At `MPI_THREAD_MULTIPLE`, a thread of phalanx's own progresses the engine while
+    /// the program computes (one-sided operations on this rank's windows are applied
+    /// without its calls); ignored at lower levels. `PHALANX_PROGRESS_THREAD=1`.
+    pub progress_thread: bool,
 }
 
 impl Config {
@@ -179,6 +183,7 @@ impl Config {
                 })?
             },
             log: crate::log::parse_level(env.text("PHALANX_LOG")?.unwrap_or(""))?,
+            progress_thread: env.switch("PHALANX_PROGRESS_THREAD", false)?,
             transport: phalanx_transport::parse_transport_kind(
                 env.text("PHALANX_TRANSPORT")?.unwrap_or(""),
             )

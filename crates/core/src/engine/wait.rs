@@ -184,15 +184,34 @@ impl Engine {
         (self.spin, self.cfg.yield_time)
     }
 
+    /// What a wait for request `id` waits for (the launcher's `--timeout` report).
+    pub(crate) fn describe_request(&self, id: ReqId) -> Waiting {
+        self.p2p.describe(&self.reqs, id)
+    }
+
+    /// Reports `w` as what this rank waits for (a wait outside the process lock).
+    pub(crate) fn set_waiting(&mut self, w: Waiting) {
+        self.waiting = w;
+    }
+
+    /// Whether the program asked for a progress thread (`PHALANX_PROGRESS_THREAD`).
+    pub(crate) fn wants_progress_thread(&self) -> bool {
+        self.cfg.progress_thread
+    }
+
     /// One round of a wait that runs outside the process lock (`MPI_THREAD_MULTIPLE`,
     /// `runtime::shared_wait`): what ends a wait in [`wait_loop`](Self::wait_loop) (an
     /// error, a halt), then `ready`, a round of progress and `ready` again.
     pub(crate) fn shared_round<T>(
         &mut self,
         ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>,
+        own_errors: bool,
     ) -> Result<Round<T>> {
-        if let Some(e) = self.take_wait_error() {
-            return Err(e);
+        // The progress thread leaves the errors that end waits to the program's calls.
+        if own_errors {
+            if let Some(e) = self.take_wait_error() {
+                return Err(e);
+            }
         }
         if self.halt_asked.is_some() && !self.halted {
             self.job_halt()?;

@@ -5,35 +5,41 @@
 //! (`#[inline(never)]`), so the single-threaded paths in `runtime` stay small.
 
 use super::{shared_wait, with_engine};
-use crate::engine::{RawStatus, RecvBuf, SendBuf};
+use crate::engine::{Engine, RawStatus, RecvBuf, SendBuf, Waiting};
 use crate::error::{Error, Result};
 use crate::requests::ReqId;
 
 #[inline(never)]
 pub(super) fn wait_request(id: ReqId) -> Result<RawStatus> {
-    shared_wait::wait(|e| e.reqs.take_done(id))
+    shared_wait::wait(|e| e.describe_request(id), |e| e.reqs.take_done(id))
 }
 
 #[inline(never)]
 pub(super) fn wait_any(ids: &[ReqId]) -> Result<(usize, RawStatus)> {
-    shared_wait::wait(|e| {
-        let i = ids.iter().position(|&id| e.reqs.is_done(id))?;
-        Some(
-            e.reqs
-                .take_done(ids[i])
-                .unwrap_or(Err(Error::InvalidRequest))
-                .map(|st| (i, st)),
-        )
-    })
+    shared_wait::wait(
+        |e| e.describe_request(ids[0]),
+        |e| {
+            let i = ids.iter().position(|&id| e.reqs.is_done(id))?;
+            Some(
+                e.reqs
+                    .take_done(ids[i])
+                    .unwrap_or(Err(Error::InvalidRequest))
+                    .map(|st| (i, st)),
+            )
+        },
+    )
 }
 
 #[inline(never)]
 pub(super) fn wait_some(ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
-    shared_wait::wait(|e| {
-        ids.iter()
-            .any(|&id| e.reqs.is_done(id))
-            .then(|| e.take_finished(ids))
-    })
+    shared_wait::wait(
+        |e| e.describe_request(ids[0]),
+        |e| {
+            ids.iter()
+                .any(|&id| e.reqs.is_done(id))
+                .then(|| e.take_finished(ids))
+        },
+    )
 }
 
 #[inline(never)]
@@ -52,7 +58,8 @@ pub(super) fn recv(rb: RecvBuf, src: Option<u32>, tag: Option<i32>, ctx: u32) ->
 
 #[inline(never)]
 pub(super) fn mprobe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<(u64, RawStatus)> {
-    shared_wait::wait(|e| e.improbe(src, tag, ctx).transpose())
+    let waiting = |_: &Engine| Waiting::Recv { src, tag, ctx };
+    shared_wait::wait(waiting, |e| e.improbe(src, tag, ctx).transpose())
 }
 
 #[inline(never)]

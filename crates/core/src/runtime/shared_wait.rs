@@ -14,7 +14,7 @@
 //! threads yielding between idle rounds when others wait too.
 
 use super::lock;
-use crate::engine::{Engine, Round, Sleep};
+use crate::engine::{Engine, Round, Sleep, Waiting};
 use crate::error::Result;
 use parking_lot::{Condvar, Mutex};
 use phalanx_transport::wait_readable;
@@ -68,22 +68,52 @@ fn engine<T>(f: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
     super::engine_in(&entered, f)
 }
 
-/// Waits until `ready` gives a result, giving the process lock up between rounds.
-pub(crate) fn wait<T>(mut ready: impl FnMut(&mut Engine) -> Option<Result<T>>) -> Result<T> {
+/// Waits until `ready` gives a result, giving the process lock up between rounds;
+/// `waiting` says what for (the launcher's `--timeout` report shows the latest waiter's).
+pub(crate) fn wait<T>(
+    waiting: impl FnOnce(&Engine) -> Waiting,
+    mut ready: impl FnMut(&mut Engine) -> Option<Result<T>>,
+) -> Result<T> {
     let depth = lock::release_all();
     WAITERS.fetch_add(1, Ordering::Relaxed);
-    let r = rounds(&mut ready);
-    WAITERS.fetch_sub(1, Ordering::Relaxed);
+    let r = engine(|e| {
+        let w = waiting(e);
+        e.set_waiting(w);
+        Ok(())
+    })
+    .and_then(|()| rounds(&mut ready, true));
+    // The last waiter out clears the report (under the lock, with the count).
+    let _ = engine(|e| {
+        if WAITERS.fetch_sub(1, Ordering::Relaxed) == 1 {
+            e.set_waiting(Waiting::Nothing);
+        }
+        Ok(())
+    });
     lock::reacquire(depth);
     r
 }
 
-fn rounds<T>(ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>) -> Result<T> {
+/// The progress thread's loop: rounds until `stop` says so, leaving the errors that end
+/// waits (a collective's, a link's) to the program's own calls.
+pub(crate) fn progress_until(stop: &AtomicBool) -> Result<()> {
+    WAITERS.fetch_add(1, Ordering::Relaxed);
+    let r = rounds(
+        &mut |_| stop.load(Ordering::Acquire).then_some(Ok(())),
+        false,
+    );
+    WAITERS.fetch_sub(1, Ordering::Relaxed);
+    r
+}
+
+fn rounds<T>(
+    ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>,
+    own_errors: bool,
+) -> Result<T> {
     let (spin, yield_time) = engine(|e| Ok(e.wait_budget()))?;
     let mut idle_since: Option<Instant> = None;
     let mut idle_rounds = 0u32;
     loop {
-        match engine(|e| e.shared_round(ready))? {
+        match engine(|e| e.shared_round(ready, own_errors))? {
             Round::Done(v) => return Ok(v),
             Round::Moved => {
                 wake_sleepers();
