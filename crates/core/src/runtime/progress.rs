@@ -4,10 +4,12 @@
 //! operations aimed at its windows, answers its peers and keeps its protocols going.
 //!
 //! Contract: [`start`] spawns it (once), [`stop`] ends and joins it before Finalize
-//! drains. It waits like any waiting thread ([`shared_wait`]: spins after activity,
-//! then sleeps until a socket, a ring or another thread wakes it), and leaves the errors
-//! that end waits to the program's calls; an error of its own (the launcher gone, a
-//! broken transport) ends the job through the fatal handler, naming it.
+//! drains. It runs rounds while something happens and sleeps at once when nothing does
+//! (on the sockets, the rings' wake-up and the launcher, not woken by the program's own
+//! calls); while a program thread waits, and so progresses, it parks
+//! ([`shared_wait::progress_until`]). It leaves the errors that end waits to the
+//! program's calls; an error of its own (the launcher gone, a broken transport) ends the
+//! job through the fatal handler, naming it.
 
 use super::shared_wait;
 use parking_lot::Mutex;
@@ -44,7 +46,7 @@ pub(crate) fn stop() {
         return;
     };
     STOP.store(true, Ordering::Release);
-    shared_wait::wake_sleepers();
+    shared_wait::wake_all();
     let depth = super::lock::release_all();
     let _ = h.join();
     super::lock::reacquire(depth);

@@ -81,7 +81,7 @@ pub(crate) fn wait<T>(
         e.set_waiting(w);
         Ok(())
     })
-    .and_then(|()| rounds(&mut ready, true));
+    .and_then(|()| rounds(&mut ready));
     // The last waiter out clears the report (under the lock, with the count).
     let _ = engine(|e| {
         if WAITERS.fetch_sub(1, Ordering::Relaxed) == 1 {
@@ -94,26 +94,49 @@ pub(crate) fn wait<T>(
 }
 
 /// The progress thread's loop: rounds until `stop` says so, leaving the errors that end
-/// waits (a collective's, a link's) to the program's own calls.
+/// waits (a collective's, a link's) to the program's own calls. It keeps out of the way
+/// of the program's threads: while one of them waits (and so progresses) it parks; when
+/// idle it sleeps at once, on the engine's descriptors, and is not counted among the
+/// sleepers the program's calls wake.
 pub(crate) fn progress_until(stop: &AtomicBool) -> Result<()> {
-    WAITERS.fetch_add(1, Ordering::Relaxed);
-    let r = rounds(
-        &mut |_| stop.load(Ordering::Acquire).then_some(Ok(())),
-        false,
-    );
-    WAITERS.fetch_sub(1, Ordering::Relaxed);
-    r
+    let mut done = |_: &mut Engine| stop.load(Ordering::Acquire).then_some(Ok(()));
+    while !stop.load(Ordering::Acquire) {
+        if WAITERS.load(Ordering::Relaxed) > 0 {
+            let mut g = GENERATION.lock();
+            COND.wait_for(&mut g, COND_MAX);
+            continue;
+        }
+        match engine(|e| e.shared_round(&mut done, false))? {
+            Round::Done(()) => break,
+            Round::Moved => wake_sleepers(),
+            Round::Idle => {
+                if sleep(&mut done, false)?.is_some() {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
-fn rounds<T>(
-    ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>,
-    own_errors: bool,
-) -> Result<T> {
+/// Wakes every sleeping thread, the progress thread included (it stops).
+pub(crate) fn wake_all() {
+    let fd = EVENT.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: as in `wake_sleepers`.
+        let _ = unsafe { libc::write(fd, one.as_ptr().cast(), 8) };
+    }
+    *GENERATION.lock() += 1;
+    COND.notify_all();
+}
+
+fn rounds<T>(ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>) -> Result<T> {
     let (spin, yield_time) = engine(|e| Ok(e.wait_budget()))?;
     let mut idle_since: Option<Instant> = None;
     let mut idle_rounds = 0u32;
     loop {
-        match engine(|e| e.shared_round(ready, own_errors))? {
+        match engine(|e| e.shared_round(ready, true))? {
             Round::Done(v) => return Ok(v),
             Round::Moved => {
                 wake_sleepers();
@@ -140,7 +163,7 @@ fn rounds<T>(
             std::thread::yield_now();
             continue;
         }
-        if let Some(v) = sleep(ready)? {
+        if let Some(v) = sleep(ready, true)? {
             return Ok(v);
         }
         idle_since = None;
@@ -148,10 +171,15 @@ fn rounds<T>(
 }
 
 /// One bounded sleep; `Some` when the condition held while the sleep was announced.
-fn sleep<T>(ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>) -> Result<Option<T>> {
+/// `counted`: among the sleepers other threads' calls wake (the progress thread is not).
+fn sleep<T>(
+    ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>,
+    counted: bool,
+) -> Result<Option<T>> {
     let generation = *GENERATION.lock();
     // Counted before the last check, so a change made after it wakes this thread.
-    SLEEPERS.fetch_add(1, Ordering::SeqCst);
+    let counted = u32::from(counted);
+    SLEEPERS.fetch_add(counted, Ordering::SeqCst);
     let mut got = None;
     let plan = engine(|e| {
         Ok(e.sleep_prepare(&mut |e| {
@@ -162,7 +190,7 @@ fn sleep<T>(ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>) -> Result<
     let plan = match plan {
         Ok(Sleep::On(fds, timeout)) => (fds, timeout),
         other => {
-            SLEEPERS.fetch_sub(1, Ordering::SeqCst);
+            SLEEPERS.fetch_sub(counted, Ordering::SeqCst);
             return match other? {
                 Sleep::Done => got.transpose(),
                 _ => Ok(None),
@@ -193,7 +221,7 @@ fn sleep<T>(ready: &mut impl FnMut(&mut Engine) -> Option<Result<T>>) -> Result<
             COND.wait_for(&mut g, timeout.min(COND_MAX));
         }
     }
-    SLEEPERS.fetch_sub(1, Ordering::SeqCst);
+    SLEEPERS.fetch_sub(counted, Ordering::SeqCst);
     slept?;
     engine(|e| e.sleep_finish())?;
     Ok(None)
