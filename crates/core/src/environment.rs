@@ -166,6 +166,11 @@ impl Universe {
     /// buffered message in flight has been sent.
     pub fn detach_buffer(&mut self) {
         if self.buffer > 0 {
+            // At MULTIPLE the wait for messages in flight lets other threads call.
+            let (_, waiting) = call("detach_buffer", |e| Ok(e.bsend_drained()));
+            let drained =
+                crate::runtime::wait_for(waiting, |e| e.bsend_drained().0.then_some(Ok(())));
+            crate::runtime::or_fatal("detach_buffer", drained);
             call("detach_buffer", |e| e.bsend_detach().map(|_| ()));
             self.buffer = 0;
         }

@@ -11,7 +11,7 @@
 //! has been sent (as `MPI_Buffer_detach` does).
 
 use super::super::requests::{RawStatus, ReqId, SendBuf};
-use super::super::Engine;
+use super::super::{Engine, Waiting};
 use crate::error::{Error, Result};
 
 /// Bytes of bookkeeping each buffered message takes in the attached buffer
@@ -54,6 +54,16 @@ impl Engine {
         }
         self.p2p.bsend.cap = Some(size);
         Ok(())
+    }
+
+    /// Whether every buffered message in flight has been sent (a detach waits for
+    /// nothing then), and what a wait for them waits for.
+    pub(crate) fn bsend_drained(&self) -> (bool, Waiting) {
+        let pending = &self.p2p.bsend.pending;
+        let waiting = pending
+            .first()
+            .map_or(Waiting::Nothing, |p| self.p2p.describe(&self.reqs, p.0));
+        (pending.iter().all(|p| self.reqs.is_done(p.0)), waiting)
     }
 
     /// Waits until every buffered message in flight is sent, then detaches the buffer;
