@@ -151,6 +151,19 @@ pub(crate) fn with_win<T>(h: Handle, f: impl FnOnce(&mut WinEntry) -> CResult<T>
     f(&mut g)
 }
 
+/// Runs `f` on the window of handle `h`, shared: calls that only issue operations or
+/// complete them (put, get, accumulate, flush) run in several threads on one window at
+/// once, even while one of them waits.
+#[inline]
+pub(crate) fn with_win_shared<T>(h: Handle, f: impl FnOnce(&WinEntry) -> CResult<T>) -> CResult<T> {
+    let e = WINS.with(|t| {
+        let t = t.try_borrow().map_err(|_| win_in_use(h))?;
+        t.find(h as usize).cloned().ok_or_else(|| bad_win(h))
+    })?;
+    let g = e.try_borrow().map_err(|_| win_in_use(h))?;
+    f(&g)
+}
+
 /// The error handler for an error of a call on window `h`, and the handle a user
 /// handler gets: the window's, or world's when `h` is not a live window.
 fn handler(h: Handle) -> (usize, Handle) {
@@ -585,7 +598,7 @@ export!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: Handle) -> c_int {
 
 export!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: Handle) -> c_int {
     guard_win("MPI_Win_flush", win, || {
-        with_win(win, |e| match rank_arg(e, rank)? {
+        with_win_shared(win, |e| match rank_arg(e, rank)? {
             Some(r) => e.win.flush(r).map_err(cerr),
             None => Ok(()),
         })
@@ -593,12 +606,12 @@ export!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: Handle) -> c_int {
 });
 
 export!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: Handle) -> c_int {
-    guard_win("MPI_Win_flush_all", win, || with_win(win, |e| e.win.flush_all().map_err(cerr)))
+    guard_win("MPI_Win_flush_all", win, || with_win_shared(win, |e| e.win.flush_all().map_err(cerr)))
 });
 
 export!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: Handle) -> c_int {
     guard_win("MPI_Win_flush_local", win, || {
-        with_win(win, |e| match rank_arg(e, rank)? {
+        with_win_shared(win, |e| match rank_arg(e, rank)? {
             Some(_) => e.win.flush_local().map_err(cerr),
             None => Ok(()),
         })
@@ -607,7 +620,7 @@ export!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: Handle) ->
 
 export!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: Handle) -> c_int {
     guard_win("MPI_Win_flush_local_all", win, || {
-        with_win(win, |e| e.win.flush_local().map_err(cerr))
+        with_win_shared(win, |e| e.win.flush_local().map_err(cerr))
     })
 });
 

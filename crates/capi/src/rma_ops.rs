@@ -26,7 +26,7 @@
 use crate::consts::{self, *};
 use crate::fastpath::{cerr, raw_handle};
 use crate::p2p::DONE_PROC_NULL;
-use crate::rma::{guard_win, rank_arg, with_win};
+use crate::rma::{guard_win, rank_arg, with_win_shared};
 use crate::types::{layout_of, Layout};
 use crate::{count, err, export, out, CErr, CResult};
 use phalanx::capi_support::ReqId;
@@ -383,7 +383,7 @@ unsafe fn on_target(
 ) -> CResult {
     // SAFETY: the caller's contract.
     unsafe { req_start(req)? };
-    with_win(win, |e| {
+    with_win_shared(win, |e| {
         let disp = disp_arg(t.disp)?;
         let tt = target_typed(t.dt, t.count)?;
         let Some(rank) = rank_arg(e, t.rank)? else {

@@ -2,8 +2,8 @@
  * partner rank and thread 2 runs collectives on its own communicator, thread 0 runs
  * passive-target epochs (lock, put, flush, get, unlock) on a window of program memory
  * (synchronized by messages) and on an allocated one (a shared segment on one host),
- * and the main thread then runs fence and post-start-complete-wait epochs. Every value
- * is checked. Ranks pair up (0-1, 2-3, ...): run on an even number of ranks. */
+ * and the main thread then runs fence and post-start-complete-wait epochs; last, two
+ * threads put and flush on one window at once. Every value is checked. Ranks pair up (0-1, 2-3, ...): run on an even number of ranks. */
 #include "check.h"
 #include <pthread.h>
 #include <stdint.h>
@@ -30,6 +30,18 @@ static void passive(MPI_Win win) {
         OK(MPI_Win_unlock(peer, win));
         for (int i = 0; i < N; i++) CHECK(back[i] == v[i]);
     }
+}
+
+/* Two threads issue puts and flushes on one window at once, in the main thread's
+ * lock_all epoch: one may be waiting in its flush while the other puts. */
+static void *same_window(void *arg) {
+    int t = (int)(intptr_t)arg, peer = rank ^ 1;
+    for (int it = 0; it < ITERS; it++) {
+        long v = rank * 1000000L + t * 1000 + it;
+        OK(MPI_Put(&v, 1, MPI_LONG, peer, 2 * N + t, 1, MPI_LONG, created));
+        OK(MPI_Win_flush(peer, created));
+    }
+    return NULL;
 }
 
 static void *thread0(void *arg) {
@@ -69,9 +81,9 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     CHECK(size % 2 == 0);
     OK(MPI_Comm_dup(MPI_COMM_WORLD, &coll_comm));
-    created_mem = calloc(2 * N, sizeof(long));
+    created_mem = calloc(3 * N, sizeof(long));
     CHECK(created_mem);
-    OK(MPI_Win_create(created_mem, 2 * N * sizeof(long), sizeof(long), MPI_INFO_NULL,
+    OK(MPI_Win_create(created_mem, 3 * N * sizeof(long), sizeof(long), MPI_INFO_NULL,
                       MPI_COMM_WORLD, &created));
     OK(MPI_Win_allocate(2 * N * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD,
                         &allocated_mem, &allocated));
@@ -112,6 +124,16 @@ int main(int argc, char **argv) {
     }
     OK(MPI_Win_fence(0, created));
     CHECK(pthread_join(pp, NULL) == 0);
+
+    OK(MPI_Win_lock_all(0, created));
+    pthread_t sw[2];
+    for (int t = 0; t < 2; t++)
+        CHECK(pthread_create(&sw[t], NULL, same_window, (void *)(intptr_t)t) == 0);
+    for (int t = 0; t < 2; t++) CHECK(pthread_join(sw[t], NULL) == 0);
+    OK(MPI_Win_unlock_all(created));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int t = 0; t < 2; t++)
+        CHECK(created_mem[2 * N + t] == peer * 1000000L + t * 1000 + ITERS - 1);
 
     OK(MPI_Win_free(&created));
     OK(MPI_Win_free(&allocated));
