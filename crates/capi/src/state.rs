@@ -1,8 +1,9 @@
 //! Per-process MPI state: the universe, the communicator table and the request table.
 //!
-//! Contract: the tables live in a thread-local of the thread that called `MPI_Init`
-//! (funneled thread level); calls from another thread find no universe and fail with
-//! `MPI_ERR_OTHER`. Communicator handles are `MPI_COMM_WORLD`, `MPI_COMM_SELF`, or numbers
+//! Contract: the tables are process-wide (`phalanx::capi_support::Shared`), reached under
+//! the thread rule every C function enters first (`crate::entry`: only the thread that
+//! called `MPI_Init` at `MPI_THREAD_FUNNELED`, one thread at a time under the process lock
+//! at `SERIALIZED`/`MULTIPLE`). Communicator handles are `MPI_COMM_WORLD`, `MPI_COMM_SELF`, or numbers
 //! from 0x10000 up; request handles are numbers from 0x100000 up; both are never reused
 //! within a run. Borrows of the tables are never held across a blocking phalanx call.
 
@@ -380,7 +381,7 @@ pub fn with<T>(f: impl FnOnce(&mut State) -> T) -> T {
 fn not_initialized() -> crate::CErr {
     err(
         MPI_ERR_OTHER,
-        "MPI is not initialized on this thread (or already finalized)",
+        "MPI is not initialized (or already finalized)",
     )
 }
 

@@ -27,9 +27,14 @@ impl Window {
             peer: owed.peer,
             what: owed.what,
         };
-        wait_for(waiting, |e| {
+        let r = wait_for(waiting, |e| {
             e.reqs.take_done(owed.id).map(|r| r.map(|_| ()))
-        })
+        });
+        with_engine(|e| {
+            e.rma_sync_answered(ctx, &owed);
+            Ok(())
+        })?;
+        r
     }
 
     /// Finishes this rank's outstanding operations locally

@@ -173,7 +173,8 @@ impl Drop for Entered {
             return;
         }
         let last = HELD.with(|h| {
-            let d = h.get() - 1;
+            debug_assert!(h.get() > 0, "an entry released the lock twice");
+            let d = h.get().saturating_sub(1);
             h.set(d);
             d == 0
         });
@@ -187,10 +188,31 @@ impl Drop for Entered {
     }
 }
 
-/// Gives the lock up entirely (a waiting thread between rounds): returns how many times
-/// this thread had entered, for [`reacquire`]. The caller holds no reference into shared
-/// state until then.
-pub(crate) fn release_all() -> u32 {
+/// The lock given up by [`release`]: taken back as it was when dropped (a panic
+/// unwinding through the wait included, so the thread's count stays right).
+pub(crate) struct Released {
+    depth: u32,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        reacquire(self.depth);
+    }
+}
+
+/// Gives the lock up entirely (a waiting thread between rounds) until the result is
+/// dropped. The caller holds no reference into shared state meanwhile.
+pub(crate) fn release() -> Released {
+    Released {
+        depth: release_all(),
+        _not_send: PhantomData,
+    }
+}
+
+/// Gives the lock up entirely: returns how many times this thread had entered, for
+/// [`reacquire`] ([`release`] pairs them).
+fn release_all() -> u32 {
     let d = HELD.with(|h| h.replace(0));
     if d > 0 {
         // SAFETY: a count above 0 means this thread holds the lock.
@@ -200,7 +222,7 @@ pub(crate) fn release_all() -> u32 {
 }
 
 /// Takes the lock back after [`release_all`].
-pub(crate) fn reacquire(depth: u32) {
+fn reacquire(depth: u32) {
     if depth > 0 {
         LOCK.lock();
         HELD.with(|h| h.set(depth));
@@ -210,9 +232,8 @@ pub(crate) fn reacquire(depth: u32) {
 /// Yields the processor, and the process lock with it (a thread polling in a loop: other
 /// threads call meanwhile). The caller holds no reference into shared state.
 pub fn yield_now() {
-    let depth = release_all();
+    let _released = release();
     std::thread::yield_now();
-    reacquire(depth);
 }
 
 /// Process-wide state reached only under the thread rule ([`enter`]); initialized on

@@ -47,7 +47,6 @@ pub(crate) fn stop() {
     };
     STOP.store(true, Ordering::Release);
     shared_wait::wake_all();
-    let depth = super::lock::release_all();
+    let _released = super::lock::release();
     let _ = h.join();
-    super::lock::reacquire(depth);
 }

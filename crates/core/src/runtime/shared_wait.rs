@@ -74,7 +74,7 @@ pub(crate) fn wait<T>(
     waiting: impl FnOnce(&Engine) -> Waiting,
     mut ready: impl FnMut(&mut Engine) -> Option<Result<T>>,
 ) -> Result<T> {
-    let depth = lock::release_all();
+    let released = lock::release();
     WAITERS.fetch_add(1, Ordering::Relaxed);
     let r = engine(|e| {
         let w = waiting(e);
@@ -89,7 +89,9 @@ pub(crate) fn wait<T>(
         }
         Ok(())
     });
-    lock::reacquire(depth);
+    // The last round may have moved other threads' requests too.
+    wake_sleepers();
+    drop(released);
     r
 }
 

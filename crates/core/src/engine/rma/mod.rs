@@ -205,6 +205,10 @@ pub(crate) struct Win {
     /// answer acknowledges (puts, accumulates). Fetches are answered only once applied,
     /// so a flush after nothing else needs no message.
     unanswered: Vec<u64>,
+    /// Origin side: flushes and unlocks sent to each target whose answer has not been
+    /// taken yet (another thread's flush still under way covers operations it zeroed
+    /// `unanswered` for: a flush after it must not be skipped).
+    answering: Vec<u32>,
     next_reply: i32,
     /// Origin side: requests to finish before the next synchronization ends, with the
     /// bytes a fetch's answer must hold (`u64::MAX` for sends), and whether the program
@@ -292,6 +296,7 @@ impl Engine {
             complete_n: vec![0; p],
             issued: vec![0; p],
             unanswered: vec![0; p],
+            answering: vec![0; p],
             next_reply: TAG_REPLY0,
             outstanding: Vec::new(),
             refused: false,

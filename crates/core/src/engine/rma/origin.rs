@@ -13,6 +13,10 @@ use crate::error::{Error, Result};
 pub(crate) struct Owed {
     /// The request that receives it.
     pub(crate) id: ReqId,
+    /// The member it comes from.
+    pub(crate) target: usize,
+    /// Whether it is a flush's or an unlock's (counted in `answering`).
+    pub(crate) counted: bool,
     /// Who owes it (world rank).
     pub(crate) peer: u32,
     /// What it is, for the description of a wait.
@@ -91,9 +95,20 @@ impl Engine {
     /// `COMPLETE`) to member `t`; for those answered, waits for the answer.
     pub(crate) fn rma_sync_msg(&mut self, ctx: u32, t: usize, k: u8, lock: u8) -> Result<()> {
         if let Some(a) = self.rma_sync_start(ctx, t, k, lock)? {
-            self.rma_wait_req(ctx, a.id, a.peer, a.what)?;
+            let r = self.rma_wait_req(ctx, a.id, a.peer, a.what);
+            self.rma_sync_answered(ctx, &a);
+            r?;
         }
         Ok(())
+    }
+
+    /// The answer `a` was taken (or its wait ended in an error).
+    pub(crate) fn rma_sync_answered(&mut self, ctx: u32, a: &Owed) {
+        if let Ok(w) = self.win(ctx) {
+            if let Some(n) = w.answering.get_mut(a.target) {
+                *n = n.saturating_sub(u32::from(a.counted));
+            }
+        }
     }
 
     /// [`rma_sync_msg`](Self::rma_sync_msg) without its wait: the answer still owed.
@@ -110,13 +125,16 @@ impl Engine {
             size: w.members.len(),
         })?;
         let n = w.issued[t];
-        if k == kind::FLUSH && w.unanswered[t] == 0 {
+        if k == kind::FLUSH && w.unanswered[t] == 0 && w.answering[t] == 0 {
             // Every operation since the last flush was a fetch whose answer arrived
-            // (the caller finished them locally first): all applied already.
+            // (the caller finished them locally first), and no other thread's flush
+            // is still under way: all applied already.
             return Ok(None);
         }
-        if matches!(k, kind::FLUSH | kind::UNLOCK) {
+        let counted = matches!(k, kind::FLUSH | kind::UNLOCK);
+        if counted {
             w.unanswered[t] = 0;
+            w.answering[t] += 1;
         }
         let answered = matches!(k, kind::LOCK | kind::UNLOCK | kind::FLUSH);
         let mut c = Ctrl {
@@ -136,6 +154,8 @@ impl Engine {
         self.rma_send_owned(ctx, to, TAG_CTRL, msg)?;
         Ok(id.map(|id| Owed {
             id,
+            target: t,
+            counted,
             peer: to,
             what: match k {
                 kind::LOCK => "a lock grant",
