@@ -315,25 +315,52 @@ const ANY_THREAD: &[&str] = &[
     "MPI_Aint_diff",
 ];
 
+/// Whether C function `name` is one MPI lets any thread call ([`ANY_THREAD`]): decided
+/// at compile time in [`export!`], so those neither check the thread nor take the
+/// process lock (an error they raise reaches the handler tables under the rule itself).
+#[doc(hidden)]
+pub const fn any_thread(name: &str) -> bool {
+    let name = name.as_bytes();
+    let mut i = 0;
+    while i < ANY_THREAD.len() {
+        let f = ANY_THREAD[i].as_bytes();
+        if f.len() == name.len() {
+            let mut j = 0;
+            while j < f.len() && f[j] == name[j] {
+                j += 1;
+            }
+            if j == f.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
+const _: () = assert!(
+    any_thread("MPI_Wtime")
+        && any_thread("MPI_Aint_diff")
+        && !any_thread("MPI_Wtim")
+        && !any_thread("MPI_Send")
+);
+
 /// Admits the calling thread into C function `name` under the thread rule
 /// (`phalanx::capi_support::enter`): held for the call, it is what makes the C tables
 /// safe to share between threads at `MPI_THREAD_MULTIPLE`. A thread the level refuses
 /// (another than the main one at `MPI_THREAD_FUNNELED`) ends the job with an error
-/// naming the call, except in the functions MPI lets any thread call.
+/// naming the call.
 #[doc(hidden)]
 #[inline]
-pub fn entry(name: &'static str) -> Option<phalanx::capi_support::Entered> {
+pub fn entry(name: &'static str) -> phalanx::capi_support::Entered {
     match phalanx::capi_support::enter() {
-        Ok(entered) => Some(entered),
+        Ok(entered) => entered,
         Err(e) => refused(name, e),
     }
 }
 
 #[cold]
-fn refused(name: &'static str, e: phalanx::Error) -> Option<phalanx::capi_support::Entered> {
-    if ANY_THREAD.contains(&name) {
-        return None;
-    }
+fn refused(name: &'static str, e: phalanx::Error) -> ! {
     phalanx::capi_support::fatal(name, e)
 }
 
@@ -345,7 +372,11 @@ macro_rules! export {
                         stringify!($name), "`.")]
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($a: $t),*) -> $ret {
-            let _entered = $crate::entry(stringify!($name));
+            let _entered = if const { $crate::any_thread(stringify!($name)) } {
+                None
+            } else {
+                Some($crate::entry(stringify!($name)))
+            };
             $body
         }
 
