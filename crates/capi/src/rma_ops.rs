@@ -520,229 +520,152 @@ unsafe fn get_accumulate(
 
 // ---- exports ----
 
-export!(MPI_Put, PMPI_Put,
-        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: c_int,
-         target_datatype: Handle, win: Handle) -> c_int {
-    guard_win("MPI_Put", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
-                         dt: target_datatype };
-        // SAFETY: MPI's contract for the arguments.
-        unsafe { put(origin_addr, count(origin_count)?, origin_datatype, t, win, None) }
-    })
-});
-
-export!(MPI_Put_c, PMPI_Put_c,
-        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: i64,
-         target_datatype: Handle, win: Handle) -> c_int {
-    guard_win("MPI_Put_c", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
-                         dt: target_datatype };
-        // SAFETY: MPI's contract for the arguments.
-        unsafe { put(origin_addr, count_c(origin_count)?, origin_datatype, t, win, None) }
-    })
-});
-
-export!(MPI_Rput, PMPI_Rput,
-        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: c_int,
-         target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
-    guard_win("MPI_Rput", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
-                         dt: target_datatype };
-        // SAFETY: MPI's contract for the arguments.
-        unsafe {
-            put(origin_addr, count(origin_count)?, origin_datatype, t, win, Some(request))
+/// Exports each one-sided call in its two C forms: `MPI_X` with `int` counts (module
+/// `int_counts`) and `MPI_X_c` with large counts (`large_counts`). A body names the
+/// count type `Count`, reads a count with `cnt` and names its call `NAME`.
+macro_rules! both_counts {
+    ($(($name:ident, $pname:ident, $name_c:ident, $pname_c:ident)
+       ($($a:ident : $t:ty),* $(,)?) $body:block)*) => {
+        mod int_counts {
+            use super::*;
+            type Count = c_int;
+            fn cnt(c: Count) -> CResult<usize> {
+                count(c)
+            }
+            $(export!($name, $pname, ($($a: $t),*) -> c_int {
+                const NAME: &str = stringify!($name);
+                $body
+            });)*
         }
-    })
-});
-
-export!(MPI_Rput_c, PMPI_Rput_c,
-        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: i64,
-         target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
-    guard_win("MPI_Rput_c", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
-                         dt: target_datatype };
-        // SAFETY: MPI's contract for the arguments.
-        unsafe {
-            put(origin_addr, count_c(origin_count)?, origin_datatype, t, win, Some(request))
+        mod large_counts {
+            use super::*;
+            type Count = i64;
+            fn cnt(c: Count) -> CResult<usize> {
+                count_c(c)
+            }
+            $(export!($name_c, $pname_c, ($($a: $t),*) -> c_int {
+                const NAME: &str = stringify!($name_c);
+                $body
+            });)*
         }
-    })
-});
+        pub use int_counts::*;
+        pub use large_counts::*;
+    };
+}
 
-export!(MPI_Get, PMPI_Get,
-        (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: c_int,
-         target_datatype: Handle, win: Handle) -> c_int {
-    guard_win("MPI_Get", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
-                         dt: target_datatype };
-        // SAFETY: MPI's contract for the arguments.
-        unsafe { get(origin_addr, count(origin_count)?, origin_datatype, t, win, None) }
-    })
-});
+both_counts! {
+    (MPI_Put, PMPI_Put, MPI_Put_c, PMPI_Put_c)
+    (origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle,
+     target_rank: c_int, target_disp: isize, target_count: Count,
+     target_datatype: Handle, win: Handle) {
+        guard_win(NAME, win, || {
+            let t = Target { rank: target_rank, disp: target_disp, count: cnt(target_count)?,
+                             dt: target_datatype };
+            // SAFETY: MPI's contract for the arguments.
+            unsafe { put(origin_addr, cnt(origin_count)?, origin_datatype, t, win, None) }
+        })
+    }
 
-export!(MPI_Get_c, PMPI_Get_c,
-        (origin_addr: *mut c_void, origin_count: i64, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: i64,
-         target_datatype: Handle, win: Handle) -> c_int {
-    guard_win("MPI_Get_c", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
-                         dt: target_datatype };
-        // SAFETY: MPI's contract for the arguments.
-        unsafe { get(origin_addr, count_c(origin_count)?, origin_datatype, t, win, None) }
-    })
-});
+    (MPI_Rput, PMPI_Rput, MPI_Rput_c, PMPI_Rput_c)
+    (origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle,
+     target_rank: c_int, target_disp: isize, target_count: Count,
+     target_datatype: Handle, win: Handle, request: *mut Handle) {
+        guard_win(NAME, win, || {
+            let t = Target { rank: target_rank, disp: target_disp, count: cnt(target_count)?,
+                             dt: target_datatype };
+            // SAFETY: MPI's contract for the arguments.
+            unsafe {
+                put(origin_addr, cnt(origin_count)?, origin_datatype, t, win, Some(request))
+            }
+        })
+    }
 
-export!(MPI_Rget, PMPI_Rget,
-        (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: c_int,
-         target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
-    guard_win("MPI_Rget", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
-                         dt: target_datatype };
-        // SAFETY: MPI's contract for the arguments.
-        unsafe {
-            get(origin_addr, count(origin_count)?, origin_datatype, t, win, Some(request))
-        }
-    })
-});
+    (MPI_Get, PMPI_Get, MPI_Get_c, PMPI_Get_c)
+    (origin_addr: *mut c_void, origin_count: Count, origin_datatype: Handle,
+     target_rank: c_int, target_disp: isize, target_count: Count,
+     target_datatype: Handle, win: Handle) {
+        guard_win(NAME, win, || {
+            let t = Target { rank: target_rank, disp: target_disp, count: cnt(target_count)?,
+                             dt: target_datatype };
+            // SAFETY: MPI's contract for the arguments.
+            unsafe { get(origin_addr, cnt(origin_count)?, origin_datatype, t, win, None) }
+        })
+    }
 
-export!(MPI_Rget_c, PMPI_Rget_c,
-        (origin_addr: *mut c_void, origin_count: i64, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: i64,
-         target_datatype: Handle, win: Handle, request: *mut Handle) -> c_int {
-    guard_win("MPI_Rget_c", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
-                         dt: target_datatype };
-        // SAFETY: MPI's contract for the arguments.
-        unsafe {
-            get(origin_addr, count_c(origin_count)?, origin_datatype, t, win, Some(request))
-        }
-    })
-});
+    (MPI_Rget, PMPI_Rget, MPI_Rget_c, PMPI_Rget_c)
+    (origin_addr: *mut c_void, origin_count: Count, origin_datatype: Handle,
+     target_rank: c_int, target_disp: isize, target_count: Count,
+     target_datatype: Handle, win: Handle, request: *mut Handle) {
+        guard_win(NAME, win, || {
+            let t = Target { rank: target_rank, disp: target_disp, count: cnt(target_count)?,
+                             dt: target_datatype };
+            // SAFETY: MPI's contract for the arguments.
+            unsafe {
+                get(origin_addr, cnt(origin_count)?, origin_datatype, t, win, Some(request))
+            }
+        })
+    }
 
-export!(MPI_Accumulate, PMPI_Accumulate,
-        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: c_int,
-         target_datatype: Handle, op: Handle, win: Handle) -> c_int {
-    guard_win("MPI_Accumulate", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
-                         dt: target_datatype };
-        let n = count(origin_count)?;
-        // SAFETY: MPI's contract for the arguments.
-        unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, None) }
-    })
-});
+    (MPI_Accumulate, PMPI_Accumulate, MPI_Accumulate_c, PMPI_Accumulate_c)
+    (origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle,
+     target_rank: c_int, target_disp: isize, target_count: Count,
+     target_datatype: Handle, op: Handle, win: Handle) {
+        guard_win(NAME, win, || {
+            let t = Target { rank: target_rank, disp: target_disp, count: cnt(target_count)?,
+                             dt: target_datatype };
+            let n = cnt(origin_count)?;
+            // SAFETY: MPI's contract for the arguments.
+            unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, None) }
+        })
+    }
 
-export!(MPI_Accumulate_c, PMPI_Accumulate_c,
-        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: i64,
-         target_datatype: Handle, op: Handle, win: Handle) -> c_int {
-    guard_win("MPI_Accumulate_c", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
-                         dt: target_datatype };
-        let n = count_c(origin_count)?;
-        // SAFETY: MPI's contract for the arguments.
-        unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, None) }
-    })
-});
+    (MPI_Raccumulate, PMPI_Raccumulate, MPI_Raccumulate_c, PMPI_Raccumulate_c)
+    (origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle,
+     target_rank: c_int, target_disp: isize, target_count: Count,
+     target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) {
+        guard_win(NAME, win, || {
+            let t = Target { rank: target_rank, disp: target_disp, count: cnt(target_count)?,
+                             dt: target_datatype };
+            let n = cnt(origin_count)?;
+            // SAFETY: MPI's contract for the arguments.
+            unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, Some(request)) }
+        })
+    }
 
-export!(MPI_Raccumulate, PMPI_Raccumulate,
-        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: c_int,
-         target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
-    guard_win("MPI_Raccumulate", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
-                         dt: target_datatype };
-        let n = count(origin_count)?;
-        // SAFETY: MPI's contract for the arguments.
-        unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, Some(request)) }
-    })
-});
+    (MPI_Get_accumulate, PMPI_Get_accumulate, MPI_Get_accumulate_c, PMPI_Get_accumulate_c)
+    (origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle,
+     result_addr: *mut c_void, result_count: Count, result_datatype: Handle,
+     target_rank: c_int, target_disp: isize, target_count: Count,
+     target_datatype: Handle, op: Handle, win: Handle) {
+        guard_win(NAME, win, || {
+            let t = Target { rank: target_rank, disp: target_disp, count: cnt(target_count)?,
+                             dt: target_datatype };
+            let (n, rn) = (cnt(origin_count)?, cnt(result_count)?);
+            // SAFETY: MPI's contract for the arguments.
+            unsafe {
+                get_accumulate(origin_addr, n, origin_datatype, result_addr, rn,
+                               result_datatype, t, op, win, None)
+            }
+        })
+    }
 
-export!(MPI_Raccumulate_c, PMPI_Raccumulate_c,
-        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: i64,
-         target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
-    guard_win("MPI_Raccumulate_c", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
-                         dt: target_datatype };
-        let n = count_c(origin_count)?;
-        // SAFETY: MPI's contract for the arguments.
-        unsafe { accumulate(origin_addr, n, origin_datatype, t, op, win, Some(request)) }
-    })
-});
-
-export!(MPI_Get_accumulate, PMPI_Get_accumulate,
-        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
-         result_addr: *mut c_void, result_count: c_int, result_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: c_int,
-         target_datatype: Handle, op: Handle, win: Handle) -> c_int {
-    guard_win("MPI_Get_accumulate", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
-                         dt: target_datatype };
-        let (n, rn) = (count(origin_count)?, count(result_count)?);
-        // SAFETY: MPI's contract for the arguments.
-        unsafe {
-            get_accumulate(origin_addr, n, origin_datatype, result_addr, rn, result_datatype,
-                           t, op, win, None)
-        }
-    })
-});
-
-export!(MPI_Get_accumulate_c, PMPI_Get_accumulate_c,
-        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
-         result_addr: *mut c_void, result_count: i64, result_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: i64,
-         target_datatype: Handle, op: Handle, win: Handle) -> c_int {
-    guard_win("MPI_Get_accumulate_c", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
-                         dt: target_datatype };
-        let (n, rn) = (count_c(origin_count)?, count_c(result_count)?);
-        // SAFETY: MPI's contract for the arguments.
-        unsafe {
-            get_accumulate(origin_addr, n, origin_datatype, result_addr, rn, result_datatype,
-                           t, op, win, None)
-        }
-    })
-});
-
-export!(MPI_Rget_accumulate, PMPI_Rget_accumulate,
-        (origin_addr: *const c_void, origin_count: c_int, origin_datatype: Handle,
-         result_addr: *mut c_void, result_count: c_int, result_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: c_int,
-         target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
-    guard_win("MPI_Rget_accumulate", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count(target_count)?,
-                         dt: target_datatype };
-        let (n, rn) = (count(origin_count)?, count(result_count)?);
-        // SAFETY: MPI's contract for the arguments.
-        unsafe {
-            get_accumulate(origin_addr, n, origin_datatype, result_addr, rn, result_datatype,
-                           t, op, win, Some(request))
-        }
-    })
-});
-
-export!(MPI_Rget_accumulate_c, PMPI_Rget_accumulate_c,
-        (origin_addr: *const c_void, origin_count: i64, origin_datatype: Handle,
-         result_addr: *mut c_void, result_count: i64, result_datatype: Handle,
-         target_rank: c_int, target_disp: isize, target_count: i64,
-         target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int {
-    guard_win("MPI_Rget_accumulate_c", win, || {
-        let t = Target { rank: target_rank, disp: target_disp, count: count_c(target_count)?,
-                         dt: target_datatype };
-        let (n, rn) = (count_c(origin_count)?, count_c(result_count)?);
-        // SAFETY: MPI's contract for the arguments.
-        unsafe {
-            get_accumulate(origin_addr, n, origin_datatype, result_addr, rn, result_datatype,
-                           t, op, win, Some(request))
-        }
-    })
-});
+    (MPI_Rget_accumulate, PMPI_Rget_accumulate, MPI_Rget_accumulate_c, PMPI_Rget_accumulate_c)
+    (origin_addr: *const c_void, origin_count: Count, origin_datatype: Handle,
+     result_addr: *mut c_void, result_count: Count, result_datatype: Handle,
+     target_rank: c_int, target_disp: isize, target_count: Count,
+     target_datatype: Handle, op: Handle, win: Handle, request: *mut Handle) {
+        guard_win(NAME, win, || {
+            let t = Target { rank: target_rank, disp: target_disp, count: cnt(target_count)?,
+                             dt: target_datatype };
+            let (n, rn) = (cnt(origin_count)?, cnt(result_count)?);
+            // SAFETY: MPI's contract for the arguments.
+            unsafe {
+                get_accumulate(origin_addr, n, origin_datatype, result_addr, rn,
+                               result_datatype, t, op, win, Some(request))
+            }
+        })
+    }
+}
 
 export!(MPI_Fetch_and_op, PMPI_Fetch_and_op,
         (origin_addr: *const c_void, result_addr: *mut c_void, datatype: Handle,

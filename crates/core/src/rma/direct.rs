@@ -254,7 +254,6 @@ impl super::Window {
         odt: &TypeMap,
         t: usize,
         disp: u64,
-        tcount: usize,
         tdt: &TypeMap,
     ) {
         let at = self.direct_addr(seg, t, disp);
@@ -266,7 +265,6 @@ impl super::Window {
         } else {
             // SAFETY: as above.
             let v = unsafe { Self::packed_origin(origin, ocount, odt) };
-            let _ = tcount;
             // SAFETY: the target range was checked.
             unsafe { tdt.unpack(&v, at) };
         }

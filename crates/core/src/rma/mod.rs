@@ -444,7 +444,7 @@ impl Window {
         if let Some(seg) = &self.direct {
             self.check_direct(target, disp, tcount, tdt)?;
             // SAFETY: the caller's promise; the range was checked.
-            unsafe { self.direct_put(seg, origin, ocount, odt, target, disp, tcount, tdt) };
+            unsafe { self.direct_put(seg, origin, ocount, odt, target, disp, tdt) };
             return Ok(None);
         }
         // SAFETY: the caller's promise.
