@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes src/ffi/gen.rs, the body of `phalanx::ffi` (rsmpi's `mpi::ffi`):
   - every MPI function the C ABI exports (`export!(MPI_X, PMPI_X, ...)` in
-    crates/capi/src/*.rs), re-exported from phalanx-capi;
+    crates/capi/src/*.rs, and the `both_counts!` entries of rma_ops.rs), re-exported
+    from phalanx-capi;
   - every predefined handle of crates/capi/include/mpi.h (`#define MPI_X ((MPI_T)0x...)`)
     and integer constant (`MPI_X = n,` in an enum, `#define MPI_X n`), under its MPI name
     and under rsmpi's
@@ -20,7 +21,11 @@ def generate():
            "use super::*;",
            ""]
     for src in sorted((CAPI / "src").glob("*.rs")):
-        names = re.findall(r"export!\((MPI_[A-Za-z0-9_]+),\s*(PMPI_[A-Za-z0-9_]+)", src.read_text())
+        text = src.read_text()
+        names = re.findall(r"export!\((MPI_[A-Za-z0-9_]+),\s*(PMPI_[A-Za-z0-9_]+)", text)
+        # `both_counts!` entries: (MPI_X, PMPI_X, MPI_X_c, PMPI_X_c), re-exported whole.
+        names += re.findall(r"^\s*\((MPI_[A-Za-z0-9_]+), (PMPI_[A-Za-z0-9_]+), "
+                            r"(MPI_[A-Za-z0-9_]+), (PMPI_[A-Za-z0-9_]+)\)", text, re.M)
         if not names:
             continue
         flat = sorted({n for pair in names for n in pair})
