@@ -60,6 +60,10 @@ pub mod testing {
     pub fn job_key() -> Option<u64> {
         crate::runtime::with_engine(|e| Ok(e.job_key())).ok()
     }
+    /// Whether this job's UDP datagrams carry its MAC.
+    pub fn sealed() -> Option<bool> {
+        crate::runtime::with_engine(|e| Ok(e.sealed())).ok()
+    }
     /// Payload bytes of one collective packet.
     pub fn coll_packet() -> Option<usize> {
         crate::runtime::with_engine(|e| Ok(e.coll_packet())).ok()

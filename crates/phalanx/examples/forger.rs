@@ -5,9 +5,16 @@
 //! is the next rank 1 expects from rank 2. Rank 0 plays the attacker; then rank 2 sends
 //! the real message on tag 77.
 //!
-//! Rank 1 prints `forger: received <text> bad_mac=<n>`. With the job's MAC the forgeries
-//! are dropped and counted and the real message arrives; with `PHALANX_MAC=0` a forgery
-//! is taken instead (the attack the MAC stops). Needs 3 ranks over UDP.
+//! Rank 1 prints `forger: received <text> bad_mac=<n> foreign=<n> sealed=<bool>`. With the job's MAC
+//! the forgeries are dropped and counted and the real message arrives; with
+//! `PHALANX_MAC=0` a forgery is taken instead (the attack the MAC stops). Needs 3 ranks
+//! over UDP.
+//!
+//! With `FORGER_AS=user` rank 0 is an attacker without privileges instead, as another
+//! user of the host would be: it cannot bind rank 2's port (it prints `forger: bind
+//! refused` when the kernel says so) and sends the same datagrams from an ordinary socket
+//! of its own — which the receiver drops as foreign, MAC or not, since they do not come
+//! from rank 2's endpoint.
 use phalanx::traits::*;
 use phalanx_wire::{flags, Header, Kind, MsgKind};
 
@@ -54,6 +61,20 @@ fn main() {
             phalanx::testing::peer_addr(2).expect("rank 2's address"),
             phalanx::testing::peer_addr(1).expect("rank 1's address"),
         );
+        if std::env::var("FORGER_AS").as_deref() == Ok("user") {
+            match std::net::UdpSocket::bind(from) {
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                    println!("forger: bind refused")
+                }
+                other => println!("forger: bind of rank 2's port: {other:?}"),
+            }
+            let own = std::net::UdpSocket::bind((*from.ip(), 0)).expect("an ordinary socket");
+            for seq in 0..64u32 {
+                own.send_to(&forged(key, seq), to).expect("send");
+            }
+            world.barrier();
+            return finish(&world, rank);
+        }
         // SAFETY: plain socket(2) call.
         let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_UDP) };
         assert!(
@@ -62,18 +83,29 @@ fn main() {
             std::io::Error::last_os_error()
         );
         for seq in 0..64u32 {
-            let mut h = Header::new(Kind::GbnData, key, 2);
-            h.msg = MsgKind::Eager;
-            h.flags = flags::SEQ_VALID;
-            h.seq = seq;
-            h.tag = TAG;
-            h.msg_len = FORGED.len() as u64;
-            spoof(raw, from, to, &h.to_datagram(FORGED));
+            spoof(raw, from, to, &forged(key, seq));
         }
         // SAFETY: closing our own descriptor.
         unsafe { libc::close(raw) };
     }
     world.barrier();
+    finish(&world, rank);
+}
+
+/// A well-formed go-back-n datagram from rank 2 with sequence number `seq`: an eager
+/// message "FORGED" on tag 77.
+fn forged(key: u64, seq: u32) -> Vec<u8> {
+    let mut h = Header::new(Kind::GbnData, key, 2);
+    h.msg = MsgKind::Eager;
+    h.flags = flags::SEQ_VALID;
+    h.seq = seq;
+    h.tag = TAG;
+    h.msg_len = FORGED.len() as u64;
+    h.to_datagram(FORGED)
+}
+
+/// Rank 2 sends the real message and rank 1 reports what it got.
+fn finish(world: &phalanx::topology::SimpleCommunicator, rank: i32) {
     match rank {
         2 => world.process_at_rank(1).send_with_tag(REAL, TAG),
         1 => {
@@ -81,9 +113,11 @@ fn main() {
             world
                 .process_at_rank(2)
                 .receive_into_with_tag(&mut buf[..], TAG);
-            let bad = phalanx::testing::stats().map_or(0, |s| s.bad_mac);
+            let (bad, foreign) =
+                phalanx::testing::stats().map_or((0, 0), |s| (s.bad_mac, s.drop_foreign));
+            let sealed = phalanx::testing::sealed().unwrap_or(false);
             println!(
-                "forger: received {} bad_mac={bad}",
+                "forger: received {} bad_mac={bad} foreign={foreign} sealed={sealed}",
                 String::from_utf8_lossy(&buf)
             );
         }

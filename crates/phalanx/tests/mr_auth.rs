@@ -1,7 +1,10 @@
 //! Only the job gets in (issue 13): a datagram forged with the job key and a member's
 //! source address is dropped and counted (`bad_mac`) and the real message arrives — and
 //! without the MAC (`PHALANX_MAC=0`) the same forgery is taken, so the test does stage
-//! the attack; a stranger that connects to the launcher first and says hello as a rank
+//! the attack (the forger is root, with a raw socket, so the MAC is asked for on loopback
+//! too: `PHALANX_MAC=1`). A job wholly on loopback goes without the MAC by default, and
+//! an attacker without privileges there can neither take a rank's port nor pass for it:
+//! its forgeries are dropped as foreign. A stranger that connects to the launcher first and says hello as a rank
 //! is refused, reported and sent nothing, and the job runs correct with the real rank.
 
 mod common;
@@ -19,7 +22,7 @@ fn forger(env: &[(&str, &str)], timeout: &str) -> Run {
 
 #[test]
 fn mr_forged_datagrams_are_dropped_and_counted() {
-    let r = forger(&[], "60");
+    let r = forger(&[("PHALANX_MAC", "1")], "60");
     assert!(r.ok(), "{}", r.dump());
     let line = r
         .stdout
@@ -28,13 +31,33 @@ fn mr_forged_datagrams_are_dropped_and_counted() {
         .unwrap_or_else(|| panic!("no report\n{}", r.dump()));
     assert!(line.contains("received real!!"), "{}", r.dump());
     // Every one of the 64 forgeries was refused by its MAC.
-    assert!(line.contains("bad_mac=64"), "{}", r.dump());
+    assert!(
+        line.contains("bad_mac=64 foreign=0 sealed=true"),
+        "{}",
+        r.dump()
+    );
     // The same attack without the MAC gets through (and the stream is then broken: the
     // real packets are taken for duplicates, so the job ends at --timeout).
     let r = forger(&[("PHALANX_MAC", "0")], "5");
     assert!(
         r.stdout.contains("forger: received FORGED"),
         "the forgery did not get through without the MAC, so this test stages nothing\n{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn mr_loopback_jobs_trust_only_the_kernels_source() {
+    // The default on loopback: no MAC; the unprivileged forger's bind of rank 2's port is
+    // refused and its datagrams (job key, rank 2's number, the right sequence numbers)
+    // are dropped as foreign; the real message arrives.
+    let r = forger(&[("FORGER_AS", "user")], "60");
+    assert!(r.ok(), "{}", r.dump());
+    assert!(r.stdout.contains("forger: bind refused"), "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("forger: received real!! bad_mac=0 foreign=64 sealed=false"),
+        "{}",
         r.dump()
     );
 }

@@ -88,6 +88,8 @@ pub struct Engine {
     cfg: Config,
     epoch: Instant,
     peer_addrs: Vec<SocketAddrV4>,
+    /// UDP datagrams carry the job's MAC (`PHALANX_MAC`: off for a job wholly on loopback).
+    sealed: bool,
     /// Every medium's link, and the medium of each peer (decided at start-up).
     pub(crate) links: Links,
     /// The segment's collective board (blocking collectives among ranks of this host).
@@ -331,8 +333,10 @@ impl Engine {
         let cpu_sharers = local_ranks.max(cfg.machine_ranks.unwrap_or(0));
         let mut udp = udp;
         // Sealed from the first datagram on: nothing has been read from the socket yet,
-        // and what peers sent meanwhile is opened when it is read.
-        if cfg.mac {
+        // and what peers sent meanwhile is opened when it is read. A job wholly on
+        // loopback goes without (`MacScope`): its sources are the kernel's word.
+        let sealed = cfg.mac.needs_seal(addrs.iter());
+        if sealed {
             let key = phalanx_transport::mac::datagram_key(&boot.secret().0);
             udp.authenticate(&key, env.rank);
         }
@@ -392,6 +396,7 @@ impl Engine {
             (local_ranks, cpu_sharers),
         );
         engine.slurm_suspend = pmi_env.is_some();
+        engine.sealed = sealed;
         engine.links.careful =
             careful_net::setup(reliable_net, careful_stall, &table, env.rank, env.size)
                 .filter(|_| spawned.is_none())
@@ -543,6 +548,7 @@ impl Engine {
             cfg,
             epoch: Instant::now(),
             peer_addrs,
+            sealed: false,
             boot,
             max_payload,
             eager_limit,
@@ -584,6 +590,11 @@ impl Engine {
     /// The job key (tests play an eavesdropper that read it off the wire).
     pub fn job_key(&self) -> u64 {
         self.job_key
+    }
+
+    /// Whether this job's UDP datagrams carry its MAC.
+    pub fn sealed(&self) -> bool {
+        self.sealed
     }
 
     /// The UDP address of `rank` (tests use it to aim foreign traffic at a rank).
@@ -869,6 +880,11 @@ impl Engine {
     }
 
     fn stats_line(&self) -> String {
-        format!("phalanx stats rank {}: {}", self.rank, self.stats())
+        let mac = if self.sealed { "on" } else { "off" };
+        format!(
+            "phalanx stats rank {}: {} mac={mac}",
+            self.rank,
+            self.stats()
+        )
     }
 }
