@@ -382,9 +382,9 @@ impl BootClient {
         }
     }
 
-    /// Sends a statistics line for the launcher to print at the end of the job.
-    pub fn send_stats(&mut self, text: &str) -> Result<(), BootError> {
-        self.send(&RankMsg::Stats { text: text.into() })
+    /// Sends the rank's counters for the launcher's per-job summary.
+    pub fn send_stats(&mut self, stats: crate::RankStats) -> Result<(), BootError> {
+        self.send(&RankMsg::Stats(stats))
     }
 
     fn send(&mut self, msg: &RankMsg) -> Result<(), BootError> {

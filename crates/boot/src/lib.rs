@@ -44,8 +44,8 @@ pub use env::{
 };
 pub use error::BootError;
 pub use msg::{
-    Control, Endpoint, Hello, LauncherMsg, RankMsg, ShmOutcome, SpawnCommand, SpawnRequest, Table,
-    MAX_SPAWN, PROTOCOL_VERSION,
+    Control, Endpoint, Hello, LauncherMsg, RankMsg, RankStats, ShmOutcome, SpawnCommand,
+    SpawnRequest, Table, MAX_SPAWN, PROTOCOL_VERSION,
 };
 
 /// Longest line (in bytes, without the newline) either side accepts for an ordinary

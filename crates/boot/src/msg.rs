@@ -136,11 +136,9 @@ pub enum RankMsg {
         /// Set when the drain gave up (for example: peers that never ACKed).
         warning: Option<String>,
     },
-    /// A per-rank statistics line for the launcher to print at the end.
-    Stats {
-        /// Human-readable one-liner.
-        text: String,
-    },
+    /// The rank's counters for the launcher's per-job summary (`phalanx run --stats`),
+    /// sent at most once, in Finalize before `Drained`.
+    Stats(RankStats),
     /// Sent once, right after the table: how joining the host's shared memory went.
     Shm(ShmOutcome),
     /// Start new processes (answered by `Spawned` or `SpawnFailed`).
@@ -161,6 +159,38 @@ pub enum RankMsg {
         /// Why the drain did not complete (the rank is halted anyway).
         error: Option<String>,
     },
+}
+
+/// A rank's counters at Finalize (the launcher bounds what it keeps: [`RankStats::bounded`]).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct RankStats {
+    /// Every counter by name, as `PHALANX_STATS=1` prints them (`sent`, `retransmits`,
+    /// `eager_bytes`, `wait_ns`, …).
+    pub counters: Vec<(String, u64)>,
+    /// Collective calls of the rank's process per (kind, algorithm): `("all_reduce",
+    /// "shm", 400)`.
+    pub collectives: Vec<(String, String, u64)>,
+}
+
+impl RankStats {
+    /// Most counters and (kind, algorithm) rows the launcher keeps of one rank.
+    pub const MAX_ROWS: usize = 512;
+
+    /// The counter `name`, 0 when absent.
+    pub fn get(&self, name: &str) -> u64 {
+        self.counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |&(_, v)| v)
+    }
+
+    /// Cut to [`Self::MAX_ROWS`] rows of each kind (a misbehaving rank cannot make the
+    /// launcher keep more).
+    pub fn bounded(mut self) -> RankStats {
+        self.counters.truncate(Self::MAX_ROWS);
+        self.collectives.truncate(Self::MAX_ROWS);
+        self
+    }
 }
 
 /// launcher → rank.
@@ -255,7 +285,10 @@ mod tests {
                 waits_for: vec![1, 2],
             },
             RankMsg::Drained { warning: None },
-            RankMsg::Stats { text: "s".into() },
+            RankMsg::Stats(RankStats {
+                counters: vec![("sent".into(), 3)],
+                collectives: vec![("all_reduce".into(), "shm".into(), 2)],
+            }),
             RankMsg::Shm(ShmOutcome::Joined),
             RankMsg::Shm(ShmOutcome::Failed {
                 reason: "r".into(),

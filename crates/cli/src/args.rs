@@ -126,6 +126,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", hide = true)]
     pub status_file: Option<PathBuf>,
 
+    /// Print the job's statistics at exit (on stderr): per rank and in total, messages and
+    /// bytes by kind, retransmissions, duplicates, drops by reason, time blocked in waits,
+    /// and the algorithm each collective ran with; `--stats=json` prints them as JSON,
+    /// `--stats=json:FILE` writes that to FILE.
+    #[arg(long, value_name = "table|json|json:FILE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "table", value_parser = crate::job_stats::parse_stats_out)]
+    pub stats: Option<crate::job_stats::StatsOut>,
+
     /// Stop the job after SECONDS: print what every rank is waiting on, then terminate all
     /// (at most a year, 31536000; so are the other times).
     #[arg(long, value_name = "SECONDS", value_parser = parse_secs)]
@@ -250,6 +258,10 @@ impl RunArgs {
             };
             env.push((k.into(), v));
         }
+        if self.stats.is_some() {
+            // The ranks send their counters at Finalize.
+            env.push(("PHALANX_JOB_STATS".into(), "1".into()));
+        }
         if let Some(figures) = crate::cost::job_figures(&env)? {
             env.push(("PHALANX_COST".into(), figures.into()));
         }
@@ -287,6 +299,7 @@ impl RunArgs {
             agent_secret: self.agent_secret,
             ssh,
             halt_report: self.status_file.as_ref().map(|f| f.with_extension("halt")),
+            stats: self.stats,
             tag_output: self.tag_output,
             timeout: self.timeout,
             startup_timeout: self.startup_timeout,

@@ -74,8 +74,6 @@ const ABORT_SEND_TIMEOUT: Duration = Duration::from_millis(100);
 const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 /// Messages read from one connection per loop iteration (fairness bound).
 const MAX_MSGS_PER_READ: usize = 256;
-/// Stats lines kept per rank.
-const MAX_STATS: usize = 1000;
 
 /// Everything `phalanx run` was asked to do.
 pub struct Config {
@@ -102,6 +100,8 @@ pub struct Config {
     /// Where a halt's figures go (JSON: `ms`, `datagrams`, `bytes`, `save_us`), for the
     /// job manager's switch records.
     pub halt_report: Option<std::path::PathBuf>,
+    /// `--stats`: the per-job summary at exit ([`crate::job_stats`]).
+    pub stats: Option<crate::job_stats::StatsOut>,
 }
 
 /// Why the job failed, and the launcher's exit code.
@@ -149,7 +149,8 @@ struct Rank {
     conn_lost: Option<Instant>,
     drained: bool,
     warning: Option<String>,
-    stats: Vec<String>,
+    /// Its counters, sent at Finalize under `--stats`.
+    stats: Option<phalanx_boot::RankStats>,
     status: Option<String>,
     /// With `status`: the ranks whose part it waits for in a collective.
     waits_for: Vec<u32>,
@@ -549,10 +550,8 @@ impl Job {
                     rank.drained = true;
                     rank.warning = warning;
                 }
-                Ok(Next::Msg(RankMsg::Stats { text })) => {
-                    if rank.stats.len() < MAX_STATS {
-                        rank.stats.push(text);
-                    }
+                Ok(Next::Msg(RankMsg::Stats(st))) => {
+                    rank.stats = Some(st.bounded());
                 }
                 Ok(Next::Msg(RankMsg::Spawn(req))) => {
                     self.spawn_requested(r, req)?;
@@ -857,10 +856,9 @@ impl Job {
                 eprintln!("phalanx: rank {r}: finalize warning: {w}");
             }
         }
-        for (r, rank) in self.ranks.iter().enumerate() {
-            for s in &rank.stats {
-                eprintln!("phalanx: rank {r} stats: {s}");
-            }
+        if let Some(out) = &self.cfg.stats {
+            let all: Vec<_> = self.ranks.iter_mut().map(|r| r.stats.take()).collect();
+            crate::job_stats::report(out, &all);
         }
         failure.map_or(0, |f| f.code)
     }
@@ -922,7 +920,7 @@ impl Rank {
             conn_lost: None,
             drained: false,
             warning: None,
-            stats: Vec::new(),
+            stats: None,
             status: None,
             waits_for: Vec::new(),
             shm: None,

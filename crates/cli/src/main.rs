@@ -13,6 +13,7 @@ mod cost;
 mod gang;
 mod hosts;
 mod job;
+mod job_stats;
 mod output;
 mod proxy;
 mod rendezvous;

@@ -15,7 +15,7 @@ fn ok_run(n: u32, tag: bool) {
     if tag {
         args.push("--tag-output");
     }
-    args.extend([FAKE, "ok", "--flag", "-n", "7"]);
+    args.extend(["--stats", FAKE, "ok", "--flag", "-n", "7"]);
     let o = run(&args);
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     for r in 0..n {
@@ -29,12 +29,19 @@ fn ok_run(n: u32, tag: bool) {
         }
         assert!(found.contains(&format!("table={n} ")), "{found}");
         assert!(found.ends_with(r#"args=["--flag", "-n", "7"]"#), "{found}");
+        // The --stats table has a row per rank (its first cell the rank).
         assert!(
-            o.stderr.contains(&format!("phalanx: rank {r} stats: ")),
+            o.stderr
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(&r.to_string())),
             "{}",
             o.stderr
         );
     }
+    let all = format!("phalanx: job statistics: {n} of {n} ranks reported\n");
+    assert!(o.stderr.contains(&all), "{}", o.stderr);
+    // Every rank ran one barrier "with" the fake rank's mode; `sent` is 2 + rank.
+    assert!(o.stderr.contains(&format!("mode-ok {n}")), "{}", o.stderr);
     assert_eq!(o.pids().len(), n as usize);
     assert_gone(&o.pids());
 }

@@ -61,6 +61,7 @@ fn ssh_hosts_run_like_local_ones() {
         "--launcher-cmd",
         &cmd,
         "--tag-output",
+        "--stats=json",
         FAKE,
         "ok",
     ]);
@@ -74,7 +75,9 @@ fn ssh_hosts_run_like_local_ones() {
         let line = line.unwrap_or_else(|| panic!("no line of rank {r}:\n{}", o.stdout));
         assert!(line.contains(&format!("ip={ip} ")), "{line}");
     }
-    assert!(o.stderr.contains("rank 7 stats: "), "{}", o.stderr);
+    // Every rank's counters came back through its host's proxy (`--stats=json`).
+    assert!(o.stderr.contains("\"ranks\": 8,"), "{}", o.stderr);
+    assert!(o.stderr.contains("\"missing\": []"), "{}", o.stderr);
     assert_no_strays(&net);
 
     // Environment: -x VAR=VALUE, -x VAR (this environment's value), PHALANX_* unasked.

@@ -453,7 +453,10 @@ fn rank_msg(rng: &mut Rng) -> RankMsg {
         2 => RankMsg::Drained {
             warning: opt_text(rng),
         },
-        3 => RankMsg::Stats { text: rng.text() },
+        3 => RankMsg::Stats(phalanx_boot::RankStats {
+            counters: vec![(rng.text(), 7)],
+            collectives: vec![(rng.text(), rng.text(), 1)],
+        }),
         4 => RankMsg::Shm(ShmOutcome::Joined),
         5 => RankMsg::Shm(ShmOutcome::NotUsed),
         6 => RankMsg::Shm(ShmOutcome::Failed {

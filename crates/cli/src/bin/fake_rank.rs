@@ -74,9 +74,12 @@ fn main() {
             _ => {}
         }
     }
-    let stats = format!("sent=0 received=0 mode={mode}");
+    let stats = phalanx_boot::RankStats {
+        counters: vec![("sent".into(), 2 + u64::from(env.rank))],
+        collectives: vec![("barrier".into(), format!("mode-{mode}"), 1)],
+    };
     client
-        .send_stats(&stats)
+        .send_stats(stats)
         .unwrap_or_else(|e| die(&e.to_string()));
     let warning = (mode == "warn").then(|| format!("rank {} gave up on peer 0", env.rank));
     client

@@ -67,6 +67,11 @@ const ALL: [Algorithm; 15] = [
 ];
 
 impl Algorithm {
+    /// Every algorithm, in code order.
+    pub fn all() -> [Algorithm; 15] {
+        ALL
+    }
+
     /// The exact code carried in signatures (1..=15; 0 means "none").
     pub fn code(self) -> u8 {
         self as u8

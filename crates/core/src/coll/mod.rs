@@ -100,6 +100,31 @@ pub enum CollKind {
 }
 
 impl CollKind {
+    /// Every kind, in code order.
+    pub const ALL: [CollKind; 16] = [
+        CollKind::Barrier,
+        CollKind::Bcast,
+        CollKind::Gather,
+        CollKind::Scatter,
+        CollKind::Allgather,
+        CollKind::Reduce,
+        CollKind::Allreduce,
+        CollKind::Alltoall,
+        CollKind::Scan,
+        CollKind::Split,
+        CollKind::Exscan,
+        CollKind::Gatherv,
+        CollKind::Scatterv,
+        CollKind::Allgatherv,
+        CollKind::Alltoallv,
+        CollKind::ReduceScatterBlock,
+    ];
+
+    /// The kind's name in messages and statistics (`all_reduce`, …).
+    pub fn label(self) -> &'static str {
+        Self::name(self as u8)
+    }
+
     fn name(b: u8) -> &'static str {
         match b {
             1 => "barrier",

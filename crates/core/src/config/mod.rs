@@ -53,6 +53,9 @@ pub struct Config {
     pub finalize_timeout: Duration,
     /// Print per-rank counters at exit. `PHALANX_STATS=1`.
     pub stats: bool,
+    /// Send them to the launcher for its per-job summary at exit (`PHALANX_JOB_STATS=1`,
+    /// set by `phalanx run --stats`).
+    pub job_stats: bool,
     /// Bound on bytes held for unexpected (not yet received) messages.
     /// `PHALANX_UNEXPECTED_LIMIT` (bytes, default 256 MiB; 0 to [`MAX_BYTES`]).
     pub unexpected_limit: usize,
@@ -152,6 +155,7 @@ impl Config {
             yield_time: Duration::from_micros(us("PHALANX_YIELD_US", MAX_SPIN_US)?.unwrap_or(2000)),
             finalize_timeout: env.secs("PHALANX_FINALIZE_TIMEOUT", 30.0, MAX_WAIT_SECS)?,
             stats: env.switch("PHALANX_STATS", false)?,
+            job_stats: env.switch("PHALANX_JOB_STATS", false)?,
             unexpected_limit: env
                 .int("PHALANX_UNEXPECTED_LIMIT", 0..=MAX_BYTES, "bytes")?
                 .unwrap_or(256 << 20),

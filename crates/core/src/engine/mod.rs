@@ -16,7 +16,7 @@ mod p2p;
 pub(crate) mod rma;
 mod shm;
 mod spawn;
-mod stats;
+pub(crate) mod stats;
 mod wait;
 
 /// The request table (kept at `engine::requests` for its users).
@@ -842,6 +842,7 @@ impl Engine {
     /// The per-rank counters, merged from every layer.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
+        (s.coll_calls, s.coll_bytes) = stats::collective_totals();
         s.datagrams_sent += self.links.net.sent;
         s.send_errors += self.links.net.errors;
         if let Some(l) = self.links.shm.as_ref() {
@@ -877,6 +878,24 @@ impl Engine {
             s.shm_received += ts.ring_received;
         }
         s
+    }
+
+    /// The counters and the collective algorithm table, for the launcher's summary.
+    fn stats_report(&self) -> phalanx_boot::RankStats {
+        let mut counters: Vec<(String, u64)> = self
+            .stats()
+            .fields()
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect();
+        counters.push(("mac".into(), u64::from(self.sealed)));
+        phalanx_boot::RankStats {
+            counters,
+            collectives: stats::collective_algorithms()
+                .into_iter()
+                .map(|(k, a, n)| (k.to_string(), a.to_string(), n))
+                .collect(),
+        }
     }
 
     fn stats_line(&self) -> String {

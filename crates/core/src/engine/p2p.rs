@@ -295,6 +295,8 @@ impl Engine {
             && self.p2p.jobs[dest as usize].is_empty()
             && self.shm_send_compact(dest, ctx, tag, buf.slice(0, len))
         {
+            self.stats.eager_sent += 1;
+            self.stats.eager_bytes += len as u64;
             return Ok(None);
         }
         self.start_send_queued(buf, dest, tag, ctx, synchronous)
@@ -316,6 +318,13 @@ impl Engine {
         }
         let len = buf.len() as u64;
         let eager = !synchronous && len as usize <= self.eager_limit_to(dest);
+        if eager {
+            self.stats.eager_sent += 1;
+            self.stats.eager_bytes += len;
+        } else {
+            self.stats.rndv_sent += 1;
+            self.stats.rndv_bytes += len;
+        }
         // A small message to itself, with nothing queued before it: matched (or kept as
         // unexpected) now, and the send is complete. Through a copy on the stack: the
         // receive may overlap the send buffer (`MPI_Sendrecv_replace` does that).

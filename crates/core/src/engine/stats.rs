@@ -1,4 +1,10 @@
-//! Per-rank counters, printed at Finalize when `PHALANX_STATS=1`.
+//! Per-rank counters, printed at Finalize when `PHALANX_STATS=1` and sent to the launcher
+//! for its per-job summary when `phalanx run --stats` asked for them; and the table of
+//! which algorithm ran each collective, kept per process ([`count_collective`]).
+//!
+//! Contract: counting costs the hot paths a load and a store (no locked instruction, no
+//! branch on whether anyone will read them); at `MPI_THREAD_MULTIPLE` two threads may
+//! lose one of each other's increments, never corrupt a counter.
 
 use std::fmt;
 
@@ -86,60 +92,144 @@ pub struct Stats {
     pub resume_sent: u64,
     /// Resume exchanges: peers that had not answered when the wait for them ended.
     pub resume_missing: u64,
+    /// Point-to-point messages sent eagerly (shared-memory fast path, self and network).
+    pub eager_sent: u64,
+    /// Their payload bytes.
+    pub eager_bytes: u64,
+    /// Point-to-point messages sent by rendezvous (single-copy pulls included).
+    pub rndv_sent: u64,
+    /// Their payload bytes.
+    pub rndv_bytes: u64,
+    /// Collective calls this rank took part in (every algorithm, the board's included).
+    pub coll_calls: u64,
+    /// Bytes those calls moved from this rank's send buffers.
+    pub coll_bytes: u64,
+    /// Nanoseconds spent in the engine's blocking waits (a wait's length is read off the
+    /// clock its progress rounds read anyway, so a wait shorter than a round may count 0).
+    pub wait_ns: u64,
+    /// Blocking waits entered (a wait already satisfied counts too).
+    pub waits: u64,
+}
+
+impl Stats {
+    /// Every counter with its name, in the order `Display` prints them.
+    pub fn fields(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("sent", self.datagrams_sent),
+            ("received", self.datagrams_received),
+            ("retransmits", self.retransmits),
+            ("pure_acks", self.pure_acks),
+            ("dup_acks", self.dup_acks),
+            ("drop_malformed", self.drop_malformed),
+            ("drop_foreign", self.drop_foreign),
+            ("drop_duplicate", self.drop_duplicate),
+            ("drop_out_of_window", self.drop_out_of_window),
+            ("drop_invalid", self.drop_invalid),
+            ("drop_no_buffer", self.drop_no_buffer),
+            ("kernel_drops", self.kernel_drops),
+            ("send_errors", self.send_errors),
+            ("sleeps", self.sleeps),
+            ("faults_dropped", self.faults_dropped),
+            ("faults_duplicated", self.faults_duplicated),
+            ("faults_reordered", self.faults_reordered),
+            ("drop_not_target", self.drop_not_target),
+            ("urtp_data", self.urtp_data),
+            ("urtp_multicasts", self.urtp_multicasts),
+            ("urtp_resent", self.urtp_resent),
+            ("urtp_reqs", self.urtp_reqs),
+            ("shm_sent", self.shm_sent),
+            ("shm_received", self.shm_received),
+            ("single_copies", self.single_copies),
+            ("board_collectives", self.board_collectives),
+            ("hier_collectives", self.hier_collectives),
+            ("careful_held", self.careful_held),
+            ("careful_copied_out", self.careful_copied_out),
+            ("multi_sends", self.multi_sends),
+            ("careful_multi", self.careful_multi),
+            ("timeouts", self.timeouts),
+            ("fast_retransmits", self.fast_retransmits),
+            ("window", self.window),
+            ("resume_sent", self.resume_sent),
+            ("resume_missing", self.resume_missing),
+            ("bad_mac", self.bad_mac),
+            ("spurious_timeouts", self.spurious_timeouts),
+            ("probes", self.probes),
+            ("eager_sent", self.eager_sent),
+            ("eager_bytes", self.eager_bytes),
+            ("rndv_sent", self.rndv_sent),
+            ("rndv_bytes", self.rndv_bytes),
+            ("coll_calls", self.coll_calls),
+            ("coll_bytes", self.coll_bytes),
+            ("wait_ns", self.wait_ns),
+            ("waits", self.waits),
+        ]
+    }
 }
 
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "sent={} received={} retransmits={} pure_acks={} dup_acks={} \
-             drop_malformed={} drop_foreign={} drop_duplicate={} drop_out_of_window={} \
-             drop_invalid={} drop_no_buffer={} kernel_drops={} send_errors={} sleeps={} \
-             faults_dropped={} faults_duplicated={} faults_reordered={} drop_not_target={} \
-             urtp_data={} urtp_multicasts={} urtp_resent={} urtp_reqs={} shm_sent={} \
-             shm_received={} single_copies={} board_collectives={} hier_collectives={} \
-             careful_held={} careful_copied_out={} multi_sends={} careful_multi={} \
-             timeouts={} fast_retransmits={} window={} resume_sent={} resume_missing={} \
-             bad_mac={} spurious_timeouts={} probes={}",
-            self.datagrams_sent,
-            self.datagrams_received,
-            self.retransmits,
-            self.pure_acks,
-            self.dup_acks,
-            self.drop_malformed,
-            self.drop_foreign,
-            self.drop_duplicate,
-            self.drop_out_of_window,
-            self.drop_invalid,
-            self.drop_no_buffer,
-            self.kernel_drops,
-            self.send_errors,
-            self.sleeps,
-            self.faults_dropped,
-            self.faults_duplicated,
-            self.faults_reordered,
-            self.drop_not_target,
-            self.urtp_data,
-            self.urtp_multicasts,
-            self.urtp_resent,
-            self.urtp_reqs,
-            self.shm_sent,
-            self.shm_received,
-            self.single_copies,
-            self.board_collectives,
-            self.hier_collectives,
-            self.careful_held,
-            self.careful_copied_out,
-            self.multi_sends,
-            self.careful_multi,
-            self.timeouts,
-            self.fast_retransmits,
-            self.window,
-            self.resume_sent,
-            self.resume_missing,
-            self.bad_mac,
-            self.spurious_timeouts,
-            self.probes
-        )
+        for (i, (name, v)) in self.fields().into_iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{name}={v}")?;
+        }
+        Ok(())
     }
+}
+
+use crate::coll::algorithm::Algorithm;
+use crate::coll::CollKind;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Collective kinds and algorithms the table has room for (their discriminants index it).
+const KINDS: usize = 32;
+const ALGOS: usize = 32;
+
+/// Calls per (collective kind, algorithm) of this process.
+static COLL_TABLE: [[AtomicU64; ALGOS]; KINDS] =
+    [const { [const { AtomicU64::new(0) }; ALGOS] }; KINDS];
+
+/// Bytes of the send buffers of this process's collective calls.
+static COLL_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Adds `n` to `c` without a locked instruction (module docs).
+#[inline]
+fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// One collective call of `kind` ran (or started) with `alg`, sending `bytes` from this
+/// rank's buffers.
+#[inline]
+pub(crate) fn count_collective(kind: CollKind, alg: Algorithm, bytes: usize) {
+    let (k, a) = (kind as usize, alg as usize);
+    if k < KINDS && a < ALGOS {
+        bump(&COLL_TABLE[k][a], 1);
+    }
+    bump(&COLL_BYTES, bytes as u64);
+}
+
+/// Collective calls and their send bytes so far (this process).
+pub(crate) fn collective_totals() -> (u64, u64) {
+    let calls = COLL_TABLE
+        .iter()
+        .flatten()
+        .map(|c| c.load(Ordering::Relaxed))
+        .sum();
+    (calls, COLL_BYTES.load(Ordering::Relaxed))
+}
+
+/// Every (kind, algorithm, calls) of this process with at least one call.
+pub fn collective_algorithms() -> Vec<(&'static str, &'static str, u64)> {
+    let mut out = Vec::new();
+    for kind in CollKind::ALL {
+        for alg in Algorithm::all() {
+            let n = COLL_TABLE[kind as usize][alg as usize].load(Ordering::Relaxed);
+            if n > 0 {
+                out.push((kind.label(), alg.name(), n));
+            }
+        }
+    }
+    out
 }

@@ -253,6 +253,15 @@ impl Engine {
     // message's latency several percent).
     #[inline]
     pub(super) fn wait_loop(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
+        // The wait's length in the statistics, off the clock its rounds read anyway.
+        let start = self.last_now;
+        let r = self.wait_rounds(done);
+        self.stats.wait_ns += self.last_now.saturating_sub(start);
+        self.stats.waits += 1;
+        r
+    }
+
+    fn wait_rounds(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
         let mut idle_since: Option<Instant> = None;
         let mut idle_rounds = 0u32;
         loop {
@@ -558,6 +567,13 @@ impl Engine {
         }
         if self.cfg.stats {
             eprintln!("{}", self.stats_line());
+        }
+        if self.cfg.job_stats {
+            let report = self.stats_report();
+            if let Some(b) = self.boot.as_mut() {
+                b.send_stats(report)
+                    .map_err(|e| Error::Launcher(e.to_string()))?;
+            }
         }
         r?;
         if let Some(w) = &warning {
