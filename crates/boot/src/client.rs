@@ -85,6 +85,7 @@ impl BootClient {
             pid: std::process::id(),
             endpoint: endpoint.clone(),
             proof: crate::auth::proof(&env.secret, &nonce, env.rank),
+            clock_ns: crate::monotonic_ns(),
         });
         send_blocking(&mut stream, &hello, remaining(deadline)?, false)?;
         let table = loop {
@@ -380,6 +381,11 @@ impl BootClient {
                 }
             }
         }
+    }
+
+    /// Sends part of the rank's timeline.
+    pub fn send_trace(&mut self, chunk: crate::TraceChunk) -> Result<(), BootError> {
+        self.send(&RankMsg::Trace(chunk))
     }
 
     /// Sends the rank's counters for the launcher's per-job summary.

@@ -45,8 +45,20 @@ pub use env::{
 pub use error::BootError;
 pub use msg::{
     Control, Endpoint, Hello, LauncherMsg, RankMsg, RankStats, ShmOutcome, SpawnCommand,
-    SpawnRequest, Table, MAX_SPAWN, PROTOCOL_VERSION,
+    SpawnRequest, Table, TraceChunk, TraceEvent, MAX_SPAWN, PROTOCOL_VERSION,
 };
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock of timelines, on ranks and launcher alike
+/// (one clock per kernel, so ranks of one machine need no alignment).
+pub fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to write; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+}
 
 /// Longest line (in bytes, without the newline) either side accepts for an ordinary
 /// message. A [`Table`] may be longer: its bound grows with the job size

@@ -70,6 +70,10 @@ pub struct Hello {
     /// ([`crate::auth::proof`]).
     #[serde(default)]
     pub proof: String,
+    /// The rank's `CLOCK_MONOTONIC` (ns) when it sent this hello: the launcher aligns a
+    /// trace's clocks with it (0 = unknown).
+    #[serde(default)]
+    pub clock_ns: u64,
 }
 
 /// How a rank's attempt to join its host's shared-memory segment went.
@@ -139,6 +143,9 @@ pub enum RankMsg {
     /// The rank's counters for the launcher's per-job summary (`phalanx run --stats`),
     /// sent at most once, in Finalize before `Drained`.
     Stats(RankStats),
+    /// Part of the rank's timeline (`phalanx run --trace`), in Finalize before `Drained`;
+    /// the last part says so.
+    Trace(TraceChunk),
     /// Sent once, right after the table: how joining the host's shared memory went.
     Shm(ShmOutcome),
     /// Start new processes (answered by `Spawned` or `SpawnFailed`).
@@ -159,6 +166,43 @@ pub enum RankMsg {
         /// Why the drain did not complete (the rank is halted anyway).
         error: Option<String>,
     },
+}
+
+/// One timeline event as it travels: start and duration (ns, the rank's
+/// `CLOCK_MONOTONIC`), kind (0 call, 1 send, 2 arrival, 3 collective, 4 log), name,
+/// detail, three numbers by kind, the message number within its pair, thread id.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct TraceEvent(
+    pub u64,
+    pub u64,
+    pub u8,
+    pub String,
+    pub String,
+    pub u64,
+    pub u64,
+    pub u64,
+    pub u64,
+    pub u32,
+);
+
+/// Part of a rank's timeline (at most [`TraceChunk::MAX_EVENTS`] events, so a line stays
+/// under [`crate::MAX_LINE`]).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct TraceChunk {
+    /// The events, oldest first.
+    pub events: Vec<TraceEvent>,
+    /// Older events the rank's ring overwrote (the same in every part).
+    pub lost: u64,
+    /// The rank's clock when it sent this part (ns).
+    pub clock_ns: u64,
+    /// The rank's last part.
+    pub last: bool,
+}
+
+impl TraceChunk {
+    /// Events per part: with names and details of at most a few hundred bytes (the
+    /// recorder cuts them), a part stays far below the line limit.
+    pub const MAX_EVENTS: usize = 2048;
 }
 
 /// A rank's counters at Finalize (the launcher bounds what it keeps: [`RankStats::bounded`]).
@@ -279,6 +323,7 @@ mod tests {
                 pid: 77,
                 endpoint: ep.clone(),
                 proof: "00ff".into(),
+                clock_ns: 5,
             }),
             RankMsg::Status {
                 text: "x".into(),

@@ -377,6 +377,13 @@ macro_rules! export {
             } else {
                 Some($crate::entry(stringify!($name)))
             };
+            // The call on the timeline (one load and a branch while it does not record);
+            // the thread-agnostic functions (MPI_Wtime, …) are not calls worth a slice.
+            let _traced = if const { $crate::any_thread(stringify!($name)) } {
+                None
+            } else {
+                Some(phalanx::trace::call(stringify!($name)))
+            };
             $body
         }
 

@@ -312,6 +312,30 @@ fn collectives() {
     for n in [2, 3, 4] {
         run_ok(n, &exe, &[], "coll ok");
     }
+    // On the timeline (`--trace`), every C call is a slice named after the function,
+    // and every collective says its algorithm.
+    let file = out_dir().join("coll-trace.json");
+    let o = Command::new(phalanx())
+        .args(["run", "-n", "3", "--timeout", "60", "--trace"])
+        .arg(&file)
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let t = std::fs::read_to_string(&file).unwrap_or_default();
+    for want in [
+        r#""name":"MPI_Allreduce""#,
+        r#""name":"MPI_Bcast""#,
+        r#""cat":"call""#,
+        r#""cat":"collective""#,
+        r#""algorithm":"#,
+    ] {
+        assert!(t.contains(want), "no {want} in the trace\n{}", show(&o));
+    }
+    assert!(
+        !t.contains(r#""name":"MPI_Wtime""#),
+        "thread-agnostic calls are not slices"
+    );
 }
 
 #[test]

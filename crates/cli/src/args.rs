@@ -134,6 +134,13 @@ pub struct RunArgs {
           default_missing_value = "table", value_parser = crate::job_stats::parse_stats_out)]
     pub stats: Option<crate::job_stats::StatsOut>,
 
+    /// Record the job's timeline and write it to FILE at exit: a Chrome trace-event file
+    /// for Perfetto's UI (every rank a process: its calls, messages as flows, collectives
+    /// with their algorithms, retransmissions; the launcher's events). Also
+    /// `PHALANX_TRACE=FILE`; `PHALANX_TRACE_EVENTS` bounds each rank's ring.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+
     /// Stop the job after SECONDS: print what every rank is waiting on, then terminate all
     /// (at most a year, 31536000; so are the other times).
     #[arg(long, value_name = "SECONDS", value_parser = parse_secs)]
@@ -258,6 +265,15 @@ impl RunArgs {
             };
             env.push((k.into(), v));
         }
+        let trace = self.trace.clone().or_else(|| {
+            std::env::var_os("PHALANX_TRACE")
+                .filter(|v| !v.is_empty() && v != "0")
+                .map(PathBuf::from)
+        });
+        if let Some(t) = &trace {
+            // The ranks record and send their timelines at Finalize.
+            env.push(("PHALANX_TRACE".into(), t.clone().into()));
+        }
         if self.stats.is_some() {
             // The ranks send their counters at Finalize.
             env.push(("PHALANX_JOB_STATS".into(), "1".into()));
@@ -300,6 +316,7 @@ impl RunArgs {
             ssh,
             halt_report: self.status_file.as_ref().map(|f| f.with_extension("halt")),
             stats: self.stats,
+            trace,
             tag_output: self.tag_output,
             timeout: self.timeout,
             startup_timeout: self.startup_timeout,

@@ -102,6 +102,8 @@ pub struct Config {
     pub halt_report: Option<std::path::PathBuf>,
     /// `--stats`: the per-job summary at exit ([`crate::job_stats`]).
     pub stats: Option<crate::job_stats::StatsOut>,
+    /// `--trace FILE`: the job's timeline ([`crate::job_trace`]).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// Why the job failed, and the launcher's exit code.
@@ -202,6 +204,8 @@ struct Job {
     /// The spawn in progress, and those waiting ([`job_spawn`]).
     spawning: Option<job_spawn::Spawning>,
     spawn_queue: std::collections::VecDeque<(usize, phalanx_boot::SpawnRequest)>,
+    /// `--trace`: the timeline being gathered.
+    timeline: Option<crate::job_trace::Timeline>,
 }
 
 /// Runs the job described by `cfg`; returns the launcher's exit code.
@@ -270,6 +274,8 @@ pub fn run(cfg: Config) -> i32 {
         done_tx: Some(done_tx.clone()),
         spawning: None,
         spawn_queue: Default::default(),
+        timeline: (cfg.trace.clone())
+            .map(|p| crate::job_trace::Timeline::new(p, cfg.size as usize)),
         cfg,
     };
     let (secret, ssh) = (job.cfg.agent_secret.as_deref(), job.cfg.ssh.as_ref());
@@ -373,6 +379,9 @@ impl Job {
                 let release = encode(&LauncherMsg::Release);
                 self.broadcast(&release, SEND_TIMEOUT);
                 self.phase = Phase::Released;
+                if let Some(t) = self.timeline.as_mut() {
+                    t.mark("every rank drained: released");
+                }
             }
             if self.ranks.iter().all(|r| r.exit.is_some()) {
                 // Every exit was classified as fine by `reap`, or it would have failed.
@@ -498,6 +507,10 @@ impl Job {
                     if let Some(f) = self.non_phalanx_exit() {
                         return Err(f);
                     }
+                    if let Some(t) = self.timeline.as_mut() {
+                        let host = &h.endpoint.host;
+                        t.hello(r, &host.boot_id, host.netns_ino, h.clock_ns);
+                    }
                     self.ranks[r].endpoint = Some(h.endpoint);
                     self.ranks[r].conn = Some(conn);
                 }
@@ -549,6 +562,11 @@ impl Job {
                 Ok(Next::Msg(RankMsg::Drained { warning })) => {
                     rank.drained = true;
                     rank.warning = warning;
+                }
+                Ok(Next::Msg(RankMsg::Trace(chunk))) => {
+                    if let Some(t) = self.timeline.as_mut() {
+                        t.chunk(r, chunk);
+                    }
                 }
                 Ok(Next::Msg(RankMsg::Stats(st))) => {
                     rank.stats = Some(st.bounded());
@@ -691,6 +709,9 @@ impl Job {
         }));
         self.broadcast(&table, SEND_TIMEOUT);
         self.phase = Phase::Running;
+        if let Some(t) = self.timeline.as_mut() {
+            t.mark("every rank connected: table sent");
+        }
         // The listeners stay open: spawned ranks connect to them (`job_spawn`).
         self.pending.clear();
         Ok(())
@@ -855,6 +876,9 @@ impl Job {
             if let Some(w) = &rank.warning {
                 eprintln!("phalanx: rank {r}: finalize warning: {w}");
             }
+        }
+        if let Some(t) = &self.timeline {
+            t.write();
         }
         if let Some(out) = &self.cfg.stats {
             let all: Vec<_> = self.ranks.iter_mut().map(|r| r.stats.take()).collect();

@@ -14,6 +14,7 @@ mod gang;
 mod hosts;
 mod job;
 mod job_stats;
+mod job_trace;
 mod output;
 mod proxy;
 mod rendezvous;

@@ -248,7 +248,7 @@ fn start_with(
     let sh = shape(c, blocking);
     let planned = plan(sh);
     if let Ok((c, _)) = &planned {
-        crate::engine::stats::count_collective(spec.kind, c.alg, spec.send.1);
+        crate::engine::stats::count_collective(spec.kind, c.alg, spec.send.1, sh.p);
         tracing::debug!(
             rank = sh.world[sh.me],
             collective = spec.name,

@@ -21,6 +21,7 @@ pub mod rma;
 mod runtime;
 pub mod status;
 pub mod topology;
+pub mod trace;
 
 pub use environment::{initialize, initialize_with_threading, try_initialize, Threading, Universe};
 pub use environment::{time, time_resolution};

@@ -34,9 +34,27 @@ pub(crate) fn parse_level(v: &str) -> Result<LevelFilter> {
     }
 }
 
-/// Installs the stderr subscriber at `level` unless a global one is already set.
-pub(crate) fn install_default(level: LevelFilter) {
+/// Installs the stderr subscriber at `level` unless a global one is already set; with
+/// `trace`, also the timeline's layer ([`crate::trace::Layer`]), which takes events up to
+/// `debug` while the stderr printer keeps to `level`.
+pub(crate) fn install_default(level: LevelFilter, trace: bool) {
     if tracing::dispatcher::has_been_set() {
+        return;
+    }
+    if trace {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::Layer;
+        let printer = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .without_time()
+            .with_target(false)
+            .with_level(false)
+            .with_filter(level);
+        let subscriber = tracing_subscriber::registry()
+            .with(printer)
+            .with(crate::trace::Layer.with_filter(LevelFilter::DEBUG));
+        let _ = tracing::subscriber::set_global_default(subscriber);
         return;
     }
     let subscriber = tracing_subscriber::fmt()

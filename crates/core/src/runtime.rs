@@ -68,6 +68,7 @@ pub(crate) fn multiple() -> bool {
 /// Waits for request `id` and returns its result.
 #[inline]
 pub(crate) fn wait_request(id: ReqId) -> Result<RawStatus> {
+    let _traced = crate::trace::call("wait");
     if multiple() {
         return multiple::wait_request(id);
     }
@@ -77,6 +78,7 @@ pub(crate) fn wait_request(id: ReqId) -> Result<RawStatus> {
 /// [`wait_request`] for the first finished of `ids` (`MPI_Waitany`): its position
 /// and result.
 pub(crate) fn wait_any(ids: &[ReqId]) -> Result<(usize, RawStatus)> {
+    let _traced = crate::trace::call("wait_any");
     if multiple() && !ids.is_empty() {
         return multiple::wait_any(ids);
     }
@@ -86,6 +88,7 @@ pub(crate) fn wait_any(ids: &[ReqId]) -> Result<(usize, RawStatus)> {
 /// [`wait_request`] until at least one of `ids` is finished, then every finished one
 /// (`MPI_Waitsome`): positions and results.
 pub(crate) fn wait_some(ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
+    let _traced = crate::trace::call("wait_some");
     if multiple() && !ids.is_empty() {
         return multiple::wait_some(ids);
     }
@@ -95,6 +98,7 @@ pub(crate) fn wait_some(ids: &[ReqId]) -> Result<Vec<(usize, RawStatus)>> {
 /// A blocking send (`MPI_Send`, with `synchronous` `MPI_Ssend`).
 #[inline]
 pub(crate) fn send(sb: SendBuf, dest: u32, tag: i32, ctx: u32, synchronous: bool) -> Result<()> {
+    let _traced = crate::trace::call("send");
     if multiple() {
         return multiple::send(sb, dest, tag, ctx, synchronous);
     }
@@ -104,6 +108,7 @@ pub(crate) fn send(sb: SendBuf, dest: u32, tag: i32, ctx: u32, synchronous: bool
 /// A blocking receive (`MPI_Recv`).
 #[inline]
 pub(crate) fn recv(rb: RecvBuf, src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawStatus> {
+    let _traced = crate::trace::call("receive");
     if multiple() {
         return multiple::recv(rb, src, tag, ctx);
     }
@@ -112,6 +117,7 @@ pub(crate) fn recv(rb: RecvBuf, src: Option<u32>, tag: Option<i32>, ctx: u32) ->
 
 /// A blocking probe (`MPI_Probe`).
 pub(crate) fn probe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawStatus> {
+    let _traced = crate::trace::call("probe");
     wait_for(Waiting::Recv { src, tag, ctx }, |e| {
         e.iprobe(src, tag, ctx).map(Ok)
     })
@@ -119,6 +125,7 @@ pub(crate) fn probe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<RawS
 
 /// A blocking matched probe (`MPI_Mprobe`): the message's id and envelope.
 pub(crate) fn mprobe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<(u64, RawStatus)> {
+    let _traced = crate::trace::call("matched_probe");
     if multiple() {
         return multiple::mprobe(src, tag, ctx);
     }
@@ -127,6 +134,7 @@ pub(crate) fn mprobe(src: Option<u32>, tag: Option<i32>, ctx: u32) -> Result<(u6
 
 /// Receives the message a matched probe took (`MPI_Mrecv`).
 pub(crate) fn mrecv(msg: u64, rb: RecvBuf) -> Result<RawStatus> {
+    let _traced = crate::trace::call("matched_receive");
     if multiple() {
         return multiple::mrecv(msg, rb);
     }

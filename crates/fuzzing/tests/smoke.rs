@@ -445,6 +445,7 @@ fn rank_msg(rng: &mut Rng) -> RankMsg {
             pid: rng.next() as u32,
             endpoint: endpoint(rng),
             proof: rng.text(),
+            clock_ns: 0,
         }),
         1 => RankMsg::Status {
             text: rng.text(),

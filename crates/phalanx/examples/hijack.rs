@@ -31,6 +31,7 @@ fn main() {
             recv_frames: 0,
         },
         proof: "00".repeat(32),
+        clock_ns: 0,
     });
     s.write_all(&encode(&hello)).expect("send hello");
     let mut got = Vec::new();

@@ -84,3 +84,147 @@ fn mr_stats_table_names_a_rank_that_never_reported() {
         r.dump()
     );
 }
+
+/// The trace-event format's rules a viewer relies on, checked on `doc`; returns the
+/// numbers of send slices, arrival slices and flows.
+fn check_trace(doc: &serde_json::Value) -> (usize, usize, usize) {
+    use std::collections::HashMap;
+    let events = doc["traceEvents"].as_array().expect("a traceEvents array");
+    let mut last_ts: HashMap<(u64, u64), f64> = HashMap::new();
+    // Open X slices per track: their ends, innermost last.
+    let mut open: HashMap<(u64, u64), Vec<f64>> = HashMap::new();
+    let mut flows: HashMap<u64, (usize, usize, f64, f64)> = HashMap::new();
+    let (mut sends, mut arrivals) = (0, 0);
+    for e in events {
+        let ph = e["ph"].as_str().expect("every event has a phase");
+        let pid = e["pid"].as_u64().expect("a pid");
+        let tid = e["tid"].as_u64().expect("a tid");
+        if ph == "M" {
+            continue;
+        }
+        let ts = e["ts"].as_f64().expect("a timestamp");
+        let track = (pid, tid);
+        // Monotone per track.
+        let prev = last_ts.insert(track, ts).unwrap_or(f64::MIN);
+        assert!(
+            ts >= prev,
+            "timestamps go back on track {track:?}: {prev} then {e}"
+        );
+        let stack = open.entry(track).or_default();
+        while stack.last().is_some_and(|&end| end <= ts && ph == "X") {
+            stack.pop();
+        }
+        match ph {
+            "X" => {
+                let dur = e["dur"].as_f64().expect("a slice has a duration");
+                assert!(dur >= 0.0, "{e}");
+                // Slices nest: this one ends within the one it starts in.
+                if let Some(&end) = stack.last() {
+                    if ts < end {
+                        assert!(ts + dur <= end + 1e-3, "slices overlap on {track:?}: {e}");
+                    }
+                }
+                stack.push(ts + dur);
+                match e["cat"].as_str() {
+                    Some("message")
+                        if e["name"].as_str().is_some_and(|n| n.starts_with("send")) =>
+                    {
+                        sends += 1
+                    }
+                    Some("message") => arrivals += 1,
+                    _ => {}
+                }
+            }
+            "s" | "f" => {
+                let id = e["id"].as_u64().expect("a flow id");
+                let f = flows.entry(id).or_insert((0, 0, 0.0, 0.0));
+                if ph == "s" {
+                    f.0 += 1;
+                    f.2 = ts;
+                } else {
+                    assert_eq!(e["bp"], "e", "{e}");
+                    f.1 += 1;
+                    f.3 = ts;
+                }
+            }
+            "i" => {}
+            other => panic!("unexpected phase {other}: {e}"),
+        }
+    }
+    for (id, (s, f, ts_s, ts_f)) in &flows {
+        assert_eq!((s, f), (&1, &1), "flow {id}: both ends, once each");
+        assert!(ts_f >= ts_s, "flow {id} arrives before it leaves");
+    }
+    (sends, arrivals, flows.len())
+}
+
+#[test]
+fn mr_trace_of_jacobi_loads_as_a_timeline() {
+    let file = std::env::temp_dir().join(format!("phalanx-trace-{}.json", std::process::id()));
+    let path = file.display().to_string();
+    let ex = example("jacobi").display().to_string();
+    for (medium, env) in [
+        ("shm", vec![]),
+        (
+            "udp",
+            vec![
+                ("PHALANX_TRACE", path.as_str()),
+                ("PHALANX_TRANSPORT", "udp"),
+            ],
+        ),
+    ] {
+        // Shared memory through --trace, UDP through PHALANX_TRACE (the same thing).
+        let mut args = vec!["-n", "4"];
+        if medium == "shm" {
+            args.extend(["--trace", path.as_str()]);
+        }
+        args.extend([ex.as_str(), "32"]);
+        let r = run(&args, &env, LIMIT);
+        assert!(r.ok(), "{medium}: {}", r.dump());
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let _ = std::fs::remove_file(&file);
+        let doc: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{medium}: not JSON ({e})\n{}", r.dump()));
+        assert_eq!(doc["otherData"]["events_lost"], 0, "{medium}");
+        let (sends, arrivals, flows) = check_trace(&doc);
+        // Every message is a flow from its send to its arrival.
+        assert!(sends > 100, "{medium}: {sends} sends");
+        assert_eq!((sends, arrivals), (flows, flows), "{medium}");
+        let events = doc["traceEvents"].as_array().expect("events");
+        let has = |cat: &str, name: &str| {
+            events
+                .iter()
+                .any(|e| e["cat"] == cat && e["name"].as_str().is_some_and(|n| n.contains(name)))
+        };
+        assert!(has("collective", "all_reduce"), "{medium}: no all-reduce");
+        assert!(has("call", "receive"), "{medium}: no receive calls");
+        assert!(has("launcher", "released"), "{medium}: no launcher events");
+        // Every rank is a named process, the launcher one more.
+        let names = events
+            .iter()
+            .filter(|e| e["name"] == "process_name")
+            .count();
+        assert_eq!(names, 5, "{medium}");
+    }
+}
+
+#[test]
+fn mr_trace_ring_overflow_is_counted_and_said() {
+    let file =
+        std::env::temp_dir().join(format!("phalanx-trace-small-{}.json", std::process::id()));
+    let path = file.display().to_string();
+    let ex = example("jacobi").display().to_string();
+    let r = run(
+        &["-n", "2", "--trace", &path, &ex, "32"],
+        &[("PHALANX_TRACE_EVENTS", "100")],
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    assert!(r.stderr.contains("its ring overwrote its"), "{}", r.dump());
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert!(doc["otherData"]["events_lost"].as_u64() > Some(0));
+    // What is left still follows the rules (flows whose other end was lost are gone).
+    check_trace(&doc);
+}

@@ -106,7 +106,7 @@ pub unsafe fn board_call(c: &SimpleCommunicator, lc: &LeanCall<'_>) -> Result<bo
         return Ok(false);
     }
     let seq = c.next_coll_seq();
-    crate::engine::stats::count_collective(lc.kind, Algorithm::Shm, lc.send.1);
+    crate::engine::stats::count_collective(lc.kind, Algorithm::Shm, lc.send.1, p);
     let op = lc.op.map(|o| o.0);
     let root = rooted.then_some(lc.root as u32);
     let sig =

@@ -133,6 +133,12 @@ pub struct Config {
     /// Level of the diagnostics printed to stderr when the program installed no
     /// `tracing` subscriber. `PHALANX_LOG` (default `warn`).
     pub log: tracing::level_filters::LevelFilter,
+    /// Record a timeline for the launcher's trace file (`PHALANX_TRACE`: set and not `0`;
+    /// `phalanx run --trace FILE` sets it), in a ring of `trace_events` events
+    /// (`PHALANX_TRACE_EVENTS`).
+    pub trace: bool,
+    /// See `trace`.
+    pub trace_events: usize,
     /// At `MPI_THREAD_MULTIPLE`, a thread of phalanx's own progresses the engine while
     /// the program computes (one-sided operations on this rank's windows are applied
     /// without its calls); ignored at lower levels. `PHALANX_PROGRESS_THREAD=1`.
@@ -188,6 +194,16 @@ impl Config {
                 })?
             },
             log: crate::log::parse_level(env.text("PHALANX_LOG")?.unwrap_or(""))?,
+            trace: env
+                .text("PHALANX_TRACE")?
+                .is_some_and(|v| !v.trim().is_empty() && v.trim() != "0"),
+            trace_events: env
+                .int(
+                    "PHALANX_TRACE_EVENTS",
+                    1..=crate::trace::MAX_CAPACITY,
+                    "events",
+                )?
+                .unwrap_or(crate::trace::DEFAULT_CAPACITY),
             progress_thread: env.switch("PHALANX_PROGRESS_THREAD", false)?,
             transport: phalanx_transport::parse_transport_kind(
                 env.text("PHALANX_TRANSPORT")?.unwrap_or(""),

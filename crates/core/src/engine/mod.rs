@@ -125,6 +125,8 @@ pub struct Engine {
     /// One-sided windows of this rank (their target side runs in `progress`).
     pub(crate) rma: rma::Rma,
     pub(crate) stats: Stats,
+    /// Message numbers per peer while the timeline records ([`crate::trace`]).
+    pub(crate) trace_numbers: crate::trace::Numbers,
     pub(crate) coll: crate::coll::CollState,
     waiting: Waiting,
     iterations: u64,
@@ -253,7 +255,10 @@ impl Engine {
     /// rendezvous with the launcher (or becomes a singleton without one).
     pub fn init() -> Result<Engine> {
         let cfg = Config::from_env()?;
-        crate::log::install_default(cfg.log);
+        if cfg.trace {
+            crate::trace::start(cfg.trace_events);
+        }
+        crate::log::install_default(cfg.log, cfg.trace);
         crate::coll::algorithm::install(cfg.coll.clone());
         crate::coll::cost::install(cfg.cost);
         let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
@@ -557,6 +562,7 @@ impl Engine {
             p2p: p2p::P2p::new(size),
             rma: rma::Rma::default(),
             stats: Stats::default(),
+            trace_numbers: Default::default(),
             coll: Default::default(),
             waiting: Waiting::Nothing,
             iterations: 0,
@@ -878,6 +884,56 @@ impl Engine {
             s.shm_received += ts.ring_received;
         }
         s
+    }
+
+    /// Ships the timeline to the launcher in parts (module docs of [`crate::trace`]);
+    /// recording stops here.
+    fn send_trace(&mut self) -> Result<()> {
+        let (events, lost) = crate::trace::take();
+        let Some(b) = self.boot.as_mut() else {
+            return Ok(());
+        };
+        let mut parts = events
+            .chunks(phalanx_boot::TraceChunk::MAX_EVENTS)
+            .peekable();
+        if parts.peek().is_none() {
+            let last = phalanx_boot::TraceChunk {
+                lost,
+                clock_ns: crate::trace::now_ns(),
+                last: true,
+                ..Default::default()
+            };
+            return b
+                .send_trace(last)
+                .map_err(|e| Error::Launcher(e.to_string()));
+        }
+        while let Some(part) = parts.next() {
+            let chunk = phalanx_boot::TraceChunk {
+                events: part
+                    .iter()
+                    .map(|e| {
+                        phalanx_boot::TraceEvent(
+                            e.ts,
+                            e.dur,
+                            e.kind as u8,
+                            e.name.to_string(),
+                            e.detail.to_string(),
+                            e.a,
+                            e.b,
+                            e.c,
+                            e.n,
+                            e.tid,
+                        )
+                    })
+                    .collect(),
+                lost,
+                clock_ns: crate::trace::now_ns(),
+                last: parts.peek().is_none(),
+            };
+            b.send_trace(chunk)
+                .map_err(|e| Error::Launcher(e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// The counters and the collective algorithm table, for the launcher's summary.

@@ -288,6 +288,9 @@ impl Engine {
         // before it, is written straight into the ring and the send is complete (a peer
         // on shared memory is a valid rank other than this one).
         let len = buf.len();
+        if crate::trace::on() && tag >= 0 {
+            self.trace_numbers.sent(dest, tag, len as u64);
+        }
         if !synchronous
             && tag >= 0
             && self.via_shm(dest)
@@ -604,6 +607,9 @@ impl Engine {
             MsgKind::Eager => self.on_eager(pkt, local),
             MsgKind::Rts => {
                 let (tag, ctx, total) = (pkt.tag(), pkt.context(), pkt.msg_len());
+                if crate::trace::on() {
+                    self.trace_numbers.arrived(src, tag, total);
+                }
                 let addr = (pkt.aux32() == RTS_SINGLE_COPY)
                     .then(|| pkt.payload().get(..8).and_then(|b| b.try_into().ok()))
                     .flatten()

@@ -238,6 +238,9 @@ impl Engine {
                 _ => return None,
             };
             let (tag, total) = (c.tag, c.data.len() as u64);
+            if crate::trace::on() {
+                self.trace_numbers.arrived(src, tag, total);
+            }
             buf.write(0, c.data);
             let _ = l.release(src);
             self.stats.shm_received += 1;

@@ -202,7 +202,16 @@ fn bump(c: &AtomicU64, n: u64) {
 /// One collective call of `kind` ran (or started) with `alg`, sending `bytes` from this
 /// rank's buffers.
 #[inline]
-pub(crate) fn count_collective(kind: CollKind, alg: Algorithm, bytes: usize) {
+pub(crate) fn count_collective(kind: CollKind, alg: Algorithm, bytes: usize, members: usize) {
+    if crate::trace::on() {
+        crate::trace::instant(
+            crate::trace::Kind::Coll,
+            kind.label(),
+            alg.name(),
+            [members as u64, 0, bytes as u64],
+            0,
+        );
+    }
     let (k, a) = (kind as usize, alg as usize);
     if k < KINDS && a < ALGOS {
         bump(&COLL_TABLE[k][a], 1);

@@ -568,6 +568,9 @@ impl Engine {
         if self.cfg.stats {
             eprintln!("{}", self.stats_line());
         }
+        if self.cfg.trace {
+            self.send_trace()?;
+        }
         if self.cfg.job_stats {
             let report = self.stats_report();
             if let Some(b) = self.boot.as_mut() {

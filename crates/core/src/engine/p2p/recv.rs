@@ -262,9 +262,30 @@ impl Engine {
         self.on_eager_parts(pkt.src(), tag, ctx, total, off, pkt.payload(), local)
     }
 
-    /// An eager fragment: `data` is bytes `off..` of a `total`-byte message.
+    /// An eager fragment: `data` is bytes `off..` of a `total`-byte message. False:
+    /// refused for lack of a buffer (it comes again).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(in crate::engine) fn on_eager_parts(
+        &mut self,
+        src: u32,
+        tag: i32,
+        ctx: u32,
+        total: u64,
+        off: u64,
+        data: &[u8],
+        local: bool,
+    ) -> bool {
+        let taken = self.eager_parts(src, tag, ctx, total, off, data, local);
+        if crate::trace::on() && taken && off == 0 {
+            self.trace_numbers.arrived(src, tag, total);
+        }
+        taken
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn eager_parts(
         &mut self,
         src: u32,
         tag: i32,

@@ -1,0 +1,325 @@
+//! The timeline recorder behind `phalanx run --trace FILE` (`PHALANX_TRACE`): what this
+//! rank did, as timestamped events in a bounded ring, shipped to the launcher at Finalize
+//! (which aligns every rank's clock and writes one Chrome/Perfetto trace file).
+//!
+//! Contract:
+//! * Off (the default), every instrumentation point costs one relaxed load and a branch
+//!   ([`on`]): the C calls' [`call`] guard, a message sent ([`Engine`] send paths), a
+//!   message's arrival, a collective's algorithm. The library's `tracing` events
+//!   (retransmissions, dropped datagrams, warnings) go to a subscriber only when one is
+//!   installed; with the trace on, [`layer`] records them into the same ring. (A
+//!   `tracing` span per call was measured to cost the small-message path even when off,
+//!   about 35 instructions a message, hence the plain hook for the hot points.)
+//! * On, events go into one ring of [`capacity`] events per process (`PHALANX_TRACE_EVENTS`,
+//!   default 131072): when full, the oldest are overwritten and counted ([`take`] returns
+//!   the count; the launcher says it). Timestamps are `CLOCK_MONOTONIC` nanoseconds.
+//! * Messages: the n-th point-to-point message this rank sends to a peer and the n-th
+//!   that arrives here from a peer carry `n` (counted per pair, from 0, only while the
+//!   trace is on); pairs deliver in order on every medium, so (source, destination, n)
+//!   names one message at both ends — the launcher draws it as a flow.
+//!
+//! [`Engine`]: crate::engine::Engine
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether the trace records (module docs).
+#[inline(always)]
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// What an event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// A library call (a C function): `name`, start and duration.
+    Call = 0,
+    /// A point-to-point message sent: `a` = destination, `b` = tag, `c` = bytes, `n`.
+    Send = 1,
+    /// A point-to-point message arrived: `a` = source, `b` = tag, `c` = bytes, `n`.
+    Recv = 2,
+    /// A collective call: `name` = kind, `detail` = algorithm, `a` = members, `c` = bytes.
+    Coll = 3,
+    /// A `tracing` event of the library (retransmissions, drops, warnings): `name` =
+    /// its message, `detail` = its fields.
+    Log = 4,
+}
+
+/// One recorded event.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// Start, `CLOCK_MONOTONIC` ns.
+    pub ts: u64,
+    /// Duration in ns (0: an instant).
+    pub dur: u64,
+    /// What it is.
+    pub kind: Kind,
+    /// Its name (a C function's, a collective kind's, a log message).
+    pub name: Cow<'static, str>,
+    /// More text (an algorithm, a log event's fields).
+    pub detail: Cow<'static, str>,
+    /// Numbers by kind (see [`Kind`]).
+    pub a: u64,
+    /// Numbers by kind.
+    pub b: u64,
+    /// Numbers by kind.
+    pub c: u64,
+    /// The message's number within its pair (sends and arrivals).
+    pub n: u64,
+    /// The recording thread (kernel thread id).
+    pub tid: u32,
+}
+
+/// Events kept when `PHALANX_TRACE_EVENTS` does not say.
+pub const DEFAULT_CAPACITY: usize = 1 << 17;
+/// Most events a ring may be asked to keep.
+pub const MAX_CAPACITY: usize = 1 << 24;
+
+struct Ring {
+    buf: Vec<Event>,
+    cap: usize,
+    /// Next slot to overwrite once full.
+    next: usize,
+    lost: u64,
+}
+
+static RING: Mutex<Option<Ring>> = Mutex::new(None);
+
+/// Starts recording into a ring of `cap` events (clamped to 1..=[`MAX_CAPACITY`]).
+pub fn start(cap: usize) {
+    let cap = cap.clamp(1, MAX_CAPACITY);
+    let mut r = RING.lock().unwrap_or_else(|e| e.into_inner());
+    *r = Some(Ring {
+        buf: Vec::with_capacity(cap.min(1 << 16)),
+        cap,
+        next: 0,
+        lost: 0,
+    });
+    ON.store(true, Ordering::Relaxed);
+}
+
+/// The ring's capacity, 0 when not recording.
+pub fn capacity() -> usize {
+    RING.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or(0, |r| r.cap)
+}
+
+/// Stops recording and returns the events in order of recording, with how many older
+/// ones the ring overwrote.
+pub fn take() -> (Vec<Event>, u64) {
+    ON.store(false, Ordering::Relaxed);
+    let mut r = RING.lock().unwrap_or_else(|e| e.into_inner());
+    match r.take() {
+        None => (Vec::new(), 0),
+        Some(mut ring) => {
+            ring.buf.rotate_left(ring.next);
+            (ring.buf, ring.lost)
+        }
+    }
+}
+
+/// Records `e` (nothing when the trace is off).
+#[cold]
+pub fn record(e: Event) {
+    let mut r = RING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(ring) = r.as_mut() else {
+        return;
+    };
+    if ring.buf.len() < ring.cap {
+        ring.buf.push(e);
+    } else {
+        ring.buf[ring.next] = e;
+        ring.next = (ring.next + 1) % ring.cap;
+        ring.lost += 1;
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the trace's clock, also the launcher's).
+#[inline]
+pub fn now_ns() -> u64 {
+    phalanx_boot::monotonic_ns()
+}
+
+thread_local! {
+    static TID: u32 = {
+        // SAFETY: gettid(2) takes no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+    };
+}
+
+/// The calling thread's kernel id.
+pub fn tid() -> u32 {
+    TID.with(|t| *t)
+}
+
+/// An event of `kind` now, with the numbers given.
+#[cold]
+pub fn instant(kind: Kind, name: &'static str, detail: &'static str, abc: [u64; 3], n: u64) {
+    record(Event {
+        ts: now_ns(),
+        dur: 0,
+        kind,
+        name: Cow::Borrowed(name),
+        detail: Cow::Borrowed(detail),
+        a: abc[0],
+        b: abc[1],
+        c: abc[2],
+        n,
+        tid: tid(),
+    });
+}
+
+/// A library call in progress: recorded with its duration when dropped (module docs).
+pub struct CallGuard {
+    start: u64,
+    name: &'static str,
+}
+
+/// Marks the start of the call `name` (its end is the guard's drop).
+#[inline(always)]
+pub fn call(name: &'static str) -> CallGuard {
+    CallGuard {
+        start: if on() { now_ns() } else { 0 },
+        name,
+    }
+}
+
+impl Drop for CallGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.start != 0 {
+            finish_call(self.start, self.name);
+        }
+    }
+}
+
+#[cold]
+fn finish_call(start: u64, name: &'static str) {
+    let end = now_ns();
+    record(Event {
+        ts: start,
+        dur: end.saturating_sub(start),
+        kind: Kind::Call,
+        name: Cow::Borrowed(name),
+        detail: Cow::Borrowed(""),
+        a: 0,
+        b: 0,
+        c: 0,
+        n: 0,
+        tid: tid(),
+    });
+}
+
+/// Per-peer message numbers of this rank (module docs), kept by the engine.
+#[derive(Default)]
+pub(crate) struct Numbers {
+    sent: Vec<u64>,
+    arrived: Vec<u64>,
+}
+
+impl Numbers {
+    fn bump(v: &mut Vec<u64>, peer: u32) -> u64 {
+        let i = peer as usize;
+        if v.len() <= i {
+            v.resize(i + 1, 0);
+        }
+        let n = v[i];
+        v[i] += 1;
+        n
+    }
+
+    /// A message to `peer` of `bytes` on `tag` left: recorded with its number.
+    #[cold]
+    pub(crate) fn sent(&mut self, peer: u32, tag: i32, bytes: u64) {
+        let n = Self::bump(&mut self.sent, peer);
+        instant(Kind::Send, "send", "", [peer.into(), tag as u64, bytes], n);
+    }
+
+    /// A message from `peer` arrived: recorded with its number.
+    #[cold]
+    pub(crate) fn arrived(&mut self, peer: u32, tag: i32, bytes: u64) {
+        let n = Self::bump(&mut self.arrived, peer);
+        instant(Kind::Recv, "recv", "", [peer.into(), tag as u64, bytes], n);
+    }
+}
+
+/// The `tracing` layer that records the library's events into the ring while the trace
+/// is on (module docs).
+pub struct Layer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Layer {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        // Collectives are recorded by their own hook, without formatting.
+        if !on() || event.metadata().fields().field("algorithm").is_some() {
+            return;
+        }
+        struct Fields {
+            message: String,
+            rest: String,
+        }
+        impl tracing::field::Visit for Fields {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                use std::fmt::Write;
+                if f.name() == "message" {
+                    let _ = write!(self.message, "{v:?}");
+                } else if self.rest.len() < 200 {
+                    let _ = write!(
+                        self.rest,
+                        "{}{}={v:?}",
+                        if self.rest.is_empty() { "" } else { " " },
+                        f.name()
+                    );
+                }
+            }
+        }
+        let mut f = Fields {
+            message: String::new(),
+            rest: String::new(),
+        };
+        event.record(&mut f);
+        f.message.truncate(200);
+        f.rest.truncate(240);
+        record(Event {
+            ts: now_ns(),
+            dur: 0,
+            kind: Kind::Log,
+            name: Cow::Owned(f.message),
+            detail: Cow::Owned(f.rest),
+            a: 0,
+            b: 0,
+            c: 0,
+            n: 0,
+            tid: tid(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_keeps_the_newest_and_counts_the_rest() {
+        start(3);
+        for i in 0..5u64 {
+            instant(Kind::Send, "send", "", [i, 0, 0], i);
+        }
+        let _g = call("MPI_Test");
+        drop(_g);
+        let (events, lost) = take();
+        assert!(!on());
+        assert_eq!(lost, 3);
+        let names: Vec<_> = events.iter().map(|e| (e.kind, e.a)).collect();
+        assert_eq!(names, [(Kind::Send, 3), (Kind::Send, 4), (Kind::Call, 0)]);
+        assert_eq!((events[0].n, events[2].name.as_ref()), (3, "MPI_Test"));
+        // Off: nothing is recorded.
+        instant(Kind::Send, "send", "", [0; 3], 0);
+        assert_eq!(take().0.len(), 0);
+    }
+}
