@@ -13,6 +13,8 @@ use std::path::Path;
 const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
     ("datatype", 0),
+    // The timeline recorder: a ring and a clock, used from every layer above.
+    ("trace", 0),
     ("requests", 1),
     ("link", 1),
     ("log", 1),
