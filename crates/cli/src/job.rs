@@ -626,6 +626,9 @@ impl Job {
     /// Rank `r` ended with `status`: is that a failure?
     fn exited(&mut self, r: usize, status: ExitStatus) -> Result<(), Failure> {
         self.ranks[r].exit = Some(status);
+        if let Some(t) = self.timeline.as_mut() {
+            t.mark(format!("rank {r} exited ({status})"));
+        }
         // Whatever it sent before exiting (typically `Drained`) is already buffered.
         self.read_rank(r)?;
         // A required shared-memory join that failed is the cause, not the exit.

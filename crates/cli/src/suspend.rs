@@ -40,6 +40,9 @@ impl Job {
     /// Halts, stops, and (once continued) resumes the job (module docs).
     pub(super) fn suspend(&mut self) -> Result<(), Failure> {
         let t0 = Instant::now();
+        if let Some(t) = self.timeline.as_mut() {
+            t.mark("suspend (SIGTSTP or the gang scheduler's switch): halting the ranks");
+        }
         // Only ranks past start-up (the table and their host's shared-memory decision)
         // can halt: before that the job is stopped as it is.
         let halting =
@@ -148,6 +151,9 @@ impl Job {
     /// SIGCONT to every rank, then `Continue` to the connected ones when they were asked
     /// to halt (`halted`; a rank that had not answered yet takes both in order).
     fn continue_ranks(&mut self, halted: bool) {
+        if let Some(t) = self.timeline.as_mut() {
+            t.mark("continue: the ranks resume");
+        }
         self.signal_live(libc::SIGCONT);
         if halted {
             self.broadcast(&encode(&LauncherMsg::Continue), SEND_TIMEOUT);
