@@ -27,8 +27,10 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-/// Events kept per rank (a rank's ring is usually far smaller).
+/// Events kept per rank (a rank's ring is at most this large, usually far smaller).
 pub const MAX_EVENTS_PER_RANK: usize = 1 << 22;
+/// Events kept for the whole job (a few hundred bytes each in the launcher's memory).
+pub const MAX_EVENTS: usize = 1 << 23;
 /// Launcher events kept.
 const MAX_LAUNCHER_EVENTS: usize = 1 << 16;
 
@@ -60,6 +62,8 @@ struct RankTrace {
 /// The job's timeline as the launcher gathers it.
 pub struct Timeline {
     path: PathBuf,
+    /// Events kept so far, every rank.
+    kept: usize,
     start: u64,
     boot_id: String,
     ranks: Vec<RankTrace>,
@@ -72,6 +76,7 @@ impl Timeline {
         let boot_id = phalanx_boot::HostInfo::current().boot_id;
         let mut t = Timeline {
             path,
+            kept: 0,
             start: phalanx_boot::monotonic_ns(),
             boot_id,
             ranks: (0..size).map(|_| RankTrace::default()).collect(),
@@ -118,13 +123,17 @@ impl Timeline {
     /// A part of rank `r`'s trace.
     pub fn chunk(&mut self, r: usize, c: TraceChunk) {
         self.clock_sample(r, c.clock_ns);
+        let job_room = MAX_EVENTS.saturating_sub(self.kept);
         let t = self.rank(r);
         t.lost = c.lost;
         t.done |= c.last;
-        let room = MAX_EVENTS_PER_RANK.saturating_sub(t.events.len());
+        let room = MAX_EVENTS_PER_RANK
+            .saturating_sub(t.events.len())
+            .min(job_room);
         let n = c.events.len();
         t.events.extend(c.events.into_iter().take(room));
         t.cut += n.saturating_sub(room) as u64;
+        self.kept += n.min(room);
     }
 
     /// The offset to add to rank `r`'s clock for the launcher's.
@@ -149,8 +158,9 @@ impl Timeline {
             }
             if t.cut > 0 {
                 eprintln!(
-                    "phalanx: trace: rank {r}: {} newest events dropped (more than {} events)",
-                    t.cut, MAX_EVENTS_PER_RANK
+                    "phalanx: trace: rank {r}: {} newest events dropped (more than {} events \
+                     of a rank or {} of the job)",
+                    t.cut, MAX_EVENTS_PER_RANK, MAX_EVENTS
                 );
             }
         }

@@ -94,7 +94,7 @@ impl Event {
 /// Events kept when `PHALANX_TRACE_EVENTS` does not say.
 pub const DEFAULT_CAPACITY: usize = 1 << 17;
 /// Most events a ring may be asked to keep.
-pub const MAX_CAPACITY: usize = 1 << 24;
+pub const MAX_CAPACITY: usize = 1 << 22;
 
 struct Ring {
     /// `cap` slots, the first `len` recorded.
