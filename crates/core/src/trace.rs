@@ -298,6 +298,17 @@ impl Numbers {
     }
 }
 
+/// Shortens `s` to at most `max` bytes, at a character boundary.
+fn cut(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
 /// The `tracing` layer that records the library's events into the ring while the trace
 /// is on (module docs).
 pub struct Layer;
@@ -332,8 +343,8 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Layer {
             rest: String::new(),
         };
         event.record(&mut f);
-        f.message.truncate(200);
-        f.rest.truncate(240);
+        cut(&mut f.message, 200);
+        cut(&mut f.rest, 240);
         record(Event {
             ts: now_ns(),
             dur: 0,
@@ -352,6 +363,16 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Layer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_cut_at_a_character_boundary() {
+        let mut s = "é".repeat(150);
+        cut(&mut s, 201);
+        assert_eq!(s.len(), 200);
+        let mut t = String::from("short");
+        cut(&mut t, 200);
+        assert_eq!(t, "short");
+    }
 
     #[test]
     fn the_ring_keeps_the_newest_and_counts_the_rest() {
