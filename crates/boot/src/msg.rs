@@ -169,7 +169,8 @@ pub enum RankMsg {
 }
 
 /// One timeline event as it travels: start and duration (ns, the rank's
-/// `CLOCK_MONOTONIC`), kind (0 call, 1 send, 2 arrival, 3 collective, 4 log), name,
+/// `CLOCK_MONOTONIC`), kind (0 call, 1 send, 2 arrival, 3 collective, 4 log, 5 phase of a
+/// collective), name,
 /// detail, three numbers by kind, the message number within its pair, thread id.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct TraceEvent(

@@ -40,6 +40,7 @@ const SEND: u8 = 1;
 const RECV: u8 = 2;
 const COLL: u8 = 3;
 const LOG: u8 = 4;
+const PHASE: u8 = 5;
 
 /// An event on its track: timestamp, order among equal timestamps, the event.
 type Placed = (f64, f64, Value);
@@ -227,10 +228,11 @@ impl Timeline {
                 // Longer first at one timestamp: a parent before its children.
                 let key = -dur;
                 match e.2 {
-                    CALL => track.push((
+                    CALL | PHASE => track.push((
                         ts,
                         key,
-                        json!({"ph": "X", "name": e.3, "cat": "call",
+                        json!({"ph": "X", "name": e.3,
+                            "cat": if e.2 == CALL { "call" } else { "phase" },
                         "ts": ts, "dur": dur, "pid": pid, "tid": tid}),
                     )),
                     SEND | RECV => {

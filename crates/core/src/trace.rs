@@ -47,6 +47,9 @@ pub enum Kind {
     /// A `tracing` event of the library (retransmissions, drops, warnings): `name` =
     /// its message, `detail` = its fields.
     Log = 4,
+    /// A phase of a collective (a hierarchical one's host and leader phases): `name`,
+    /// start and duration.
+    Phase = 5,
 }
 
 /// One recorded event.
@@ -255,6 +258,47 @@ fn finish_call(start: u64, name: &'static str) {
         ts: start,
         dur: end.saturating_sub(start),
         kind: Kind::Call,
+        name: Cow::Borrowed(name),
+        detail: Cow::Borrowed(""),
+        a: 0,
+        b: 0,
+        c: 0,
+        n: 0,
+        tid: tid(),
+    });
+}
+
+/// A phase of a collective in progress: recorded with its duration when dropped.
+pub struct PhaseGuard {
+    start: u64,
+    name: &'static str,
+}
+
+/// Marks the start of the phase `name` (inside calls too, unlike [`call`]).
+#[inline(always)]
+pub fn phase(name: &'static str) -> PhaseGuard {
+    PhaseGuard {
+        start: if on() { now_ns() } else { 0 },
+        name,
+    }
+}
+
+impl Drop for PhaseGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.start != 0 {
+            finish_phase(self.start, self.name);
+        }
+    }
+}
+
+#[cold]
+fn finish_phase(start: u64, name: &'static str) {
+    let end = now_ns();
+    record(Event {
+        ts: start,
+        dur: end.saturating_sub(start),
+        kind: Kind::Phase,
         name: Cow::Borrowed(name),
         detail: Cow::Borrowed(""),
         a: 0,

@@ -228,3 +228,44 @@ fn mr_trace_ring_overflow_is_counted_and_said() {
     // What is left still follows the rules (flows whose other end was lost are gone).
     check_trace(&doc);
 }
+
+#[test]
+fn mr_trace_across_test_hosts_shows_hierarchical_phases() {
+    // Two test hosts (network namespaces) with two ranks each: shared memory inside a
+    // host, UDP between them; blocking collectives run hierarchically, in phases.
+    let net = phalanx_netns::TestNet::create(2).expect("test hosts must be available");
+    let hosts = std::env::temp_dir().join(format!("phalanx-trace-hosts-{}", std::process::id()));
+    let text: String = net
+        .names()
+        .iter()
+        .map(|n| format!("netns:{n} slots=2\n"))
+        .collect();
+    std::fs::write(&hosts, text).expect("hostfile");
+    let file = std::env::temp_dir().join(format!("phalanx-trace-ns-{}.json", std::process::id()));
+    let (h, f) = (hosts.display().to_string(), file.display().to_string());
+    let ex = example("collectives").display().to_string();
+    let r = run(&["--hostfile", &h, "--trace", &f, &ex, "65536"], &[], LIMIT);
+    let _ = std::fs::remove_file(&hosts);
+    assert!(r.ok(), "{}", r.dump());
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let (sends, _, flows) = check_trace(&doc);
+    assert_eq!(sends, flows);
+    let events = doc["traceEvents"].as_array().expect("events");
+    for phase in ["host phase", "leaders' phase (network)"] {
+        assert!(
+            events
+                .iter()
+                .any(|e| e["cat"] == "phase" && e["name"] == phase),
+            "no {phase} slice"
+        );
+    }
+    assert!(
+        events.iter().any(|e| e["cat"] == "collective"
+            && e["args"]["algorithm"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("hier"))),
+        "no hierarchical collective"
+    );
+}

@@ -124,6 +124,7 @@ impl Engine {
             if local.len() < 2 {
                 return Ok(());
             }
+            let _phase = crate::trace::phase("host phase");
             if e.board.is_none() {
                 // This host has no board (its segment could not be made and `auto` fell
                 // back to UDP): the same phase as a schedule among the host's members,
@@ -172,7 +173,10 @@ impl Engine {
             board_slots: Vec::new(),
             hosts: Vec::new(),
         };
-        let network = |e: &mut Engine, send, recv, plan| run_plan(e, call, send, recv, plan);
+        let network = |e: &mut Engine, send, recv, plan| {
+            let _phase = crate::trace::phase("leaders' phase (network)");
+            run_plan(e, call, send, recv, plan)
+        };
         let (sp, rp) = (call.send.0, call.recv.0);
         match hc.kind {
             CollKind::Bcast => {
