@@ -252,10 +252,12 @@ impl Timeline {
                             let id = flow_id(src, dst, e.8);
                             let f = if send {
                                 json!({"ph": "s", "name": "message", "cat": "message", "id": id,
-                                    "ts": ts, "pid": pid, "tid": tid})
+                                    "ts": ts, "pid": pid, "tid": tid,
+                                    "args": {"tag": e.6 as i64 as i32, "bytes": e.7}})
                             } else {
                                 json!({"ph": "f", "bp": "e", "name": "message", "cat": "message",
-                                    "id": id, "ts": ts, "pid": pid, "tid": tid})
+                                    "id": id, "ts": ts, "pid": pid, "tid": tid,
+                                    "args": {"tag": e.6 as i64 as i32, "bytes": e.7}})
                             };
                             // After its slice at the same timestamp.
                             track.push((ts, f64::INFINITY, f));

@@ -94,6 +94,8 @@ fn check_trace(doc: &serde_json::Value) -> (usize, usize, usize) {
     // Open X slices per track: their ends, innermost last.
     let mut open: HashMap<(u64, u64), Vec<f64>> = HashMap::new();
     let mut flows: HashMap<u64, (usize, usize, f64, f64)> = HashMap::new();
+    // A flow's (tag, bytes) at its send, to compare with its arrival's.
+    let mut ends: HashMap<u64, serde_json::Value> = HashMap::new();
     let (mut sends, mut arrivals) = (0, 0);
     for e in events {
         let ph = e["ph"].as_str().expect("every event has a phase");
@@ -145,6 +147,13 @@ fn check_trace(doc: &serde_json::Value) -> (usize, usize, usize) {
                     assert_eq!(e["bp"], "e", "{e}");
                     f.1 += 1;
                     f.3 = ts;
+                }
+                // Both ends are the same message: its tag and length.
+                match ends.remove(&id) {
+                    None => {
+                        ends.insert(id, e["args"].clone());
+                    }
+                    Some(other) => assert_eq!(other, e["args"], "flow {id} joins two messages"),
                 }
             }
             "i" => {}
@@ -206,6 +215,30 @@ fn mr_trace_of_jacobi_loads_as_a_timeline() {
             .count();
         assert_eq!(names, 5, "{medium}");
     }
+}
+
+#[test]
+fn mr_trace_flows_join_the_same_message_under_the_careful_protocol() {
+    // Careful holds a frame no receive wants yet and hands it over later, out of its
+    // arrival order: the flows must still join each message's own two ends. stress
+    // receives with specific and wildcard tags, out of send order.
+    let file =
+        std::env::temp_dir().join(format!("phalanx-trace-careful-{}.json", std::process::id()));
+    let path = file.display().to_string();
+    let ex = example("stress").display().to_string();
+    let env = [("PHALANX_TRANSPORT", "udp"), ("PHALANX_RELIABLE_NET", "1")];
+    let r = run(
+        &["-n", "4", "--trace", &path, &ex, "2", "40", "5"],
+        &env,
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let (sends, arrivals, flows) = check_trace(&doc);
+    assert!(sends > 100, "{sends}");
+    assert_eq!((sends, arrivals), (flows, flows));
 }
 
 #[test]

@@ -100,6 +100,13 @@ impl Engine {
         match c.proto.handle_packet(now, pkt) {
             Verdict::Deliver => {
                 let src = pkt.src();
+                // On the timeline a careful message is numbered as its link delivers it:
+                // frames held for a receive that wants them are handed over out of order.
+                let starts = matches!(pkt.msg_kind(), MsgKind::Rts)
+                    || (pkt.msg_kind() == MsgKind::Eager && pkt.aux() == 0);
+                if crate::trace::on() && starts && src < self.size {
+                    self.trace_numbers.arrived(src, pkt.tag(), pkt.msg_len());
+                }
                 // Nothing from `src` waits before it (saved frames wait until restored).
                 let held = |e: &Engine| {
                     e.links

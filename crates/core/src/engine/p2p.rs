@@ -288,7 +288,7 @@ impl Engine {
         // before it, is written straight into the ring and the send is complete (a peer
         // on shared memory is a valid rank other than this one).
         let len = buf.len();
-        if crate::trace::on() && tag >= 0 {
+        if crate::trace::on() && tag >= 0 && dest < self.size {
             self.trace_numbers.sent(dest, tag, len as u64);
         }
         if !synchronous
@@ -596,6 +596,15 @@ impl Engine {
         self.push_job(peer, Job::Control(h.to_datagram(&rreq.to_le_bytes())));
     }
 
+    /// A message from `src` arrived, for the timeline: numbered here unless its link is
+    /// careful's (numbered as that link delivered it, see `careful_input`).
+    #[cold]
+    pub(super) fn trace_arrival(&mut self, src: u32, tag: i32, total: u64) {
+        if self.link(src) != crate::link::Medium::Careful {
+            self.trace_numbers.arrived(src, tag, total);
+        }
+    }
+
     /// Handles one in-order message-layer packet. Returns false to refuse it (no buffer).
     pub(super) fn on_message(&mut self, pkt: &Packet<'_>, local: bool) -> bool {
         let src = pkt.src();
@@ -608,7 +617,7 @@ impl Engine {
             MsgKind::Rts => {
                 let (tag, ctx, total) = (pkt.tag(), pkt.context(), pkt.msg_len());
                 if crate::trace::on() {
-                    self.trace_numbers.arrived(src, tag, total);
+                    self.trace_arrival(src, tag, total);
                 }
                 let addr = (pkt.aux32() == RTS_SINGLE_COPY)
                     .then(|| pkt.payload().get(..8).and_then(|b| b.try_into().ok()))

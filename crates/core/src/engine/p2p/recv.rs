@@ -278,7 +278,7 @@ impl Engine {
     ) -> bool {
         let taken = self.eager_parts(src, tag, ctx, total, off, data, local);
         if crate::trace::on() && taken && off == 0 {
-            self.trace_numbers.arrived(src, tag, total);
+            self.trace_arrival(src, tag, total);
         }
         taken
     }
