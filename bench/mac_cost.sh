@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # What the datagram MAC costs (issue 13 item 1): over UDP on loopback, 2 ranks, the
-# 1-byte ping-pong latency and the 1 MiB bandwidth, with the job's MAC (PHALANX_MAC=1: on
-# loopback, where this runs, the default goes without it) and
+# 1-byte ping-pong latency and the 1 MiB bandwidth, with the job's MAC (the default) and
 # without it (PHALANX_MAC=0), RUNS alternating runs each (mac, none, mac, ...); prints
 # the medians and their ratio (mac / none: above 1 means the MAC costs that much).
 #

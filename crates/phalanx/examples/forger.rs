@@ -11,10 +11,11 @@
 //! over UDP.
 //!
 //! With `FORGER_AS=user` rank 0 is an attacker without privileges instead, as another
-//! user of the host would be: it cannot bind rank 2's port (it prints `forger: bind
-//! refused` when the kernel says so) and sends the same datagrams from an ordinary socket
-//! of its own — which the receiver drops as foreign, MAC or not, since they do not come
-//! from rank 2's endpoint.
+//! user of the host would be: it cannot bind rank 2's address and port (it prints
+//! `forger: bind refused` when the kernel says so) and sends the same datagrams from an
+//! ordinary socket of its own, which the MAC drops. (Such a user can still put rank 2's
+//! source address and port on a datagram — bind the port on another loopback address,
+//! send with `IP_PKTINFO` — which is why loopback datagrams are sealed too.)
 use phalanx::traits::*;
 use phalanx_wire::{flags, Header, Kind, MsgKind};
 

@@ -1,10 +1,8 @@
 //! Only the job gets in (issue 13): a datagram forged with the job key and a member's
 //! source address is dropped and counted (`bad_mac`) and the real message arrives — and
 //! without the MAC (`PHALANX_MAC=0`) the same forgery is taken, so the test does stage
-//! the attack (the forger is root, with a raw socket, so the MAC is asked for on loopback
-//! too: `PHALANX_MAC=1`). A job wholly on loopback goes without the MAC by default, and
-//! an attacker without privileges there can neither take a rank's port nor pass for it:
-//! its forgeries are dropped as foreign. A stranger that connects to the launcher first and says hello as a rank
+//! the attack; an attacker without privileges cannot take a rank's port, and its
+//! forgeries fail the MAC too. A stranger that connects to the launcher first and says hello as a rank
 //! is refused, reported and sent nothing, and the job runs correct with the real rank.
 
 mod common;
@@ -22,7 +20,7 @@ fn forger(env: &[(&str, &str)], timeout: &str) -> Run {
 
 #[test]
 fn mr_forged_datagrams_are_dropped_and_counted() {
-    let r = forger(&[("PHALANX_MAC", "1")], "60");
+    let r = forger(&[], "60");
     assert!(r.ok(), "{}", r.dump());
     let line = r
         .stdout
@@ -47,16 +45,16 @@ fn mr_forged_datagrams_are_dropped_and_counted() {
 }
 
 #[test]
-fn mr_loopback_jobs_trust_only_the_kernels_source() {
-    // The default on loopback: no MAC; the unprivileged forger's bind of rank 2's port is
-    // refused and its datagrams (job key, rank 2's number, the right sequence numbers)
-    // are dropped as foreign; the real message arrives.
+fn mr_unprivileged_forgeries_fail_the_mac() {
+    // The forger as an ordinary user: the bind of rank 2's address and port is refused,
+    // and the datagrams from its own socket (job key, rank 2's number, the right
+    // sequence numbers) fail the MAC; the real message arrives.
     let r = forger(&[("FORGER_AS", "user")], "60");
     assert!(r.ok(), "{}", r.dump());
     assert!(r.stdout.contains("forger: bind refused"), "{}", r.dump());
     assert!(
         r.stdout
-            .contains("forger: received real!! bad_mac=0 foreign=64 sealed=false"),
+            .contains("forger: received real!! bad_mac=64 foreign=0 sealed=true"),
         "{}",
         r.dump()
     );

@@ -157,8 +157,7 @@ fn mr_netns_mixed_shared_memory_and_udp() {
         r.dump()
     );
     assert!(sum("received=") > 0, "no UDP traffic\n{}", r.dump());
-    // Datagrams between test hosts carry the job's MAC by default (a job wholly on
-    // loopback goes without: mr_auth).
+    // Datagrams between test hosts carry the job's MAC by default.
     assert_eq!(
         r.stderr.matches(" mac=on").count(),
         4,

@@ -19,55 +19,8 @@
 //!   `None` (the caller drops and counts it). A replayed datagram opens; the protocols
 //!   above drop what their windows have seen (go-back-n, URTP and careful sequence
 //!   numbers).
-//! * Which jobs seal is [`MacScope`]'s choice: by default ([`MacScope::Network`]) every
-//!   job whose datagrams can come from another host, i.e. all but a job whose every
-//!   endpoint is on loopback ([`MacScope::needs_seal`]). Such a job's datagrams never
-//!   leave this host's loopback, where the kernel sets each one's source address and
-//!   port: only the sender's own socket holds that port (phalanx binds its unicast
-//!   socket without `SO_REUSEADDR`), a packet from another host with a loopback source
-//!   is a martian the kernel drops, and forging a source takes a raw socket (root, whom
-//!   the MAC does not keep out either). The receiver then takes a datagram only from the
-//!   exact endpoint of the rank it claims (the engine's check), which is what the tag
-//!   would prove.
-
-use std::net::SocketAddrV4;
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
-
-/// Which of a job's UDP datagrams carry the MAC (`PHALANX_MAC`; module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MacScope {
-    /// None (`0`): only where every host and link of the job is trusted.
-    Off,
-    /// Every datagram unless the whole job is on loopback (the default, `auto`).
-    Network,
-    /// Every datagram, loopback too (`1`).
-    Every,
-}
-
-impl MacScope {
-    /// Parses `PHALANX_MAC`: unset, empty or `auto` is [`MacScope::Network`]; `1|on|
-    /// true|yes|all` [`MacScope::Every`]; `0|off|false|no` [`MacScope::Off`].
-    pub fn parse(v: Option<&str>) -> Result<MacScope, String> {
-        match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            None | Some("" | "auto") => Ok(MacScope::Network),
-            Some("all") => Ok(MacScope::Every),
-            Some(_) => crate::parse_switch("PHALANX_MAC", v, true)
-                .map(|on| if on { MacScope::Every } else { MacScope::Off })
-                .map_err(|e| format!("{e}, auto or all")),
-        }
-    }
-
-    /// Whether a job whose ranks' endpoints are `endpoints` seals its datagrams. Every
-    /// rank sees the same table, so all of them decide alike.
-    pub fn needs_seal<'a>(self, mut endpoints: impl Iterator<Item = &'a SocketAddrV4>) -> bool {
-        match self {
-            MacScope::Off => false,
-            MacScope::Every => true,
-            MacScope::Network => !endpoints.all(|a| a.ip().is_loopback()),
-        }
-    }
-}
 
 /// Bytes after every sealed datagram: rank (4), counter (8), tag (16).
 pub const TRAILER: usize = 28;
@@ -154,38 +107,6 @@ impl Seal {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_scope_parses_and_spares_only_loopback_jobs() {
-        use MacScope::*;
-        for (v, want) in [
-            (None, Network),
-            (Some(""), Network),
-            (Some(" Auto "), Network),
-            (Some("1"), Every),
-            (Some("all"), Every),
-            (Some("on"), Every),
-            (Some("0"), Off),
-            (Some("no"), Off),
-        ] {
-            assert_eq!(MacScope::parse(v), Ok(want), "{v:?}");
-        }
-        let e = MacScope::parse(Some("some")).unwrap_err();
-        assert!(
-            e.contains("PHALANX_MAC") && e.contains("auto or all"),
-            "{e}"
-        );
-        let lo: Vec<SocketAddrV4> = vec![
-            "127.0.0.1:5000".parse().unwrap(),
-            "127.0.0.2:7".parse().unwrap(),
-        ];
-        let mut mixed = lo.clone();
-        mixed.push("10.231.77.10:5000".parse().unwrap());
-        assert!(!Network.needs_seal(lo.iter()));
-        assert!(Network.needs_seal(mixed.iter()));
-        assert!(Every.needs_seal(lo.iter()));
-        assert!(!Off.needs_seal(mixed.iter()));
-    }
 
     #[test]
     fn sealed_datagrams_open_and_anything_else_does_not() {

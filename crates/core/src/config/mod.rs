@@ -108,10 +108,9 @@ pub struct Config {
     /// UDP segmentation offload: runs of datagrams to one peer in one send, coalesced
     /// receives (`PHALANX_GSO`, default on; the kernel falls back where it cannot).
     pub gso: bool,
-    /// Which UDP datagrams carry the job's MAC (`PHALANX_MAC`: `auto`, the default, every
-    /// one unless the whole job is on loopback; `1` every one; `0` none, only where
-    /// every host and link of the job is trusted).
-    pub mac: phalanx_transport::mac::MacScope,
+    /// Seal and check every UDP datagram with the job's MAC (`PHALANX_MAC`, default on;
+    /// `0` only where every host and link of the job is trusted).
+    pub mac: bool,
     /// Shared memory between the ranks of a host. `PHALANX_SHM_*`.
     pub shm: phalanx_shm::ShmConfig,
     /// The network is declared reliable: careful protocol on UDP. `PHALANX_RELIABLE_NET`.
@@ -219,8 +218,7 @@ impl Config {
             mcast: phalanx_transport::McastSetting::from_lookup(|k| env.lookup(k))
                 .map_err(|e| Error::Init(e.to_string()))?,
             bpf: env.switch(phalanx_transport::ENV_BPF, true)?,
-            mac: phalanx_transport::mac::MacScope::parse(env.text("PHALANX_MAC")?)
-                .map_err(Error::Init)?,
+            mac: env.switch("PHALANX_MAC", true)?,
             gso: env.switch("PHALANX_GSO", true)?,
             shm: phalanx_shm::ShmConfig::from_lookup(|k| env.lookup(k)).map_err(Error::Init)?,
             reliable_net: env.switch("PHALANX_RELIABLE_NET", false)?,

@@ -88,7 +88,7 @@ pub struct Engine {
     cfg: Config,
     epoch: Instant,
     peer_addrs: Vec<SocketAddrV4>,
-    /// UDP datagrams carry the job's MAC (`PHALANX_MAC`: off for a job wholly on loopback).
+    /// UDP datagrams carry the job's MAC (`PHALANX_MAC`).
     sealed: bool,
     /// Every medium's link, and the medium of each peer (decided at start-up).
     pub(crate) links: Links,
@@ -338,9 +338,10 @@ impl Engine {
         let cpu_sharers = local_ranks.max(cfg.machine_ranks.unwrap_or(0));
         let mut udp = udp;
         // Sealed from the first datagram on: nothing has been read from the socket yet,
-        // and what peers sent meanwhile is opened when it is read. A job wholly on
-        // loopback goes without (`MacScope`): its sources are the kernel's word.
-        let sealed = cfg.mac.needs_seal(addrs.iter());
+        // and what peers sent meanwhile is opened when it is read. (Loopback too: another
+        // user of the host can put a rank's source address and port on a datagram, by
+        // binding the port on another loopback address and sending with IP_PKTINFO.)
+        let sealed = cfg.mac;
         if sealed {
             let key = phalanx_transport::mac::datagram_key(&boot.secret().0);
             udp.authenticate(&key, env.rank);

@@ -87,21 +87,6 @@ impl Engine {
         if end <= self.size {
             return Ok(());
         }
-        // A job on loopback goes without the MAC (`MacScope`); ranks elsewhere would seal
-        // theirs and find ours unsealed: refused here rather than lost at both ends.
-        let off_loopback = endpoints
-            .iter()
-            .find(|a| !a.ip().is_loopback() && !a.ip().is_unspecified());
-        if let Some(a) = off_loopback.filter(|_| {
-            !self.sealed
-                && self.links.net.transport.is_some()
-                && self.cfg.mac != phalanx_transport::mac::MacScope::Off
-        }) {
-            return Err(Error::InvalidArg(format!(
-                "a process at {a} cannot join this job: its ranks are all on loopback and \
-                 send without the datagram MAC (PHALANX_MAC=1 seals on loopback too)"
-            )));
-        }
         let nowhere = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
         let mut addrs = Vec::with_capacity((end - self.size) as usize);
         for r in self.size..end {
