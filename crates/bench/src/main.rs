@@ -25,6 +25,28 @@
 //! `# Size  Avg Latency(us)`, mbw_mr `# Size  MB/s  Messages/s`; barrier prints
 //! `# Avg Latency(us)` and one value) that `bench/compare.py` parses next to the C
 //! benchmark's output under Open MPI.
+//!
+//! # `report`: a whole suite, plots and a page
+//!
+//! ```text
+//! phalanx-bench report [--peer openmpi] [--out DIR] [--quick] [--np 2,4,8]
+//!                      [--tests latency,bcast,...] [--pairs N] [--step-timeout S] [--no-plots]
+//! ```
+//!
+//! Runs without the launcher and starts real jobs itself, one per test and rank count:
+//! `phalanx run -n P <this program> TEST -m a:b -i N -x W` (the launcher next to this
+//! program, else on `$PATH`). The suite: latency, bw and mbw_mr (message rate) at p = 2;
+//! bcast, allgather, gather, scatter, reduce, allreduce, alltoall and barrier, and the
+//! seed-003 ring, chain and flood at every p of `--np` (default 2,4,8). `--quick` is a
+//! tiny suite (sizes to 4 KiB, a few iterations, p = 2) of seconds. `--peer openmpi` also
+//! runs the OSU tests through `bench/compare.sh` (the same C source on phalanx and on Open
+//! MPI, medians of `--pairs` alternating runs) and adds ratio plots. DIR (default
+//! `bench/results/report-<UTC time>`) gets `results.csv`/`results.json` (test, p, size,
+//! value, unit, runtime), an SVG and a PNG per test (log-scaled size axis; log value axis
+//! for times), `index.html` with every plot and the headline numbers, and each job's raw
+//! output. Every job has a time limit (`--step-timeout`), is stopped with its ranks on it
+//! or on Ctrl-C, and a failed job is named and skipped. PNG text needs a TrueType font
+//! (DejaVu Sans, `fonts-dejavu-core`, or `PHALANX_REPORT_FONT`). See `suite/mod.rs`.
 
 mod bw;
 mod coll;
@@ -33,6 +55,7 @@ mod mbw_mr;
 mod options;
 mod report;
 mod seed003;
+mod suite;
 mod sync;
 mod transport_cost;
 
@@ -41,6 +64,10 @@ use options::{Cli, Test};
 use phalanx::traits::*;
 
 fn main() {
+    // `report` has options of its own and runs no benchmark in this process.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "report") {
+        std::process::exit(suite::main(std::env::args_os().skip(1)));
+    }
     let cli = Cli::parse();
     // Seed 002's transport measurements: one process, no launcher.
     if matches!(cli.test, Test::Calibrate | Test::Multisend) {

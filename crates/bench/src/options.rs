@@ -73,7 +73,12 @@ impl Test {
 /// OSU-style micro-benchmarks for phalanx (latency, bw and bibw with exactly 2 ranks,
 /// mbw_mr with 2 or more, collectives with any number).
 #[derive(Debug, Parser)]
-#[command(name = "phalanx-bench", version, args_override_self = true)]
+#[command(
+    name = "phalanx-bench",
+    version,
+    args_override_self = true,
+    after_help = "Whole suites with plots and a page: phalanx-bench report --help"
+)]
 pub struct Cli {
     /// The measurement.
     #[arg(value_enum)]
