@@ -271,6 +271,9 @@ impl RunArgs {
                 .map(PathBuf::from)
         });
         if let Some(t) = &trace {
+            // Said now rather than after the job: where the file cannot be made.
+            std::fs::File::create(t)
+                .map_err(|e| format!("--trace {}: cannot create it: {e}", t.display()))?;
             // The ranks record and send their timelines at Finalize.
             env.push(("PHALANX_TRACE".into(), t.clone().into()));
         }

@@ -24,13 +24,14 @@
 
 use phalanx_boot::{TraceChunk, TraceEvent};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Events kept per rank (a rank's ring is at most this large, usually far smaller).
 pub const MAX_EVENTS_PER_RANK: usize = 1 << 22;
 /// Events kept for the whole job (a few hundred bytes each in the launcher's memory).
-pub const MAX_EVENTS: usize = 1 << 23;
+pub const MAX_EVENTS: usize = 1 << 22;
 /// Launcher events kept.
 const MAX_LAUNCHER_EVENTS: usize = 1 << 16;
 
@@ -41,9 +42,6 @@ const RECV: u8 = 2;
 const COLL: u8 = 3;
 const LOG: u8 = 4;
 const PHASE: u8 = 5;
-
-/// An event on its track: timestamp, order among equal timestamps, the event.
-type Placed = (f64, f64, Value);
 
 #[derive(Default)]
 struct RankTrace {
@@ -169,155 +167,199 @@ impl Timeline {
             .filter(|&r| !self.ranks[r].done)
             .collect();
         if !missing.is_empty() {
-            eprintln!("phalanx: trace: ranks {missing:?} sent no (complete) trace: they did not reach Finalize");
+            eprintln!(
+                "phalanx: trace: ranks {missing:?} sent no (complete) trace: they did not reach \
+                 Finalize"
+            );
         }
-        let doc = self.document();
-        let text = match serde_json::to_string(&doc) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("phalanx: trace: cannot encode the trace: {e}");
-                return;
-            }
-        };
-        if let Err(e) = std::fs::write(&self.path, text) {
+        let written = std::fs::File::create(&self.path).and_then(|f| {
+            let mut w = std::io::BufWriter::new(f);
+            self.write_to(&mut w)?;
+            w.flush()
+        });
+        if let Err(e) = written {
             eprintln!("phalanx: trace: cannot write {}: {e}", self.path.display());
         }
     }
 
-    /// The trace-event document (module docs).
+    /// The trace-event document, parsed (tests).
+    #[cfg(test)]
     pub fn document(&self) -> Value {
-        let us = |ns: i128| (ns - i128::from(self.start)) as f64 / 1000.0;
+        let mut out = Vec::new();
+        self.write_to(&mut out).expect("to memory");
+        serde_json::from_slice(&out).expect("valid JSON")
+    }
+
+    /// Writes the trace-event document (module docs) one event at a time: the launcher
+    /// holds the events once, plus a 24-byte entry per event for the ordering.
+    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
         // Flows: only for messages whose both ends are here.
-        let mut sends: HashMap<(u64, u64, u64), ()> = HashMap::new();
-        let mut arrivals: HashMap<(u64, u64, u64), ()> = HashMap::new();
+        let mut sends: HashSet<(u64, u64, u64)> = HashSet::new();
+        let mut arrivals: HashSet<(u64, u64, u64)> = HashSet::new();
         for (r, t) in self.ranks.iter().enumerate() {
             for e in &t.events {
                 match e.2 {
                     SEND => {
-                        sends.insert((r as u64, e.5, e.8), ());
+                        sends.insert((r as u64, e.5, e.8));
                     }
                     RECV => {
-                        arrivals.insert((e.5, r as u64, e.8), ());
+                        arrivals.insert((e.5, r as u64, e.8));
                     }
                     _ => {}
                 }
             }
         }
-        let flow_id = |src: u64, dst: u64, n: u64| -> u64 {
-            ((src & 0xF_FFFF) << 44) | ((dst & 0xF_FFFF) << 24) | (n & 0xFF_FFFF)
-        };
-        // Per track (pid, tid): (ts, order key, event).
+        // Per track (pid, tid), what goes on it, sorted below.
         let mut tracks: BTreeMap<(u64, u64), Vec<Placed>> = BTreeMap::new();
-        let mut meta = Vec::new();
         for (r, t) in self.ranks.iter().enumerate() {
-            let pid = r as u64;
-            meta.push(
-                json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                "args": {"name": format!("rank {r}")}}),
-            );
-            meta.push(
-                json!({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
-                "args": {"sort_index": r}}),
-            );
             let off = self.offset(r);
-            for e in &t.events {
-                let ts = us(i128::from(e.0) + off);
-                let dur = e.1 as f64 / 1000.0;
-                let tid = u64::from(e.9);
-                let track = tracks.entry((pid, tid)).or_default();
+            for (i, e) in t.events.iter().enumerate() {
+                let ts = self.us(i128::from(e.0) + off);
+                let track = tracks.entry((r as u64, u64::from(e.9))).or_default();
+                let at = Ref::Rank(r as u32, i as u32);
                 // Longer first at one timestamp: a parent before its children.
-                let key = -dur;
-                match e.2 {
-                    CALL | PHASE => track.push((
-                        ts,
-                        key,
-                        json!({"ph": "X", "name": e.3,
-                            "cat": if e.2 == CALL { "call" } else { "phase" },
-                        "ts": ts, "dur": dur, "pid": pid, "tid": tid}),
-                    )),
-                    SEND | RECV => {
-                        let send = e.2 == SEND;
-                        let (src, dst) = if send { (pid, e.5) } else { (e.5, pid) };
-                        let name = if send {
-                            format!("send → {}", e.5)
-                        } else {
-                            format!("recv ← {}", e.5)
-                        };
-                        track.push((ts, key, json!({"ph": "X", "name": name, "cat": "message",
-                            "ts": ts, "dur": 0.0, "pid": pid, "tid": tid,
-                            "args": {"peer": e.5, "tag": e.6 as i64 as i32, "bytes": e.7, "n": e.8}})));
-                        let both = sends.contains_key(&(src, dst, e.8))
-                            && arrivals.contains_key(&(src, dst, e.8));
-                        if both {
-                            let id = flow_id(src, dst, e.8);
-                            let f = if send {
-                                json!({"ph": "s", "name": "message", "cat": "message", "id": id,
-                                    "ts": ts, "pid": pid, "tid": tid,
-                                    "args": {"tag": e.6 as i64 as i32, "bytes": e.7}})
-                            } else {
-                                json!({"ph": "f", "bp": "e", "name": "message", "cat": "message",
-                                    "id": id, "ts": ts, "pid": pid, "tid": tid,
-                                    "args": {"tag": e.6 as i64 as i32, "bytes": e.7}})
-                            };
-                            // After its slice at the same timestamp.
-                            track.push((ts, f64::INFINITY, f));
-                        }
+                track.push(Placed(ts, -(e.1 as f64), at));
+                if matches!(e.2, SEND | RECV) {
+                    let (src, dst) = if e.2 == SEND {
+                        (r as u64, e.5)
+                    } else {
+                        (e.5, r as u64)
+                    };
+                    if sends.contains(&(src, dst, e.8)) && arrivals.contains(&(src, dst, e.8)) {
+                        // After its slice at the same timestamp.
+                        track.push(Placed(ts, f64::INFINITY, Ref::Flow(r as u32, i as u32)));
                     }
-                    COLL => track.push((
-                        ts,
-                        key,
-                        json!({"ph": "i", "s": "t", "name": e.3,
-                        "cat": "collective", "ts": ts, "pid": pid, "tid": tid,
-                        "args": {"algorithm": e.4, "members": e.5, "bytes": e.7}}),
-                    )),
-                    LOG => track.push((
-                        ts,
-                        key,
-                        json!({"ph": "i", "s": "t", "name": e.3,
-                        "cat": "log", "ts": ts, "pid": pid, "tid": tid,
-                        "args": {"fields": e.4}}),
-                    )),
-                    _ => {}
                 }
             }
         }
         let lpid = self.ranks.len() as u64;
-        meta.push(
-            json!({"ph": "M", "name": "process_name", "pid": lpid, "tid": 0,
-            "args": {"name": "launcher"}}),
-        );
-        meta.push(
-            json!({"ph": "M", "name": "process_sort_index", "pid": lpid, "tid": 0,
-            "args": {"sort_index": lpid}}),
-        );
-        let track = tracks.entry((lpid, 0)).or_default();
-        for (ns, what) in &self.launcher {
-            let ts = us(i128::from(*ns));
-            track.push((
-                ts,
+        let launcher = tracks.entry((lpid, 0)).or_default();
+        for (i, (ns, _)) in self.launcher.iter().enumerate() {
+            launcher.push(Placed(
+                self.us(i128::from(*ns)),
                 0.0,
-                json!({"ph": "i", "s": "p", "name": what, "cat": "launcher",
-                "ts": ts, "pid": lpid, "tid": 0}),
+                Ref::Launcher(i as u32),
             ));
         }
-        let mut events = meta;
-        for (_, mut evs) in tracks {
-            evs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-            events.extend(evs.into_iter().map(|(_, _, v)| v));
+        w.write_all(b"{\"traceEvents\":[\n")?;
+        let mut first = true;
+        let mut put = |w: &mut dyn Write, v: &Value| -> std::io::Result<()> {
+            if !first {
+                w.write_all(b",\n")?;
+            }
+            first = false;
+            serde_json::to_writer(&mut *w, v).map_err(std::io::Error::other)
+        };
+        for r in 0..=self.ranks.len() {
+            let name = if r < self.ranks.len() {
+                format!("rank {r}")
+            } else {
+                "launcher".into()
+            };
+            put(
+                w,
+                &json!({"ph": "M", "name": "process_name", "pid": r, "tid": 0,
+                "args": {"name": name}}),
+            )?;
+            put(
+                w,
+                &json!({"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0,
+                "args": {"sort_index": r}}),
+            )?;
+        }
+        for ((pid, tid), mut placed) in tracks {
+            placed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+            for Placed(ts, _, at) in placed {
+                put(w, &self.event(pid, tid, ts, at))?;
+            }
         }
         let lost: u64 = self.ranks.iter().map(|t| t.lost + t.cut).sum();
-        json!({
-            "traceEvents": events,
-            "displayTimeUnit": "ns",
-            "otherData": {
-                "producer": "phalanx run --trace",
-                "ranks": self.ranks.len(),
-                "events_lost": lost,
-                "hosts": self.ranks.iter().map(|t| t.host.clone()).collect::<Vec<_>>(),
+        let other = json!({
+            "producer": "phalanx run --trace",
+            "ranks": self.ranks.len(),
+            "events_lost": lost,
+            "hosts": self.ranks.iter().map(|t| t.host.clone()).collect::<Vec<_>>(),
+        });
+        write!(w, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{other}}}")
+    }
+
+    /// Microseconds since the launcher started of launcher-clock `ns`.
+    fn us(&self, ns: i128) -> f64 {
+        (ns - i128::from(self.start)) as f64 / 1000.0
+    }
+
+    /// One event of the document.
+    fn event(&self, pid: u64, tid: u64, ts: f64, at: Ref) -> Value {
+        let (r, i, flow) = match at {
+            Ref::Launcher(i) => {
+                let what = &self.launcher[i as usize].1;
+                return json!({"ph": "i", "s": "p", "name": what, "cat": "launcher",
+                    "ts": ts, "pid": pid, "tid": tid});
             }
-        })
+            Ref::Rank(r, i) => (r, i, false),
+            Ref::Flow(r, i) => (r, i, true),
+        };
+        let e = &self.ranks[r as usize].events[i as usize];
+        let dur = e.1 as f64 / 1000.0;
+        let tag = e.6 as i64 as i32;
+        match e.2 {
+            SEND | RECV if flow => {
+                let send = e.2 == SEND;
+                let (src, dst) = if send { (pid, e.5) } else { (e.5, pid) };
+                let id = flow_id(src, dst, e.8);
+                let ph = if send { "s" } else { "f" };
+                let mut v = json!({"ph": ph, "name": "message", "cat": "message", "id": id,
+                    "ts": ts, "pid": pid, "tid": tid, "args": {"tag": tag, "bytes": e.7}});
+                if !send {
+                    v["bp"] = json!("e");
+                }
+                v
+            }
+            SEND | RECV => {
+                let name = if e.2 == SEND {
+                    format!("send → {}", e.5)
+                } else {
+                    format!("recv ← {}", e.5)
+                };
+                json!({"ph": "X", "name": name, "cat": "message", "ts": ts, "dur": 0.0,
+                    "pid": pid, "tid": tid,
+                    "args": {"peer": e.5, "tag": tag, "bytes": e.7, "n": e.8}})
+            }
+            CALL | PHASE => json!({"ph": "X", "name": e.3,
+                "cat": if e.2 == CALL { "call" } else { "phase" },
+                "ts": ts, "dur": dur, "pid": pid, "tid": tid}),
+            COLL => json!({"ph": "i", "s": "t", "name": e.3, "cat": "collective", "ts": ts,
+                "pid": pid, "tid": tid,
+                "args": {"algorithm": e.4, "members": e.5, "bytes": e.7}}),
+            LOG => json!({"ph": "i", "s": "t", "name": e.3, "cat": "log", "ts": ts,
+                "pid": pid, "tid": tid, "args": {"fields": e.4}}),
+            // A kind this launcher does not know (a newer rank): an instant of its own.
+            _ => json!({"ph": "i", "s": "t", "name": e.3, "cat": "other", "ts": ts,
+                "pid": pid, "tid": tid, "args": {"fields": e.4}}),
+        }
     }
 }
+
+/// The id of the flow of message `n` from `src` to `dst`: 16 + 16 + 21 bits, below 2^53
+/// so that JavaScript viewers read it exactly (ranks past 65535 or more than 2^21
+/// messages of one pair in one trace may share ids).
+fn flow_id(src: u64, dst: u64, n: u64) -> u64 {
+    ((src & 0xFFFF) << 37) | ((dst & 0xFFFF) << 21) | (n & 0x1F_FFFF)
+}
+
+/// What an entry of a track is.
+#[derive(Clone, Copy)]
+enum Ref {
+    /// Event `i` of rank `r`.
+    Rank(u32, u32),
+    /// The flow end of event `i` of rank `r` (a send or an arrival).
+    Flow(u32, u32),
+    /// Launcher event `i`.
+    Launcher(u32),
+}
+
+/// An entry of a track: timestamp (µs), order among equal timestamps, what it is.
+struct Placed(f64, f64, Ref);
 
 #[cfg(test)]
 mod tests {

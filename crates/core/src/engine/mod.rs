@@ -181,6 +181,9 @@ pub struct Engine {
 /// against 15 in a window): the pull only bounds what an unexpected message makes its
 /// receiver hold. At most a 64th of `PHALANX_UNEXPECTED_LIMIT` (256 MiB: 4 MiB).
 const SHM_EAGER_LIMIT: usize = 4 << 20;
+/// Worst-case JSON bytes of one part of a rank's timeline (see `send_trace`): half the
+/// boot protocol's line limit.
+const TRACE_PART_BYTES: usize = phalanx_boot::MAX_LINE / 2;
 
 /// Default eager limit over the network (issue 15 item 1): below it a message leaves at
 /// once, above it a rendezvous costs a round trip before the data. p = 2 ping-pong,
@@ -888,53 +891,52 @@ impl Engine {
     }
 
     /// Ships the timeline to the launcher in parts (module docs of [`crate::trace`]);
-    /// recording stops here.
+    /// recording stops here. A part holds at most `TraceChunk::MAX_EVENTS` events and
+    /// about [`TRACE_PART_BYTES`] of JSON at worst (every text byte escaped as `\u00XX`),
+    /// so its line stays under the boot protocol's limit.
     fn send_trace(&mut self) -> Result<()> {
         let (events, lost) = crate::trace::take();
         let Some(b) = self.boot.as_mut() else {
             return Ok(());
         };
-        let mut parts = events
-            .chunks(phalanx_boot::TraceChunk::MAX_EVENTS)
-            .peekable();
-        if parts.peek().is_none() {
-            let last = phalanx_boot::TraceChunk {
-                lost,
-                clock_ns: crate::trace::now_ns(),
-                last: true,
-                ..Default::default()
-            };
-            return b
-                .send_trace(last)
-                .map_err(|e| Error::Launcher(e.to_string()));
+        let mut part = Vec::new();
+        let mut bytes = 0;
+        let mut rest = events.iter().peekable();
+        loop {
+            let next = rest.next();
+            if let Some(e) = next {
+                bytes += 160 + 6 * (e.name.len() + e.detail.len());
+                part.push(phalanx_boot::TraceEvent(
+                    e.ts,
+                    e.dur,
+                    e.kind as u8,
+                    e.name.to_string(),
+                    e.detail.to_string(),
+                    e.a,
+                    e.b,
+                    e.c,
+                    e.n,
+                    e.tid,
+                ));
+            }
+            let last = rest.peek().is_none();
+            let full =
+                part.len() >= phalanx_boot::TraceChunk::MAX_EVENTS || bytes >= TRACE_PART_BYTES;
+            if last || full {
+                let chunk = phalanx_boot::TraceChunk {
+                    events: std::mem::take(&mut part),
+                    lost,
+                    clock_ns: crate::trace::now_ns(),
+                    last,
+                };
+                bytes = 0;
+                b.send_trace(chunk)
+                    .map_err(|e| Error::Launcher(e.to_string()))?;
+            }
+            if last {
+                return Ok(());
+            }
         }
-        while let Some(part) = parts.next() {
-            let chunk = phalanx_boot::TraceChunk {
-                events: part
-                    .iter()
-                    .map(|e| {
-                        phalanx_boot::TraceEvent(
-                            e.ts,
-                            e.dur,
-                            e.kind as u8,
-                            e.name.to_string(),
-                            e.detail.to_string(),
-                            e.a,
-                            e.b,
-                            e.c,
-                            e.n,
-                            e.tid,
-                        )
-                    })
-                    .collect(),
-                lost,
-                clock_ns: crate::trace::now_ns(),
-                last: parts.peek().is_none(),
-            };
-            b.send_trace(chunk)
-                .map_err(|e| Error::Launcher(e.to_string()))?;
-        }
-        Ok(())
     }
 
     /// The counters and the collective algorithm table, for the launcher's summary.

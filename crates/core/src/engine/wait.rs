@@ -253,15 +253,23 @@ impl Engine {
     // message's latency several percent).
     #[inline]
     pub(super) fn wait_loop(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
-        // The wait's length in the statistics, off the clock its rounds read anyway.
-        let start = self.last_now;
-        let r = self.wait_rounds(done);
-        self.stats.wait_ns += self.last_now.saturating_sub(start);
+        // The wait's length in the statistics, off the clock its progress rounds read
+        // anyway: from its first round (a wait satisfied at once counts nothing; the
+        // clock before the wait may be stale by the program's computation) to its last.
+        let mut start = 0;
+        let r = self.wait_rounds(done, &mut start);
+        if start != 0 {
+            self.stats.wait_ns += self.last_now.saturating_sub(start);
+        }
         self.stats.waits += 1;
         r
     }
 
-    fn wait_rounds(&mut self, done: &mut dyn FnMut(&mut Engine) -> bool) -> Result<()> {
+    fn wait_rounds(
+        &mut self,
+        done: &mut dyn FnMut(&mut Engine) -> bool,
+        start: &mut u64,
+    ) -> Result<()> {
         let mut idle_since: Option<Instant> = None;
         let mut idle_rounds = 0u32;
         loop {
@@ -306,7 +314,11 @@ impl Engine {
                     }
                 }
             }
-            if self.progress()? {
+            let moved = self.progress()?;
+            if *start == 0 {
+                *start = self.last_now;
+            }
+            if moved {
                 idle_since = None;
                 idle_rounds = 0;
                 continue;
