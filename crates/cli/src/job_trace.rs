@@ -332,7 +332,7 @@ impl Timeline {
                 "pid": pid, "tid": tid,
                 "args": {"algorithm": e.4, "members": e.5, "bytes": e.7}}),
             LOG => json!({"ph": "i", "s": "t", "name": e.3, "cat": "log", "ts": ts,
-                "pid": pid, "tid": tid, "args": {"fields": e.4}}),
+                "pid": pid, "tid": tid, "args": {"fields": e.4, "value": e.5}}),
             // A kind this launcher does not know (a newer rank): an instant of its own.
             _ => json!({"ph": "i", "s": "t", "name": e.3, "cat": "other", "ts": ts,
                 "pid": pid, "tid": tid, "args": {"fields": e.4}}),

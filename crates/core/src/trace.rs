@@ -309,11 +309,13 @@ fn finish_phase(start: u64, name: &'static str) {
     });
 }
 
-/// Per-peer message numbers of this rank (module docs), kept by the engine.
+/// Per-peer message numbers of this rank (module docs), and which peers' links are
+/// stalled (no room for the next datagram), kept by the engine.
 #[derive(Default)]
 pub(crate) struct Numbers {
     sent: Vec<u64>,
     arrived: Vec<u64>,
+    stalled: Vec<bool>,
 }
 
 impl Numbers {
@@ -332,6 +334,28 @@ impl Numbers {
     pub(crate) fn sent(&mut self, peer: u32, tag: i32, bytes: u64) {
         let n = Self::bump(&mut self.sent, peer);
         instant(Kind::Send, "send", "", [peer.into(), tag as u64, bytes], n);
+    }
+
+    /// Whether the link to `peer` has room now: a stall's start and end are recorded
+    /// (instants: a stall may span calls), nothing while it lasts.
+    #[cold]
+    pub(crate) fn stalled(&mut self, peer: u32, why: &'static str, stalled: bool) {
+        let i = peer as usize;
+        if self.stalled.len() <= i {
+            if !stalled {
+                return;
+            }
+            self.stalled.resize(i + 1, false);
+        }
+        if self.stalled[i] != stalled {
+            self.stalled[i] = stalled;
+            let name = if stalled {
+                "stall begins"
+            } else {
+                "stall ends"
+            };
+            instant(Kind::Log, name, why, [peer.into(), 0, 0], 0);
+        }
     }
 
     /// A message from `peer` arrived: recorded with its number.

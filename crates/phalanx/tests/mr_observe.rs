@@ -239,6 +239,51 @@ fn mr_trace_flows_join_the_same_message_under_the_careful_protocol() {
 }
 
 #[test]
+fn mr_trace_shows_loss_recovery_and_stalls() {
+    // Over UDP with 5 % loss: go-back-n retransmissions, URTP's REQs for multicast
+    // collectives, and links stalled on a full window, all on the timeline.
+    let file = std::env::temp_dir().join(format!("phalanx-trace-loss-{}.json", std::process::id()));
+    let path = file.display().to_string();
+    let ex = example("collectives").display().to_string();
+    let env = [
+        ("PHALANX_TRANSPORT", "udp"),
+        ("PHALANX_FAULTS", "loss=0.05,seed=3"),
+    ];
+    let r = run(&["-n", "4", "--trace", &path, &ex, "262144"], &env, LIMIT);
+    assert!(r.ok(), "{}", r.dump());
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    check_trace(&doc);
+    let events = doc["traceEvents"].as_array().expect("events");
+    let logged = |events: &[serde_json::Value], what: &str| {
+        events
+            .iter()
+            .any(|e| e["cat"] == "log" && e["name"] == what)
+    };
+    for what in ["retransmitted datagrams", "URTP REQs sent"] {
+        assert!(logged(events, what), "no {what:?} on the timeline");
+    }
+    // Point-to-point traffic through a go-back-n window of 4 datagrams: stalls.
+    let ex = example("stress").display().to_string();
+    let env = [("PHALANX_TRANSPORT", "udp"), ("PHALANX_WINDOW", "4")];
+    let r = run(
+        &["-n", "3", "--trace", &path, &ex, "1", "20", "3"],
+        &env,
+        LIMIT,
+    );
+    assert!(r.ok(), "{}", r.dump());
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    check_trace(&doc);
+    let events = doc["traceEvents"].as_array().expect("events");
+    for what in ["stall begins", "stall ends"] {
+        assert!(logged(events, what), "no {what:?} on the timeline");
+    }
+}
+
+#[test]
 fn mr_trace_ring_overflow_is_counted_and_said() {
     let file =
         std::env::temp_dir().join(format!("phalanx-trace-small-{}.json", std::process::id()));

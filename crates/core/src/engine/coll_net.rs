@@ -283,6 +283,30 @@ impl Engine {
 
     /// Timers, REQs for the sources collective receives wait on, retries, transmits.
     pub(crate) fn urtp_progress(&mut self, now: u64) -> crate::error::Result<bool> {
+        let reqs = crate::trace::on().then(|| self.links.urtp.proto.stats().reqs_sent);
+        let r = self.urtp_rounds(now);
+        if let Some(before) = reqs {
+            let sent = self
+                .links
+                .urtp
+                .proto
+                .stats()
+                .reqs_sent
+                .saturating_sub(before);
+            if sent > 0 {
+                crate::trace::instant(
+                    crate::trace::Kind::Log,
+                    "URTP REQs sent",
+                    "",
+                    [sent, 0, 0],
+                    0,
+                );
+            }
+        }
+        r
+    }
+
+    fn urtp_rounds(&mut self, now: u64) -> crate::error::Result<bool> {
         let proto = &mut self.links.urtp.proto;
         if proto.poll_timeout().is_some_and(|t| t <= now) {
             proto.handle_timeout(now);

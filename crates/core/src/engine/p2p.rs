@@ -465,7 +465,13 @@ impl Engine {
                 return did;
             };
             if !link.has_room(&[peer], len) {
+                if crate::trace::on() {
+                    self.trace_numbers.stalled(peer, medium_name(medium), true);
+                }
                 return did;
+            }
+            if crate::trace::on() {
+                self.trace_numbers.stalled(peer, medium_name(medium), false);
             }
             let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
                 return did;
@@ -713,5 +719,16 @@ impl Engine {
             }
             MsgKind::None => true,
         }
+    }
+}
+
+/// A medium's name on the timeline (what a stall waits for).
+fn medium_name(m: Medium) -> &'static str {
+    match m {
+        Medium::Gbn => "go-back-n window full",
+        Medium::Careful => "careful credits used up",
+        Medium::Shm => "shared-memory ring full",
+        Medium::Urtp => "URTP window full",
+        Medium::Local => "local queue full",
     }
 }
