@@ -250,14 +250,18 @@ impl Drop for CallGuard {
 #[cold]
 fn finish_call(start: u64, name: &'static str) {
     DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
-    if start == 1 {
-        return;
+    if start != 1 {
+        slice(Kind::Call, start, name);
     }
+}
+
+/// Records a slice of `kind` named `name` from `start` to now.
+fn slice(kind: Kind, start: u64, name: &'static str) {
     let end = now_ns();
     record(Event {
         ts: start,
         dur: end.saturating_sub(start),
-        kind: Kind::Call,
+        kind,
         name: Cow::Borrowed(name),
         detail: Cow::Borrowed(""),
         a: 0,
@@ -294,19 +298,7 @@ impl Drop for PhaseGuard {
 
 #[cold]
 fn finish_phase(start: u64, name: &'static str) {
-    let end = now_ns();
-    record(Event {
-        ts: start,
-        dur: end.saturating_sub(start),
-        kind: Kind::Phase,
-        name: Cow::Borrowed(name),
-        detail: Cow::Borrowed(""),
-        a: 0,
-        b: 0,
-        c: 0,
-        n: 0,
-        tid: tid(),
-    });
+    slice(Kind::Phase, start, name);
 }
 
 /// Per-peer message numbers of this rank (module docs), and which peers' links are

@@ -82,6 +82,22 @@ fn mr_stats_table_names_a_rank_that_never_reported() {
     );
 }
 
+/// Runs `args` (with `--trace FILE` added first) and returns the run and the parsed trace.
+fn traced(tag: &str, args: &[&str], env: &[(&str, &str)]) -> (Run, serde_json::Value) {
+    let file =
+        std::env::temp_dir().join(format!("phalanx-trace-{tag}-{}.json", std::process::id()));
+    let path = file.display().to_string();
+    let mut all = vec!["--trace", path.as_str()];
+    all.extend_from_slice(args);
+    let r = run(&all, env, LIMIT);
+    assert!(r.ok(), "{tag}: {}", r.dump());
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let doc = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{tag}: not JSON ({e})\n{}", r.dump()));
+    (r, doc)
+}
+
 /// The trace-event format's rules a viewer relies on, checked on `doc`; returns the
 /// numbers of send slices, arrival slices and flows.
 fn check_trace(doc: &serde_json::Value) -> (usize, usize, usize) {
@@ -219,67 +235,43 @@ fn mr_trace_flows_join_the_same_message_under_the_careful_protocol() {
     // Careful holds a frame no receive wants yet and hands it over later, out of its
     // arrival order: the flows must still join each message's own two ends. stress
     // receives with specific and wildcard tags, out of send order.
-    let file =
-        std::env::temp_dir().join(format!("phalanx-trace-careful-{}.json", std::process::id()));
-    let path = file.display().to_string();
     let ex = example("stress").display().to_string();
     let env = [("PHALANX_TRANSPORT", "udp"), ("PHALANX_RELIABLE_NET", "1")];
-    let r = run(
-        &["-n", "4", "--trace", &path, &ex, "2", "40", "5"],
-        &env,
-        LIMIT,
-    );
-    assert!(r.ok(), "{}", r.dump());
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
-    let _ = std::fs::remove_file(&file);
-    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let (_, doc) = traced("careful", &["-n", "4", &ex, "2", "40", "5"], &env);
     let (sends, arrivals, flows) = check_trace(&doc);
     assert!(sends > 100, "{sends}");
     assert_eq!((sends, arrivals), (flows, flows));
 }
 
+/// Whether `doc` has a log event named `what`.
+fn logged(doc: &serde_json::Value, what: &str) -> bool {
+    let events = doc["traceEvents"].as_array().expect("events");
+    events
+        .iter()
+        .any(|e| e["cat"] == "log" && e["name"] == what)
+}
+
 #[test]
 fn mr_trace_shows_loss_recovery_and_stalls() {
-    // Over UDP with 5 % loss: go-back-n retransmissions, URTP's REQs for multicast
-    // collectives, and links stalled on a full window, all on the timeline.
-    let file = std::env::temp_dir().join(format!("phalanx-trace-loss-{}.json", std::process::id()));
-    let path = file.display().to_string();
+    // Over UDP with 5 % loss: go-back-n retransmissions and URTP's REQs for multicast
+    // collectives on the timeline.
     let ex = example("collectives").display().to_string();
     let env = [
         ("PHALANX_TRANSPORT", "udp"),
         ("PHALANX_FAULTS", "loss=0.05,seed=3"),
     ];
-    let r = run(&["-n", "4", "--trace", &path, &ex, "262144"], &env, LIMIT);
-    assert!(r.ok(), "{}", r.dump());
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
-    let _ = std::fs::remove_file(&file);
-    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let (_, doc) = traced("loss", &["-n", "4", &ex, "262144"], &env);
     check_trace(&doc);
-    let events = doc["traceEvents"].as_array().expect("events");
-    let logged = |events: &[serde_json::Value], what: &str| {
-        events
-            .iter()
-            .any(|e| e["cat"] == "log" && e["name"] == what)
-    };
     for what in ["retransmitted datagrams", "URTP REQs sent"] {
-        assert!(logged(events, what), "no {what:?} on the timeline");
+        assert!(logged(&doc, what), "no {what:?} on the timeline");
     }
     // Point-to-point traffic through a go-back-n window of 4 datagrams: stalls.
     let ex = example("stress").display().to_string();
     let env = [("PHALANX_TRANSPORT", "udp"), ("PHALANX_WINDOW", "4")];
-    let r = run(
-        &["-n", "3", "--trace", &path, &ex, "1", "20", "3"],
-        &env,
-        LIMIT,
-    );
-    assert!(r.ok(), "{}", r.dump());
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
-    let _ = std::fs::remove_file(&file);
-    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let (_, doc) = traced("stalls", &["-n", "3", &ex, "1", "20", "3"], &env);
     check_trace(&doc);
-    let events = doc["traceEvents"].as_array().expect("events");
     for what in ["stall begins", "stall ends"] {
-        assert!(logged(events, what), "no {what:?} on the timeline");
+        assert!(logged(&doc, what), "no {what:?} on the timeline");
     }
 }
 
