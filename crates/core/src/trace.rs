@@ -454,26 +454,3 @@ mod tests {
         assert_eq!(take().0.len(), 0);
     }
 }
-
-#[cfg(test)]
-mod cost {
-    /// Prints what recording costs per event (no assertion: a figure, not a test).
-    #[test]
-    #[ignore]
-    fn print_cost_per_event() {
-        super::start(1 << 17);
-        let n = 1_000_000u64;
-        let t = std::time::Instant::now();
-        for i in 0..n {
-            super::instant(super::Kind::Send, "send", "", [1, 2, 3], i);
-        }
-        let per = t.elapsed().as_nanos() as f64 / n as f64;
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            drop(super::call("MPI_Send"));
-        }
-        let per_call = t.elapsed().as_nanos() as f64 / n as f64;
-        let _ = super::take();
-        println!("instant: {per:.1} ns per event; call slice: {per_call:.1} ns");
-    }
-}
