@@ -37,13 +37,18 @@
 //! `phalanx run -n P <this program> TEST -m a:b -i N -x W` (the launcher next to this
 //! program, else on `$PATH`). The suite: latency, bw and mbw_mr (message rate) at p = 2;
 //! bcast, allgather, gather, scatter, reduce, allreduce, alltoall and barrier, and the
-//! seed-003 ring, chain and flood at every p of `--np` (default 2,4,8). `--quick` is a
-//! tiny suite (sizes to 4 KiB, a few iterations, p = 2) of seconds. `--peer openmpi` also
+//! seed-003 ring, chain and flood at every p of `--np` (default 2,4,8); `allgather_k`,
+//! the all-gather of 64 KiB per rank with `PHALANX_COLL_ALLGATHER=mcast2` at k = 1, 2, 4,
+//! 8 and with the default algorithm, at p = 4; `applications`, the examples matmul, spmv
+//! and jacobi (`target/<profile>/examples/`, built with `cargo build --release -p phalanx
+//! --examples`) at p = 1 and every p of `--np`, each printing its speed-up over 1 rank.
+//! `--quick` is a tiny suite (sizes to 4 KiB, a few iterations, p = 2, no applications)
+//! of seconds. `--peer openmpi` also
 //! runs the OSU tests through `bench/compare.sh` (the same C source on phalanx and on Open
 //! MPI, medians of `--pairs` alternating runs) and adds ratio plots. DIR (default
 //! `bench/results/report-<UTC time>`) gets `results.csv`/`results.json` (test, p, size,
-//! value, unit, runtime), an SVG and a PNG per test (log-scaled size axis; log value axis
-//! for times), `index.html` with every plot and the headline numbers, and each job's raw
+//! value, unit, runtime, variant), an SVG and a PNG per test (log-scaled size axis; log
+//! value axis for times; speed-up against p with the ideal; time against k), `index.html` with every plot and the headline numbers, and each job's raw
 //! output. Every job has a time limit (`--step-timeout`), is stopped with its ranks on it
 //! or on Ctrl-C, and a failed job is named and skipped. PNG text needs a TrueType font
 //! (DejaVu Sans, `fonts-dejavu-core`, or `PHALANX_REPORT_FONT`). See `suite/mod.rs`.

@@ -1,5 +1,7 @@
 //! `phalanx-bench report --quick` end to end: it starts real jobs through the launcher
-//! (two ranks each, every test of the suite), then writes `results.csv`, `results.json`,
+//! (two ranks each, every test of the quick suite: all but `applications`, whose examples
+//! are built apart; `allgather_k` at each k and with the default algorithm, through the
+//! environment the report sets per job), then writes `results.csv`, `results.json`,
 //! an SVG and a PNG per test and `index.html`. Asserted: the files parse and agree, every
 //! quick test has rows, every SVG is well-formed XML holding a plotted line and its axis
 //! labels, every PNG is a PNG of the plot's size, and the page references every plot.
@@ -14,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every test of the quick suite (all at p = 2).
-const QUICK_TESTS: [&str; 14] = [
+const QUICK_TESTS: [&str; 15] = [
     "latency",
     "bw",
     "mbw_mr",
@@ -29,7 +31,11 @@ const QUICK_TESTS: [&str; 14] = [
     "ring",
     "chain",
     "flood",
+    "allgather_k",
 ];
+
+/// allgather_k's variants: the k of the multicast all-gather, then the default algorithm.
+const K_VARIANTS: [&str; 5] = ["k=1", "k=2", "k=4", "k=8", "default"];
 
 fn bench() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_phalanx-bench"));
@@ -80,14 +86,15 @@ fn mr_report_quick_suite_writes_results_plots_and_page() {
         "{dump}"
     );
 
-    // results.csv: the header, then six fields per row.
+    // results.csv: the header, then seven fields per row.
     let csv = std::fs::read_to_string(out.join("results.csv")).expect("results.csv");
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some("test,p,size,value,unit,runtime"));
+    assert_eq!(lines.next(), Some("test,p,size,value,unit,runtime,variant"));
     let mut csv_rows = Vec::new();
+    let mut k_variants = Vec::new();
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(f.len(), 6, "{line}");
+        assert_eq!(f.len(), 7, "{line}");
         let p: usize = f[1].parse().expect("p");
         let size: usize = f[2].parse().expect("size");
         let value: f64 = f[3].parse().expect("value");
@@ -96,6 +103,12 @@ fn mr_report_quick_suite_writes_results_plots_and_page() {
         assert!(size <= 4096, "the quick suite stops at 4 KiB: {line}");
         assert!(!f[4].is_empty(), "a unit: {line}");
         assert_eq!(f[5], "phalanx", "{line}");
+        if f[0] == "allgather_k" {
+            assert_eq!(size, 4096, "{line}");
+            k_variants.push(f[6].to_string());
+        } else {
+            assert_eq!(f[6], "", "no variant: {line}");
+        }
         csv_rows.push((f[0].to_string(), size, value));
     }
     let tests: BTreeSet<&str> = csv_rows.iter().map(|r| r.0.as_str()).collect();
@@ -117,6 +130,11 @@ fn mr_report_quick_suite_writes_results_plots_and_page() {
         }
     }
 
+    assert_eq!(
+        k_variants, K_VARIANTS,
+        "allgather_k: a row per k, then the default"
+    );
+
     // results.json: the same rows as objects.
     let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
     let rows: Vec<serde_json::Value> = serde_json::from_str(&json).expect("results.json parses");
@@ -130,6 +148,7 @@ fn mr_report_quick_suite_writes_results_plots_and_page() {
             row["unit"].is_string() && row["runtime"] == "phalanx",
             "{row}"
         );
+        assert!(row["variant"].is_string(), "{row}");
     }
 
     // One SVG and one PNG per test, no ratio plot without a peer, nothing else.
@@ -163,10 +182,10 @@ fn mr_report_quick_suite_writes_results_plots_and_page() {
             .filter_map(|n| n.text())
             .map(str::trim)
             .collect();
-        let x_axis = if test == "barrier" {
-            "Processes"
-        } else {
-            "bytes"
+        let x_axis = match test {
+            "barrier" => "Processes",
+            "allgather_k" => "PHALANX_COLL_ALLGATHER_K",
+            _ => "bytes",
         };
         assert!(
             texts.iter().any(|t| t.contains(x_axis)),
@@ -181,6 +200,12 @@ fn mr_report_quick_suite_writes_results_plots_and_page() {
         assert!(has("circle"), "{test}.svg: no data points");
         if test != "barrier" {
             assert!(has("polyline"), "{test}.svg: no line");
+        }
+        if test == "allgather_k" {
+            assert!(
+                texts.iter().any(|t| t.contains("default algorithm")),
+                "allgather_k.svg: no default-algorithm line in the legend: {texts:?}"
+            );
         }
 
         let png = std::fs::read(out.join(format!("{test}.png"))).expect("png");

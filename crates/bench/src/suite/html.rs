@@ -3,11 +3,13 @@
 //! The page has a table of facts about the run, the steps that failed, a table of
 //! headline numbers (for each test, rank count and runtime: the value at the smallest and
 //! at the largest size), then one section per test with its plots as `<img>` of the SVG,
-//! each a link to the PNG. It refers to files by their names in the same directory, and
+//! each a link to the PNG. The sections of `applications` (speed-up and time per example
+//! and p) and `allgather_k` (time per k and of the default algorithm) hold their own
+//! tables instead of headline rows. It refers to files by their names in the same directory, and
 //! escapes every piece of text it did not write itself.
 
-use super::plan::Spec;
-use super::results::{runtime_name, Row, RUNTIME_ORDER};
+use super::plan::{variant_k, Kind, Spec, APPS, DEFAULT_VARIANT};
+use super::results::{runtime_name, Row, PHALANX, RUNTIME_ORDER, SPEEDUP};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -30,6 +32,8 @@ pub struct Page<'a> {
     pub rows: &'a [Row],
     /// Sections in order.
     pub sections: &'a [Section],
+    /// The rows come from the quick suite (the applications' problems are smaller).
+    pub quick: bool,
 }
 
 /// Writes `index.html` into `dir`.
@@ -64,7 +68,8 @@ fn render(page: &Page<'_>) -> String {
     }
     h.push_str(
         "<h2>Headline numbers</h2>\n<p>Per test, rank count and runtime: the value at \
-         the smallest and at the largest message size measured. Every figure is in \
+         the smallest and at the largest message size measured (applications and \
+         allgather_k: in their sections). Every figure is in \
          <a href=\"results.csv\">results.csv</a> and \
          <a href=\"results.json\">results.json</a>.</p>\n",
     );
@@ -78,6 +83,11 @@ fn render(page: &Page<'_>) -> String {
             esc(spec.title),
             esc(spec.name)
         );
+        match spec.kind {
+            Kind::Speedup => speedup_table(&mut h, page),
+            Kind::AgainstK => k_table(&mut h, page),
+            _ => {}
+        }
         if section.plots.is_empty() {
             h.push_str("<p>No plot: no figures.</p>\n");
         }
@@ -101,7 +111,11 @@ fn headline_table(h: &mut String, page: &Page<'_>) {
         "<table>\n<tr><th>test</th><th>p</th><th>runtime</th><th>smallest size</th>\
          <th>value</th><th>largest size</th><th>value</th><th>unit</th></tr>\n",
     );
-    for section in page.sections {
+    for section in page
+        .sections
+        .iter()
+        .filter(|s| !matches!(s.spec.kind, Kind::Speedup | Kind::AgainstK))
+    {
         let test = section.spec.name;
         let mut keys: Vec<(usize, usize, &str)> = page
             .rows
@@ -137,6 +151,103 @@ fn headline_table(h: &mut String, page: &Page<'_>) {
         }
     }
     h.push_str("</table>\n");
+}
+
+/// Speed-up over 1 rank and parallel time of each example (rows) at each p (columns).
+fn speedup_table(h: &mut String, page: &Page<'_>) {
+    let rows: Vec<&Row> = page
+        .rows
+        .iter()
+        .filter(|r| r.test == "applications" && r.runtime == PHALANX)
+        .collect();
+    let mut ps: Vec<usize> = rows.iter().map(|r| r.p).collect();
+    ps.sort_unstable();
+    ps.dedup();
+    if ps.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<p>Each example's rank 0 runs the sequential code in the same job and prints \
+         sequential time / parallel time; one job per example and p.</p>\n\
+         <table>\n<tr><th>application</th>",
+    );
+    for p in &ps {
+        let _ = write!(h, "<th>p = {p}</th>");
+    }
+    h.push_str("</tr>\n");
+    for app in &APPS {
+        if !rows.iter().any(|r| r.variant == app.name) {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<tr><td>{} ({})</td>",
+            esc(app.name),
+            esc(app.problem(page.quick))
+        );
+        for &p in &ps {
+            let value = |unit: &str| {
+                rows.iter()
+                    .find(|r| r.variant == app.name && r.p == p && r.unit == unit)
+                    .map(|r| r.value)
+            };
+            match (value(SPEEDUP), value("s")) {
+                (Some(s), Some(t)) => {
+                    let _ = write!(h, "<td class=\"num\">{s:.2}× ({})</td>", seconds_text(t));
+                }
+                _ => h.push_str("<td class=\"num\">–</td>"),
+            }
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n<p>Cells: speed-up (parallel time).</p>\n");
+}
+
+/// Time per k of the multicast all-gather and of the default algorithm.
+fn k_table(h: &mut String, page: &Page<'_>) {
+    let mut rows: Vec<&Row> = page
+        .rows
+        .iter()
+        .filter(|r| r.test == "allgather_k" && r.runtime == PHALANX)
+        .collect();
+    let Some(first) = rows.first() else {
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<p>phalanx-bench allgather of {} per rank at p = {}, one job per k with \
+         PHALANX_COLL_ALLGATHER=mcast2 PHALANX_COLL_ALLGATHER_K=k, and one with both \
+         variables unset (the default algorithm).</p>",
+        size_text(first.size),
+        first.p
+    );
+    // k ascending, the default last.
+    rows.sort_by_key(|r| variant_k(&r.variant).map_or(u32::MAX, u32::from));
+    h.push_str("<table>\n<tr><th>algorithm</th><th>time per call</th><th>unit</th></tr>\n");
+    for r in rows {
+        let what = if r.variant == DEFAULT_VARIANT {
+            "default".to_string()
+        } else {
+            format!("mcast2, {}", r.variant)
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            esc(&what),
+            value_text(r.value),
+            esc(&r.unit)
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+/// 0.0123 s, 1.50 s.
+fn seconds_text(t: f64) -> String {
+    if t < 1.0 {
+        format!("{t:.4} s")
+    } else {
+        format!("{t:.2} s")
+    }
 }
 
 fn runtime_rank(runtime: &str) -> usize {
@@ -193,6 +304,7 @@ mod tests {
                 value: 0.5,
                 unit: "us".into(),
                 runtime: "phalanx".into(),
+                variant: String::new(),
             },
             Row {
                 test: "latency".into(),
@@ -201,6 +313,7 @@ mod tests {
                 value: 3.25,
                 unit: "us".into(),
                 runtime: "phalanx".into(),
+                variant: String::new(),
             },
         ];
         let sections = [Section {
@@ -212,6 +325,7 @@ mod tests {
             failures: &["bcast p=2: timed out".into()],
             rows: &rows,
             sections: &sections,
+            quick: false,
         });
         assert!(html.contains("<img src=\"latency.svg\""));
         assert!(html.contains("href=\"latency.png\""));
@@ -219,5 +333,58 @@ mod tests {
         assert!(html.contains("bcast p=2: timed out"));
         assert!(html.contains("<td class=\"num\">1 B</td><td class=\"num\">0.50</td>"));
         assert!(html.contains("<td class=\"num\">4 KiB</td><td class=\"num\">3.25</td>"));
+    }
+
+    #[test]
+    fn applications_and_allgather_k_have_their_tables() {
+        let row = |test: &str, p, size, value, unit: &str, variant: &str| Row {
+            test: test.into(),
+            p,
+            size,
+            value,
+            unit: unit.into(),
+            runtime: "phalanx".into(),
+            variant: variant.into(),
+        };
+        let rows = vec![
+            row("applications", 1, 0, 1.0, SPEEDUP, "spmv"),
+            row("applications", 1, 0, 0.25, "s", "spmv"),
+            row("applications", 2, 0, 1.5, SPEEDUP, "spmv"),
+            row("applications", 2, 0, 0.125, "s", "spmv"),
+            row("allgather_k", 4, 65536, 20.5, "us", "default"),
+            row("allgather_k", 4, 65536, 80.25, "us", "k=1"),
+        ];
+        let sections = [
+            Section {
+                spec: spec("allgather_k").unwrap(),
+                plots: Vec::new(),
+            },
+            Section {
+                spec: spec("applications").unwrap(),
+                plots: Vec::new(),
+            },
+        ];
+        let html = render(&Page {
+            facts: &[],
+            failures: &[],
+            rows: &rows,
+            sections: &sections,
+            quick: false,
+        });
+        assert!(html.contains("<th>p = 1</th><th>p = 2</th>"), "{html}");
+        assert!(
+            html.contains("<td>spmv (n = 20000, 100 iterations)</td>"),
+            "{html}"
+        );
+        assert!(html.contains("1.50× (0.1250 s)"), "{html}");
+        assert!(!html.contains("matmul ("), "no row without figures");
+        let k1 = html.find("mcast2, k=1").expect("k=1 row");
+        let default = html.find("<td>default</td>").expect("default row");
+        assert!(k1 < default, "k ascending, the default last");
+        assert!(html.contains("64 KiB per rank at p = 4"));
+        assert!(
+            !html.contains("<td>applications</td>") && !html.contains("<td>allgather_k</td>"),
+            "no headline rows for them"
+        );
     }
 }

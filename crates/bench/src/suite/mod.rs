@@ -8,12 +8,19 @@
 //! Contract: every figure comes from a real job, `phalanx run -n P --timeout S
 //! <phalanx-bench> TEST ARGS` (the launcher next to this executable, else on `$PATH`),
 //! whose OSU-shaped table is parsed ([`table`]); the suite is [`plan::SPECS`] expanded
-//! over `--np` ([`plan::steps`]). With `--peer openmpi` `bench/compare.sh` (found above
+//! over `--np` ([`plan::steps`]). Two tests differ: `allgather_k` runs `phalanx-bench
+//! allgather` with `PHALANX_COLL_ALLGATHER=mcast2 PHALANX_COLL_ALLGATHER_K=k` set for the
+//! job (and both removed for its default-algorithm run), and `applications` runs the
+//! example programs `<launcher dir>/examples/{matmul,spmv,jacobi}` (built by `cargo build
+//! --release -p phalanx --examples`; when one is missing its runs are listed as failed
+//! at the start and the suite goes on), reading the speed-up line each prints. With `--peer openmpi` `bench/compare.sh` (found above
 //! this executable, or in `$PHALANX_REPO`) also runs the OSU tests as the same C source on
 //! phalanx and on Open MPI ([`peer`]). Every child runs under a time limit and is stopped,
 //! with what it started, on that limit or on SIGINT/SIGTERM/SIGHUP ([`runner`]); a failed
 //! step is reported by name and the suite goes on (a signal stops it). DIR then holds
-//! `results.csv` and `results.json` ([`results`]), `<test>.svg`/`.png` and, with a peer,
+//! `results.csv` and `results.json` ([`results`]), `<test>.svg`/`.png` (`applications`:
+//! speed-up against p with the ideal; `allgather_k`: time against k with the default
+//! algorithm's level) and, with a peer,
 //! `<test>-ratio.svg`/`.png` ([`plot`]), `index.html` ([`html`]) and every job's raw
 //! output under `raw/` (compare.sh's under `peer/`). The exit status is 0 when every step
 //! gave figures, 1 when some failed, 2 when the report could not start (no launcher, no
@@ -30,8 +37,8 @@ mod table;
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use plan::Step;
-use results::{Row, PHALANX};
+use plan::{Job, Step};
+use results::{Row, PHALANX, SPEEDUP};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -74,7 +81,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "P,P,...")]
     pub np: Option<String>,
     /// Only these tests, comma-separated (latency bw mbw_mr bcast allgather gather scatter
-    /// reduce allreduce alltoall barrier ring chain flood).
+    /// reduce allreduce alltoall barrier ring chain flood allgather_k applications;
+    /// applications needs the examples built and is not in --quick unless named here).
     #[arg(long, value_name = "TEST,TEST,...")]
     pub tests: Option<String>,
     /// --peer: alternating (phalanx, peer) runs per test, of which the medians are shown.
@@ -113,7 +121,7 @@ struct Outcome {
 
 fn report(args: &ReportArgs) -> Result<i32, Setup> {
     let started = Instant::now();
-    let tests = plan::select(args.tests.as_deref()).map_err(Setup)?;
+    let tests = plan::select(args.tests.as_deref(), args.quick).map_err(Setup)?;
     let default_np = if args.quick { "2" } else { "2,4,8" };
     let np = plan::parse_np(args.np.as_deref().unwrap_or(default_np)).map_err(Setup)?;
     let limit = Duration::from_secs(
@@ -128,6 +136,7 @@ fn report(args: &ReportArgs) -> Result<i32, Setup> {
     };
     let launcher = runner::launcher().map_err(Setup)?;
     let bench = runner::bench().map_err(Setup)?;
+    let examples = runner::examples(&launcher);
     let repo = runner::repo();
     if args.peer.is_some() && repo.is_none() {
         return Err(Setup(
@@ -150,7 +159,18 @@ fn report(args: &ReportArgs) -> Result<i32, Setup> {
     let out = out.canonicalize().unwrap_or(out);
     runner::install_signal_handlers();
 
-    let steps = plan::steps(&tests, &np, args.quick);
+    let mut steps = plan::steps(&tests, &np, args.quick);
+    // Examples that were not built: their runs fail now, by name, and are not started.
+    let mut missing = Vec::new();
+    steps.retain(|step| match step.job {
+        Job::Example(name) if !examples.join(name).is_file() => {
+            if !missing.contains(&name) {
+                missing.push(name);
+            }
+            false
+        }
+        _ => true,
+    });
     let invocations = match (&args.peer, &repo) {
         (Some(Peer::Openmpi), Some(_)) => peer::invocations(&tests, &np, &out),
         _ => Vec::new(),
@@ -165,9 +185,24 @@ fn report(args: &ReportArgs) -> Result<i32, Setup> {
         failures: Vec::new(),
         interrupted: false,
     };
+    let release = examples
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "release");
+    for name in missing {
+        let failure = format!(
+            "applications {name}: no program {} (build the examples: cargo build{} -p \
+             phalanx --examples); its runs were skipped",
+            examples.join(name).display(),
+            if release { " --release" } else { "" }
+        );
+        say(&bar, &failure);
+        outcome.failures.push(failure);
+    }
     let jobs = Jobs {
         launcher: &launcher,
         bench: &bench,
+        examples: &examples,
         transport: transport.as_ref().map(|t| t.phalanx.as_str()),
         limit,
         out: &out,
@@ -211,7 +246,7 @@ fn report(args: &ReportArgs) -> Result<i32, Setup> {
     for &spec in &tests {
         let mut plots = Vec::new();
         if font.is_some() {
-            for chart in plot::charts(spec, &outcome.rows)
+            for chart in plot::charts(spec, &outcome.rows, args.quick)
                 .iter()
                 .filter(|c| c.has_points())
             {
@@ -231,6 +266,7 @@ fn report(args: &ReportArgs) -> Result<i32, Setup> {
                 failures: &outcome.failures,
                 rows: &outcome.rows,
                 sections: &sections,
+                quick: args.quick,
             },
         )
     });
@@ -286,6 +322,8 @@ fn say(bar: &ProgressBar, message: &str) {
 struct Jobs<'a> {
     launcher: &'a Path,
     bench: &'a Path,
+    /// Where the example programs are.
+    examples: &'a Path,
     /// `PHALANX_TRANSPORT` of the jobs, when a peer decides it.
     transport: Option<&'a str>,
     /// The launcher's `--timeout`.
@@ -298,6 +336,7 @@ fn run_step(step: &Step, jobs: &Jobs<'_>, bar: &ProgressBar, outcome: &mut Outco
     let Jobs {
         launcher,
         bench,
+        examples,
         transport,
         limit,
         out,
@@ -306,12 +345,20 @@ fn run_step(step: &Step, jobs: &Jobs<'_>, bar: &ProgressBar, outcome: &mut Outco
     let stderr = out.join("raw").join(format!("{}.err", step.stem()));
     let mut cmd = Command::new(launcher);
     cmd.args(["run", "-n", &step.p.to_string(), "--timeout"])
-        .arg(limit.as_secs().to_string())
-        .arg(bench)
-        .arg(step.spec.name)
-        .args(&step.args);
+        .arg(limit.as_secs().to_string());
+    match step.job {
+        Job::Bench(test) => cmd.arg(bench).arg(test),
+        Job::Example(name) => cmd.arg(examples.join(name)),
+    };
+    cmd.args(&step.args);
     if let Some(transport) = transport {
         cmd.env("PHALANX_TRANSPORT", transport);
+    }
+    for (key, value) in &step.env {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
     }
     let ran = runner::run(
         cmd,
@@ -329,19 +376,10 @@ fn run_step(step: &Step, jobs: &Jobs<'_>, bar: &ProgressBar, outcome: &mut Outco
     });
     let parsed = ran.and_then(|()| {
         let text = std::fs::read_to_string(&stdout).map_err(runner::StepError::Io)?;
-        table::parse(&text, step.spec.column).ok_or(runner::StepError::NoTable)
+        rows_of(step, &text).ok_or(runner::StepError::NoTable)
     });
     match parsed {
-        Ok(t) => outcome
-            .rows
-            .extend(t.rows.into_iter().map(|(size, value)| Row {
-                test: step.spec.name.to_string(),
-                p: step.p,
-                size,
-                value,
-                unit: t.unit.clone(),
-                runtime: PHALANX.to_string(),
-            })),
+        Ok(rows) => outcome.rows.extend(rows),
         Err(e) => {
             outcome.interrupted = matches!(e, runner::StepError::Interrupted(_));
             let failure = format!(
@@ -351,6 +389,34 @@ fn run_step(step: &Step, jobs: &Jobs<'_>, bar: &ProgressBar, outcome: &mut Outco
             );
             say(bar, &failure);
             outcome.failures.push(failure);
+        }
+    }
+}
+
+/// The figures in a step's output: its table's rows, or an example's speed-up and time.
+fn rows_of(step: &Step, text: &str) -> Option<Vec<Row>> {
+    let row = |size, value, unit: &str| Row {
+        test: step.spec.name.to_string(),
+        p: step.p,
+        size,
+        value,
+        unit: unit.to_string(),
+        runtime: PHALANX.to_string(),
+        variant: step.variant.clone(),
+    };
+    match step.job {
+        Job::Bench(_) => {
+            let t = table::parse(text, step.spec.column)?;
+            Some(
+                t.rows
+                    .into_iter()
+                    .map(|(size, value)| row(size, value, &t.unit))
+                    .collect(),
+            )
+        }
+        Job::Example(name) => {
+            let line = table::parse_app(text, name)?;
+            Some(vec![row(0, line.speedup, SPEEDUP), row(0, line.time, "s")])
         }
     }
 }
@@ -463,8 +529,10 @@ fn facts(
         (
             "suite".into(),
             format!(
-                "{}; rank counts {np:?} (point-to-point at 2)",
-                if args.quick { "quick" } else { "full" }
+                "{}; rank counts {np:?} (point-to-point at 2, applications also at 1, \
+                 allgather_k at {})",
+                if args.quick { "quick" } else { "full" },
+                plan::rank_counts(plan::Ranks::Near(4), np)[0]
             ),
         ),
         ("launcher".into(), launcher.display().to_string()),

@@ -172,6 +172,7 @@ pub fn import(inv: &Invocation) -> Result<Vec<Row>, String> {
                     value,
                     unit: unit.clone(),
                     runtime: runtime.into(),
+                    variant: String::new(),
                 });
             }
         }
@@ -186,7 +187,7 @@ mod tests {
 
     #[test]
     fn invocations_per_rank_count() {
-        let tests = select(Some("latency,bcast,ring")).unwrap();
+        let tests = select(Some("latency,bcast,ring"), false).unwrap();
         let invs = invocations(&tests, &[4, 8], Path::new("/r"));
         let got: Vec<(usize, Vec<&str>)> = invs
             .iter()

@@ -3,8 +3,12 @@
 //! [`charts`] turns a test's rows into a [`Chart`] (value against message size on a log
 //! axis with power-of-two ticks — log–log for times, a linear value axis for rates;
 //! barrier against the rank count — one line per rank count and runtime) and, when Open
-//! MPI ran, a ratio chart (phalanx / Open MPI per size, a reference line at 1). [`render`]
-//! writes `<stem>.svg` and `<stem>.png`.
+//! MPI ran, a ratio chart (phalanx / Open MPI per size, a reference line at 1). Two tests
+//! have charts of their own: `applications` is the speed-up over 1 rank against p, one
+//! line per example and the ideal (speed-up = p) dashed, log–log so that the ideal is the
+//! diagonal; `allgather_k` is the time against k (log axis, a tick at each k; time from
+//! zero) with the default algorithm's time as a dashed level line. [`render`] writes
+//! `<stem>.svg` and `<stem>.png`.
 //!
 //! Text needs a TrueType font for its metrics, in both formats: [`load_font`] finds one
 //! (`$PHALANX_REPORT_FONT`, else DejaVu Sans or Liberation Sans where Linux distributions
@@ -12,8 +16,8 @@
 //! `sans-serif`; without one it returns an error saying what to install, and the report
 //! stops before measuring anything. Drawing returns errors, it does not panic.
 
-use super::plan::{Kind, Spec};
-use super::results::{runtime_name, Row, OPENMPI, PHALANX, PHALANX_C, RUNTIME_ORDER};
+use super::plan::{variant_k, Kind, Spec, APPS, DEFAULT_VARIANT};
+use super::results::{runtime_name, Row, OPENMPI, PHALANX, PHALANX_C, RUNTIME_ORDER, SPEEDUP};
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::element::ComposedElement;
@@ -90,6 +94,8 @@ enum Marker {
     Circle,
     Triangle,
     Square,
+    /// A line alone (the ideal, a reference level).
+    None,
 }
 
 /// One line of a chart.
@@ -107,8 +113,8 @@ pub struct Series {
 enum XAxis {
     /// Bytes: power-of-two ticks labelled 1, 4, 16, ..., 1K, ..., 1M.
     Bytes,
-    /// Ranks: a tick at each rank count.
-    Ranks,
+    /// Counts (ranks, k): a tick at each value, labelled as an integer.
+    Counts,
 }
 
 /// One chart, ready to draw.
@@ -156,8 +162,14 @@ fn style_of(runtime: &str) -> (bool, Marker) {
 }
 
 /// The chart of one test and, when Open MPI ran it, its ratio chart.
-pub fn charts(spec: &Spec, rows: &[Row]) -> Vec<Chart> {
+/// `quick`: the rows come from the quick suite (the applications' problems are smaller).
+pub fn charts(spec: &Spec, rows: &[Row], quick: bool) -> Vec<Chart> {
     let rows: Vec<&Row> = rows.iter().filter(|r| r.test == spec.name).collect();
+    match spec.kind {
+        Kind::Speedup => return vec![speedup_chart(spec, &rows, quick)],
+        Kind::AgainstK => return vec![k_chart(spec, &rows)],
+        _ => {}
+    }
     let ps: Vec<usize> = rows
         .iter()
         .map(|r| r.p)
@@ -171,7 +183,7 @@ pub fn charts(spec: &Spec, rows: &[Row]) -> Vec<Chart> {
         .collect();
     let unit = rows.first().map_or("", |r| r.unit.as_str());
     let barrier = spec.kind == Kind::Barrier;
-    let x_axis = if barrier { XAxis::Ranks } else { XAxis::Bytes };
+    let x_axis = if barrier { XAxis::Counts } else { XAxis::Bytes };
     let y_log = spec.kind != Kind::Rate;
     let color = |p_index: usize, rt_index: usize| {
         PALETTE[if ps.len() > 1 { p_index } else { rt_index } % PALETTE.len()]
@@ -228,6 +240,117 @@ pub fn charts(spec: &Spec, rows: &[Row]) -> Vec<Chart> {
     out
 }
 
+/// Gray of the ideal and of reference levels.
+const REFERENCE_GRAY: RGBColor = RGBColor(90, 90, 90);
+
+/// Markers of the lines of a chart, in turn.
+const MARKERS: [Marker; 3] = [Marker::Circle, Marker::Triangle, Marker::Square];
+
+/// `applications`: speed-up against p per example (in [`APPS`] order), the ideal dashed.
+fn speedup_chart(spec: &Spec, rows: &[&Row], quick: bool) -> Chart {
+    let rows: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.unit == SPEEDUP && r.runtime == PHALANX)
+        .collect();
+    let mut series = Vec::new();
+    for (i, app) in APPS.iter().enumerate() {
+        let mut points: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| r.variant == app.name && r.value > 0.0)
+            .map(|r| (r.p as f64, r.value))
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if points.is_empty() {
+            continue;
+        }
+        series.push(Series {
+            label: format!("{} ({})", app.name, app.problem(quick)),
+            color: PALETTE[i % PALETTE.len()],
+            dashed: false,
+            marker: MARKERS[i % MARKERS.len()],
+            points,
+        });
+    }
+    let ps: BTreeSet<usize> = rows.iter().map(|r| r.p).collect();
+    if !series.is_empty() {
+        series.push(Series {
+            label: "ideal (speed-up = p)".into(),
+            color: REFERENCE_GRAY,
+            dashed: true,
+            marker: Marker::None,
+            points: ps.iter().map(|&p| (p as f64, p as f64)).collect(),
+        });
+    }
+    Chart {
+        stem: spec.name.to_string(),
+        title: format!("{} — {}", spec.title, spec.name),
+        x_label: "Processes (ranks, log scale)".into(),
+        y_label: format!(
+            "{} (sequential time / parallel time, log scale)",
+            spec.quantity
+        ),
+        x_axis: XAxis::Counts,
+        y_log: true,
+        series,
+        reference: None,
+    }
+}
+
+/// `allgather_k`: time against k, the default algorithm's time as a dashed level.
+fn k_chart(spec: &Spec, rows: &[&Row]) -> Chart {
+    let rows: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.runtime == PHALANX)
+        .collect();
+    let unit = rows.first().map_or("", |r| r.unit.as_str());
+    let mut points: Vec<(f64, f64)> = rows
+        .iter()
+        .filter_map(|r| Some((f64::from(variant_k(&r.variant)?), r.value)))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let default = rows.iter().find(|r| r.variant == DEFAULT_VARIANT);
+    let (lo, hi) = (
+        points.first().map_or(1.0, |p| p.0),
+        points.last().map_or(1.0, |p| p.0),
+    );
+    let mut series = Vec::new();
+    if !points.is_empty() {
+        series.push(Series {
+            label: "mcast2 (k-concurrency multicast)".into(),
+            color: PALETTE[0],
+            dashed: false,
+            marker: Marker::Circle,
+            points,
+        });
+    }
+    if let Some(d) = default {
+        series.push(Series {
+            label: "default algorithm (variables unset)".into(),
+            color: REFERENCE_GRAY,
+            dashed: true,
+            marker: Marker::None,
+            points: vec![(lo, d.value), (hi, d.value)],
+        });
+    }
+    let (size, p) = rows.first().map_or((0, 0), |r| (r.size, r.p));
+    Chart {
+        stem: spec.name.to_string(),
+        title: format!(
+            "All-gather of {} per rank at p = {p} against k — {}",
+            bytes_text(size),
+            spec.name
+        ),
+        x_label: "k: ranks multicasting at once (PHALANX_COLL_ALLGATHER_K, log scale)".into(),
+        y_label: format!("{} ({})", spec.quantity, display_unit(unit)),
+        x_axis: XAxis::Counts,
+        y_log: false,
+        series,
+        reference: None,
+    }
+}
+
 /// phalanx / Open MPI per size and p: the C program's medians (same source on both
 /// runtimes) when there are some, else phalanx-bench's figures.
 fn ratio_chart(spec: &Spec, rows: &[&Row], ps: &[usize], x_axis: XAxis) -> Option<Chart> {
@@ -253,7 +376,7 @@ fn ratio_chart(spec: &Spec, rows: &[&Row], ps: &[usize], x_axis: XAxis) -> Optio
                 if r.value > 0.0 {
                     let ratio = num / r.value;
                     match x_axis {
-                        XAxis::Ranks => barrier_points.push((p as f64, ratio)),
+                        XAxis::Counts => barrier_points.push((p as f64, ratio)),
                         XAxis::Bytes if r.size > 0 => points.push((r.size as f64, ratio)),
                         XAxis::Bytes => {}
                     }
@@ -358,7 +481,7 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Chart) -> Resu
     let (x0, x1) = (x_lo / 1.4, x_hi * 1.4);
     let x_keys = match chart.x_axis {
         XAxis::Bytes => power_of_two_keys(x0, x1),
-        XAxis::Ranks => xs
+        XAxis::Counts => xs
             .iter()
             .map(|x| *x as u64)
             .collect::<BTreeSet<_>>()
@@ -509,7 +632,7 @@ where
         .map_err(err)?;
     let x_fmt = |v: &f64| match c.x_axis {
         XAxis::Bytes => bytes_label(*v),
-        XAxis::Ranks => format!("{}", v.round()),
+        XAxis::Counts => format!("{}", v.round()),
     };
     let y_fmt = |v: &f64| number_label(*v);
     chart
@@ -533,7 +656,9 @@ where
     }
     for s in &c.series {
         let color = s.color;
-        let line = ShapeStyle::from(&color).stroke_width(3);
+        // References (no markers) are thinner than measurements.
+        let width = if s.marker == Marker::None { 2 } else { 3 };
+        let line = ShapeStyle::from(&color).stroke_width(width);
         let points = s.points.clone();
         if s.dashed {
             chart
@@ -552,6 +677,8 @@ where
             Marker::Square => chart.draw_series(
                 pts.map(|p| EmptyElement::at(p) + Rectangle::new([(-5, -5), (5, 5)], fill)),
             ),
+            // No element: a legend entry for the line alone.
+            Marker::None => chart.draw_series(std::iter::empty::<Circle<(f64, f64), i32>>()),
         }
         .map_err(err)?;
         anno.label(s.label.as_str());
@@ -566,6 +693,7 @@ where
             Marker::Square => anno.legend(move |at| {
                 legend_line(at, dashed, line) + Rectangle::new([(-5, -5), (5, 5)], fill)
             }),
+            Marker::None => anno.legend(move |at| legend_line(at, dashed, line)),
         };
     }
     chart
@@ -657,6 +785,15 @@ fn scale10(m: f64, e: i32) -> f64 {
     }
 }
 
+/// 1 B, 512 B, 64 KiB, 1 MiB.
+fn bytes_text(size: usize) -> String {
+    match size {
+        s if s >= 1 << 20 && s % (1 << 20) == 0 => format!("{} MiB", s >> 20),
+        s if s >= 1 << 10 && s % (1 << 10) == 0 => format!("{} KiB", s >> 10),
+        s => format!("{s} B"),
+    }
+}
+
 /// 1, 512, 1K, 64K, 1M, 4M.
 fn bytes_label(v: f64) -> String {
     let v = v.round() as u64;
@@ -718,5 +855,71 @@ mod tests {
         assert_eq!(number_label(20000.0), "20k");
         assert_eq!(number_label(1.5e6), "1.5M");
         assert_eq!(number_label(0.0), "0");
+    }
+
+    fn row(test: &str, p: usize, size: usize, value: f64, unit: &str, variant: &str) -> Row {
+        Row {
+            test: test.into(),
+            p,
+            size,
+            value,
+            unit: unit.into(),
+            runtime: PHALANX.into(),
+            variant: variant.into(),
+        }
+    }
+
+    #[test]
+    fn speedup_chart_has_a_line_per_application_and_the_ideal() {
+        let spec = super::super::plan::spec("applications").unwrap();
+        let mut rows = Vec::new();
+        for (p, s) in [(1, 0.98), (2, 1.6), (4, 1.9)] {
+            rows.push(row("applications", p, 0, s, SPEEDUP, "matmul"));
+            rows.push(row("applications", p, 0, 0.5 / s, "s", "matmul"));
+        }
+        rows.push(row("applications", 2, 0, 0.8, SPEEDUP, "jacobi"));
+        rows.push(row("applications", 1, 0, 1.1, SPEEDUP, "jacobi"));
+        let charts = charts(spec, &rows, false);
+        assert_eq!(charts.len(), 1);
+        let c = &charts[0];
+        assert_eq!(
+            (c.stem.as_str(), c.x_axis, c.y_log),
+            ("applications", XAxis::Counts, true)
+        );
+        let lines: Vec<(&str, usize, bool)> = c
+            .series
+            .iter()
+            .map(|s| (s.label.as_str(), s.points.len(), s.dashed))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("matmul (512 × 512, mean of 3)", 3, false),
+                ("jacobi (256 × 256 grid, 500 sweeps)", 2, false),
+                ("ideal (speed-up = p)", 3, true)
+            ]
+        );
+        assert_eq!(c.series[1].points, [(1.0, 1.1), (2.0, 0.8)], "sorted by p");
+        assert_eq!(c.series[2].points, [(1.0, 1.0), (2.0, 2.0), (4.0, 4.0)]);
+        assert!(!super::charts(spec, &[], false)[0].has_points());
+    }
+
+    #[test]
+    fn k_chart_has_the_default_as_a_level() {
+        let spec = super::super::plan::spec("allgather_k").unwrap();
+        let rows = vec![
+            row("allgather_k", 4, 65536, 80.0, "us", "k=1"),
+            row("allgather_k", 4, 65536, 27.0, "us", "k=4"),
+            row("allgather_k", 4, 65536, 28.0, "us", "k=8"),
+            row("allgather_k", 4, 65536, 17.5, "us", "default"),
+            row("allgather", 4, 65536, 1.0, "us", ""),
+        ];
+        let c = &charts(spec, &rows, false)[0];
+        assert!(!c.y_log && c.title.contains("64 KiB") && c.title.contains("p = 4"));
+        assert_eq!(c.series.len(), 2);
+        assert_eq!(c.series[0].points, [(1.0, 80.0), (4.0, 27.0), (8.0, 28.0)]);
+        assert_eq!(c.series[1].points, [(1.0, 17.5), (8.0, 17.5)]);
+        assert!(c.series[1].dashed && c.series[1].marker == Marker::None);
+        assert!(c.y_label.contains("µs"));
     }
 }

@@ -260,6 +260,15 @@ pub fn launcher() -> Result<PathBuf, String> {
     })
 }
 
+/// Where the example programs of the launcher's build are: `<launcher dir>/examples`
+/// (cargo puts `target/<profile>/examples/<name>` beside `target/<profile>/phalanx`).
+pub fn examples(launcher: &Path) -> PathBuf {
+    launcher
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join("examples")
+}
+
 /// This benchmark program, to run under the launcher.
 pub fn bench() -> Result<PathBuf, String> {
     let here = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;

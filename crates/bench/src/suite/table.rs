@@ -7,6 +7,11 @@
 //! `# Words` are 8-byte words and come out in bytes. The unit is the text in the chosen
 //! column's parentheses, else its whole name. Lines that are not numbers are skipped:
 //! [`parse`] never fails, it returns `None` when no row was read.
+//!
+//! The example applications print no table but one line from rank 0 (see
+//! `crates/phalanx/examples/{matmul,spmv,jacobi}.rs`): `<name>: ..., time T s ...,
+//! speed-up over 1 rank S (...)`, ending in ` MISMATCH` when the result was wrong.
+//! [`parse_app`] reads T and S from the first such line.
 
 use crate::options::WORD;
 
@@ -68,6 +73,38 @@ pub fn parse(text: &str, column: Option<&str>) -> Option<Table> {
     }
     let unit = unit?;
     (!rows.is_empty()).then_some(Table { unit, rows })
+}
+
+/// What an example application's line says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AppLine {
+    /// The parallel phase's time, seconds.
+    pub time: f64,
+    /// Sequential time / parallel time, both measured in the job.
+    pub speedup: f64,
+}
+
+/// The first line of `text` that starts with `<name>: ` and has both `, time T s` and
+/// `speed-up over 1 rank S` (finite, non-negative), unless it reports a mismatch.
+pub fn parse_app(text: &str, name: &str) -> Option<AppLine> {
+    let prefix = format!("{name}: ");
+    let number_after = |line: &str, key: &str| -> Option<f64> {
+        let rest = &line[line.find(key)? + key.len()..];
+        let token = rest.split(|c: char| c.is_whitespace() || c == ',').next()?;
+        token
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with(&prefix) && !l.ends_with("MISMATCH"))
+        .find_map(|line| {
+            Some(AppLine {
+                time: number_after(line, ", time ")?,
+                speedup: number_after(line, "speed-up over 1 rank ")?,
+            })
+        })
 }
 
 /// Column names separated by runs of two or more spaces.
@@ -138,5 +175,37 @@ mod tests {
             None,
             "rows before a header are not a table"
         );
+    }
+
+    #[test]
+    fn application_lines() {
+        let matmul = "matmul: n=512, p=4, time 0.091446 s, speed-up over 1 rank 1.01 \
+                      (Allgather 0.000024 s; sequential 0.011433 s on rank 0; mean of 3 runs; \
+                      max abs error 0.000e0)\n";
+        assert_eq!(
+            parse_app(matmul, "matmul"),
+            Some(AppLine {
+                time: 0.091446,
+                speedup: 1.01
+            })
+        );
+        let spmv = "spmv: n=20000, nnz=80000 (density 0.0200 %), p=2, 100 iterations, \
+                    time 0.101617 s (1016.2 us/iteration), speed-up over 1 rank 0.85 \
+                    (sequential 0.086 s on rank 0; max relative error 0.000e0)";
+        assert_eq!(parse_app(spmv, "spmv").map(|a| a.speedup), Some(0.85));
+        let jacobi = "log line\njacobi: n=64, p=8, 1000 iterations (last change 2.342e-4, \
+                      tolerance 0e0), time 0.654915 s (654.9 us/iteration), speed-up over 1 \
+                      rank 0.10 (sequential 0.06 s on rank 0, 1000 iterations; bit-identical)\n";
+        assert_eq!(
+            parse_app(jacobi, "jacobi"),
+            Some(AppLine {
+                time: 0.654915,
+                speedup: 0.10
+            })
+        );
+        assert_eq!(parse_app(jacobi, "spmv"), None, "another example's line");
+        let wrong = "matmul: n=8, p=2, time 0.1 s, speed-up over 1 rank 1.00 (...) MISMATCH";
+        assert_eq!(parse_app(wrong, "matmul"), None);
+        assert_eq!(parse_app("matmul: n=8, p=2, time x s", "matmul"), None);
     }
 }
