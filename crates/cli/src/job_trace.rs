@@ -13,7 +13,8 @@
 //!   each part of its trace, against the launcher's clock at their arrival: the smallest
 //!   estimate wins (a message's delay only ever adds), so it is late by at most the
 //!   fastest of those one-way delays.
-//! * The file: `X` slices for library calls (name, duration) and for each message's send
+//! * The file: `X` slices for library calls (name, duration, the bytes their messages and
+//!   collectives moved) and for each message's send
 //!   and arrival (peer, tag, bytes in `args`), `i` instants for collectives (algorithm,
 //!   members, bytes) and the library's log events (retransmissions, drops, warnings) and
 //!   the launcher's events; each point-to-point message is a flow (`s` at its send, `f`
@@ -325,9 +326,10 @@ impl Timeline {
                     "pid": pid, "tid": tid,
                     "args": {"peer": e.5, "tag": tag, "bytes": e.7, "n": e.8}})
             }
-            CALL | PHASE => json!({"ph": "X", "name": e.3,
-                "cat": if e.2 == CALL { "call" } else { "phase" },
-                "ts": ts, "dur": dur, "pid": pid, "tid": tid}),
+            CALL => json!({"ph": "X", "name": e.3, "cat": "call", "ts": ts, "dur": dur,
+                "pid": pid, "tid": tid, "args": {"bytes": e.7}}),
+            PHASE => json!({"ph": "X", "name": e.3, "cat": "phase", "ts": ts, "dur": dur,
+                "pid": pid, "tid": tid}),
             COLL => json!({"ph": "i", "s": "t", "name": e.3, "cat": "collective", "ts": ts,
                 "pid": pid, "tid": tid,
                 "args": {"algorithm": e.4, "members": e.5, "bytes": e.7}}),

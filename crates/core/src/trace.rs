@@ -36,7 +36,9 @@ pub fn on() -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
-    /// A library call (a C function): `name`, start and duration.
+    /// A library call (a C function, a blocking call of the Rust API): `name`, start,
+    /// duration, `c` = bytes of the messages sent or arrived and of the collectives it ran
+    /// while it lasted.
     Call = 0,
     /// A point-to-point message sent: `a` = destination, `b` = tag, `c` = bytes, `n`.
     Send = 1,
@@ -179,6 +181,8 @@ thread_local! {
     /// Calls of this thread in progress on the timeline (only the outermost is a slice:
     /// a C call's inner Rust call is not one of its own).
     static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Bytes of the messages and collectives of the call in progress (its slice's size).
+    static BYTES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static TID: u32 = {
         // SAFETY: gettid(2) takes no arguments and cannot fail.
         unsafe { libc::syscall(libc::SYS_gettid) as u32 }
@@ -193,6 +197,9 @@ pub fn tid() -> u32 {
 /// An event of `kind` now, with the numbers given.
 #[cold]
 pub fn instant(kind: Kind, name: &'static str, detail: &'static str, abc: [u64; 3], n: u64) {
+    if matches!(kind, Kind::Send | Kind::Recv | Kind::Coll) {
+        note_bytes(abc[2]);
+    }
     record(Event {
         ts: now_ns(),
         dur: 0,
@@ -231,6 +238,7 @@ fn begin_call() -> u64 {
         v == 0
     });
     if outer {
+        BYTES.with(|b| b.set(0));
         now_ns()
     } else {
         // Nested: counted (so the outer call's end is found) but not recorded.
@@ -251,12 +259,18 @@ impl Drop for CallGuard {
 fn finish_call(start: u64, name: &'static str) {
     DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
     if start != 1 {
-        slice(Kind::Call, start, name);
+        let bytes = BYTES.with(|b| b.replace(0));
+        slice(Kind::Call, start, name, bytes);
     }
 }
 
-/// Records a slice of `kind` named `name` from `start` to now.
-fn slice(kind: Kind, start: u64, name: &'static str) {
+/// Adds `n` to the size of the calling thread's call in progress.
+fn note_bytes(n: u64) {
+    BYTES.with(|b| b.set(b.get().saturating_add(n)));
+}
+
+/// Records a slice of `kind` named `name` from `start` to now (`c`: its bytes).
+fn slice(kind: Kind, start: u64, name: &'static str, c: u64) {
     let end = now_ns();
     record(Event {
         ts: start,
@@ -266,7 +280,7 @@ fn slice(kind: Kind, start: u64, name: &'static str) {
         detail: Cow::Borrowed(""),
         a: 0,
         b: 0,
-        c: 0,
+        c,
         n: 0,
         tid: tid(),
     });
@@ -298,7 +312,7 @@ impl Drop for PhaseGuard {
 
 #[cold]
 fn finish_phase(start: u64, name: &'static str) {
-    slice(Kind::Phase, start, name);
+    slice(Kind::Phase, start, name, 0);
 }
 
 /// Per-peer message numbers of this rank (module docs), and which peers' links are

@@ -220,6 +220,11 @@ fn mr_trace_of_jacobi_loads_as_a_timeline() {
         };
         assert!(has("collective", "all_reduce"), "{medium}: no all-reduce");
         assert!(has("call", "receive"), "{medium}: no receive calls");
+        // A receive's slice says how many bytes arrived in it (jacobi's halo rows).
+        let sized = events.iter().any(|e| {
+            e["cat"] == "call" && e["name"] == "receive" && e["args"]["bytes"].as_u64() > Some(0)
+        });
+        assert!(sized, "{medium}: receive slices without their bytes");
         assert!(has("launcher", "released"), "{medium}: no launcher events");
         // Every rank is a named process, the launcher one more.
         let names = events
