@@ -221,14 +221,6 @@ impl RankStats {
     /// Most counters and (kind, algorithm) rows the launcher keeps of one rank.
     pub const MAX_ROWS: usize = 512;
 
-    /// The counter `name`, 0 when absent.
-    pub fn get(&self, name: &str) -> u64 {
-        self.counters
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |&(_, v)| v)
-    }
-
     /// Cut to [`Self::MAX_ROWS`] rows of each kind (a misbehaving rank cannot make the
     /// launcher keep more).
     pub fn bounded(mut self) -> RankStats {

@@ -372,17 +372,14 @@ macro_rules! export {
                         stringify!($name), "`.")]
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($a: $t),*) -> $ret {
+            // The thread rule, then the call on the timeline (one load and a branch while
+            // it does not record), ended first; the thread-agnostic functions (MPI_Wtime,
+            // …) take neither.
             let _entered = if const { $crate::any_thread(stringify!($name)) } {
                 None
             } else {
-                Some($crate::entry(stringify!($name)))
-            };
-            // The call on the timeline (one load and a branch while it does not record);
-            // the thread-agnostic functions (MPI_Wtime, …) are not calls worth a slice.
-            let _traced = if const { $crate::any_thread(stringify!($name)) } {
-                None
-            } else {
-                Some(phalanx::trace::call(stringify!($name)))
+                let entered = $crate::entry(stringify!($name));
+                Some((phalanx::trace::call(stringify!($name)), entered))
             };
             $body
         }

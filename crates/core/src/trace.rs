@@ -131,14 +131,6 @@ pub fn start(cap: usize) {
     ON.store(true, Ordering::Relaxed);
 }
 
-/// The ring's capacity, 0 when not recording.
-pub fn capacity() -> usize {
-    RING.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .map_or(0, |r| r.cap)
-}
-
 /// Stops recording and returns the events in order of recording, with how many older
 /// ones the ring overwrote.
 pub fn take() -> (Vec<Event>, u64) {
