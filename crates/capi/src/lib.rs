@@ -58,6 +58,7 @@ pub mod ops;
 pub mod p2p;
 pub mod p2p_more;
 pub mod persist;
+pub mod persist_coll;
 pub mod rma;
 pub mod rma_ops;
 pub mod state;

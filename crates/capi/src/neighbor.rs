@@ -1,5 +1,6 @@
-//! Blocking neighbour collectives: `MPI_Neighbor_allgather(v)` and
-//! `MPI_Neighbor_alltoall(v)` on Cartesian, graph and distributed-graph communicators.
+//! Neighbour collectives: `MPI_Neighbor_allgather(v)`, `MPI_Neighbor_alltoall(v,w)` and
+//! their nonblocking forms `MPI_Ineighbor_*` on Cartesian, graph and distributed-graph
+//! communicators.
 //!
 //! Contract: built from point-to-point on a fresh private duplicate of the communicator
 //! (derived without messages in the same call, so the traffic matches nothing else).
@@ -14,7 +15,10 @@
 //! neighbours are the same rank — right; on graphs repeated edges between a pair match
 //! in edge order (messages between a pair are not overtaken). Blocks to self are copied.
 //! Contiguous datatypes move from / into the user's memory, derived ones are packed /
-//! unpacked ([`crate::nbc`]). `MPI_IN_PLACE` is not allowed (MPI), and a call on a
+//! unpacked ([`crate::nbc`]); `alltoallw` gives every block its own datatype and byte
+//! displacement. A nonblocking form starts the same exchange and returns its request
+//! (packed blocks are unpacked when it completes); its buffers and arrays are read at
+//! the start, its buffers follow the nonblocking rule. `MPI_IN_PLACE` is not allowed (MPI), and a call on a
 //! communicator without a topology fails with `MPI_ERR_TOPOLOGY`. A block whose length
 //! differs from its peer's is the core's transfer error (to self: `MPI_ERR_TRUNCATE`).
 
@@ -23,13 +27,14 @@ use crate::graph::topo_of;
 use crate::nbc::{at, dst, register, src};
 use crate::nbc_v::{counts, displs};
 use crate::state::{self, AnyRequest, Staged};
-use crate::types::layout_of;
-use crate::{count, disjoint, err, export, guard, CResult};
+use crate::types::{layout_of, Layout};
+use crate::{count, disjoint, err, export, guard, typed, CResult};
 use phalanx::request::StaticScope;
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, Destination, Source};
 use phalanx::Tag;
 use std::ffi::{c_int, c_void};
+use std::rc::Rc;
 
 /// A neighbour: its rank (`MPI_PROC_NULL` for none) and the tag of the message.
 type Peer = (c_int, Tag);
@@ -114,8 +119,13 @@ fn exchange(
     Ok(Box::new(reqs))
 }
 
-/// Runs a started exchange to completion (unpacking derived receive blocks).
-fn finish(comm: Handle, req: Box<dyn AnyRequest>, sg: Staged) -> CResult {
+/// Hands a started exchange to `request` (nonblocking form), or runs it to completion
+/// (`request` null: the blocking form); derived receive blocks are unpacked at
+/// completion.
+fn finish(comm: Handle, req: Box<dyn AnyRequest>, sg: Staged, request: *mut Handle) -> CResult {
+    if !request.is_null() {
+        return register(comm, req, sg, request);
+    }
     let mut h = std::ptr::null_mut();
     register(comm, req, sg, &mut h)?;
     crate::p2p::complete(h, true).map(drop)
@@ -132,54 +142,55 @@ fn not_in_place(sendbuf: *const c_void) -> CResult {
     Ok(())
 }
 
-/// One side's blocks: per neighbour, (address, count).
-type Blocks = Vec<(*const c_void, usize)>;
+/// One side's blocks: per neighbour, (address, count, datatype).
+type Blocks = Vec<(*const c_void, usize, Rc<Layout>)>;
 
-/// Neighbour collective with per-neighbour send and receive blocks.
+/// Neighbour collective with per-neighbour send and receive blocks: completed here, or
+/// started and handed to `request` when it is not null.
 ///
 /// # Safety
-/// Every block is valid for its count of its datatype for the whole (blocking) call.
+/// Every block is valid for its count of its datatype for the whole blocking call, or
+/// until the request completes.
 unsafe fn run(
     comm: Handle,
     c: &SimpleCommunicator,
-    send: (Blocks, Handle),
-    recv: (Blocks, Handle),
-    srcs: Vec<Peer>,
-    dsts: Vec<Peer>,
+    send: Blocks,
+    recv: Blocks,
+    (srcs, dsts): (Vec<Peer>, Vec<Peer>),
+    request: *mut Handle,
 ) -> CResult {
-    let (sl, rl) = (layout_of(send.1)?, layout_of(recv.1)?);
-    if sl.is_contiguous() && rl.is_contiguous() {
+    if send.iter().chain(&recv).all(|b| b.2.is_contiguous()) {
         // MPI forbids overlapping buffers; used in place they would alias.
-        for &(s, n) in &send.0 {
-            for &(r, k) in &recv.0 {
-                disjoint(s, n * sl.size, r, k * rl.size)?;
+        for (s, n, sl) in &send {
+            for (r, k, rl) in &recv {
+                disjoint(*s, n * sl.size, *r, k * rl.size)?;
             }
         }
     }
     let mut sg = Staged::default();
     let mut sends = Vec::with_capacity(dsts.len());
-    for (peer, (p, n)) in dsts.into_iter().zip(send.0) {
+    for (peer, (p, n, l)) in dsts.into_iter().zip(send) {
         if peer.0 != MPI_PROC_NULL {
             // SAFETY: caller.
-            sends.push((peer, unsafe { src(&mut sg, p, n, &sl)? }));
+            sends.push((peer, unsafe { src(&mut sg, p, n, &l)? }));
         }
     }
     let mut recvs = Vec::with_capacity(srcs.len());
-    for (peer, (p, n)) in srcs.into_iter().zip(recv.0) {
+    for (peer, (p, n, l)) in srcs.into_iter().zip(recv) {
         if peer.0 != MPI_PROC_NULL {
             // SAFETY: caller.
-            recvs.push((peer, unsafe { dst(&mut sg, p.cast_mut(), n, rl.clone())? }));
+            recvs.push((peer, unsafe { dst(&mut sg, p.cast_mut(), n, l)? }));
         }
     }
     let req = exchange(c, sends, recvs)?;
-    finish(comm, req, sg)
+    finish(comm, req, sg, request)
 }
 
 /// `n` consecutive blocks of `k` elements of `t` at `base`.
 fn uniform(base: *const c_void, k: c_int, t: Handle, n: usize) -> CResult<Blocks> {
     let (k, l) = (count(k)?, layout_of(t)?);
     Ok((0..n)
-        .map(|j| (at(base, (j * k) as isize, &l), k))
+        .map(|j| (at(base, (j * k) as isize, &l), k, l.clone()))
         .collect())
 }
 
@@ -200,21 +211,177 @@ unsafe fn varied(
     Ok(cs
         .into_iter()
         .zip(ds)
-        .map(|(k, d)| (at(base, d, &l), k))
+        .map(|(k, d)| (at(base, d, &l), k, l.clone()))
         .collect())
+}
+
+/// Blocks at byte displacements with counts and datatypes, `n` of each (`alltoallw`).
+///
+/// # Safety
+/// `cs`, `ds` and `ts` hold `n` values each.
+unsafe fn typed_blocks(
+    base: *const c_void,
+    cs: *const c_int,
+    ds: *const isize,
+    ts: *const Handle,
+    n: usize,
+) -> CResult<Blocks> {
+    // SAFETY: caller.
+    let (cs, ds, ts) = unsafe {
+        (
+            counts(cs, n)?,
+            typed::<isize>(ds.cast(), n)?,
+            typed::<Handle>(ts.cast(), n)?,
+        )
+    };
+    let mut out = Vec::with_capacity(n);
+    for ((k, &d), &t) in cs.into_iter().zip(ds).zip(ts) {
+        out.push((base.wrapping_byte_offset(d), k, layout_of(t)?));
+    }
+    Ok(out)
+}
+
+/// `MPI_Neighbor_allgather` (`request` null) or `MPI_Ineighbor_allgather`.
+///
+/// # Safety
+/// The caller's buffers (blocking or nonblocking contract).
+unsafe fn allgather(
+    (sendbuf, sendcount, sendtype): (*const c_void, c_int, Handle),
+    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, Handle),
+    comm: Handle,
+    request: *mut Handle,
+) -> CResult {
+    let c = state::comm(comm)?;
+    not_in_place(sendbuf)?;
+    let (srcs, dsts) = neighbors(comm, &c)?;
+    let (k, sl) = (count(sendcount)?, layout_of(sendtype)?);
+    let send = vec![(sendbuf, k, sl); dsts.len()];
+    let recv = uniform(recvbuf, recvcount, recvtype, srcs.len())?;
+    // SAFETY: caller.
+    unsafe { run(comm, &c, send, recv, (srcs, dsts), request) }
+}
+
+/// `MPI_Neighbor_allgatherv` (`request` null) or `MPI_Ineighbor_allgatherv`.
+///
+/// # Safety
+/// The caller's buffers; indegree ints in `recvcounts` and `rdispls`.
+unsafe fn allgatherv(
+    (sendbuf, sendcount, sendtype): (*const c_void, c_int, Handle),
+    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const c_int, *const c_int, Handle),
+    comm: Handle,
+    request: *mut Handle,
+) -> CResult {
+    let c = state::comm(comm)?;
+    not_in_place(sendbuf)?;
+    let (srcs, dsts) = neighbors(comm, &c)?;
+    let (k, sl) = (count(sendcount)?, layout_of(sendtype)?);
+    let send = vec![(sendbuf, k, sl); dsts.len()];
+    // SAFETY: caller.
+    let recv = unsafe { varied(recvbuf, recvcounts, rdispls, recvtype, srcs.len())? };
+    // SAFETY: caller.
+    unsafe { run(comm, &c, send, recv, (srcs, dsts), request) }
+}
+
+/// `MPI_Neighbor_alltoall` (`request` null) or `MPI_Ineighbor_alltoall`.
+///
+/// # Safety
+/// The caller's buffers (blocking or nonblocking contract).
+unsafe fn alltoall(
+    (sendbuf, sendcount, sendtype): (*const c_void, c_int, Handle),
+    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, Handle),
+    comm: Handle,
+    request: *mut Handle,
+) -> CResult {
+    let c = state::comm(comm)?;
+    not_in_place(sendbuf)?;
+    let (srcs, dsts) = neighbors(comm, &c)?;
+    let send = uniform(sendbuf, sendcount, sendtype, dsts.len())?;
+    let recv = uniform(recvbuf, recvcount, recvtype, srcs.len())?;
+    // SAFETY: caller.
+    unsafe { run(comm, &c, send, recv, (srcs, dsts), request) }
+}
+
+/// Arguments of one side of `alltoallv`: buffer, counts, displacements, datatype.
+type VSide<P> = (P, *const c_int, *const c_int, Handle);
+
+/// `MPI_Neighbor_alltoallv` (`request` null) or `MPI_Ineighbor_alltoallv`.
+///
+/// # Safety
+/// The caller's buffers; outdegree (indegree) ints in the send (receive) arrays.
+unsafe fn alltoallv(
+    (sendbuf, sendcounts, sdispls, sendtype): VSide<*const c_void>,
+    (recvbuf, recvcounts, rdispls, recvtype): VSide<*mut c_void>,
+    comm: Handle,
+    request: *mut Handle,
+) -> CResult {
+    let c = state::comm(comm)?;
+    not_in_place(sendbuf)?;
+    let (srcs, dsts) = neighbors(comm, &c)?;
+    // SAFETY: caller.
+    let (send, recv) = unsafe {
+        (
+            varied(sendbuf, sendcounts, sdispls, sendtype, dsts.len())?,
+            varied(recvbuf, recvcounts, rdispls, recvtype, srcs.len())?,
+        )
+    };
+    // SAFETY: caller.
+    unsafe { run(comm, &c, send, recv, (srcs, dsts), request) }
+}
+
+/// Arguments of one side of `alltoallw`: buffer, counts, byte displacements, datatypes.
+type WSide<P> = (P, *const c_int, *const isize, *const Handle);
+
+/// `MPI_Neighbor_alltoallw` (`request` null) or `MPI_Ineighbor_alltoallw`.
+///
+/// # Safety
+/// The caller's buffers; outdegree (indegree) values in the send (receive) arrays.
+unsafe fn alltoallw(
+    (sendbuf, sendcounts, sdispls, sendtypes): WSide<*const c_void>,
+    (recvbuf, recvcounts, rdispls, recvtypes): WSide<*mut c_void>,
+    comm: Handle,
+    request: *mut Handle,
+) -> CResult {
+    let c = state::comm(comm)?;
+    not_in_place(sendbuf)?;
+    let (srcs, dsts) = neighbors(comm, &c)?;
+    // SAFETY: caller.
+    let (send, recv) = unsafe {
+        (
+            typed_blocks(sendbuf, sendcounts, sdispls, sendtypes, dsts.len())?,
+            typed_blocks(recvbuf, recvcounts, rdispls, recvtypes, srcs.len())?,
+        )
+    };
+    // SAFETY: caller.
+    unsafe { run(comm, &c, send, recv, (srcs, dsts), request) }
+}
+
+/// A null request pointer is `MPI_ERR_ARG` (the nonblocking forms).
+fn req_arg(request: *mut Handle) -> CResult<*mut Handle> {
+    crate::nbc::req_ok(request)?;
+    Ok(request)
 }
 
 export!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Neighbor_allgather", comm, || {
-        let c = state::comm(comm)?;
-        not_in_place(sendbuf)?;
-        let (srcs, dsts) = neighbors(comm, &c)?;
-        let send = vec![(sendbuf, count(sendcount)?); dsts.len()];
-        let recv = uniform(recvbuf, recvcount, recvtype, srcs.len())?;
         // SAFETY: the caller's buffers, valid for the whole (blocking) call.
-        unsafe { run(comm, &c, (send, sendtype), (recv, recvtype), srcs, dsts) }
+        unsafe {
+            allgather((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm,
+                      std::ptr::null_mut())
+        }
+    })
+});
+
+export!(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Ineighbor_allgather", comm, || {
+        // SAFETY: the caller's buffers, valid until the request completes.
+        unsafe {
+            allgather((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm,
+                      req_arg(request)?)
+        }
     })
 });
 
@@ -223,14 +390,24 @@ export!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv,
          recvcounts: *const c_int, displs_: *const c_int, recvtype: Handle,
          comm: Handle) -> c_int {
     guard("MPI_Neighbor_allgatherv", comm, || {
-        let c = state::comm(comm)?;
-        not_in_place(sendbuf)?;
-        let (srcs, dsts) = neighbors(comm, &c)?;
-        let send = vec![(sendbuf, count(sendcount)?); dsts.len()];
-        // SAFETY: indegree ints in recvcounts and displs (MPI contract).
-        let recv = unsafe { varied(recvbuf, recvcounts, displs_, recvtype, srcs.len())? };
-        // SAFETY: the caller's buffers, valid for the whole (blocking) call.
-        unsafe { run(comm, &c, (send, sendtype), (recv, recvtype), srcs, dsts) }
+        // SAFETY: the caller's buffers and indegree-long arrays (MPI contract).
+        unsafe {
+            allgatherv((sendbuf, sendcount, sendtype),
+                       (recvbuf, recvcounts, displs_, recvtype), comm, std::ptr::null_mut())
+        }
+    })
+});
+
+export!(MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcounts: *const c_int, displs_: *const c_int, recvtype: Handle,
+         comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Ineighbor_allgatherv", comm, || {
+        // SAFETY: the caller's buffers and indegree-long arrays (MPI contract).
+        unsafe {
+            allgatherv((sendbuf, sendcount, sendtype),
+                       (recvbuf, recvcounts, displs_, recvtype), comm, req_arg(request)?)
+        }
     })
 });
 
@@ -238,13 +415,23 @@ export!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Neighbor_alltoall", comm, || {
-        let c = state::comm(comm)?;
-        not_in_place(sendbuf)?;
-        let (srcs, dsts) = neighbors(comm, &c)?;
-        let send = uniform(sendbuf, sendcount, sendtype, dsts.len())?;
-        let recv = uniform(recvbuf, recvcount, recvtype, srcs.len())?;
         // SAFETY: the caller's buffers, valid for the whole (blocking) call.
-        unsafe { run(comm, &c, (send, sendtype), (recv, recvtype), srcs, dsts) }
+        unsafe {
+            alltoall((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm,
+                     std::ptr::null_mut())
+        }
+    })
+});
+
+export!(MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
+         recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Ineighbor_alltoall", comm, || {
+        // SAFETY: the caller's buffers, valid until the request completes.
+        unsafe {
+            alltoall((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm,
+                     req_arg(request)?)
+        }
     })
 });
 
@@ -253,17 +440,58 @@ export!(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv,
          sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int,
          rdispls: *const c_int, recvtype: Handle, comm: Handle) -> c_int {
     guard("MPI_Neighbor_alltoallv", comm, || {
-        let c = state::comm(comm)?;
-        not_in_place(sendbuf)?;
-        let (srcs, dsts) = neighbors(comm, &c)?;
-        // SAFETY: outdegree (indegree) ints in the send (receive) counts and displs.
-        let (send, recv) = unsafe {
-            (
-                varied(sendbuf, sendcounts, sdispls, sendtype, dsts.len())?,
-                varied(recvbuf, recvcounts, rdispls, recvtype, srcs.len())?,
-            )
-        };
-        // SAFETY: the caller's buffers, valid for the whole (blocking) call.
-        unsafe { run(comm, &c, (send, sendtype), (recv, recvtype), srcs, dsts) }
+        // SAFETY: the caller's buffers and degree-long arrays (MPI contract).
+        unsafe {
+            alltoallv((sendbuf, sendcounts, sdispls, sendtype),
+                      (recvbuf, recvcounts, rdispls, recvtype), comm, std::ptr::null_mut())
+        }
     })
 });
+
+export!(MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv,
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+         sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int,
+         rdispls: *const c_int, recvtype: Handle, comm: Handle,
+         request: *mut Handle) -> c_int {
+    guard("MPI_Ineighbor_alltoallv", comm, || {
+        // SAFETY: the caller's buffers and degree-long arrays (MPI contract).
+        unsafe {
+            alltoallv((sendbuf, sendcounts, sdispls, sendtype),
+                      (recvbuf, recvcounts, rdispls, recvtype), comm, req_arg(request)?)
+        }
+    })
+});
+
+export!(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw,
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize,
+         sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int,
+         rdispls: *const isize, recvtypes: *const Handle, comm: Handle) -> c_int {
+    guard("MPI_Neighbor_alltoallw", comm, || {
+        // SAFETY: the caller's buffers and degree-long arrays (MPI contract).
+        unsafe {
+            alltoallw((sendbuf, sendcounts, sdispls, sendtypes),
+                      (recvbuf, recvcounts, rdispls, recvtypes), comm, std::ptr::null_mut())
+        }
+    })
+});
+
+export!(MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw,
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize,
+         sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int,
+         rdispls: *const isize, recvtypes: *const Handle, comm: Handle,
+         request: *mut Handle) -> c_int {
+    guard("MPI_Ineighbor_alltoallw", comm, || {
+        // SAFETY: the caller's buffers and degree-long arrays (MPI contract).
+        unsafe {
+            alltoallw((sendbuf, sendcounts, sdispls, sendtypes),
+                      (recvbuf, recvcounts, rdispls, recvtypes), comm, req_arg(request)?)
+        }
+    })
+});
+
+/// (indegree, outdegree) of `comm`'s topology (`MPI_ERR_TOPOLOGY` without one).
+pub(crate) fn degrees(comm: Handle) -> CResult<(usize, usize)> {
+    let c = state::comm(comm)?;
+    let (s, d) = neighbors(comm, &c)?;
+    Ok((s.len(), d.len()))
+}

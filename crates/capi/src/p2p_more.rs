@@ -341,7 +341,10 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
             let e = state::with(|s| s.reqs.remove(&h))
                 .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:#x}")))?;
             let e = match e {
-                ReqEntry::Persistent(p) => p.active.map(|b| *b),
+                ReqEntry::Persistent(p) => {
+                    crate::persist::release(&p);
+                    p.active.map(|b| *b)
+                }
                 e => Some(e),
             };
             if let Some(e @ ReqEntry::Live { .. }) = e {

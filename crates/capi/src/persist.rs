@@ -11,15 +11,18 @@
 //! `MPI_Wait`/`MPI_Test`/`MPI_Waitall`/`MPI_Testall` return at once with an empty status
 //! and `MPI_Waitany`/`MPI_Waitsome`/`MPI_Testany`/`MPI_Testsome` ignore it, as they
 //! ignore `MPI_REQUEST_NULL`. `MPI_Request_free` releases it (an active operation then
-//! completes on its own; `MPI_Finalize` waits for it). The datatype and communicator
-//! handles are looked up again at every start, so they must stay valid while the
-//! request exists.
+//! completes on its own; `MPI_Finalize` waits for it). The request holds a private
+//! duplicate of a derived datatype ([`crate::types::pin`]), so the program may free its
+//! own handle after the `_init` call; the communicator must stay valid while the request
+//! exists. The persistent collectives (`MPI_Bcast_init`, …, [`crate::persist_coll`]) are
+//! requests of the same kind whose start runs the collective's nonblocking form.
 
 use crate::consts::*;
 use crate::p2p::{dside, irecv_entry, isend_entry, read_req};
 use crate::state::{self, ReqEntry};
 use crate::{count, err, export, guard, out, CResult};
 use std::ffi::{c_int, c_void};
+use std::rc::Rc;
 
 const WORLD: Handle = COMM_WORLD as Handle;
 
@@ -35,7 +38,7 @@ pub enum Mode {
 }
 
 /// The operation a persistent request starts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub enum Op {
     /// A send of `buf` in `mode`.
     Send {
@@ -49,7 +52,14 @@ pub enum Op {
         /// User buffer.
         buf: *mut c_void,
     },
+    /// A persistent collective: starts its nonblocking form.
+    Coll(Rc<Starter>),
 }
+
+/// How a persistent collective starts: calls the nonblocking form (`MPI_Ibcast`, …) with
+/// the arguments of the `_init` call, writing the new request's handle; returns its
+/// error code (already raised on the communicator's error handler).
+pub type Starter = dyn Fn(*mut Handle) -> c_int;
 
 /// A persistent request: its arguments and, while active, the running operation.
 pub struct Persist {
@@ -65,8 +75,41 @@ pub struct Persist {
     pub tag: c_int,
     /// Communicator handle.
     pub comm: Handle,
+    /// Private datatype duplicates the request holds ([`crate::types::pin`]), released
+    /// with it ([`release`]).
+    pub pins: Vec<Handle>,
     /// The running operation (`None`: inactive).
     pub active: Option<Box<ReqEntry>>,
+}
+
+/// Releases what a freed persistent request held (its datatype duplicates).
+pub(crate) fn release(p: &Persist) {
+    for &t in &p.pins {
+        crate::types::unpin(t);
+    }
+}
+
+/// Registers persistent collective `start` on `comm` holding datatype duplicates
+/// `pins`; writes its handle through `request`.
+pub(crate) fn add_coll(
+    start: Box<Starter>,
+    comm: Handle,
+    pins: Vec<Handle>,
+    request: *mut Handle,
+) -> CResult {
+    let p = Persist {
+        op: Op::Coll(Rc::from(start)),
+        cnt: 0,
+        datatype: crate::types::DATATYPE_NULL as Handle,
+        peer: MPI_PROC_NULL,
+        tag: 0,
+        comm,
+        pins,
+        active: None,
+    };
+    let h = state::add_req(ReqEntry::Persistent(Box::new(p)));
+    // SAFETY: non-null (checked by the caller), writable (MPI contract).
+    unsafe { out(request, h) }
 }
 
 /// Creates an inactive persistent request after checking the arguments.
@@ -90,6 +133,7 @@ fn init(
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "null request pointer"));
     }
+    let datatype = crate::types::pin(datatype)?;
     let p = Persist {
         op,
         cnt,
@@ -97,6 +141,7 @@ fn init(
         peer,
         tag,
         comm,
+        pins: vec![datatype],
         active: None,
     };
     let h = state::add_req(ReqEntry::Persistent(Box::new(p)));
@@ -138,14 +183,17 @@ pub(crate) fn comm_of(h: Handle) -> Handle {
     })
 }
 
-/// Starts persistent request `h`.
-fn start(h: Handle) -> CResult {
+/// Starts persistent request `h`; returns the error code of a collective's start, which
+/// has raised it already (`MPI_SUCCESS` otherwise).
+fn start(h: Handle) -> CResult<c_int> {
     let args = state::with(|s| match s.reqs.get(&(h as usize)) {
         Some(ReqEntry::Persistent(p)) if p.active.is_some() => Err(err(
             MPI_ERR_REQUEST,
             "the persistent request is already active",
         )),
-        Some(ReqEntry::Persistent(p)) => Ok((p.op, p.cnt, p.datatype, p.peer, p.tag, p.comm)),
+        Some(ReqEntry::Persistent(p)) => {
+            Ok((p.op.clone(), p.cnt, p.datatype, p.peer, p.tag, p.comm))
+        }
         Some(_) => Err(err(
             MPI_ERR_REQUEST,
             format!("request {h:p} is not persistent"),
@@ -170,6 +218,14 @@ fn start(h: Handle) -> CResult {
                 mode: Mode::Buffered,
             } => crate::bsend::ibsend_entry(buf, cnt, dt, peer, tag, comm)?,
             Op::Recv { buf } => irecv_entry(buf, cnt, dt, peer, tag, comm)?,
+            Op::Coll(run) => {
+                let mut inner = REQUEST_NULL as Handle;
+                let code = run(&mut inner);
+                if code != MPI_SUCCESS {
+                    return Ok(code);
+                }
+                take(inner)?
+            }
         }
     };
     state::with(|s| {
@@ -177,26 +233,53 @@ fn start(h: Handle) -> CResult {
             p.active = Some(Box::new(e));
         }
     });
-    Ok(())
+    Ok(MPI_SUCCESS)
+}
+
+/// The entry of request `h` a collective's start just made, out of the table (a request
+/// complete at its start becomes a completed entry).
+fn take(h: Handle) -> CResult<ReqEntry> {
+    if crate::p2p::done_at_start(h) {
+        let source = if h as usize == crate::p2p::DONE_PROC_NULL {
+            MPI_PROC_NULL
+        } else {
+            MPI_ANY_SOURCE
+        };
+        return Ok(ReqEntry::Done(MPI_Status::empty(source)));
+    }
+    state::with(|s| s.reqs.remove(&(h as usize))).ok_or_else(|| {
+        err(
+            MPI_ERR_INTERN,
+            format!("a collective started no request ({h:p})"),
+        )
+    })
 }
 
 export!(MPI_Start, PMPI_Start, (request: *mut Handle) -> c_int {
-    crate::guard_on("MPI_Start", |c| {
+    let mut code = MPI_SUCCESS;
+    let rc = crate::guard_on("MPI_Start", |c| {
         // SAFETY: readable handle (null checked).
         let h = unsafe { read_req(request)? };
         *c = comm_of(h);
-        start(h)
-    })
+        code = start(h)?;
+        Ok(())
+    });
+    if rc != MPI_SUCCESS { rc } else { code }
 });
 
 export!(MPI_Startall, PMPI_Startall, (cnt: c_int, requests: *mut Handle) -> c_int {
-    crate::guard_on("MPI_Startall", |c| {
+    let mut code = MPI_SUCCESS;
+    let rc = crate::guard_on("MPI_Startall", |c| {
         // SAFETY: the caller passes cnt readable handles.
         let hs = unsafe { crate::typed::<Handle>(requests.cast_const().cast(), count(cnt)?)? }.to_vec();
         for h in hs {
             *c = comm_of(h);
-            start(h)?;
+            code = start(h)?;
+            if code != MPI_SUCCESS {
+                break;
+            }
         }
         Ok(())
-    })
+    });
+    if rc != MPI_SUCCESS { rc } else { code }
 });

@@ -80,15 +80,6 @@ export!(MPI_Allgather_c, PMPI_Allgather_c, (sendbuf: *const c_void, sendcount: i
     not_implemented("MPI_Allgather_c", comm)
 });
 
-export!(MPI_Allgather_init, PMPI_Allgather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    not_implemented("MPI_Allgather_init", comm)
-});
-
 export!(MPI_Allgather_init_c, PMPI_Allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -101,15 +92,6 @@ export!(MPI_Allgather_init_c, PMPI_Allgather_init_c, (sendbuf: *const c_void, se
 export!(MPI_Allgatherv_c, PMPI_Allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     not_implemented("MPI_Allgatherv_c", comm)
-});
-
-export!(MPI_Allgatherv_init, PMPI_Allgatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    not_implemented("MPI_Allgatherv_init", comm)
 });
 
 export!(MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -126,15 +108,6 @@ export!(MPI_Allreduce_c, PMPI_Allreduce_c, (sendbuf: *const c_void, recvbuf: *mu
     not_implemented("MPI_Allreduce_c", comm)
 });
 
-export!(MPI_Allreduce_init, PMPI_Allreduce_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    not_implemented("MPI_Allreduce_init", comm)
-});
-
 export!(MPI_Allreduce_init_c, PMPI_Allreduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -147,15 +120,6 @@ export!(MPI_Allreduce_init_c, PMPI_Allreduce_init_c, (sendbuf: *const c_void, re
 export!(MPI_Alltoall_c, PMPI_Alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     not_implemented("MPI_Alltoall_c", comm)
-});
-
-export!(MPI_Alltoall_init, PMPI_Alltoall_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    not_implemented("MPI_Alltoall_init", comm)
 });
 
 export!(MPI_Alltoall_init_c, PMPI_Alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -172,15 +136,6 @@ export!(MPI_Alltoallv_c, PMPI_Alltoallv_c, (sendbuf: *const c_void, sendcounts: 
     not_implemented("MPI_Alltoallv_c", comm)
 });
 
-export!(MPI_Alltoallv_init, PMPI_Alltoallv_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    not_implemented("MPI_Alltoallv_init", comm)
-});
-
 export!(MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -195,15 +150,6 @@ export!(MPI_Alltoallw_c, PMPI_Alltoallw_c, (sendbuf: *const c_void, sendcounts: 
     not_implemented("MPI_Alltoallw_c", comm)
 });
 
-export!(MPI_Alltoallw_init, PMPI_Alltoallw_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    not_implemented("MPI_Alltoallw_init", comm)
-});
-
 export!(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -213,27 +159,9 @@ export!(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c, (sendbuf: *const c_void, se
     not_implemented("MPI_Alltoallw_init_c", comm)
 });
 
-export!(MPI_Barrier_init, PMPI_Barrier_init, (comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (comm, info, request);
-    not_implemented("MPI_Barrier_init", comm)
-});
-
 export!(MPI_Bcast_c, PMPI_Bcast_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle) -> c_int {
     let _ = (buffer, count, datatype, root, comm);
     not_implemented("MPI_Bcast_c", comm)
-});
-
-export!(MPI_Bcast_init, PMPI_Bcast_init, (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buffer, count, datatype, root, comm, info, request);
-    not_implemented("MPI_Bcast_init", comm)
 });
 
 export!(MPI_Bcast_init_c, PMPI_Bcast_init_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -402,15 +330,6 @@ export!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: Handle, info: Handle) -> c
 export!(MPI_Exscan_c, PMPI_Exscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, comm);
     not_implemented("MPI_Exscan_c", comm)
-});
-
-export!(MPI_Exscan_init, PMPI_Exscan_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    not_implemented("MPI_Exscan_init", comm)
 });
 
 export!(MPI_Exscan_init_c, PMPI_Exscan_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -972,15 +891,6 @@ export!(MPI_Gather_c, PMPI_Gather_c, (sendbuf: *const c_void, sendcount: i64, se
     not_implemented("MPI_Gather_c", comm)
 });
 
-export!(MPI_Gather_init, PMPI_Gather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    not_implemented("MPI_Gather_init", comm)
-});
-
 export!(MPI_Gather_init_c, PMPI_Gather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -993,15 +903,6 @@ export!(MPI_Gather_init_c, PMPI_Gather_init_c, (sendbuf: *const c_void, sendcoun
 export!(MPI_Gatherv_c, PMPI_Gatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     not_implemented("MPI_Gatherv_c", comm)
-});
-
-export!(MPI_Gatherv_init, PMPI_Gatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
-    not_implemented("MPI_Gatherv_init", comm)
 });
 
 export!(MPI_Gatherv_init_c, PMPI_Gatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -1159,15 +1060,6 @@ export!(MPI_Igatherv_c, PMPI_Igatherv_c, (sendbuf: *const c_void, sendcount: i64
     not_implemented("MPI_Igatherv_c", comm)
 });
 
-export!(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    not_implemented("MPI_Ineighbor_allgather", comm)
-});
-
 export!(MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1175,15 +1067,6 @@ export!(MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c, (sendbuf: *const 
     }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_allgather_c", comm)
-});
-
-export!(MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    not_implemented("MPI_Ineighbor_allgatherv", comm)
 });
 
 export!(MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
@@ -1195,15 +1078,6 @@ export!(MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c, (sendbuf: *cons
     not_implemented("MPI_Ineighbor_allgatherv_c", comm)
 });
 
-export!(MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    not_implemented("MPI_Ineighbor_alltoall", comm)
-});
-
 export!(MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1213,15 +1087,6 @@ export!(MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c, (sendbuf: *const c_
     not_implemented("MPI_Ineighbor_alltoall_c", comm)
 });
 
-export!(MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    not_implemented("MPI_Ineighbor_alltoallv", comm)
-});
-
 export!(MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1229,15 +1094,6 @@ export!(MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c, (sendbuf: *const 
     }
     let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     not_implemented("MPI_Ineighbor_alltoallv_c", comm)
-});
-
-export!(MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    not_implemented("MPI_Ineighbor_alltoallw", comm)
 });
 
 export!(MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut Handle) -> c_int {
@@ -1408,15 +1264,6 @@ export!(MPI_Neighbor_allgather_c, PMPI_Neighbor_allgather_c, (sendbuf: *const c_
     not_implemented("MPI_Neighbor_allgather_c", comm)
 });
 
-export!(MPI_Neighbor_allgather_init, PMPI_Neighbor_allgather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    not_implemented("MPI_Neighbor_allgather_init", comm)
-});
-
 export!(MPI_Neighbor_allgather_init_c, PMPI_Neighbor_allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1429,15 +1276,6 @@ export!(MPI_Neighbor_allgather_init_c, PMPI_Neighbor_allgather_init_c, (sendbuf:
 export!(MPI_Neighbor_allgatherv_c, PMPI_Neighbor_allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     not_implemented("MPI_Neighbor_allgatherv_c", comm)
-});
-
-export!(MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    not_implemented("MPI_Neighbor_allgatherv_init", comm)
 });
 
 export!(MPI_Neighbor_allgatherv_init_c, PMPI_Neighbor_allgatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -1454,15 +1292,6 @@ export!(MPI_Neighbor_alltoall_c, PMPI_Neighbor_alltoall_c, (sendbuf: *const c_vo
     not_implemented("MPI_Neighbor_alltoall_c", comm)
 });
 
-export!(MPI_Neighbor_alltoall_init, PMPI_Neighbor_alltoall_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    not_implemented("MPI_Neighbor_alltoall_init", comm)
-});
-
 export!(MPI_Neighbor_alltoall_init_c, PMPI_Neighbor_alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1477,15 +1306,6 @@ export!(MPI_Neighbor_alltoallv_c, PMPI_Neighbor_alltoallv_c, (sendbuf: *const c_
     not_implemented("MPI_Neighbor_alltoallv_c", comm)
 });
 
-export!(MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    not_implemented("MPI_Neighbor_alltoallv_init", comm)
-});
-
 export!(MPI_Neighbor_alltoallv_init_c, PMPI_Neighbor_alltoallv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1495,23 +1315,9 @@ export!(MPI_Neighbor_alltoallv_init_c, PMPI_Neighbor_alltoallv_init_c, (sendbuf:
     not_implemented("MPI_Neighbor_alltoallv_init_c", comm)
 });
 
-export!(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    not_implemented("MPI_Neighbor_alltoallw", comm)
-});
-
 export!(MPI_Neighbor_alltoallw_c, PMPI_Neighbor_alltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     not_implemented("MPI_Neighbor_alltoallw_c", comm)
-});
-
-export!(MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    not_implemented("MPI_Neighbor_alltoallw_init", comm)
 });
 
 export!(MPI_Neighbor_alltoallw_init_c, PMPI_Neighbor_alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -1652,15 +1458,6 @@ export!(MPI_Reduce_c, PMPI_Reduce_c, (sendbuf: *const c_void, recvbuf: *mut c_vo
     not_implemented("MPI_Reduce_c", comm)
 });
 
-export!(MPI_Reduce_init, PMPI_Reduce_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-    not_implemented("MPI_Reduce_init", comm)
-});
-
 export!(MPI_Reduce_init_c, PMPI_Reduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1685,15 +1482,6 @@ export!(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c, (sendbuf: *cons
     not_implemented("MPI_Reduce_scatter_block_c", comm)
 });
 
-export!(MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
-    not_implemented("MPI_Reduce_scatter_block_init", comm)
-});
-
 export!(MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1701,15 +1489,6 @@ export!(MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, (send
     }
     let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     not_implemented("MPI_Reduce_scatter_block_init_c", comm)
-});
-
-export!(MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
-    not_implemented("MPI_Reduce_scatter_init", comm)
 });
 
 export!(MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -1780,15 +1559,6 @@ export!(MPI_Scan_c, PMPI_Scan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, 
     not_implemented("MPI_Scan_c", comm)
 });
 
-export!(MPI_Scan_init, PMPI_Scan_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    not_implemented("MPI_Scan_init", comm)
-});
-
 export!(MPI_Scan_init_c, PMPI_Scan_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1803,15 +1573,6 @@ export!(MPI_Scatter_c, PMPI_Scatter_c, (sendbuf: *const c_void, sendcount: i64, 
     not_implemented("MPI_Scatter_c", comm)
 });
 
-export!(MPI_Scatter_init, PMPI_Scatter_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    not_implemented("MPI_Scatter_init", comm)
-});
-
 export!(MPI_Scatter_init_c, PMPI_Scatter_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1824,15 +1585,6 @@ export!(MPI_Scatter_init_c, PMPI_Scatter_init_c, (sendbuf: *const c_void, sendco
 export!(MPI_Scatterv_c, PMPI_Scatterv_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
     let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     not_implemented("MPI_Scatterv_c", comm)
-});
-
-export!(MPI_Scatterv_init, PMPI_Scatterv_init, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    not_implemented("MPI_Scatterv_init", comm)
 });
 
 export!(MPI_Scatterv_init_c, PMPI_Scatterv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {

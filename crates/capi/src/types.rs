@@ -246,6 +246,34 @@ pub fn layout_of(h: Handle) -> CResult<Rc<Layout>> {
     }
 }
 
+/// A private duplicate of derived datatype `h` for an object that must outlive the
+/// program's handle (a persistent request): the program may free `h` afterwards.
+/// Predefined types (and handles not in the table, left for the later lookup to reject)
+/// are returned as they are. Release it with [`unpin`].
+pub(crate) fn pin(h: Handle) -> CResult<Handle> {
+    let Some((l, committed)) = state::with(|s| {
+        s.types
+            .get(&(h as usize))
+            .map(|e| ((*e.layout).clone(), e.committed))
+    }) else {
+        return Ok(h);
+    };
+    let d = add_type(l);
+    state::with(|s| {
+        s.types
+            .get_mut(&(d as usize))
+            .map(|e| e.committed = committed)
+    });
+    Ok(d)
+}
+
+/// Frees a duplicate made by [`pin`] (nothing for a predefined type).
+pub(crate) fn unpin(h: Handle) {
+    if datatype(h as usize).is_none() {
+        state::with(|s| s.types.remove(&(h as usize)));
+    }
+}
+
 /// Whether `h` is a derived datatype in the table.
 pub fn is_derived(h: Handle) -> bool {
     // A predefined handle is a constant: no table lookup on every collective's path.

@@ -411,6 +411,17 @@ fn persistent_buffered_and_ready_mode() {
 }
 
 #[test]
+fn persistent_collectives_and_neighbor_collectives_started_many_times() {
+    let exe = c_test("pcoll");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "pcoll ok");
+    }
+    let o = run_env(3, &exe, &[("PHALANX_TRANSPORT", "udp")]);
+    assert!(o.status.success(), "udp: {}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("pcoll ok"));
+}
+
+#[test]
 fn alltoallw_and_user_error_handlers() {
     let exe = c_test("alltoallw");
     for n in [1, 2, 3, 4] {
