@@ -10,7 +10,10 @@
 //! buffer attached) is `MPI_ERR_BUFFER`. Attaching `MPI_BUFFER_AUTOMATIC` gives
 //! unlimited space. `MPI_Buffer_detach` waits for every buffered message in flight, then
 //! returns the attached address and size; `MPI_Finalize` also waits for them. Only one
-//! buffer is attached at a time (attaching a second is `MPI_ERR_BUFFER`). Ready mode is
+//! buffer is attached at a time (attaching a second is `MPI_ERR_BUFFER`).
+//! `MPI_Buffer_flush` waits for the buffered messages in flight and keeps the buffer
+//! attached; `MPI_Buffer_iflush` returns a request that completes once every message
+//! buffered before the call has been sent (later ones do not hold it up). Ready mode is
 //! run as standard mode (allowed: a correct ready-mode program is a correct
 //! standard-mode one).
 
@@ -29,8 +32,9 @@ pub const BSEND_OVERHEAD: usize = 512;
 /// `MPI_BUFFER_AUTOMATIC` of the header.
 const BUFFER_AUTOMATIC: usize = 2;
 
-/// A buffered message in flight: its send, the copy it runs on, the bytes accounted.
-type Pending = (LiveReq, Staged, usize);
+/// A buffered message in flight: its send, the copy it runs on, the bytes accounted, its
+/// number (in order of buffering).
+type Pending = (LiveReq, Staged, usize, u64);
 
 /// The attached buffer and the buffered messages in flight.
 #[derive(Default)]
@@ -39,6 +43,8 @@ pub struct Bsend {
     attached: Option<(usize, usize)>,
     /// Messages in flight.
     pending: Vec<Pending>,
+    /// Messages buffered so far (the next one's number).
+    buffered: u64,
 }
 
 impl Bsend {
@@ -52,10 +58,10 @@ impl Bsend {
 fn reap() -> usize {
     let pend = state::with(|s| std::mem::take(&mut s.bsend.pending));
     let mut left = Vec::new();
-    for (req, staged, n) in pend {
+    for (req, staged, n, k) in pend {
         match req.test() {
             Ok(_) => drop(staged),
-            Err(req) => left.push((req, staged, n)),
+            Err(req) => left.push((req, staged, n, k)),
         }
     }
     let used = left.iter().map(|p| p.2).sum();
@@ -109,7 +115,13 @@ pub(crate) unsafe fn ibsend_entry(
         .comm
         .process_at_rank(d)
         .immediate_send_with_tag(StaticScope, view, s.tag);
-    state::with(|st| st.bsend.pending.push((LiveReq::Bytes(req), staged, need)));
+    state::with(|st| {
+        let k = st.bsend.buffered;
+        st.bsend.buffered += 1;
+        st.bsend
+            .pending
+            .push((LiveReq::Bytes(req), staged, need, k));
+    });
     Ok(ReqEntry::Done(MPI_Status::empty(MPI_ANY_SOURCE)))
 }
 
@@ -133,11 +145,60 @@ export!(MPI_Buffer_attach, PMPI_Buffer_attach, (buffer: *mut c_void, size: c_int
 /// Waits for every buffered message in flight.
 pub(crate) fn drain() {
     let pend = state::with(|s| std::mem::take(&mut s.bsend.pending));
-    for (req, staged, _) in pend {
+    for (req, staged, ..) in pend {
         req.wait();
         drop(staged);
     }
 }
+
+/// The request of `MPI_Buffer_iflush`: complete when no message numbered below `upto`
+/// is in flight.
+struct Flush {
+    upto: u64,
+}
+
+impl Flush {
+    fn done(&self) -> bool {
+        reap();
+        state::with(|s| s.bsend.pending.iter().all(|p| p.3 >= self.upto))
+    }
+}
+
+impl state::AnyRequest for Flush {
+    fn wait_box(self: Box<Self>) {
+        while !self.done() {
+            phalanx::capi_support::yield_now();
+        }
+    }
+    fn test_box(self: Box<Self>) -> Result<(), Box<dyn state::AnyRequest>> {
+        if self.done() {
+            Ok(())
+        } else {
+            Err(self)
+        }
+    }
+}
+
+export!(MPI_Buffer_flush, PMPI_Buffer_flush, () -> c_int {
+    guard("MPI_Buffer_flush", WORLD, || {
+        drain();
+        Ok(())
+    })
+});
+
+export!(MPI_Buffer_iflush, PMPI_Buffer_iflush, (request: *mut Handle) -> c_int {
+    guard("MPI_Buffer_iflush", WORLD, || {
+        crate::nbc::req_ok(request)?;
+        let upto = state::with(|s| s.bsend.buffered);
+        let e = ReqEntry::Live {
+            req: LiveReq::Coll(Box::new(Flush { upto })),
+            comm: WORLD as usize,
+            staged: None,
+        };
+        // SAFETY: non-null (checked), writable (MPI contract).
+        unsafe { out(request, state::add_req(e)) }
+    })
+});
 
 export!(MPI_Buffer_detach, PMPI_Buffer_detach, (buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
     guard("MPI_Buffer_detach", WORLD, || {

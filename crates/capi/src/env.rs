@@ -196,6 +196,7 @@ export!(MPI_Comm_dup, PMPI_Comm_dup, (comm: Handle, newcomm: *mut Handle) -> c_i
             (None, None) => state::add_comm(c.duplicate(), state::errhandler(comm)),
         };
         crate::graph::copy(comm, h);
+        crate::comm_info::copy(comm, h);
         crate::attrs::copy_all(comm, h)?;
         // SAFETY: non-null, and the caller passes a writable handle.
         unsafe { out(newcomm, h) }

@@ -26,18 +26,24 @@ const WORLD: Handle = COMM_WORLD as Handle;
 const INFO_NULL: usize = 0x130;
 const INFO_ENV: usize = 0x131;
 
+/// The status of request `h` if it is complete, leaving it valid for `MPI_Wait*`/
+/// `MPI_Test*` (an empty status for `MPI_REQUEST_NULL` and an inactive persistent
+/// request; `None` while it runs).
+pub(crate) fn peek_status(h: Handle) -> CResult<Option<MPI_Status>> {
+    if h as usize == REQUEST_NULL || crate::p2p::is_inactive(h) {
+        return Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE)));
+    }
+    let st = complete(h, false)?;
+    if let Some(st) = st {
+        crate::p2p::park(h, st);
+    }
+    Ok(st)
+}
+
 export!(MPI_Request_get_status, PMPI_Request_get_status,
         (request: Handle, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     guard("MPI_Request_get_status", WORLD, || {
-        let st = if request as usize == REQUEST_NULL || crate::p2p::is_inactive(request) {
-            Some(MPI_Status::empty(MPI_ANY_SOURCE))
-        } else {
-            let st = complete(request, false)?;
-            if let Some(st) = st {
-                crate::p2p::park(request, st);
-            }
-            st
-        };
+        let st = peek_status(request)?;
         // SAFETY: writable flag (null checked) and status (or MPI_STATUS_IGNORE).
         unsafe {
             out(flag, st.is_some() as c_int)?;
@@ -229,7 +235,11 @@ export!(MPI_Free_mem, PMPI_Free_mem, (base: *mut c_void) -> c_int {
     MPI_SUCCESS
 });
 
-fn info_get<T>(h: Handle, f: impl FnOnce(&mut Vec<(String, String)>) -> T) -> CResult<T> {
+/// Runs `f` on the key/value list of info `h` (`MPI_INFO_ENV`: an empty list).
+pub(crate) fn info_get<T>(
+    h: Handle,
+    f: impl FnOnce(&mut Vec<(String, String)>) -> T,
+) -> CResult<T> {
     if h as usize == INFO_ENV {
         return Ok(f(&mut Vec::new()));
     }

@@ -453,7 +453,7 @@ export!(MPI_Irecv, PMPI_Irecv,
 
 /// Completes entry `e` (blocking if `wait`): its status, or the entry back (still
 /// running). Persistent entries are handled by [`complete`].
-fn complete_entry(e: ReqEntry, wait: bool) -> CResult<Result<MPI_Status, ReqEntry>> {
+pub(crate) fn complete_entry(e: ReqEntry, wait: bool) -> CResult<Result<MPI_Status, ReqEntry>> {
     match e {
         ReqEntry::Done(st) => Ok(Ok(st)),
         ReqEntry::Live { req, comm, staged } => {

@@ -66,6 +66,10 @@ pub enum LiveReq {
     /// A nonblocking collective (or several requests completing together); its status
     /// is empty.
     Coll(Box<dyn AnyRequest>),
+    /// `MPI_Isendrecv(_replace)`: the receive's and the send's entries (each replaced by
+    /// a completed one when it completes), then the copy a replacing send sends from
+    /// (dropped after both); the status is the receive's.
+    Pair(Box<(ReqEntry, ReqEntry)>, Vec<u8>),
 }
 
 /// A request of any buffer type whose status does not matter (collectives).
@@ -121,6 +125,7 @@ impl LiveReq {
                 r.wait_box();
                 MPI_Status::empty(MPI_ANY_SOURCE)
             }
+            pair @ LiveReq::Pair(..) => pair.try_wait().unwrap_or_else(|e| failed(&e)),
         }
     }
 
@@ -133,6 +138,13 @@ impl LiveReq {
                 .try_wait()
                 .map(crate::p2p::c_status)
                 .map_err(|e| err(e.class() as c_int, e.to_string())),
+            LiveReq::Pair(p, keep) => {
+                let (recv, send) = *p;
+                let st = crate::p2p::complete_entry(recv, true)?.unwrap_or_default();
+                let _sent = crate::p2p::complete_entry(send, true)?;
+                drop(keep);
+                Ok(st)
+            }
             other => Ok(other.wait()),
         }
     }
@@ -145,6 +157,17 @@ impl LiveReq {
                 Ok(Err(r)) => Ok(Err(LiveReq::Bytes(r))),
                 Err(e) => Err(err(e.class() as c_int, e.to_string())),
             },
+            LiveReq::Pair(p, keep) => {
+                let step = |e| -> CResult<ReqEntry> {
+                    Ok(crate::p2p::complete_entry(e, false)?.map_or_else(|e| e, ReqEntry::Done))
+                };
+                let (recv, send) = *p;
+                let (recv, send) = (step(recv)?, step(send)?);
+                match (&recv, &send) {
+                    (ReqEntry::Done(st), ReqEntry::Done(_)) => Ok(Ok(*st)),
+                    _ => Ok(Err(LiveReq::Pair(Box::new((recv, send)), keep))),
+                }
+            }
             other => Ok(other.test()),
         }
     }
@@ -161,8 +184,19 @@ impl LiveReq {
                 .test_box()
                 .map(|_| MPI_Status::empty(MPI_ANY_SOURCE))
                 .map_err(LiveReq::Coll),
+            pair @ LiveReq::Pair(..) => match pair.try_test() {
+                Ok(r) => r,
+                Err(e) => Ok(failed(&e)),
+            },
         }
     }
+}
+
+/// The status of a request that failed with `e` where no error can be returned.
+fn failed(e: &crate::CErr) -> MPI_Status {
+    let mut st = MPI_Status::empty(MPI_ANY_SOURCE);
+    st.MPI_ERROR = e.class;
+    st
 }
 
 /// Work done at completion with the staged temporaries (in the order they were held).

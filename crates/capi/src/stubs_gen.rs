@@ -197,19 +197,6 @@ export!(MPI_Buffer_detach_c, PMPI_Buffer_detach_c, (buffer_addr: *mut c_void, si
     not_implemented("MPI_Buffer_detach_c", WORLD)
 });
 
-export!(MPI_Buffer_flush, PMPI_Buffer_flush, () -> c_int {
-    not_implemented("MPI_Buffer_flush", WORLD)
-});
-
-export!(MPI_Buffer_iflush, PMPI_Buffer_iflush, (request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (request,);
-    not_implemented("MPI_Buffer_iflush", WORLD)
-});
-
 export!(MPI_Close_port, PMPI_Close_port, (port_name: *const c_void) -> c_int {
     let _ = (port_name,);
     not_implemented("MPI_Close_port", WORLD)
@@ -252,15 +239,6 @@ export!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group, (group: Handle,
     not_implemented("MPI_Comm_create_from_group", WORLD)
 });
 
-export!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm: Handle, group: Handle, tag: c_int, newcomm: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newcomm, NULL_COMM);
-    }
-    let _ = (comm, group, tag, newcomm);
-    not_implemented("MPI_Comm_create_group", comm)
-});
-
 export!(MPI_Comm_detach_buffer, PMPI_Comm_detach_buffer, (comm: Handle, buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
     let _ = (comm, buffer_addr, size);
     not_implemented("MPI_Comm_detach_buffer", comm)
@@ -271,37 +249,9 @@ export!(MPI_Comm_detach_buffer_c, PMPI_Comm_detach_buffer_c, (comm: Handle, buff
     not_implemented("MPI_Comm_detach_buffer_c", comm)
 });
 
-export!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: Handle, info: Handle, newcomm: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newcomm, NULL_COMM);
-    }
-    let _ = (comm, info, newcomm);
-    not_implemented("MPI_Comm_dup_with_info", comm)
-});
-
 export!(MPI_Comm_flush_buffer, PMPI_Comm_flush_buffer, (comm: Handle) -> c_int {
     let _ = (comm,);
     not_implemented("MPI_Comm_flush_buffer", comm)
-});
-
-export!(MPI_Comm_get_info, PMPI_Comm_get_info, (comm: Handle, info_used: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(info_used, NULL_INFO);
-    }
-    let _ = (comm, info_used);
-    not_implemented("MPI_Comm_get_info", comm)
-});
-
-export!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm: Handle, info: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newcomm, NULL_COMM);
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (comm, info, newcomm, request);
-    not_implemented("MPI_Comm_idup_with_info", comm)
 });
 
 export!(MPI_Comm_iflush_buffer, PMPI_Comm_iflush_buffer, (comm: Handle, request: *mut Handle) -> c_int {
@@ -320,11 +270,6 @@ export!(MPI_Comm_join, PMPI_Comm_join, (fd: c_int, intercomm: *mut Handle) -> c_
     }
     let _ = (fd, intercomm);
     not_implemented("MPI_Comm_join", WORLD)
-});
-
-export!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: Handle, info: Handle) -> c_int {
-    let _ = (comm, info);
-    not_implemented("MPI_Comm_set_info", comm)
 });
 
 export!(MPI_Exscan_c, PMPI_Exscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
@@ -1114,11 +1059,6 @@ export!(MPI_Info_create_env, PMPI_Info_create_env, (argc: c_int, argv: *mut c_vo
     not_implemented("MPI_Info_create_env", WORLD)
 });
 
-export!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (info: Handle, key: *const c_void, valuelen: *mut c_void, flag: *mut c_void) -> c_int {
-    let _ = (info, key, valuelen, flag);
-    not_implemented("MPI_Info_get_valuelen", WORLD)
-});
-
 export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (local_group: Handle, local_leader: c_int, remote_group: Handle, remote_leader: c_int, stringtag: *const c_void, info: Handle, errhandler: Handle, newintercomm: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1209,15 +1149,6 @@ export!(MPI_Isend_c, PMPI_Isend_c, (buf: *const c_void, count: i64, datatype: Ha
     not_implemented("MPI_Isend_c", comm)
 });
 
-export!(MPI_Isendrecv, PMPI_Isendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request);
-    not_implemented("MPI_Isendrecv", comm)
-});
-
 export!(MPI_Isendrecv_c, PMPI_Isendrecv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1225,15 +1156,6 @@ export!(MPI_Isendrecv_c, PMPI_Isendrecv_c, (sendbuf: *const c_void, sendcount: i
     }
     let _ = (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request);
     not_implemented("MPI_Isendrecv_c", comm)
-});
-
-export!(MPI_Isendrecv_replace, PMPI_Isendrecv_replace, (buf: *mut c_void, count: c_int, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, sendtag, source, recvtag, comm, request);
-    not_implemented("MPI_Isendrecv_replace", comm)
 });
 
 export!(MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c, (buf: *mut c_void, count: i64, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
@@ -1523,21 +1445,6 @@ export!(MPI_Remove_error_code, PMPI_Remove_error_code, (errorcode: c_int) -> c_i
 export!(MPI_Remove_error_string, PMPI_Remove_error_string, (errorcode: c_int) -> c_int {
     let _ = (errorcode,);
     not_implemented("MPI_Remove_error_string", WORLD)
-});
-
-export!(MPI_Request_get_status_all, PMPI_Request_get_status_all, (count: c_int, array_of_requests: *mut c_void, flag: *mut c_void, array_of_statuses: *mut c_void) -> c_int {
-    let _ = (count, array_of_requests, flag, array_of_statuses);
-    not_implemented("MPI_Request_get_status_all", WORLD)
-});
-
-export!(MPI_Request_get_status_any, PMPI_Request_get_status_any, (count: c_int, array_of_requests: *mut c_void, indx: *mut c_void, flag: *mut c_void, status: *mut c_void) -> c_int {
-    let _ = (count, array_of_requests, indx, flag, status);
-    not_implemented("MPI_Request_get_status_any", WORLD)
-});
-
-export!(MPI_Request_get_status_some, PMPI_Request_get_status_some, (incount: c_int, array_of_requests: *mut c_void, outcount: *mut c_void, array_of_indices: *mut c_void, array_of_statuses: *mut c_void) -> c_int {
-    let _ = (incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-    not_implemented("MPI_Request_get_status_some", WORLD)
 });
 
 export!(MPI_Rsend_c, PMPI_Rsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {

@@ -422,6 +422,17 @@ fn persistent_collectives_and_neighbor_collectives_started_many_times() {
 }
 
 #[test]
+fn isendrecv_request_status_sets_comm_info_create_group_and_buffer_flush() {
+    let exe = c_test("mpi4");
+    for n in [1, 2, 3, 4, 5] {
+        run_ok(n, &exe, &[], "mpi4 ok");
+    }
+    let o = run_env(3, &exe, &[("PHALANX_TRANSPORT", "udp")]);
+    assert!(o.status.success(), "udp: {}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("mpi4 ok"));
+}
+
+#[test]
 fn alltoallw_and_user_error_handlers() {
     let exe = c_test("alltoallw");
     for n in [1, 2, 3, 4] {

@@ -1,0 +1,216 @@
+/* MPI-4 additions: MPI_Isendrecv and MPI_Isendrecv_replace around a ring (predefined and
+ * derived datatypes, MPI_PROC_NULL), MPI_Request_get_status_all/any/some (nothing freed,
+ * null and inactive requests as MPI defines), communicator hints (MPI_Comm_set_info,
+ * get_info, dup_with_info, idup_with_info), MPI_Comm_create_group with two tags,
+ * MPI_Info_get_valuelen, MPI_Buffer_flush/iflush. Any number of ranks. */
+#include "check.h"
+#include <string.h>
+
+static int rank, size;
+
+static void sendrecv(void) {
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int out[4], in[4];
+    MPI_Request r;
+    MPI_Status st;
+    for (int it = 0; it < 5; it++) {
+        for (int i = 0; i < 4; i++) { out[i] = 100 * rank + 10 * it + i; in[i] = -1; }
+        OK(MPI_Isendrecv(out, 4, MPI_INT, next, it, in, 4, MPI_INT, prev, it, MPI_COMM_WORLD, &r));
+        OK(MPI_Wait(&r, &st));
+        CHECK(r == MPI_REQUEST_NULL);
+        CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == it);
+        int n;
+        OK(MPI_Get_count(&st, MPI_INT, &n));
+        CHECK(n == 4);
+        for (int i = 0; i < 4; i++) CHECK(in[i] == 100 * prev + 10 * it + i);
+    }
+    /* Replace, with a derived type (every other int), completed by MPI_Test polling. */
+    MPI_Datatype t;
+    OK(MPI_Type_vector(3, 1, 2, MPI_INT, &t));
+    OK(MPI_Type_commit(&t));
+    int buf[6];
+    for (int i = 0; i < 6; i++) buf[i] = 1000 * rank + i;
+    OK(MPI_Isendrecv_replace(buf, 1, t, next, 7, prev, 7, MPI_COMM_WORLD, &r));
+    int flag = 0;
+    while (!flag) OK(MPI_Test(&r, &flag, &st));
+    CHECK(st.MPI_SOURCE == prev);
+    for (int i = 0; i < 6; i++) CHECK(buf[i] == (i % 2 ? 1000 * rank + i : 1000 * prev + i));
+    OK(MPI_Type_free(&t));
+    /* A large one (rendezvous) in place. */
+    int big = 1 << 17;
+    int *b = malloc(sizeof(int) * big);
+    for (int i = 0; i < big; i++) b[i] = rank * 7 + i;
+    OK(MPI_Isendrecv_replace(b, big, MPI_INT, next, 8, prev, 8, MPI_COMM_WORLD, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    for (int i = 0; i < big; i += 997) CHECK(b[i] == prev * 7 + i);
+    free(b);
+    /* MPI_PROC_NULL on both sides. */
+    OK(MPI_Isendrecv(out, 4, MPI_INT, MPI_PROC_NULL, 0, in, 4, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &r));
+    OK(MPI_Wait(&r, &st));
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL);
+}
+
+static void get_status(void) {
+    MPI_Request r[3];
+    MPI_Status sts[3];
+    int flag = -1, idx = -1, n = -1, ix[3];
+    /* No active request. */
+    r[0] = MPI_REQUEST_NULL;
+    int dummy;
+    OK(MPI_Recv_init(&dummy, 1, MPI_INT, 0, 99, MPI_COMM_SELF, &r[1])); /* inactive */
+    OK(MPI_Request_get_status_any(2, r, &idx, &flag, MPI_STATUS_IGNORE));
+    CHECK(flag == 1 && idx == MPI_UNDEFINED);
+    OK(MPI_Request_get_status_some(2, r, &n, ix, MPI_STATUSES_IGNORE));
+    CHECK(n == MPI_UNDEFINED);
+    OK(MPI_Request_get_status_all(2, r, &flag, sts));
+    CHECK(flag == 1);
+    OK(MPI_Request_free(&r[1]));
+    /* A receive that cannot complete yet, then one that has. */
+    int a = -1, b = -1, v = 5;
+    OK(MPI_Irecv(&a, 1, MPI_INT, 0, 1, MPI_COMM_SELF, &r[0]));
+    OK(MPI_Irecv(&b, 1, MPI_INT, 0, 2, MPI_COMM_SELF, &r[1]));
+    OK(MPI_Request_get_status_any(2, r, &idx, &flag, MPI_STATUS_IGNORE));
+    CHECK(flag == 0 && idx == MPI_UNDEFINED);
+    OK(MPI_Request_get_status_all(2, r, &flag, MPI_STATUSES_IGNORE));
+    CHECK(flag == 0);
+    OK(MPI_Send(&v, 1, MPI_INT, 0, 2, MPI_COMM_SELF));
+    flag = 0;
+    while (!flag) OK(MPI_Request_get_status_any(2, r, &idx, &flag, &sts[0]));
+    CHECK(idx == 1 && sts[0].MPI_TAG == 2);
+    OK(MPI_Request_get_status_some(2, r, &n, ix, sts));
+    CHECK(n == 1 && ix[0] == 1 && sts[0].MPI_TAG == 2);
+    CHECK(r[0] != MPI_REQUEST_NULL && r[1] != MPI_REQUEST_NULL); /* nothing freed */
+    OK(MPI_Send(&v, 1, MPI_INT, 0, 1, MPI_COMM_SELF));
+    flag = 0;
+    while (!flag) OK(MPI_Request_get_status_all(2, r, &flag, sts));
+    CHECK(sts[0].MPI_TAG == 1 && sts[1].MPI_TAG == 2);
+    OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    CHECK(a == 5 && b == 5);
+}
+
+static void info(void) {
+    MPI_Info in, got;
+    OK(MPI_Info_create(&in));
+    OK(MPI_Info_set(in, "phalanx_hint", "yes"));
+    OK(MPI_Info_set(in, "mpi_assert_no_any_tag", "false"));
+    int len = -1, flag = -1;
+    OK(MPI_Info_get_valuelen(in, "phalanx_hint", &len, &flag));
+    CHECK(flag == 1 && len == 3);
+    OK(MPI_Info_get_valuelen(in, "absent", &len, &flag));
+    CHECK(flag == 0);
+    MPI_Comm d, e;
+    OK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, in, &d));
+    OK(MPI_Comm_get_info(d, &got));
+    int nk = -1;
+    OK(MPI_Info_get_nkeys(got, &nk));
+    CHECK(nk == 2);
+    char val[MPI_MAX_INFO_VAL];
+    OK(MPI_Info_get(got, "phalanx_hint", MPI_MAX_INFO_VAL - 1, val, &flag));
+    CHECK(flag && strcmp(val, "yes") == 0);
+    OK(MPI_Info_free(&got));
+    OK(MPI_Info_set(in, "phalanx_hint", "no"));
+    OK(MPI_Comm_set_info(d, in));
+    OK(MPI_Comm_dup(d, &e)); /* hints travel with a duplicate */
+    OK(MPI_Comm_get_info(e, &got));
+    OK(MPI_Info_get(got, "phalanx_hint", MPI_MAX_INFO_VAL - 1, val, &flag));
+    CHECK(flag && strcmp(val, "no") == 0);
+    OK(MPI_Info_free(&got));
+    OK(MPI_Comm_free(&e));
+    MPI_Request r;
+    OK(MPI_Comm_idup_with_info(d, MPI_INFO_NULL, &e, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    OK(MPI_Comm_get_info(e, &got));
+    OK(MPI_Info_get_nkeys(got, &nk));
+    CHECK(nk == 0);
+    OK(MPI_Info_free(&got));
+    int x = rank, sum = 0;
+    OK(MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, e));
+    CHECK(sum == size * (size - 1) / 2);
+    OK(MPI_Comm_free(&e));
+    OK(MPI_Comm_free(&d));
+    OK(MPI_Info_free(&in));
+}
+
+static void create_group(void) {
+    MPI_Group world, evens, odds;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int ne = (size + 1) / 2, no = size / 2, re[64], ro[64];
+    for (int i = 0; i < ne; i++) re[i] = 2 * i;
+    for (int i = 0; i < no; i++) ro[i] = 2 * i + 1;
+    OK(MPI_Group_incl(world, ne, re, &evens));
+    OK(MPI_Group_incl(world, no, ro, &odds));
+    MPI_Comm c1 = MPI_COMM_NULL, c2 = MPI_COMM_NULL;
+    MPI_Group mine = rank % 2 ? odds : evens;
+    /* Only the group's members call; two communicators from one group, by tag, made in
+     * opposite orders on alternate members. */
+    if ((rank / 2) % 2) {
+        OK(MPI_Comm_create_group(MPI_COMM_WORLD, mine, 11, &c1));
+        OK(MPI_Comm_create_group(MPI_COMM_WORLD, mine, 22, &c2));
+    } else {
+        OK(MPI_Comm_create_group(MPI_COMM_WORLD, mine, 22, &c2));
+        OK(MPI_Comm_create_group(MPI_COMM_WORLD, mine, 11, &c1));
+    }
+    int n1, r1, s1 = 0, s2 = 0, one = 1;
+    OK(MPI_Comm_size(c1, &n1));
+    OK(MPI_Comm_rank(c1, &r1));
+    CHECK(n1 == (rank % 2 ? no : ne) && r1 == rank / 2);
+    OK(MPI_Allreduce(&one, &s1, 1, MPI_INT, MPI_SUM, c1));
+    int tag2 = rank;
+    OK(MPI_Allreduce(&tag2, &s2, 1, MPI_INT, MPI_SUM, c2));
+    CHECK(s1 == n1);
+    int expect = 0;
+    for (int p = rank % 2; p < size; p += 2) expect += p;
+    CHECK(s2 == expect);
+    /* A caller outside the group gets MPI_COMM_NULL. */
+    if (size > 1 && rank == 1) {
+        MPI_Comm none;
+        MPI_Group zero;
+        int z = 0;
+        OK(MPI_Group_incl(world, 1, &z, &zero));
+        OK(MPI_Comm_create_group(MPI_COMM_WORLD, zero, 5, &none));
+        CHECK(none == MPI_COMM_NULL);
+        OK(MPI_Group_free(&zero));
+    }
+    OK(MPI_Comm_free(&c1));
+    OK(MPI_Comm_free(&c2));
+    OK(MPI_Group_free(&evens));
+    OK(MPI_Group_free(&odds));
+    OK(MPI_Group_free(&world));
+}
+
+static void flush(void) {
+    static char space[1 << 16];
+    OK(MPI_Buffer_attach(space, sizeof space));
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int v[100];
+    for (int i = 0; i < 100; i++) v[i] = rank + i;
+    OK(MPI_Bsend(v, 100, MPI_INT, next, 3, MPI_COMM_WORLD));
+    MPI_Request r;
+    OK(MPI_Buffer_iflush(&r));
+    int in[100];
+    OK(MPI_Recv(in, 100, MPI_INT, prev, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(in[99] == prev + 99);
+    OK(MPI_Bsend(v, 100, MPI_INT, next, 4, MPI_COMM_WORLD));
+    OK(MPI_Recv(in, 100, MPI_INT, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    OK(MPI_Buffer_flush());
+    void *p;
+    int n;
+    OK(MPI_Buffer_detach(&p, &n));
+    CHECK(p == space && n == (int)sizeof space);
+}
+
+int main(int argc, char **argv) {
+    OK(MPI_Init(&argc, &argv));
+    OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    CHECK(size <= 128);
+    sendrecv();
+    get_status();
+    info();
+    create_group();
+    flush();
+    OK(MPI_Finalize());
+    if (rank == 0) printf("mpi4 ok\n");
+    return 0;
+}
