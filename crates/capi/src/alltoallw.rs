@@ -19,10 +19,10 @@
 use crate::coll::in_place;
 use crate::consts::*;
 use crate::nbc::{copy, dst, register, req_ok, src};
-use crate::nbc_v::{counts, displs, exchange};
+use crate::nbc_v::{counts, displs, exchange, exchange_inter};
 use crate::state::{self, AnyRequest, Staged};
 use crate::types::{layout_of, read_type, Layout};
-use crate::{disjoint, export, guard, CResult};
+use crate::{disjoint, err, export, guard, CResult};
 use phalanx::traits::Communicator;
 use std::ffi::{c_int, c_void};
 use std::rc::Rc;
@@ -89,7 +89,14 @@ unsafe fn start(
     comm: Handle,
 ) -> CResult<(Box<dyn AnyRequest>, Staged)> {
     let c = state::comm(comm)?;
-    let p = c.size() as usize;
+    let inter = crate::inter::inter_if(&c, comm);
+    let p = match &inter {
+        Some(ic) => ic.remote_size() as usize,
+        None => c.size() as usize,
+    };
+    if inter.is_some() && in_place(sendbuf) {
+        return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
+    }
     let mut sg = Staged::default();
     // SAFETY: caller.
     let rb = unsafe { blocks(recvbuf, recvcounts, rdispls, recvtypes, p)? };
@@ -115,7 +122,10 @@ unsafe fn start(
         // SAFETY: receive block r is writable until completion (nonblocking contract).
         recvs.push((r as c_int, unsafe { dst(&mut sg, at.cast_mut(), n, l)? }));
     }
-    Ok((exchange(&c, sends, recvs)?, sg))
+    match inter {
+        Some(ic) => Ok((exchange_inter(&ic, sends, recvs)?, sg)),
+        None => Ok((exchange(&c, sends, recvs)?, sg)),
+    }
 }
 
 export!(MPI_Ialltoallw, PMPI_Ialltoallw,

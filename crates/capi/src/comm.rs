@@ -62,6 +62,14 @@ export!(MPI_Comm_split, PMPI_Comm_split,
             c if c >= 0 => Color::with_value(c),
             c => return Err(err(MPI_ERR_ARG, format!("invalid color {c}"))),
         };
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let h = match ic.split(col, key) {
+                Some(n) => crate::inter::add_inter(n, state::errhandler(comm)),
+                None => COMM_NULL as Handle,
+            };
+            // SAFETY: non-null, writable (MPI contract).
+            return unsafe { out(newcomm, h) };
+        }
         let h = match c.split_by_color_with_key(col, key) {
             Some(n) => state::add_comm(n, state::errhandler(comm)),
             None => COMM_NULL as Handle,
@@ -165,13 +173,31 @@ export!(MPI_Comm_create, PMPI_Comm_create,
     guard("MPI_Comm_create", comm, || {
         let c = state::comm(comm)?;
         let g = group(grp)?;
-        let parent = c.group();
+        let inter = crate::inter::inter_if(&c, comm);
+        let parent = match &inter {
+            Some(ic) => ic.local_communicator().group(),
+            None => c.group(),
+        };
         let ranks: Vec<c_int> = (0..g.size()).collect();
         if g.translate_ranks(&ranks, &parent).iter().any(Option::is_none) {
             return Err(err(MPI_ERR_GROUP, "group is not a subgroup of the communicator's"));
         }
         if newcomm.is_null() {
             return Err(err(MPI_ERR_ARG, "null newcomm"));
+        }
+        if let Some(ic) = inter {
+            // Each group passes a subgroup of its own: the split with color 0 for its
+            // members, ordered as in the group.
+            let (color, key) = match g.rank() {
+                Some(r) => (Color::with_value(0), r),
+                None => (Color::undefined(), 0),
+            };
+            let h = match ic.split(color, key) {
+                Some(n) => crate::inter::add_inter(n, state::errhandler(comm)),
+                None => COMM_NULL as Handle,
+            };
+            // SAFETY: non-null, writable (MPI contract).
+            return unsafe { out(newcomm, h) };
         }
         let h = match c.split_by_subgroup_collective(&g) {
             Some(n) => state::add_comm(n, state::errhandler(comm)),

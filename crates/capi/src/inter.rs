@@ -52,7 +52,7 @@ pub fn inter_if(c: &phalanx::topology::SimpleCommunicator, h: Handle) -> Option<
 }
 
 /// A new handle for `ic`, with error handler `errh`.
-fn add_inter(ic: InterCommunicator, errh: usize) -> Handle {
+pub(crate) fn add_inter(ic: InterCommunicator, errh: usize) -> Handle {
     let h = state::add_comm(ic.as_simple().clone(), errh);
     state::with(|s| {
         if let Some(e) = s.comms.get_mut(&(h as usize)) {

@@ -84,6 +84,27 @@ pub(crate) fn exchange(
 ) -> CResult<Box<dyn AnyRequest>> {
     let d = c.duplicate();
     let me = d.rank();
+    exchange_on(&d, me, sends, recvs)
+}
+
+/// [`exchange`] on an intercommunicator: peers are remote ranks (a fresh duplicate of
+/// `ic`, made without messages), and no block goes to self.
+pub(crate) fn exchange_inter(
+    ic: &phalanx::topology::InterCommunicator,
+    sends: Vec<(c_int, &'static [u8])>,
+    recvs: Vec<(c_int, &'static mut [u8])>,
+) -> CResult<Box<dyn AnyRequest>> {
+    let d = ic.duplicate();
+    exchange_on(d.as_simple(), MPI_PROC_NULL, sends, recvs)
+}
+
+/// Starts the exchange on `d`; blocks to peer `me` are copied now.
+fn exchange_on(
+    d: &SimpleCommunicator,
+    me: c_int,
+    sends: Vec<(c_int, &'static [u8])>,
+    recvs: Vec<(c_int, &'static mut [u8])>,
+) -> CResult<Box<dyn AnyRequest>> {
     let own = sends.iter().find(|b| b.0 == me).map(|b| b.1);
     let mut reqs: Vec<Box<dyn AnyRequest>> = Vec::new();
     for (peer, buf) in recvs {

@@ -8,7 +8,10 @@
 //! displacements). Send and receive data may interleave as long as no send block
 //! overlaps a receive block ([`Separation`]): then the send bytes are copied before the
 //! receive buffer is lent out, so no `&[u8]` and `&mut [u8]` ever cover the same bytes;
-//! an overlap is `MPI_ERR_BUFFER`.
+//! an overlap is `MPI_ERR_BUFFER`. Receive blocks that overlap one another (erroneous in
+//! MPI, but done by programs and test suites, which expect each location to hold one of
+//! the blocks written there) are received into a packed temporary and copied into place
+//! in rank order afterwards, so the core's partition never aliases.
 
 use crate::consts::*;
 use crate::{bytes, bytes_mut, count, err, typed, CResult};
@@ -123,6 +126,10 @@ impl VLayout {
         own: Option<c_int>,
         f: impl FnOnce(&[u8], &mut PartitionMut<'_, MutView<'_, '_, UserDatatype, [u8]>>) -> T,
     ) -> CResult<T> {
+        if self.self_overlapping() {
+            // SAFETY: the caller's contract.
+            return unsafe { self.write_staged(own, f) };
+        }
         // SAFETY: the caller's contract.
         let r = unsafe { bytes_mut(self.base.cast(), self.span * self.sz)? };
         let mine = own.map(|o| r[self.block(o)].to_vec()).unwrap_or_default();
@@ -132,6 +139,63 @@ impl VLayout {
             &mine,
             &mut PartitionMut::new(&mut v, &self.counts[..], &self.displs[..]),
         ))
+    }
+}
+
+impl VLayout {
+    /// Whether two non-empty blocks share a byte.
+    fn self_overlapping(&self) -> bool {
+        let mut r = self.ranges();
+        r.sort_unstable();
+        r.windows(2).any(|w| w[1].0 < w[0].1)
+    }
+
+    /// [`VLayout::write`] for blocks that overlap one another: `f` runs on the blocks
+    /// packed in rank order in a temporary, then each block is copied to its place in
+    /// rank order (where blocks overlap, the higher rank's bytes remain).
+    ///
+    /// # Safety
+    /// As [`VLayout::write`].
+    unsafe fn write_staged<T>(
+        &self,
+        own: Option<c_int>,
+        f: impl FnOnce(&[u8], &mut PartitionMut<'_, MutView<'_, '_, UserDatatype, [u8]>>) -> T,
+    ) -> CResult<T> {
+        let mut displs = Vec::with_capacity(self.counts.len());
+        let mut at: Count = 0;
+        for &c in &self.counts {
+            displs.push(at);
+            at = at
+                .checked_add(c)
+                .ok_or_else(|| err(MPI_ERR_COUNT, "a layout of more than 2^31 elements"))?;
+        }
+        let mut tmp = vec![0u8; at as usize * self.sz];
+        let packed = VLayout {
+            base: tmp.as_mut_ptr(),
+            counts: self.counts.clone(),
+            displs,
+            span: at as usize,
+            sz: self.sz,
+            dt: self.dt.clone(),
+        };
+        if let Some(o) = own {
+            let (from, to) = (self.block(o), packed.block(o));
+            // SAFETY: the caller's block o is readable (caller); tmp holds its copy's room.
+            tmp[to]
+                .copy_from_slice(unsafe { bytes(self.base.add(from.start).cast(), from.len())? });
+        }
+        // SAFETY: tmp is ours, its blocks disjoint.
+        let t = unsafe { packed.write(own, f)? };
+        for r in 0..self.counts.len() as c_int {
+            let (from, to) = (packed.block(r), self.block(r));
+            // SAFETY: block r of the caller's layout is writable (caller); tmp is a
+            // separate allocation; blocks are copied one at a time (they may overlap
+            // each other, never tmp).
+            unsafe {
+                std::ptr::copy_nonoverlapping(tmp[from].as_ptr(), self.base.add(to.start), to.len())
+            };
+        }
+        Ok(t)
     }
 }
 

@@ -433,6 +433,17 @@ fn isendrecv_request_status_sets_comm_info_create_group_and_buffer_flush() {
 }
 
 #[test]
+fn intercommunicator_split_create_alltoallw_and_overlapping_allgatherv() {
+    let exe = c_test("intersplit");
+    for n in [2, 3, 4, 5, 8] {
+        run_ok(n, &exe, &[], "intersplit ok");
+    }
+    let o = run_env(5, &exe, &[("PHALANX_TRANSPORT", "udp")]);
+    assert!(o.status.success(), "udp: {}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("intersplit ok"));
+}
+
+#[test]
 fn alltoallw_and_user_error_handlers() {
     let exe = c_test("alltoallw");
     for n in [1, 2, 3, 4] {

@@ -1,6 +1,7 @@
-//! Making, duplicating, merging and synchronizing intercommunicators
-//! (`MPI_Intercomm_create`, `MPI_Comm_dup`, `MPI_Intercomm_merge`, `MPI_Barrier` on an
-//! intercommunicator), and spawning processes (`MPI_Comm_spawn(_multiple)`,
+//! Making, duplicating, splitting, merging and synchronizing intercommunicators
+//! (`MPI_Intercomm_create`, `MPI_Comm_dup`, `MPI_Comm_split`/`MPI_Comm_create` on an
+//! intercommunicator, `MPI_Intercomm_merge`, `MPI_Barrier` on an intercommunicator), and
+//! spawning processes (`MPI_Comm_spawn(_multiple)`,
 //! `MPI_Comm_get_parent`).
 //!
 //! Contract: every operation here is collective over both groups (create: over the local
@@ -20,7 +21,9 @@ use crate::datatype::{Buffer, BufferMut};
 use crate::error::{Error, MpiError};
 use crate::point_to_point::{Destination, Source};
 use crate::request::scope;
-use crate::topology::{Communicator, InterCommunicator, MergeOrder, Process, SimpleCommunicator};
+use crate::topology::{
+    Color, Communicator, InterCommunicator, MergeOrder, Process, SimpleCommunicator,
+};
 use crate::{Rank, Tag};
 use phalanx_boot::{SpawnCommand, SpawnRequest, MAX_SPAWN};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -32,6 +35,8 @@ use super::{CommunicatorCollectives, Root};
 /// intercommunicator broadcast.
 const TAG_WORD: Tag = 0;
 pub(super) const TAG_BCAST: Tag = 1;
+/// Tag of the leaders' exchange of split tables.
+const TAG_SPLIT: Tag = 2;
 
 /// Most members a group may have (bounds the leaders' exchange).
 const MAX_GROUP: usize = 1 << 20;
@@ -306,6 +311,49 @@ impl InterCommunicator {
         let size = members.len() as Rank;
         self.local
             .sub(ctx, rank, Some(std::sync::Arc::new(members)), size)
+    }
+
+    /// Splits both groups by color (`MPI_Comm_split` on an intercommunicator): the new
+    /// intercommunicator of a color joins this group's members of that color to the
+    /// remote group's members of the same color, each group ordered by (key, rank).
+    /// Collective over both groups. `None` for [`Color::undefined`] and for a color the
+    /// other group does not have. `MPI_Comm_create` on an intercommunicator is the split
+    /// with color 0 for the members of the group (keyed by their rank in it).
+    pub fn split(&self, color: Color, key: i32) -> Option<InterCommunicator> {
+        let mine = [color.0, key];
+        let mut table = vec![0i32; 2 * self.local.size as usize];
+        self.local.all_gather_into(&mine[..], &mut table[..]);
+        let mut theirs = vec![0i32; 2 * self.view.size as usize];
+        if self.local.rank == 0 {
+            let other = self.internal.process_at_rank(0);
+            scope(|s| {
+                let sent = other.immediate_send_with_tag(s, &table[..], TAG_SPLIT);
+                other.receive_into_with_tag(&mut theirs[..], TAG_SPLIT);
+                sent.wait();
+            });
+        }
+        self.local
+            .process_at_rank(0)
+            .broadcast_into(&mut theirs[..]);
+        // Every member of both groups derives once, the same salt for the same color.
+        let ctx = self
+            .internal
+            .derive_context(0x7370_6c74_0000_0000 | color.0 as u32 as u64)
+            & !1;
+        let local = self.local.split_by_color_with_key(color, key)?;
+        let mut remote: Vec<(i32, Rank)> = (0..self.view.size)
+            .filter(|&r| theirs[2 * r as usize] == color.0)
+            .map(|r| (theirs[2 * r as usize + 1], r))
+            .collect();
+        if remote.is_empty() {
+            return None;
+        }
+        remote.sort_unstable();
+        let remote = remote
+            .iter()
+            .map(|&(_, r)| self.view.world_rank(r))
+            .collect();
+        Some(InterCommunicator::new(ctx.max(2), local, remote))
     }
 
     /// A new intercommunicator between the same groups (`MPI_Comm_dup`). Collective
