@@ -183,19 +183,29 @@ export!(MPI_Comm_size, PMPI_Comm_size, (comm: Handle, size: *mut c_int) -> c_int
     })
 });
 
+/// A duplicate of `comm` with its topology and error handler, made without messages
+/// (collective: every member calls it in the same order), without its attributes and
+/// hints: `MPI_Comm_dup`'s core, and the private communicator of a persistent
+/// collective.
+pub(crate) fn dup_bare(comm: Handle) -> CResult<Handle> {
+    let c = state::comm(comm)?;
+    // A Cartesian communicator's duplicate keeps its grid (MPI copies topologies).
+    let h = match (crate::topo::grid_of(comm), crate::inter::dup(comm)) {
+        (_, Some(h)) => h,
+        (Some(cart), None) => crate::topo::add_cart(cart.duplicate(), comm),
+        (None, None) => state::add_comm(c.duplicate(), state::errhandler(comm)),
+    };
+    crate::graph::copy(comm, h);
+    Ok(h)
+}
+
 export!(MPI_Comm_dup, PMPI_Comm_dup, (comm: Handle, newcomm: *mut Handle) -> c_int {
     guard("MPI_Comm_dup", comm, || {
-        let c = state::comm(comm)?;
+        state::comm(comm)?;
         if newcomm.is_null() {
             return Err(err(MPI_ERR_ARG, "null output argument"));
         }
-        // A Cartesian communicator's duplicate keeps its grid (MPI copies topologies).
-        let h = match (crate::topo::grid_of(comm), crate::inter::dup(comm)) {
-            (_, Some(h)) => h,
-            (Some(cart), None) => crate::topo::add_cart(cart.duplicate(), comm),
-            (None, None) => state::add_comm(c.duplicate(), state::errhandler(comm)),
-        };
-        crate::graph::copy(comm, h);
+        let h = dup_bare(comm)?;
         crate::comm_info::copy(comm, h);
         crate::attrs::copy_all(comm, h)?;
         // SAFETY: non-null, and the caller passes a writable handle.

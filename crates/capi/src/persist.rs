@@ -78,22 +78,29 @@ pub struct Persist {
     /// Private datatype duplicates the request holds ([`crate::types::pin`]), released
     /// with it ([`release`]).
     pub pins: Vec<Handle>,
+    /// The private communicator a persistent collective runs on (released with it).
+    pub own_comm: Option<Handle>,
     /// The running operation (`None`: inactive).
     pub active: Option<Box<ReqEntry>>,
 }
 
-/// Releases what a freed persistent request held (its datatype duplicates).
+/// Releases what a freed persistent request held (its datatype duplicates and private
+/// communicator).
 pub(crate) fn release(p: &Persist) {
     for &t in &p.pins {
         crate::types::unpin(t);
     }
+    if let Some(mut c) = p.own_comm {
+        // SAFETY: a handle this module made; freed once, with its request.
+        unsafe { crate::env::PMPI_Comm_free(&mut c) };
+    }
 }
 
-/// Registers persistent collective `start` on `comm` holding datatype duplicates
-/// `pins`; writes its handle through `request`.
+/// Registers persistent collective `start` on `comm` (running on private communicator
+/// `own`) holding datatype duplicates `pins`; writes its handle through `request`.
 pub(crate) fn add_coll(
     start: Box<Starter>,
-    comm: Handle,
+    (comm, own): (Handle, Handle),
     pins: Vec<Handle>,
     request: *mut Handle,
 ) -> CResult {
@@ -105,6 +112,7 @@ pub(crate) fn add_coll(
         tag: 0,
         comm,
         pins,
+        own_comm: Some(own),
         active: None,
     };
     let h = state::add_req(ReqEntry::Persistent(Box::new(p)));
@@ -142,6 +150,7 @@ fn init(
         tag,
         comm,
         pins: vec![datatype],
+        own_comm: None,
         active: None,
     };
     let h = state::add_req(ReqEntry::Persistent(Box::new(p)));

@@ -4,17 +4,21 @@
 //! `MPI_Reduce_scatter(_block)_init`, `MPI_Scan_init`, `MPI_Exscan_init` and the
 //! neighbour ones `MPI_Neighbor_allgather(v)_init`, `MPI_Neighbor_alltoall(v,w)_init`.
 //!
-//! Contract: an `_init` call checks the communicator and the request pointer, takes a
-//! private duplicate of every derived datatype it names ([`crate::types::pin`]) and a
-//! copy of its count, displacement and datatype arrays, and returns an inactive
-//! persistent request ([`crate::persist::Persist`]) holding them. Each `MPI_Start`
-//! starts the collective's nonblocking form (`MPI_Ibcast`, … on the core's immediate
-//! collectives) with those arguments, so the request can be started any number of times
-//! and completes in `MPI_Wait*`/`MPI_Test*` like the persistent point-to-point requests;
-//! an error found at the start goes to the communicator's error handler and is
-//! `MPI_Start`'s return code. As MPI requires, every member starts its persistent
-//! collectives in the same order, and the buffers stay valid (and, while active,
-//! untouched) until the request is freed. The `info` argument is accepted and ignored.
+//! Contract: an `_init` call checks the communicator and the request pointer, makes the
+//! request's own private duplicate of the communicator (without messages: every member
+//! makes its `_init` calls in the same order, as MPI requires, so all derive the same
+//! one), takes a private duplicate of every derived datatype it names
+//! ([`crate::types::pin`]) and a copy of its count, displacement and datatype arrays, and
+//! returns an inactive persistent request ([`crate::persist::Persist`]) holding them.
+//! Each `MPI_Start` starts the collective's nonblocking form (`MPI_Ibcast`, … on the
+//! core's immediate collectives) on the private communicator with those arguments, so
+//! the request can be started any number of times, and different persistent collectives
+//! may be started in different orders on different members (MPI-4 matches them at
+//! `_init`); it completes in `MPI_Wait*`/`MPI_Test*` like the persistent point-to-point
+//! requests. An error found at the start goes to the communicator's error handler (the
+//! one it had at `_init`) and is `MPI_Start`'s return code. The buffers stay valid (and,
+//! while active, untouched) until the request is freed. The `info` argument is accepted
+//! and ignored.
 
 use crate::consts::*;
 use crate::persist::add_coll;
@@ -22,19 +26,22 @@ use crate::{alltoallw, coll, export, guard, nbc, nbc_v, neighbor, state, typed, 
 use phalanx::traits::Communicator;
 use std::ffi::{c_int, c_void};
 
-/// Checks `comm` and `request`; pins `types`.
+/// Checks `comm` and `request`; pins `types`. Returns the pins, the pinned types and
+/// (`comm`, the request's private communicator).
+#[allow(clippy::type_complexity)]
 fn prepare<const N: usize>(
     comm: Handle,
     request: *mut Handle,
     types: [Handle; N],
-) -> CResult<(Vec<Handle>, [Handle; N])> {
+) -> CResult<(Vec<Handle>, [Handle; N], (Handle, Handle))> {
     state::comm(comm)?;
     nbc::req_ok(request)?;
     let mut pinned = types;
     for t in &mut pinned {
         *t = crate::types::pin(*t)?;
     }
-    Ok((pinned.to_vec(), pinned))
+    let own = crate::env::dup_bare(comm)?;
+    Ok((pinned.to_vec(), pinned, (comm, own)))
 }
 
 /// The number of entries of a per-peer array on `comm`: its size, or the remote group's
@@ -76,9 +83,10 @@ fn pin_all(v: &mut Option<Vec<Handle>>, pins: &mut Vec<Handle>) -> CResult {
 export!(MPI_Barrier_init, PMPI_Barrier_init,
         (comm: Handle, _info: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Barrier_init", comm, || {
-        let (pins, []) = prepare(comm, request, [])?;
+        let (pins, [], cc) = prepare(comm, request, [])?;
+        let comm = cc.1;
         // SAFETY: the nonblocking form's contract, kept by the persistent one's.
-        add_coll(Box::new(move |r| unsafe { coll::PMPI_Ibarrier(comm, r) }), comm, pins, request)
+        add_coll(Box::new(move |r| unsafe { coll::PMPI_Ibarrier(comm, r) }), cc, pins, request)
     })
 });
 
@@ -86,10 +94,11 @@ export!(MPI_Bcast_init, PMPI_Bcast_init,
         (buffer: *mut c_void, cnt: c_int, datatype: Handle, root: c_int, comm: Handle,
          _info: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Bcast_init", comm, || {
-        let (pins, [t]) = prepare(comm, request, [datatype])?;
+        let (pins, [t], cc) = prepare(comm, request, [datatype])?;
+        let comm = cc.1;
         // SAFETY: the nonblocking form's contract, kept by the persistent one's.
         let start = move |r| unsafe { nbc::PMPI_Ibcast(buffer, cnt, t, root, comm, r) };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -98,12 +107,13 @@ export!(MPI_Gather_init, PMPI_Gather_init,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Gather_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         // SAFETY: the nonblocking form's contract, kept by the persistent one's.
         let start = move |r| unsafe {
             nbc::PMPI_Igather(sendbuf, sendcount, st, recvbuf, recvcount, rt, root, comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -112,7 +122,8 @@ export!(MPI_Gatherv_init, PMPI_Gatherv_init,
          recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, root: c_int,
          comm: Handle, _info: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Gatherv_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         let n = peers(comm)?;
         // SAFETY: null or n ints each (significant at the root only).
         let (rc, rd) = unsafe { (copy(recvcounts, n)?, copy(displs, n)?) };
@@ -121,7 +132,7 @@ export!(MPI_Gatherv_init, PMPI_Gatherv_init,
             nbc_v::PMPI_Igatherv(sendbuf, sendcount, st, recvbuf, ptr(&rc), ptr(&rd), rt, root,
                                  comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -130,12 +141,13 @@ export!(MPI_Scatter_init, PMPI_Scatter_init,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Scatter_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         // SAFETY: the nonblocking form's contract, kept by the persistent one's.
         let start = move |r| unsafe {
             nbc::PMPI_Iscatter(sendbuf, sendcount, st, recvbuf, recvcount, rt, root, comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -144,7 +156,8 @@ export!(MPI_Scatterv_init, PMPI_Scatterv_init,
          sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
          root: c_int, comm: Handle, _info: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Scatterv_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         let n = peers(comm)?;
         // SAFETY: null or n ints each (significant at the root only).
         let (sc, sd) = unsafe { (copy(sendcounts, n)?, copy(displs, n)?) };
@@ -153,7 +166,7 @@ export!(MPI_Scatterv_init, PMPI_Scatterv_init,
             nbc_v::PMPI_Iscatterv(sendbuf, ptr(&sc), ptr(&sd), st, recvbuf, recvcount, rt, root,
                                   comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -162,12 +175,13 @@ export!(MPI_Allgather_init, PMPI_Allgather_init,
          recvcount: c_int, recvtype: Handle, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Allgather_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         // SAFETY: the nonblocking form's contract, kept by the persistent one's.
         let start = move |r| unsafe {
             nbc::PMPI_Iallgather(sendbuf, sendcount, st, recvbuf, recvcount, rt, comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -176,7 +190,8 @@ export!(MPI_Allgatherv_init, PMPI_Allgatherv_init,
          recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle,
          _info: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Allgatherv_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         let n = peers(comm)?;
         // SAFETY: n ints each (MPI contract).
         let (rc, rd) = unsafe { (copy(recvcounts, n)?, copy(displs, n)?) };
@@ -185,7 +200,7 @@ export!(MPI_Allgatherv_init, PMPI_Allgatherv_init,
             nbc_v::PMPI_Iallgatherv(sendbuf, sendcount, st, recvbuf, ptr(&rc), ptr(&rd), rt,
                                     comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -194,12 +209,13 @@ export!(MPI_Alltoall_init, PMPI_Alltoall_init,
          recvcount: c_int, recvtype: Handle, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Alltoall_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         // SAFETY: the nonblocking form's contract, kept by the persistent one's.
         let start = move |r| unsafe {
             nbc::PMPI_Ialltoall(sendbuf, sendcount, st, recvbuf, recvcount, rt, comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -209,7 +225,8 @@ export!(MPI_Alltoallv_init, PMPI_Alltoallv_init,
          rdispls: *const c_int, recvtype: Handle, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Alltoallv_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         let n = peers(comm)?;
         // SAFETY: null or n ints each (MPI contract).
         let (sc, sd, rc, rd) = unsafe {
@@ -220,7 +237,7 @@ export!(MPI_Alltoallv_init, PMPI_Alltoallv_init,
             nbc_v::PMPI_Ialltoallv(sendbuf, ptr(&sc), ptr(&sd), st, recvbuf, ptr(&rc), ptr(&rd),
                                    rt, comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -230,7 +247,8 @@ export!(MPI_Alltoallw_init, PMPI_Alltoallw_init,
          rdispls: *const c_int, recvtypes: *const Handle, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Alltoallw_init", comm, || {
-        let (mut pins, []) = prepare(comm, request, [])?;
+        let (mut pins, [], cc) = prepare(comm, request, [])?;
+        let comm = cc.1;
         let n = peers(comm)?;
         // SAFETY: null or n values each (MPI contract).
         let (sc, sd, mut stv, rc, rd, mut rtv) = unsafe {
@@ -244,7 +262,7 @@ export!(MPI_Alltoallw_init, PMPI_Alltoallw_init,
             alltoallw::PMPI_Ialltoallw(sendbuf, ptr(&sc), ptr(&sd), ptr(&stv), recvbuf, ptr(&rc),
                                        ptr(&rd), ptr(&rtv), comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -252,10 +270,11 @@ export!(MPI_Reduce_init, PMPI_Reduce_init,
         (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle, op: Handle,
          root: c_int, comm: Handle, _info: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Reduce_init", comm, || {
-        let (pins, [t]) = prepare(comm, request, [datatype])?;
+        let (pins, [t], cc) = prepare(comm, request, [datatype])?;
+        let comm = cc.1;
         // SAFETY: the nonblocking form's contract, kept by the persistent one's.
         let start = move |r| unsafe { nbc::PMPI_Ireduce(sendbuf, recvbuf, cnt, t, op, root, comm, r) };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -266,10 +285,11 @@ macro_rules! reduce_init {
                 (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
                  op: Handle, comm: Handle, _info: Handle, request: *mut Handle) -> c_int {
             guard(stringify!($name), comm, || {
-                let (pins, [t]) = prepare(comm, request, [datatype])?;
+                let (pins, [t], cc) = prepare(comm, request, [datatype])?;
+        let comm = cc.1;
                 // SAFETY: the nonblocking form's contract, kept by the persistent one's.
                 let start = move |r| unsafe { $start(sendbuf, recvbuf, cnt, t, op, comm, r) };
-                add_coll(Box::new(start), comm, pins, request)
+                add_coll(Box::new(start), cc, pins, request)
             })
         });
     };
@@ -293,7 +313,8 @@ export!(MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init,
          datatype: Handle, op: Handle, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Reduce_scatter_init", comm, || {
-        let (pins, [t]) = prepare(comm, request, [datatype])?;
+        let (pins, [t], cc) = prepare(comm, request, [datatype])?;
+        let comm = cc.1;
         let n = state::comm(comm)?.size().max(0) as usize;
         // SAFETY: n ints (MPI contract).
         let rc = unsafe { copy(recvcounts, n)? };
@@ -301,7 +322,7 @@ export!(MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init,
         let start = move |r| unsafe {
             nbc_v::PMPI_Ireduce_scatter(sendbuf, recvbuf, ptr(&rc), t, op, comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -313,13 +334,14 @@ macro_rules! neighbor_init {
                  recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle,
                  _info: Handle, request: *mut Handle) -> c_int {
             guard(stringify!($name), comm, || {
-                let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+                let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
                 neighbor::degrees(comm)?;
                 // SAFETY: the nonblocking form's contract, kept by the persistent one's.
                 let start = move |r| unsafe {
                     $start(sendbuf, sendcount, st, recvbuf, recvcount, rt, comm, r)
                 };
-                add_coll(Box::new(start), comm, pins, request)
+                add_coll(Box::new(start), cc, pins, request)
             })
         });
     };
@@ -341,7 +363,8 @@ export!(MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init,
          recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle,
          _info: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Neighbor_allgatherv_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         let (indeg, _) = neighbor::degrees(comm)?;
         // SAFETY: indegree ints each (MPI contract).
         let (rc, rd) = unsafe { (copy(recvcounts, indeg)?, copy(displs, indeg)?) };
@@ -350,7 +373,7 @@ export!(MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init,
             neighbor::PMPI_Ineighbor_allgatherv(sendbuf, sendcount, st, recvbuf, ptr(&rc),
                                                 ptr(&rd), rt, comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -360,7 +383,8 @@ export!(MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init,
          rdispls: *const c_int, recvtype: Handle, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Neighbor_alltoallv_init", comm, || {
-        let (pins, [st, rt]) = prepare(comm, request, [sendtype, recvtype])?;
+        let (pins, [st, rt], cc) = prepare(comm, request, [sendtype, recvtype])?;
+        let comm = cc.1;
         let (indeg, outdeg) = neighbor::degrees(comm)?;
         // SAFETY: outdegree (indegree) ints in the send (receive) arrays.
         let (sc, sd, rc, rd) = unsafe {
@@ -372,7 +396,7 @@ export!(MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init,
             neighbor::PMPI_Ineighbor_alltoallv(sendbuf, ptr(&sc), ptr(&sd), st, recvbuf,
                                                ptr(&rc), ptr(&rd), rt, comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });
 
@@ -382,7 +406,8 @@ export!(MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init,
          rdispls: *const isize, recvtypes: *const Handle, comm: Handle, _info: Handle,
          request: *mut Handle) -> c_int {
     guard("MPI_Neighbor_alltoallw_init", comm, || {
-        let (mut pins, []) = prepare(comm, request, [])?;
+        let (mut pins, [], cc) = prepare(comm, request, [])?;
+        let comm = cc.1;
         let (indeg, outdeg) = neighbor::degrees(comm)?;
         // SAFETY: outdegree (indegree) values in the send (receive) arrays.
         let (sc, sd, mut stv, rc, rd, mut rtv) = unsafe {
@@ -396,6 +421,6 @@ export!(MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init,
             neighbor::PMPI_Ineighbor_alltoallw(sendbuf, ptr(&sc), ptr(&sd), ptr(&stv), recvbuf,
                                                ptr(&rc), ptr(&rd), ptr(&rtv), comm, r)
         };
-        add_coll(Box::new(start), comm, pins, request)
+        add_coll(Box::new(start), cc, pins, request)
     })
 });

@@ -2,8 +2,8 @@
  * MPI_Start/MPI_Startall and completed by MPI_Wait/MPI_Test/MPI_Waitall; derived
  * datatypes freed right after the _init call (persistent collectives and a persistent
  * send/receive keep their own copy); neighbour collectives, blocking, nonblocking
- * (MPI_Ineighbor_*) and persistent, including alltoallw, on a periodic ring. Any number
- * of ranks. */
+ * (MPI_Ineighbor_*) and persistent, including alltoallw, on a periodic ring; persistent
+ * collectives started in different orders on different members. Any number of ranks. */
 #include "check.h"
 #include <string.h>
 
@@ -185,6 +185,28 @@ static void neighbors(void) {
     OK(MPI_Comm_free(&ring));
 }
 
+/* MPI-4 matches persistent collectives at their _init calls: members may start them in
+ * different orders. */
+static void any_start_order(void) {
+    int v = -1, w = -1;
+    MPI_Request r[3];
+    OK(MPI_Bcast_init(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &r[0]));
+    OK(MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &r[1]));
+    OK(MPI_Bcast_init(&w, 1, MPI_INT, size - 1, MPI_COMM_WORLD, MPI_INFO_NULL, &r[2]));
+    for (int it = 0; it < ROUNDS; it++) {
+        if (rank == 0) v = it;
+        if (rank == size - 1) w = 2 * it;
+        if (rank % 2) {
+            for (int i = 2; i >= 0; i--) OK(MPI_Start(&r[i]));
+        } else {
+            for (int i = 0; i < 3; i++) OK(MPI_Start(&r[i]));
+        }
+        OK(MPI_Waitall(3, r, MPI_STATUSES_IGNORE));
+        CHECK(v == it && w == 2 * it);
+    }
+    for (int i = 0; i < 3; i++) OK(MPI_Request_free(&r[i]));
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -194,6 +216,7 @@ int main(int argc, char **argv) {
     all();
     freed_type_p2p();
     neighbors();
+    any_start_order();
     /* A persistent collective on an invalid communicator is an error at _init. */
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     MPI_Request bad = MPI_REQUEST_NULL;
