@@ -207,6 +207,9 @@ export!(MPI_Barrier, PMPI_Barrier, (comm: Handle) -> c_int {
 export!(MPI_Ibarrier, PMPI_Ibarrier, (comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Ibarrier", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            return crate::inter_nbc::ibarrier(&ic, comm, request);
+        }
         if request.is_null() {
             return Err(err(MPI_ERR_ARG, "null request pointer"));
         }
@@ -309,8 +312,14 @@ export!(MPI_Allreduce, PMPI_Allreduce,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Allreduce", comm, || {
         let c = state::comm(comm)?;
-        if crate::inter::inter_if(&c, comm).is_some() {
-            crate::inter_coll::predefined(op, datatype)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            if !crate::localop::core_supported(op, datatype) {
+                let args = (sendbuf, recvbuf, count(cnt)?, datatype, op);
+                // SAFETY: the caller's buffers, valid for the whole (blocking) call.
+                return crate::inter_nbc::blocking(|r| unsafe {
+                    crate::inter_nbc::ireduce(&ic, args, crate::inter_nbc::Fold::All, comm, r)
+                });
+            }
             if in_place(sendbuf) {
                 return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
             }
@@ -370,6 +379,14 @@ export!(MPI_Reduce, PMPI_Reduce,
     guard("MPI_Reduce", comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            if !crate::localop::core_supported(op, datatype) {
+                let fold = crate::inter_nbc::Fold::Reduce(root);
+                let args = (sendbuf, recvbuf, count(cnt)?, datatype, op);
+                // SAFETY: the caller's buffers, valid for the whole (blocking) call.
+                return crate::inter_nbc::blocking(|r| unsafe {
+                    crate::inter_nbc::ireduce(&ic, args, fold, comm, r)
+                });
+            }
             // SAFETY: the caller's buffers, as MPI requires.
             return unsafe { crate::inter_coll::reduce(&ic, sendbuf, recvbuf, cnt, datatype, op, root) };
         }

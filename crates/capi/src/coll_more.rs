@@ -127,8 +127,16 @@ export!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block,
          op: Handle, comm: Handle) -> c_int {
     guard("MPI_Reduce_scatter_block", comm, || {
         let c = state::comm(comm)?;
-        if crate::inter::inter_if(&c, comm).is_some() {
-            crate::inter_coll::predefined(op, datatype)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            if !crate::localop::core_supported(op, datatype) {
+                let total = count(recvcount)? * ic.size().max(0) as usize;
+                let args = (sendbuf, recvbuf, total, datatype, op);
+                let fold = crate::inter_nbc::Fold::ScatterBlock;
+                // SAFETY: the caller's buffers, valid for the whole (blocking) call.
+                return crate::inter_nbc::blocking(|r| unsafe {
+                    crate::inter_nbc::ireduce(&ic, args, fold, comm, r)
+                });
+            }
             if in_place(sendbuf) {
                 return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
             }
@@ -155,11 +163,16 @@ export!(MPI_Reduce_scatter, PMPI_Reduce_scatter,
          datatype: Handle, op: Handle, comm: Handle) -> c_int {
     guard("MPI_Reduce_scatter", comm, || {
         let c = state::comm(comm)?;
-        if crate::inter::inter_if(&c, comm).is_some() {
-            crate::inter_coll::predefined(op, datatype)?;
-            if in_place(sendbuf) {
-                return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));
-            }
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            // SAFETY: the caller passes local-size counts.
+            let cs = unsafe { crate::nbc_v::counts(recvcounts, ic.size().max(0) as usize)? };
+            let me = ic.rank() as usize;
+            let fold = crate::inter_nbc::Fold::Scatter(cs[me], cs[..me].iter().sum());
+            let args = (sendbuf, recvbuf, cs.iter().sum(), datatype, op);
+            // SAFETY: the caller's buffers, valid for the whole (blocking) call.
+            return crate::inter_nbc::blocking(|r| unsafe {
+                crate::inter_nbc::ireduce(&ic, args, fold, comm, r)
+            });
         }
         let r = crate::localop::reducer(op)?;
         // SAFETY: the caller passes size counts.

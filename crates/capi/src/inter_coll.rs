@@ -10,11 +10,11 @@
 //! across, a broadcast or scatter behind); the buffers are the caller's bytes, in the
 //! predefined datatypes (a derived datatype in a rooted intercommunicator collective is
 //! `MPI_ERR_TYPE`, said plainly). `MPI_Allreduce`, `MPI_Allgatherv`, `MPI_Alltoallv`,
-//! `MPI_Reduce_scatter_block` and `MPI_Barrier` need nothing here but [`predefined`]
-//! (a reduction with an operation the core does not run — user functions, `MAXLOC`… —
-//! is `MPI_ERR_OP` on an intercommunicator, and `MPI_Reduce_scatter` too): the handle's
+//! `MPI_Reduce_scatter_block` and `MPI_Barrier` need nothing here: the handle's
 //! communicator is the intercommunicator's point-to-point side, whose collectives are the
-//! intercommunicator's. `MPI_IN_PLACE` is `MPI_ERR_ARG` there (as MPI defines it).
+//! intercommunicator's. A reduction with an operation or datatype the core does not
+//! reduce (user functions, `MAXLOC`…), and `MPI_Reduce_scatter`, run on the nonblocking
+//! schedules of [`crate::inter_nbc`] and wait. `MPI_IN_PLACE` is `MPI_ERR_ARG` there (as MPI defines it).
 
 use crate::coll::{system_op, with_kind};
 use crate::consts::*;
@@ -27,7 +27,7 @@ use phalanx::topology::{Communicator, InterCommunicator};
 use std::ffi::{c_int, c_void};
 
 /// What a member does in a rooted collective.
-enum Role {
+pub(crate) enum Role {
     /// The root (`MPI_ROOT`).
     Root,
     /// Another member of the root's group (`MPI_PROC_NULL`).
@@ -36,7 +36,7 @@ enum Role {
     Member(c_int),
 }
 
-fn role(ic: &InterCommunicator, root: c_int) -> CResult<Role> {
+pub(crate) fn role(ic: &InterCommunicator, root: c_int) -> CResult<Role> {
     match root {
         MPI_ROOT => Ok(Role::Root),
         MPI_PROC_NULL => Ok(Role::Idle),

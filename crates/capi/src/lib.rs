@@ -49,6 +49,7 @@ pub mod graph;
 pub mod groups;
 pub mod inter;
 pub mod inter_coll;
+pub mod inter_nbc;
 pub mod localop;
 pub mod misc;
 pub mod mprobe;

@@ -28,6 +28,7 @@
 
 use crate::coll::{in_place, root_ok, same_block, system_op, with_kind};
 use crate::consts::*;
+use crate::inter_nbc::{self, uniform};
 use crate::localop::{core_supported, reducer, validate, Reducer};
 use crate::state::{self, AnyRequest, LiveReq, ReqEntry, Staged};
 use crate::types::{layout_of, pack, unpack, Layout};
@@ -134,6 +135,12 @@ export!(MPI_Ibcast, PMPI_Ibcast,
          request: *mut Handle) -> c_int {
     guard("MPI_Ibcast", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            // SAFETY: the caller's buffer (nonblocking contract).
+            return unsafe {
+                crate::inter_nbc::ibcast(&ic, (buffer, cnt, datatype, root), comm, request)
+            };
+        }
         let root = root_ok(&c, root)?;
         let l = layout_of(datatype)?;
         let n = count(cnt)?;
@@ -160,6 +167,13 @@ export!(MPI_Igather, PMPI_Igather,
          request: *mut Handle) -> c_int {
     guard("MPI_Igather", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let recv = || Ok((recvbuf, uniform(recvcount, ic.remote_size())?, recvtype));
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::igather(&ic, (sendbuf, sendcount, sendtype), recv, root, comm, request)
+            };
+        }
         let root = root_ok(&c, root)?;
         req_ok(request)?;
         let mut sg = Staged::default();
@@ -198,6 +212,13 @@ export!(MPI_Iscatter, PMPI_Iscatter,
          request: *mut Handle) -> c_int {
     guard("MPI_Iscatter", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let send = || Ok((sendbuf, uniform(sendcount, ic.remote_size())?, sendtype));
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::iscatter(&ic, send, (recvbuf, recvcount, recvtype), root, comm, request)
+            };
+        }
         let root = root_ok(&c, root)?;
         req_ok(request)?;
         let mut sg = Staged::default();
@@ -243,6 +264,25 @@ fn iall(
         let c = state::comm(comm)?;
         req_ok(request)?;
         let rl = layout_of(recvtype)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let m = ic.remote_size();
+            let send = if all_to_all {
+                uniform(sendcount, m)?
+            } else {
+                vec![(count(sendcount)?, 0); m.max(0) as usize]
+            };
+            let recv = uniform(recvcount, m)?;
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::iall(
+                    &ic,
+                    (sendbuf, send, sendtype),
+                    (recvbuf, recv, recvtype),
+                    comm,
+                    request,
+                )
+            };
+        }
         let rc = count(recvcount)?;
         let size = c.size() as usize;
         let k = if all_to_all { size } else { 1 };
@@ -427,6 +467,22 @@ fn ired(
 ) -> c_int {
     guard(name, comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let fold = match k {
+                Red::Reduce(root) => inter_nbc::Fold::Reduce(root),
+                Red::All => inter_nbc::Fold::All,
+                Red::Scan | Red::Exscan => {
+                    return Err(err(
+                        MPI_ERR_COMM,
+                        "scans are not defined on intercommunicators",
+                    ))
+                }
+            };
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::ireduce(&ic, (send, recv, count(cnt)?, dt, op), fold, comm, request)
+            };
+        }
         let k = match k {
             Red::Reduce(root) => Red::Reduce(root_ok(&c, root)?),
             k => k,

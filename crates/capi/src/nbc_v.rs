@@ -17,6 +17,7 @@
 
 use crate::coll::{in_place, root_ok};
 use crate::consts::*;
+use crate::inter_nbc;
 use crate::localop::{reducer, validate};
 use crate::nbc::{at, copy, dst, register, req_ok, src};
 use crate::state::{self, AnyRequest, Staged};
@@ -140,6 +141,15 @@ export!(MPI_Igatherv, PMPI_Igatherv,
          comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Igatherv", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let m = ic.remote_size();
+            // SAFETY: remote-size ints at the root (MPI contract).
+            let recv = || Ok((recvbuf, unsafe { inter_nbc::varied(recvcounts, displs_, m)? }, recvtype));
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::igather(&ic, (sendbuf, sendcount, sendtype), recv, root, comm, request)
+            };
+        }
         let root = root_ok(&c, root)?;
         req_ok(request)?;
         let (me, p) = (c.rank(), c.size() as usize);
@@ -177,6 +187,15 @@ export!(MPI_Iscatterv, PMPI_Iscatterv,
          root: c_int, comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Iscatterv", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let m = ic.remote_size();
+            // SAFETY: remote-size ints at the root (MPI contract).
+            let send = || Ok((sendbuf, unsafe { inter_nbc::varied(sendcounts, displs_, m)? }, sendtype));
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::iscatter(&ic, send, (recvbuf, recvcount, recvtype), root, comm, request)
+            };
+        }
         let root = root_ok(&c, root)?;
         req_ok(request)?;
         let (me, p) = (c.rank(), c.size() as usize);
@@ -214,6 +233,17 @@ export!(MPI_Iallgatherv, PMPI_Iallgatherv,
          request: *mut Handle) -> c_int {
     guard("MPI_Iallgatherv", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let m = ic.remote_size();
+            let send = vec![(count(sendcount)?, 0); m.max(0) as usize];
+            // SAFETY: remote-size ints (MPI contract).
+            let recv = unsafe { inter_nbc::varied(recvcounts, displs_, m)? };
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::iall(&ic, (sendbuf, send, sendtype), (recvbuf, recv, recvtype), comm,
+                                request)
+            };
+        }
         req_ok(request)?;
         let (me, p) = (c.rank(), c.size() as usize);
         let ip = in_place(sendbuf);
@@ -250,6 +280,18 @@ export!(MPI_Ialltoallv, PMPI_Ialltoallv,
          request: *mut Handle) -> c_int {
     guard("MPI_Ialltoallv", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let m = ic.remote_size();
+            // SAFETY: remote-size ints each (MPI contract).
+            let (send, recv) = unsafe {
+                (inter_nbc::varied(sendcounts, sdispls, m)?, inter_nbc::varied(recvcounts, rdispls, m)?)
+            };
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::iall(&ic, (sendbuf, send, sendtype), (recvbuf, recv, recvtype), comm,
+                                request)
+            };
+        }
         req_ok(request)?;
         let p = c.size() as usize;
         let rl = layout_of(recvtype)?;
@@ -341,6 +383,14 @@ export!(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block,
          op: Handle, comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Ireduce_scatter_block", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            let total = count(recvcount)? * ic.size().max(0) as usize;
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::ireduce(&ic, (sendbuf, recvbuf, total, datatype, op),
+                                   inter_nbc::Fold::ScatterBlock, comm, request)
+            };
+        }
         let n = count(recvcount)?;
         req_ok(request)?;
         let mut sg = Staged::default();
@@ -356,6 +406,18 @@ export!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter,
          datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Ireduce_scatter", comm, || {
         let c = state::comm(comm)?;
+        if let Some(ic) = crate::inter::inter_if(&c, comm) {
+            // SAFETY: local-size counts (MPI contract).
+            let cs = unsafe { counts(recvcounts, ic.size().max(0) as usize)? };
+            let me = ic.rank() as usize;
+            let off = cs[..me].iter().sum();
+            let fold = inter_nbc::Fold::Scatter(cs[me], off);
+            // SAFETY: the caller's buffers (nonblocking contract).
+            return unsafe {
+                inter_nbc::ireduce(&ic, (sendbuf, recvbuf, cs.iter().sum(), datatype, op), fold,
+                                   comm, request)
+            };
+        }
         req_ok(request)?;
         // SAFETY: the caller passes size counts.
         let cs = unsafe { counts(recvcounts, c.size() as usize)? };

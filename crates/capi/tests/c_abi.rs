@@ -444,6 +444,17 @@ fn intercommunicator_split_create_alltoallw_and_overlapping_allgatherv() {
 }
 
 #[test]
+fn nonblocking_and_persistent_collectives_on_intercommunicators() {
+    let exe = c_test("internbc");
+    for n in [2, 3, 4, 5, 8] {
+        run_ok(n, &exe, &[], "internbc ok");
+    }
+    let o = run_env(5, &exe, &[("PHALANX_TRANSPORT", "udp")]);
+    assert!(o.status.success(), "udp: {}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("internbc ok"));
+}
+
+#[test]
 fn alltoallw_and_user_error_handlers() {
     let exe = c_test("alltoallw");
     for n in [1, 2, 3, 4] {
