@@ -356,10 +356,13 @@ pub(crate) fn complete(
     Ok(st.map(|st| translated(h, c_status(send, st))))
 }
 
-/// The C status of a completed request of this path (a send's is empty).
+/// The C status of a completed request of this path (a send's is empty but for the
+/// cancelled flag).
 fn c_status(send: bool, st: phalanx::engine::RawStatus) -> MPI_Status {
     if send {
-        MPI_Status::empty(MPI_ANY_SOURCE)
+        let mut c = MPI_Status::empty(MPI_ANY_SOURCE);
+        c.MPI_internal[2] = st.cancelled as c_int;
+        c
     } else {
         // Receives on this path are on communicators whose ranks are world ranks.
         let mut c = MPI_Status::new(st.source as c_int, st.tag, st.bytes);

@@ -752,6 +752,25 @@ fn matched_probes_and_cancel_from_c() {
 }
 
 #[test]
+fn cancel_of_unmatched_rendezvous_sends_and_receives_from_c() {
+    let exe = c_test("cancel");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "cancel ok");
+    }
+    // Over UDP with go-back-n, and with the careful protocol (the unmatched
+    // request-to-send is held by the link there).
+    for reliable_net in ["0", "1"] {
+        let env = [
+            ("PHALANX_TRANSPORT", "udp"),
+            ("PHALANX_RELIABLE_NET", reliable_net),
+        ];
+        let o = run_env(2, &exe, &env);
+        assert!(o.status.success(), "{reliable_net}: {}", show(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("cancel ok"));
+    }
+}
+
+#[test]
 fn mismatched_collectives_from_c_are_reported_not_hung() {
     let exe = c_test("coll_mismatch");
     // Under MPI_ERRORS_RETURN both ranks get the error class and the job goes on.

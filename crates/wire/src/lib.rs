@@ -146,6 +146,12 @@ pub enum MsgKind {
     /// Finalize on a careful link: `aux` = data frames the sender sent on the link before
     /// this one (the receiver compares it with what arrived).
     LinkCounts = 7,
+    /// Cancel a rendezvous send (`MPI_Cancel`): `aux` = sender request id.
+    Cancel = 8,
+    /// Answer to [`MsgKind::Cancel`]: `aux` = sender request id, `aux32` = 1 when the
+    /// receiver took the unmatched request-to-send out of its queue (the send is
+    /// cancelled), 0 when it had matched it already (the send goes on).
+    CancelAck = 9,
 }
 
 impl MsgKind {
@@ -160,6 +166,8 @@ impl MsgKind {
             5 => Some(MsgKind::SyncAck),
             6 => Some(MsgKind::Coll),
             7 => Some(MsgKind::LinkCounts),
+            8 => Some(MsgKind::Cancel),
+            9 => Some(MsgKind::CancelAck),
             _ => None,
         }
     }

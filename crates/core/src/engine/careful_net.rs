@@ -252,6 +252,27 @@ impl Engine {
         did
     }
 
+    /// Drops the held request-to-send of `src`'s rendezvous send `sreq` (its sender
+    /// cancelled it, [`Engine::cancel`]): true when it was held here (unmatched).
+    pub(super) fn careful_drop_rts(&mut self, src: u32, sreq: u64) -> bool {
+        let now = self.now();
+        let Some(c) = self.links.careful.as_mut() else {
+            return false;
+        };
+        let Some(q) = c.held.frames.get_mut(src as usize) else {
+            return false;
+        };
+        let Some(i) = q.iter().position(|d| {
+            Packet::new_checked(d).is_ok_and(|p| p.msg_kind() == MsgKind::Rts && p.aux() == sreq)
+        }) else {
+            return false;
+        };
+        q.remove(i);
+        c.held.count -= 1;
+        c.proto.consumed(now, src);
+        true
+    }
+
     /// Held frames the message layer can take now, then the protocol: timers, frames
     /// to put on the wire, link errors.
     pub(super) fn careful_progress(&mut self, now: u64) -> Result<bool> {

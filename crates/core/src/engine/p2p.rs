@@ -717,6 +717,14 @@ impl Engine {
                 self.careful_counts_arrived(src, pkt.aux());
                 true
             }
+            MsgKind::Cancel => {
+                self.on_cancel(src, pkt.context(), pkt.aux());
+                true
+            }
+            MsgKind::CancelAck => {
+                self.on_cancel_ack(src, pkt.aux(), pkt.aux32() == 1);
+                true
+            }
             MsgKind::None => true,
         }
     }

@@ -20,7 +20,9 @@
 
 use super::super::requests::{RawStatus, RecvBuf, RecvReq, Req, ReqId};
 use super::super::{Engine, Waiting};
+use super::{data_header, Job, UnexpKind};
 use crate::error::{Error, Result};
+use phalanx_wire::MsgKind;
 
 impl Engine {
     /// Takes the first message matching (`src`, `tag`, `ctx`) already in the unexpected
@@ -126,13 +128,22 @@ impl Engine {
         self.wait(id)
     }
 
-    /// Cancels request `id` (`MPI_Cancel`): a receive that has not matched a message is
-    /// taken out of the posted queue and completes as cancelled (true); anything else
-    /// goes on and completes normally (false). An unknown id is an error.
+    /// Cancels request `id` (`MPI_Cancel`). A receive that has not matched a message is
+    /// taken out of the posted queue and completes as cancelled (true). A send whose
+    /// eager message has not started to leave is taken out of its queue and completes as
+    /// cancelled (true). A rendezvous send still waiting for its receiver asks it to
+    /// drop the request-to-send ([`MsgKind::Cancel`]): when the receiver had not matched
+    /// it, the send completes as cancelled, else normally (false here either way: the
+    /// answer comes later). Anything else goes on and completes normally (false). An
+    /// unknown id is an error.
     pub fn cancel(&mut self, id: ReqId) -> Result<bool> {
         let (src, tag) = match self.reqs.get(id) {
             None => return Err(Error::InvalidRequest),
             Some(Req::Recv(r)) if r.matched.is_none() => (r.src, r.tag),
+            Some(Req::Send(s)) if !self.reqs.is_done(id) => {
+                let (peer, tag) = (s.peer, s.tag);
+                return Ok(self.cancel_send(id, peer, tag));
+            }
             Some(_) => return Ok(false),
         };
         let Some(i) = self.p2p.posted.iter().position(|p| p.id == id) else {
@@ -150,6 +161,79 @@ impl Engine {
             }),
         );
         Ok(true)
+    }
+
+    /// [`Engine::cancel`] of send `id` to `peer` (see there).
+    fn cancel_send(&mut self, id: ReqId, peer: u32, tag: i32) -> bool {
+        let jobs = &mut self.p2p.jobs[peer as usize];
+        let mine = |j: &Job| matches!(j, Job::Frags { req, .. } if *req == id);
+        if let Some(i) = jobs
+            .iter()
+            .position(|j| matches!(j, Job::Frags { req, next: 0, rreq: None, .. } if *req == id))
+        {
+            jobs.remove(i);
+            self.p2p.queued_jobs -= 1;
+            self.complete_cancelled_send(id, tag);
+            return true;
+        }
+        if jobs.iter().any(mine) {
+            return false; // its data is on its way
+        }
+        // A request-to-send out (or queued: the cancel follows it), nothing matched yet
+        // here: ask the receiver.
+        let mut h = data_header(self.job_key, self.rank, MsgKind::Cancel, 0, 0, 0);
+        h.aux = id;
+        self.push_job(peer, Job::Control(h.to_datagram(&[])));
+        let now = self.now();
+        self.pump(now, peer);
+        self.flush(now);
+        false
+    }
+
+    fn complete_cancelled_send(&mut self, id: ReqId, tag: i32) {
+        self.reqs.complete(
+            id,
+            Ok(RawStatus {
+                source: self.rank,
+                tag,
+                bytes: 0,
+                cancelled: true,
+            }),
+        );
+    }
+
+    /// `src` asks to cancel its rendezvous send `sreq`: its request-to-send is dropped if
+    /// no receive has matched it (from the unexpected queue, or from a careful link's
+    /// held frames); the answer says which.
+    pub(in crate::engine) fn on_cancel(&mut self, src: u32, ctx: u32, sreq: u64) {
+        let i = self.p2p.unexpected.iter().position(|u| {
+            u.src == src
+                && !u.claimed
+                && matches!(u.kind, UnexpKind::Rts { sreq: s, .. } if s == sreq)
+        });
+        if let Some(i) = i {
+            self.p2p.unexpected.remove(i);
+        }
+        // On a careful link an unmatched request-to-send may still be held there.
+        let dropped = i.is_some() || self.careful_drop_rts(src, sreq);
+        let mut h = data_header(self.job_key, self.rank, MsgKind::CancelAck, ctx, 0, 0);
+        h.aux = sreq;
+        h.aux32 = dropped as u32;
+        self.push_job(src, Job::Control(h.to_datagram(&[])));
+    }
+
+    /// The answer of `src` to the cancel of send `sreq`.
+    pub(in crate::engine) fn on_cancel_ack(&mut self, src: u32, sreq: u64, cancelled: bool) {
+        if !cancelled {
+            return; // matched first: the send completes normally
+        }
+        match self.reqs.get(sreq) {
+            Some(Req::Send(s)) if s.peer == src && !self.reqs.is_done(sreq) => {
+                let tag = s.tag;
+                self.complete_cancelled_send(sreq, tag);
+            }
+            _ => self.stats.drop_invalid += 1,
+        }
     }
 }
 
