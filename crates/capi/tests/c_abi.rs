@@ -529,6 +529,16 @@ fn errors_return_their_class_under_errors_return() {
     run_ok(2, &exe, &[], "errors ok");
 }
 
+/// Issue #18: long double reductions compare and compute in 80-bit extended precision
+/// (values differing beyond double precision), complex long double takes SUM/PROD only.
+#[test]
+fn long_double_reductions_keep_extended_precision() {
+    let exe = c_test("ldouble");
+    for n in [1, 2, 4] {
+        run_ok(n, &exe, &[], "ldouble ok");
+    }
+}
+
 #[test]
 fn errors_are_fatal_by_default_and_name_the_call() {
     let exe = c_test("fatal");
