@@ -275,10 +275,8 @@ export!(MPI_Recv, PMPI_Recv,
                 let b = match &s.derived {
                     // SAFETY: the caller passes count × size writable bytes for the call.
                     None => unsafe { bytes_mut(buf, s.len)? },
-                    Some(_) => {
-                        if buf.is_null() && s.len > 0 {
-                            return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-                        }
+                    Some((l, n)) => {
+                        crate::types::check_base(l, buf, *n)?;
                         tmp.resize(s.len, 0);
                         &mut tmp[..]
                     }
@@ -416,9 +414,7 @@ pub(crate) unsafe fn irecv_entry(
         // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
         None => (None, unsafe { bytes_mut(buf, s.len)? }),
         Some((l, n)) => {
-            if buf.is_null() && s.len > 0 {
-                return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-            }
+            crate::types::check_base(l, buf, *n)?;
             let (st, v) = Staged::new(vec![0; s.len], Some((buf, l.clone(), *n)));
             (Some(st), v)
         }

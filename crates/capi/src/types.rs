@@ -252,18 +252,38 @@ pub fn is_derived(h: Handle) -> bool {
     datatype(h as usize).is_none() && state::with(|s| s.types.contains_key(&(h as usize)))
 }
 
-/// Packs `n` elements of `l` at `base` into a contiguous vector.
+/// The lowest address data can lie at: Linux never maps the first page
+/// (`vm.mmap_min_addr` is at least 4096), so a type whose data starts below it is not a
+/// type of absolute addresses.
+const LOWEST_ADDRESS: isize = 4096;
+
+/// Checks buffer address `base` for `n` elements of `l`, the one rule every transfer
+/// applies before touching memory or communicating: `MPI_IN_PLACE` is not a buffer; a
+/// null `base` (`MPI_BOTTOM`, null in the standard ABI) is valid when the data of the
+/// elements lies at absolute addresses (a type built from `MPI_Get_address` results),
+/// i.e. at or above the first page, and otherwise `MPI_ERR_BUFFER` (a contiguous type's
+/// data starts at its buffer address). No data, nothing to check.
+pub fn check_base(l: &Layout, base: *const c_void, n: usize) -> CResult {
+    if n == 0 || l.size == 0 {
+        return Ok(());
+    }
+    if std::ptr::eq(base, IN_PLACE) || base.is_null() && l.data_span(n).0 < LOWEST_ADDRESS {
+        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+    }
+    Ok(())
+}
+
+/// Packs `n` elements of `l` at `base` into a contiguous vector ([`check_base`] first).
 ///
 /// # Safety
-/// Every block of every element (`base + i × extent + offset`, length) must be readable.
+/// Every block of every element (`base + i × extent + offset`, length) must be readable
+/// (with a null `base`, at the absolute address `i × extent + offset`).
 pub unsafe fn pack(l: &Layout, base: *const c_void, n: usize) -> CResult<Vec<u8>> {
     let mut v = Vec::with_capacity(l.size * n);
     if l.size * n == 0 {
         return Ok(v);
     }
-    if base.is_null() || std::ptr::eq(base, IN_PLACE) {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-    }
+    check_base(l, base, n)?;
     for i in 0..n as isize {
         for &(off, len) in &l.blocks {
             // SAFETY: the block is readable (caller); the vector is distinct memory.
@@ -276,7 +296,8 @@ pub unsafe fn pack(l: &Layout, base: *const c_void, n: usize) -> CResult<Vec<u8>
     Ok(v)
 }
 
-/// Unpacks `data` (at most `n` elements of `l`; a short tail fills a prefix) to `base`.
+/// Unpacks `data` (at most `n` elements of `l`; a short tail fills a prefix) to `base`
+/// ([`check_base`] first).
 ///
 /// # Safety
 /// Every block of the first `n` elements at `base` must be writable and not aliased by
@@ -286,9 +307,7 @@ pub unsafe fn unpack(l: &Layout, data: &[u8], base: *mut c_void, n: usize) -> CR
     if rest.is_empty() {
         return Ok(());
     }
-    if base.is_null() || base == IN_PLACE {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-    }
+    check_base(l, base, n)?;
     for i in 0..n as isize {
         for &(off, len) in &l.blocks {
             let k = len.min(rest.len());

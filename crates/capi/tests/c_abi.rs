@@ -539,6 +539,17 @@ fn long_double_reductions_keep_extended_precision() {
     }
 }
 
+/// Issue #18: `MPI_BOTTOM` with datatypes of absolute addresses through point-to-point
+/// and collectives; a null buffer the type does not lift off address 0 is
+/// `MPI_ERR_BUFFER` on the caller, and its peers go on.
+#[test]
+fn bottom_with_absolute_address_datatypes() {
+    let exe = c_test("bottom");
+    for n in [1, 2, 3] {
+        run_ok(n, &exe, &[], "bottom ok");
+    }
+}
+
 #[test]
 fn errors_are_fatal_by_default_and_name_the_call() {
     let exe = c_test("fatal");
