@@ -343,6 +343,7 @@ impl State {
             layout: Rc::new(l),
             committed: false,
             name: String::new(),
+            pinned: false,
         };
         self.types.insert(h, e);
         h as Handle
