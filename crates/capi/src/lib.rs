@@ -41,6 +41,7 @@ pub mod coll_dt;
 pub mod coll_more;
 pub mod comm;
 pub mod consts;
+pub mod darray;
 pub mod env;
 pub mod errh;
 pub mod fastpath;

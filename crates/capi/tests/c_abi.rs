@@ -550,6 +550,17 @@ fn bottom_with_absolute_address_datatypes() {
     }
 }
 
+/// Issue #18: subarrays sent and received between ranks, and `MPI_Type_create_darray`
+/// (block, cyclic, cyclic(k), none; C and Fortran order; 2x2 and 1x4 grids) against a
+/// model of the distribution MPI defines.
+#[test]
+fn subarray_and_darray_transfers() {
+    let exe = c_test("darray");
+    for n in [1, 2, 4] {
+        run_ok(n, &exe, &[], "darray ok");
+    }
+}
+
 #[test]
 fn errors_are_fatal_by_default_and_name_the_call() {
     let exe = c_test("fatal");
