@@ -966,6 +966,15 @@ int PMPI_Win_unlock(int rank, MPI_Win win);
 int PMPI_Win_unlock_all(MPI_Win win);
 int PMPI_Win_wait(MPI_Win win);
 
+/* Generalized requests (src/grequest.rs). */
+typedef int (MPI_Grequest_query_function)(void *extra_state, MPI_Status *status);
+typedef int (MPI_Grequest_free_function)(void *extra_state);
+typedef int (MPI_Grequest_cancel_function)(void *extra_state, int complete);
+int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request);
+int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request);
+int MPI_Grequest_complete(MPI_Request request);
+int PMPI_Grequest_complete(MPI_Request request);
+
 /* The rest of the standard ABI: declared, not implemented yet (generated). */
 #include "mpi_stubs.h"
 

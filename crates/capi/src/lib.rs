@@ -46,6 +46,7 @@ pub mod env;
 pub mod errh;
 pub mod fastpath;
 pub mod graph;
+pub mod grequest;
 pub mod groups;
 pub mod inter;
 pub mod inter_coll;

@@ -1037,20 +1037,6 @@ export!(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info, (hw_info: *mut Hand
     not_implemented("MPI_Get_hw_resource_info", WORLD)
 });
 
-export!(MPI_Grequest_complete, PMPI_Grequest_complete, (request: Handle) -> c_int {
-    let _ = (request,);
-    not_implemented("MPI_Grequest_complete", WORLD)
-});
-
-export!(MPI_Grequest_start, PMPI_Grequest_start, (query_fn: *mut c_void, free_fn: *mut c_void, cancel_fn: *mut c_void, extra_state: *mut c_void, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (query_fn, free_fn, cancel_fn, extra_state, request);
-    not_implemented("MPI_Grequest_start", WORLD)
-});
-
 export!(MPI_Group_from_session_pset, PMPI_Group_from_session_pset, (session: Handle, pset_name: *const c_void, newgroup: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {

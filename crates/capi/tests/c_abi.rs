@@ -922,3 +922,14 @@ fn thread_funneled_refuses_other_threads_with_a_clear_error() {
         show(&o)
     );
 }
+
+/// Issue #18: generalized requests at `MPI_THREAD_MULTIPLE`, completed by another
+/// thread: query_fn's status, free_fn once, cancel_fn's flag, mixed with point-to-point
+/// requests in `Waitall`/`Waitany`/`Testall`, callback errors.
+#[test]
+fn generalized_requests_complete_query_and_free() {
+    let exe = threaded_test("grequest");
+    for n in [1, 2] {
+        every_rank_ok(&exe, n, &[], "grequest");
+    }
+}
