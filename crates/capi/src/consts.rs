@@ -92,6 +92,14 @@ pub const MPI_DIST_GRAPH: c_int = 213;
 pub const MPI_ORDER_C: c_int = 0xC;
 /// Column-major array order (first dimension varies fastest).
 pub const MPI_ORDER_FORTRAN: c_int = 0xF;
+/// `MPI_Type_create_darray`: a dimension not distributed.
+pub const MPI_DISTRIBUTE_NONE: c_int = 16;
+/// `MPI_Type_create_darray`: block distribution.
+pub const MPI_DISTRIBUTE_BLOCK: c_int = 17;
+/// `MPI_Type_create_darray`: cyclic distribution.
+pub const MPI_DISTRIBUTE_CYCLIC: c_int = 18;
+/// `MPI_Type_create_darray`: the default distribution argument.
+pub const MPI_DISTRIBUTE_DFLT_DARG: c_int = 19;
 /// Truncated message.
 pub const MPI_ERR_TRUNCATE: c_int = 15;
 /// Known error not in this list (also: not implemented).

@@ -8,7 +8,9 @@
 //! `result = in op inout`, as MPI defines it. Integer arithmetic wraps; logical
 //! operations treat non-zero as true; bitwise operations on floating point and
 //! `MINLOC`/`MAXLOC` on anything but the pair types are `MPI_ERR_OP`. MINLOC/MAXLOC pick
-//! the smaller index on ties.
+//! the smaller index on ties. On x86-64, `long double` (`MPI_LONG_DOUBLE`, its complex
+//! types, `MPI_LONG_DOUBLE_INT`) is the x87 80-bit format, compared exactly and computed
+//! by the x87 unit ([`F80`]); complex types take `SUM`/`PROD` only (and `REPLACE`/`NO_OP`).
 
 use crate::consts::*;
 use crate::state::{self, UserFn};
@@ -97,35 +99,128 @@ macro_rules! float_elem {
 }
 float_elem!(f32, f64);
 
-/// An x87 80-bit extended `long double` (x86-64), compared through `f64`.
-#[derive(Clone, Copy, PartialEq, PartialOrd)]
-struct F80(f64);
+/// An x87 80-bit extended `long double` (x86-64): a 64-bit significand with an explicit
+/// integer bit, a 15-bit biased exponent and the sign, in the low 10 of its 16 bytes
+/// (the other 6 are padding, left as they are in the result). Compared exactly through
+/// [`F80::key`]; added, subtracted and multiplied by the x87 unit itself ([`x87!`]), so
+/// results are bit for bit what C computes with `long double` (round to nearest even,
+/// the 64-bit precision Linux sets).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct F80([u8; 10]);
 
-impl Elem for F80 {
-    const N: usize = 10;
-    fn rd(b: &[u8]) -> Self {
-        let m = u64::from_le_bytes(b[..8].try_into().unwrap());
-        let se = u16::from_le_bytes(b[8..10].try_into().unwrap());
-        let e = (se & 0x7fff) as i32;
-        let v = if e == 0 && m == 0 {
-            0.0
-        } else {
-            m as f64 * 2f64.powi(e - 16383 - 63)
+#[cfg(target_arch = "x86_64")]
+impl F80 {
+    const ZERO: F80 = F80([0; 10]);
+    /// 1.0: integer bit set, exponent = bias.
+    const ONE: F80 = F80([0, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0x3f]);
+
+    /// The sign and a magnitude key ordered as the magnitudes are (exponent above
+    /// significand); `None` for NaN and for the encodings the x87 unit refuses as
+    /// operands (unnormals, pseudo-infinities, pseudo-NaNs). A pseudo-denormal (exponent 0
+    /// with the integer bit set) has the value of exponent 1, and keys as such; zero keys
+    /// as 0 whatever its sign.
+    fn key(self) -> Option<(bool, u128)> {
+        let m = u64::from_le_bytes(self.0[..8].try_into().expect("8 bytes"));
+        let se = u16::from_le_bytes([self.0[8], self.0[9]]);
+        let int = m >> 63 == 1;
+        let e = match se & 0x7fff {
+            0 if int => 1,
+            0 => 0,
+            0x7fff if m == 1 << 63 => 0x7fff,
+            e if int && e != 0x7fff => e,
+            _ => return None,
         };
-        F80(if se & 0x8000 != 0 { -v } else { v })
+        Some((se & 0x8000 != 0, u128::from(e) << 64 | u128::from(m)))
     }
-    fn wr(self, _: &mut [u8]) {}
+}
+
+#[cfg(target_arch = "x86_64")]
+impl PartialEq for F80 {
+    fn eq(&self, o: &Self) -> bool {
+        self.partial_cmp(o) == Some(std::cmp::Ordering::Equal)
+    }
+}
+
+/// IEEE order: NaN unordered, −0 = +0, denormals below the normal numbers.
+#[cfg(target_arch = "x86_64")]
+impl PartialOrd for F80 {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        use std::cmp::Ordering::*;
+        let ((na, ma), (nb, mb)) = (self.key()?, o.key()?);
+        Some(match (na, nb) {
+            _ if ma == 0 && mb == 0 => Equal,
+            (false, false) => ma.cmp(&mb),
+            (true, true) => mb.cmp(&ma),
+            (false, true) => Greater,
+            (true, false) => Less,
+        })
+    }
+}
+
+/// `a insn b` on the x87 unit: loads `a` then `b` (80-bit memory operands), applies the
+/// popping form of `insn` (`st(1) = st(1) insn st(0)`, Intel operand order) and stores
+/// the result. The x87 stack is empty at entry (the x86-64 calling convention keeps it
+/// so between calls) and empty again at exit; its registers are declared clobbered.
+#[cfg(target_arch = "x86_64")]
+macro_rules! x87 {
+    ($insn:literal, $a:expr, $b:expr) => {{
+        let (a, b): (F80, F80) = ($a, $b);
+        let mut r = F80::ZERO;
+        // SAFETY: reads the 10 bytes of `a` and `b` and writes the 10 of `r`, all live
+        // locals; touches no other memory and no stack; the x87 registers it uses are
+        // declared clobbered and the x87 stack is left empty, as the ABI requires.
+        unsafe {
+            std::arch::asm!(
+                "fld tbyte ptr [{a}]",
+                "fld tbyte ptr [{b}]",
+                concat!($insn, " st(1), st"),
+                "fstp tbyte ptr [{r}]",
+                a = in(reg) a.0.as_ptr(),
+                b = in(reg) b.0.as_ptr(),
+                r = in(reg) r.0.as_mut_ptr(),
+                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                options(nostack),
+            )
+        };
+        r
+    }};
+}
+
+#[cfg(target_arch = "x86_64")]
+impl std::ops::Sub for F80 {
+    type Output = F80;
+    fn sub(self, o: F80) -> F80 {
+        x87!("fsubp", self, o)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Elem for F80 {
+    /// The C `sizeof(long double)`: elements are 16 bytes apart.
+    const N: usize = 16;
+    fn rd(b: &[u8]) -> Self {
+        F80(b[..10].try_into().expect("10 bytes"))
+    }
+    fn wr(self, b: &mut [u8]) {
+        b[..10].copy_from_slice(&self.0);
+    }
     fn add(self, o: Self) -> Self {
-        F80(self.0 + o.0)
+        x87!("faddp", self, o)
     }
     fn mul(self, o: Self) -> Self {
-        F80(self.0 * o.0)
+        x87!("fmulp", self, o)
     }
     fn truth(self) -> bool {
-        self.0 != 0.0
+        self != F80::ZERO
     }
     fn from_bool(b: bool) -> Self {
-        F80(b as u8 as f64)
+        if b {
+            F80::ONE
+        } else {
+            F80::ZERO
+        }
     }
     fn bits(self, _: Self, _: Op) -> Option<Self> {
         None
@@ -218,7 +313,12 @@ pub fn apply_builtin(o: Op, prim: usize, inb: &[u8], io: &mut [u8]) -> CResult {
         0x22c => return pairs::<i16, i32>(o, 4, 8, inb, io),
         0x230 => return pairs::<f32, f32>(o, 4, 8, inb, io),
         0x231 => return pairs::<f64, f64>(o, 8, 16, inb, io),
-        0x22d if cfg!(target_arch = "x86_64") => return pairs::<F80, i32>(o, 16, 32, inb, io),
+        #[cfg(target_arch = "x86_64")]
+        0x22d => return pairs::<F80, i32>(o, 16, 32, inb, io),
+        #[cfg(target_arch = "x86_64")]
+        0x220 => return scalar::<F80>(o, inb, io),
+        #[cfg(target_arch = "x86_64")]
+        0x224 | 0x225 => return complex::<F80>(o, inb, io),
         0x212 | 0x213 | 0x21b | 0x2db => return complex::<f32>(o, inb, io),
         0x216 | 0x217 | 0x21d => return complex::<f64>(o, inb, io),
         _ => {}
@@ -355,3 +455,88 @@ export!(MPI_Op_commutative, PMPI_Op_commutative, (op: Handle, commute: *mut c_in
         unsafe { out(commute, c as c_int) }
     })
 });
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// The 80-bit value of a normal, zero or infinite `f64`.
+    fn f80(x: f64) -> F80 {
+        let b = x.to_bits();
+        let sign = ((b >> 63) as u16) << 15;
+        let e = ((b >> 52) & 0x7ff) as u16;
+        let frac = b & ((1 << 52) - 1);
+        let (e, m) = match e {
+            0 => (0, 0),
+            0x7ff => (0x7fff, 1 << 63),
+            e => (e + 16383 - 1023, 1 << 63 | frac << 11),
+        };
+        let mut r = [0u8; 10];
+        r[..8].copy_from_slice(&u64::to_le_bytes(m));
+        r[8..].copy_from_slice(&(sign | e).to_le_bytes());
+        F80(r)
+    }
+
+    /// `x` plus `k` units in the last place of the 64-bit significand.
+    fn ulps(x: F80, k: u64) -> F80 {
+        let mut r = x;
+        let m = u64::from_le_bytes(x.0[..8].try_into().unwrap()) + k;
+        r.0[..8].copy_from_slice(&m.to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn arithmetic_is_the_x87_units() {
+        assert!(f80(3.0) - f80(1.0) == f80(2.0));
+        assert!(f80(1.5).add(f80(2.25)) == f80(3.75));
+        assert!(f80(-1.5).mul(f80(4.0)) == f80(-6.0));
+        // 1 + 2^-63 is representable in 80 bits, not in f64.
+        let one_ulp = ulps(f80(1.0), 1);
+        assert!(one_ulp.add(f80(0.0)) == one_ulp);
+        assert!(one_ulp - f80(1.0) == f80(2f64.powi(-63)));
+    }
+
+    #[test]
+    fn order_is_exact_and_ieee() {
+        let (one, next) = (f80(1.0), ulps(f80(1.0), 1));
+        assert!(one < next);
+        assert!(next.partial_cmp(&one) == Some(std::cmp::Ordering::Greater));
+        assert!(one != next);
+        assert!(f80(-0.0) == f80(0.0));
+        assert!(f80(-2.0) < f80(-1.0) && f80(-1.0) < f80(0.0));
+        assert!(f80(f64::INFINITY) > f80(f64::MAX));
+        assert!(f80(f64::NEG_INFINITY) < f80(-f64::MAX));
+        let denormal = F80([1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(f80(0.0) < denormal && denormal < f80(f64::MIN_POSITIVE));
+        let mut nan = f80(f64::INFINITY);
+        nan.0[0] = 1;
+        assert!(nan.partial_cmp(&one).is_none() && nan != nan);
+    }
+
+    #[test]
+    fn min_max_sum_prod_on_long_double_buffers() {
+        let mut a = [0u8; 32];
+        let mut b = [0u8; 32];
+        ulps(f80(1.0), 1).wr(&mut a);
+        f80(-3.0).wr(&mut a[16..]);
+        f80(1.0).wr(&mut b);
+        f80(2.0).wr(&mut b[16..]);
+        let mut r = b;
+        apply_builtin(Op::Min, 0x220, &a, &mut r).unwrap();
+        assert!(F80::rd(&r) == f80(1.0) && F80::rd(&r[16..]) == f80(-3.0));
+        r = b;
+        apply_builtin(Op::Max, 0x220, &a, &mut r).unwrap();
+        assert!(F80::rd(&r) == ulps(f80(1.0), 1) && F80::rd(&r[16..]) == f80(2.0));
+        r = b;
+        apply_builtin(Op::Sum, 0x220, &a, &mut r).unwrap();
+        assert!(F80::rd(&r) == ulps(f80(2.0), 0).add(f80(2f64.powi(-63))));
+        assert!(F80::rd(&r[16..]) == f80(-1.0));
+        // complex (1 + 2^-63) + (-3)i times 1 + 2i = (7 + 2^-63) + (-1 + 2^-62)i.
+        r = b;
+        apply_builtin(Op::Prod, 0x224, &a, &mut r).unwrap();
+        assert!(F80::rd(&r) == f80(7.0).add(f80(2f64.powi(-63))));
+        assert!(F80::rd(&r[16..]) == f80(-1.0).add(f80(2f64.powi(-62))));
+        assert!(apply_builtin(Op::Min, 0x224, &a, &mut r).is_err());
+        assert!(apply_builtin(Op::Band, 0x220, &a, &mut r).is_err());
+    }
+}

@@ -115,9 +115,7 @@ pub(crate) unsafe fn dst(
         // SAFETY: caller ('static by the nonblocking contract).
         return unsafe { bytes_mut(buf, n * l.size) };
     }
-    if buf.is_null() && n * l.size > 0 {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-    }
+    crate::types::check_base(&l, buf, n)?;
     let i = sg.len();
     let v = sg.hold(vec![0; n * l.size]);
     // SAFETY: the user buffer is valid at completion (nonblocking contract).
@@ -424,9 +422,7 @@ fn generic_red(
                 .immediate_gather_into(StaticScope, mine),
         ));
     }
-    if recv.is_null() && len > 0 {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-    }
+    crate::types::check_base(&l, recv, n)?;
     let upto = match k {
         Red::Reduce(_) | Red::All => size,
         Red::Scan => rank + 1,

@@ -358,9 +358,7 @@ unsafe fn ireduce_scatter(
     }
     let n = cs[me];
     let len = n * l.size;
-    if recvbuf.is_null() && len > 0 {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-    }
+    crate::types::check_base(&l, recvbuf, n)?;
     let first = sg.len();
     let recvs = (0..p)
         .map(|r| (r as c_int, sg.hold(vec![0; len])))

@@ -14,7 +14,8 @@
 //!
 //! Completion (`complete`) serves every request kind: a completed request leaves the
 //! table and its handle becomes `MPI_REQUEST_NULL`, except a persistent one
-//! ([`crate::persist`]), which stays, inactive, under the same handle (`release`).
+//! ([`crate::persist`]), which stays, inactive, under the same handle (`release`), and a
+//! generalized one ([`crate::grequest`]), which leaves at `release`.
 
 use crate::consts::*;
 use crate::env::datatype_of;
@@ -275,10 +276,8 @@ export!(MPI_Recv, PMPI_Recv,
                 let b = match &s.derived {
                     // SAFETY: the caller passes count × size writable bytes for the call.
                     None => unsafe { bytes_mut(buf, s.len)? },
-                    Some(_) => {
-                        if buf.is_null() && s.len > 0 {
-                            return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-                        }
+                    Some((l, n)) => {
+                        crate::types::check_base(l, buf, *n)?;
                         tmp.resize(s.len, 0);
                         &mut tmp[..]
                     }
@@ -416,9 +415,7 @@ pub(crate) unsafe fn irecv_entry(
         // SAFETY: 'static by the MPI contract on nonblocking buffers (module docs).
         None => (None, unsafe { bytes_mut(buf, s.len)? }),
         Some((l, n)) => {
-            if buf.is_null() && s.len > 0 {
-                return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-            }
+            crate::types::check_base(l, buf, *n)?;
             let (st, v) = Staged::new(vec![0; s.len], Some((buf, l.clone(), *n)));
             (Some(st), v)
         }
@@ -472,7 +469,10 @@ pub(crate) fn complete_entry(e: ReqEntry, wait: bool) -> CResult<Result<MPI_Stat
                 Err(req) => Ok(Err(ReqEntry::Live { req, comm, staged })),
             }
         }
-        ReqEntry::Persistent(_) => Err(err(MPI_ERR_INTERN, "nested persistent request")),
+        ReqEntry::Persistent(_) | ReqEntry::Grequest(_) => Err(err(
+            MPI_ERR_INTERN,
+            "nested persistent or generalized request",
+        )),
     }
 }
 
@@ -493,6 +493,10 @@ pub(crate) fn complete(h: Handle, wait: bool) -> CResult<Option<MPI_Status>> {
     }
     let e = state::with(|s| s.reqs.remove(&(h as usize)))
         .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:p}")))?;
+    let e = match e {
+        ReqEntry::Grequest(g) => return crate::grequest::complete(h, g, wait),
+        e => e,
+    };
     if let ReqEntry::Persistent(mut p) = e {
         let r = match p.active.take() {
             None => Ok(Some(MPI_Status::empty(MPI_ANY_SOURCE))),
@@ -548,6 +552,7 @@ pub(crate) fn park(h: Handle, st: MPI_Status) {
     }
     state::with(|s| match s.reqs.get_mut(&(h as usize)) {
         Some(ReqEntry::Persistent(p)) => p.active = Some(Box::new(ReqEntry::Done(st))),
+        Some(ReqEntry::Grequest(_)) => {} // query_fn gives the status again
         _ => {
             s.reqs.insert(h as usize, ReqEntry::Done(st));
         }
@@ -555,7 +560,8 @@ pub(crate) fn park(h: Handle, st: MPI_Status) {
 }
 
 /// After completing the request whose handle is at `p`: writes `MPI_REQUEST_NULL` there,
-/// unless it is persistent (MPI keeps the handle of an inactive persistent request).
+/// unless it is persistent (MPI keeps the handle of an inactive persistent request); a
+/// generalized request is freed then (`free_fn`, whose error this returns).
 ///
 /// # Safety
 /// `p` is a writable handle.
@@ -564,7 +570,8 @@ pub(crate) unsafe fn release(p: *mut Handle, h: Handle) -> CResult {
         return Ok(());
     }
     // SAFETY: writable (caller).
-    unsafe { out(p, REQUEST_NULL as Handle) }
+    unsafe { out(p, REQUEST_NULL as Handle)? };
+    crate::grequest::release(h)
 }
 
 /// Reads the request handle at `p`.

@@ -341,6 +341,10 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
             let e = state::with(|s| s.reqs.remove(&h))
                 .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request {h:#x}")))?;
             let e = match e {
+                ReqEntry::Grequest(g) => {
+                    out(request, REQUEST_NULL as Handle)?;
+                    return crate::grequest::free(h as Handle, g);
+                }
                 ReqEntry::Persistent(p) => {
                     crate::persist::release(&p);
                     p.active.map(|b| *b)
@@ -371,6 +375,9 @@ export!(MPI_Cancel, PMPI_Cancel, (request: *mut Handle) -> c_int {
             // nothing to cancel.
             let _ = phalanx::capi_support::cancel(id);
             return Ok(());
+        }
+        if let Some(r) = crate::grequest::cancel(h) {
+            return r; // cancel_fn's result
         }
         state::with(|s| {
             let e = match s.reqs.get(&(h as usize)) {

@@ -315,6 +315,8 @@ pub enum ReqEntry {
     Done(MPI_Status),
     /// A persistent request (`MPI_Send_init`, `MPI_Recv_init`, ...), active or not.
     Persistent(Box<crate::persist::Persist>),
+    /// A generalized request (`MPI_Grequest_start`, [`crate::grequest`]).
+    Grequest(Box<crate::grequest::Greq>),
 }
 
 /// Hasher of handle keys: one multiply (Fibonacci hashing) instead of SipHash, which
@@ -377,6 +379,7 @@ impl State {
             layout: Rc::new(l),
             committed: false,
             name: String::new(),
+            pinned: false,
         };
         self.types.insert(h, e);
         h as Handle

@@ -883,20 +883,6 @@ export!(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info, (hw_info: *mut Hand
     not_implemented("MPI_Get_hw_resource_info", WORLD)
 });
 
-export!(MPI_Grequest_complete, PMPI_Grequest_complete, (request: Handle) -> c_int {
-    let _ = (request,);
-    not_implemented("MPI_Grequest_complete", WORLD)
-});
-
-export!(MPI_Grequest_start, PMPI_Grequest_start, (query_fn: *mut c_void, free_fn: *mut c_void, cancel_fn: *mut c_void, extra_state: *mut c_void, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (query_fn, free_fn, cancel_fn, extra_state, request);
-    not_implemented("MPI_Grequest_start", WORLD)
-});
-
 export!(MPI_Group_from_session_pset, PMPI_Group_from_session_pset, (session: Handle, pset_name: *const c_void, newgroup: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1662,15 +1648,6 @@ export!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c, (count: i64, oldtype: Han
     }
     let _ = (count, oldtype, newtype);
     not_implemented("MPI_Type_contiguous_c", WORLD)
-});
-
-export!(MPI_Type_create_darray, PMPI_Type_create_darray, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype);
-    not_implemented("MPI_Type_create_darray", WORLD)
 });
 
 export!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {

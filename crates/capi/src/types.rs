@@ -156,6 +156,40 @@ pub struct TypeEntry {
     pub committed: bool,
     /// Name set by `MPI_Type_set_name` (empty by default).
     pub name: String,
+    /// A private duplicate made by [`pin`] (only [`unpin`] frees it).
+    pub pinned: bool,
+}
+
+/// Pins datatype `h` for an object that uses it after the call that named it (a
+/// persistent request starts its operation long after `MPI_Send_init`, and MPI lets the
+/// program free the datatype in between): returns a handle that stays valid until
+/// [`unpin`] whatever the program does with `h`. A predefined type is returned as it is;
+/// a derived one must be committed (else `MPI_ERR_TYPE`, as for communication) and gets
+/// a private, committed duplicate sharing its layout, a handle the program never sees.
+/// A handle that is no datatype is returned as it is too (an argument not significant at
+/// this rank, or one the operation's start rejects). Every successful `pin` needs one
+/// `unpin` of the handle it returned.
+pub(crate) fn pin(h: Handle) -> CResult<Handle> {
+    if datatype(h as usize).is_some() || !is_derived(h) {
+        return Ok(h);
+    }
+    let l = layout_of(h)?;
+    Ok(state::with(|s| {
+        let d = s.add_type(Layout::primitive(0, 0));
+        let e = s.types.get_mut(&(d as usize)).expect("added just now");
+        (e.layout, e.committed, e.pinned) = (l, true, true);
+        d
+    }))
+}
+
+/// Releases a handle [`pin`] returned: frees the private duplicate; nothing for a
+/// predefined type (or any handle `pin` did not make).
+pub(crate) fn unpin(h: Handle) {
+    state::with(|s| {
+        if s.types.get(&(h as usize)).is_some_and(|e| e.pinned) {
+            s.types.remove(&(h as usize));
+        }
+    });
 }
 
 /// Name of predefined type `h`.
@@ -246,52 +280,44 @@ pub fn layout_of(h: Handle) -> CResult<Rc<Layout>> {
     }
 }
 
-/// A private duplicate of derived datatype `h` for an object that must outlive the
-/// program's handle (a persistent request): the program may free `h` afterwards.
-/// Predefined types (and handles not in the table, left for the later lookup to reject)
-/// are returned as they are. Release it with [`unpin`].
-pub(crate) fn pin(h: Handle) -> CResult<Handle> {
-    let Some((l, committed)) = state::with(|s| {
-        s.types
-            .get(&(h as usize))
-            .map(|e| ((*e.layout).clone(), e.committed))
-    }) else {
-        return Ok(h);
-    };
-    let d = add_type(l);
-    state::with(|s| {
-        s.types
-            .get_mut(&(d as usize))
-            .map(|e| e.committed = committed)
-    });
-    Ok(d)
-}
-
-/// Frees a duplicate made by [`pin`] (nothing for a predefined type).
-pub(crate) fn unpin(h: Handle) {
-    if datatype(h as usize).is_none() {
-        state::with(|s| s.types.remove(&(h as usize)));
-    }
-}
-
 /// Whether `h` is a derived datatype in the table.
 pub fn is_derived(h: Handle) -> bool {
     // A predefined handle is a constant: no table lookup on every collective's path.
     datatype(h as usize).is_none() && state::with(|s| s.types.contains_key(&(h as usize)))
 }
 
-/// Packs `n` elements of `l` at `base` into a contiguous vector.
+/// The lowest address data can lie at: Linux never maps the first page
+/// (`vm.mmap_min_addr` is at least 4096), so a type whose data starts below it is not a
+/// type of absolute addresses.
+const LOWEST_ADDRESS: isize = 4096;
+
+/// Checks buffer address `base` for `n` elements of `l`, the one rule every transfer
+/// applies before touching memory or communicating: `MPI_IN_PLACE` is not a buffer; a
+/// null `base` (`MPI_BOTTOM`, null in the standard ABI) is valid when the data of the
+/// elements lies at absolute addresses (a type built from `MPI_Get_address` results),
+/// i.e. at or above the first page, and otherwise `MPI_ERR_BUFFER` (a contiguous type's
+/// data starts at its buffer address). No data, nothing to check.
+pub fn check_base(l: &Layout, base: *const c_void, n: usize) -> CResult {
+    if n == 0 || l.size == 0 {
+        return Ok(());
+    }
+    if std::ptr::eq(base, IN_PLACE) || base.is_null() && l.data_span(n).0 < LOWEST_ADDRESS {
+        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
+    }
+    Ok(())
+}
+
+/// Packs `n` elements of `l` at `base` into a contiguous vector ([`check_base`] first).
 ///
 /// # Safety
-/// Every block of every element (`base + i × extent + offset`, length) must be readable.
+/// Every block of every element (`base + i × extent + offset`, length) must be readable
+/// (with a null `base`, at the absolute address `i × extent + offset`).
 pub unsafe fn pack(l: &Layout, base: *const c_void, n: usize) -> CResult<Vec<u8>> {
     let mut v = Vec::with_capacity(l.size * n);
     if l.size * n == 0 {
         return Ok(v);
     }
-    if base.is_null() || std::ptr::eq(base, IN_PLACE) {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-    }
+    check_base(l, base, n)?;
     for i in 0..n as isize {
         for &(off, len) in &l.blocks {
             // SAFETY: the block is readable (caller); the vector is distinct memory.
@@ -304,7 +330,8 @@ pub unsafe fn pack(l: &Layout, base: *const c_void, n: usize) -> CResult<Vec<u8>
     Ok(v)
 }
 
-/// Unpacks `data` (at most `n` elements of `l`; a short tail fills a prefix) to `base`.
+/// Unpacks `data` (at most `n` elements of `l`; a short tail fills a prefix) to `base`
+/// ([`check_base`] first).
 ///
 /// # Safety
 /// Every block of the first `n` elements at `base` must be writable and not aliased by
@@ -314,9 +341,7 @@ pub unsafe fn unpack(l: &Layout, data: &[u8], base: *mut c_void, n: usize) -> CR
     if rest.is_empty() {
         return Ok(());
     }
-    if base.is_null() || base == IN_PLACE {
-        return Err(err(MPI_ERR_BUFFER, "invalid buffer address"));
-    }
+    check_base(l, base, n)?;
     for i in 0..n as isize {
         for &(off, len) in &l.blocks {
             let k = len.min(rest.len());
@@ -548,3 +573,36 @@ export!(MPI_Get_address, PMPI_Get_address,
 
 /// `MPI_MAX_OBJECT_NAME`.
 pub const MAX_OBJECT_NAME: usize = 128;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pinned derived type outlives the program's handle; unpin frees it; predefined
+    /// types pass through both.
+    #[test]
+    fn pin_outlives_type_free_and_unpin_frees() {
+        let int = 0x209 as Handle;
+        assert_eq!(pin(int).unwrap(), int);
+        let l = build(
+            &[
+                (0, &Layout::primitive(0x209, 4), 1),
+                (8, &Layout::primitive(0x209, 4), 1),
+            ],
+            false,
+        );
+        let h = add_type(l.clone());
+        assert!(pin(h).is_err(), "an uncommitted type is refused");
+        state::with(|s| s.types.get_mut(&(h as usize)).unwrap().committed = true);
+        let p = pin(h).unwrap();
+        assert_ne!(p, h);
+        unpin(h); // not a pinned handle: nothing
+        assert!(layout_of(h).is_ok());
+        state::with(|s| s.types.remove(&(h as usize))); // MPI_Type_free
+        assert_eq!(*layout_of(p).unwrap(), l);
+        unpin(p);
+        assert!(layout_of(p).is_err());
+        unpin(int);
+        assert!(layout_of(int).is_ok());
+    }
+}

@@ -573,6 +573,38 @@ fn errors_return_their_class_under_errors_return() {
     run_ok(2, &exe, &[], "errors ok");
 }
 
+/// Issue #18: long double reductions compare and compute in 80-bit extended precision
+/// (values differing beyond double precision), complex long double takes SUM/PROD only.
+#[test]
+fn long_double_reductions_keep_extended_precision() {
+    let exe = c_test("ldouble");
+    for n in [1, 2, 4] {
+        run_ok(n, &exe, &[], "ldouble ok");
+    }
+}
+
+/// Issue #18: `MPI_BOTTOM` with datatypes of absolute addresses through point-to-point
+/// and collectives; a null buffer the type does not lift off address 0 is
+/// `MPI_ERR_BUFFER` on the caller, and its peers go on.
+#[test]
+fn bottom_with_absolute_address_datatypes() {
+    let exe = c_test("bottom");
+    for n in [1, 2, 3] {
+        run_ok(n, &exe, &[], "bottom ok");
+    }
+}
+
+/// Issue #18: subarrays sent and received between ranks, and `MPI_Type_create_darray`
+/// (block, cyclic, cyclic(k), none; C and Fortran order; 2x2 and 1x4 grids) against a
+/// model of the distribution MPI defines.
+#[test]
+fn subarray_and_darray_transfers() {
+    let exe = c_test("darray");
+    for n in [1, 2, 4] {
+        run_ok(n, &exe, &[], "darray ok");
+    }
+}
+
 #[test]
 fn errors_are_fatal_by_default_and_name_the_call() {
     let exe = c_test("fatal");
@@ -952,4 +984,15 @@ fn thread_funneled_refuses_other_threads_with_a_clear_error() {
         "{}",
         show(&o)
     );
+}
+
+/// Issue #18: generalized requests at `MPI_THREAD_MULTIPLE`, completed by another
+/// thread: query_fn's status, free_fn once, cancel_fn's flag, mixed with point-to-point
+/// requests in `Waitall`/`Waitany`/`Testall`, callback errors.
+#[test]
+fn generalized_requests_complete_query_and_free() {
+    let exe = threaded_test("grequest");
+    for n in [1, 2] {
+        every_rank_ok(&exe, n, &[], "grequest");
+    }
 }

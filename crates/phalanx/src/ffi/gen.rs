@@ -123,6 +123,10 @@ pub use mpi_abi::comm_info::{
     PMPI_Comm_set_info,
     PMPI_Info_get_valuelen,
 };
+pub use mpi_abi::darray::{
+    MPI_Type_create_darray,
+    PMPI_Type_create_darray,
+};
 pub use mpi_abi::env::{
     MPI_Abi_get_version,
     MPI_Abort,
@@ -196,6 +200,12 @@ pub use mpi_abi::graph::{
     PMPI_Graph_neighbors,
     PMPI_Graph_neighbors_count,
     PMPI_Graphdims_get,
+};
+pub use mpi_abi::grequest::{
+    MPI_Grequest_complete,
+    MPI_Grequest_start,
+    PMPI_Grequest_complete,
+    PMPI_Grequest_start,
 };
 pub use mpi_abi::groups::{
     MPI_Group_compare,
@@ -717,8 +727,6 @@ pub use mpi_abi::stubs_gen::{
     MPI_Get_elements_c,
     MPI_Get_elements_x,
     MPI_Get_hw_resource_info,
-    MPI_Grequest_complete,
-    MPI_Grequest_start,
     MPI_Group_from_session_pset,
     MPI_Group_fromint,
     MPI_Group_toint,
@@ -889,7 +897,6 @@ pub use mpi_abi::stubs_gen::{
     MPI_T_source_get_num,
     MPI_T_source_get_timestamp,
     MPI_Type_contiguous_c,
-    MPI_Type_create_darray,
     MPI_Type_create_darray_c,
     MPI_Type_create_f90_complex,
     MPI_Type_create_f90_integer,
@@ -1065,8 +1072,6 @@ pub use mpi_abi::stubs_gen::{
     PMPI_Get_elements_c,
     PMPI_Get_elements_x,
     PMPI_Get_hw_resource_info,
-    PMPI_Grequest_complete,
-    PMPI_Grequest_start,
     PMPI_Group_from_session_pset,
     PMPI_Group_fromint,
     PMPI_Group_toint,
@@ -1237,7 +1242,6 @@ pub use mpi_abi::stubs_gen::{
     PMPI_T_source_get_num,
     PMPI_T_source_get_timestamp,
     PMPI_Type_contiguous_c,
-    PMPI_Type_create_darray,
     PMPI_Type_create_darray_c,
     PMPI_Type_create_f90_complex,
     PMPI_Type_create_f90_integer,
