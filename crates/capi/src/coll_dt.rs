@@ -508,7 +508,7 @@ pub unsafe fn alltoallv(
 /// `buf` holds `cnt` elements of `dt`, readable and writable.
 pub unsafe fn sendrecv_replace(
     buf: *mut c_void,
-    cnt: c_int,
+    cnt: crate::Count,
     dt: Handle,
     dest: c_int,
     stag: c_int,
@@ -523,23 +523,14 @@ pub unsafe fn sendrecv_replace(
     let sp = unsafe { pack(&l, buf, n)? };
     let mut tmp = vec![0u8; sp.len()];
     let mut st = MPI_Status::default();
-    // SAFETY: temporaries valid for the call.
-    rc(unsafe {
-        crate::p2p::PMPI_Sendrecv(
-            ptr(&sp),
-            ci(sp.len())?,
-            BYTE,
-            dest,
-            stag,
-            mptr(&mut tmp),
-            ci(tmp.len())?,
-            BYTE,
-            src,
-            rtag,
-            comm,
-            &mut st,
-        )
-    })?;
+    let (sl, rl) = (sp.len() as crate::Count, tmp.len() as crate::Count);
+    rc(crate::p2p::sendrecv_impl(
+        "MPI_Sendrecv",
+        (ptr(&sp), sl, BYTE, dest, stag),
+        (mptr(&mut tmp), rl, BYTE, src, rtag),
+        comm,
+        &mut st,
+    ))?;
     let k = (st.bytes() as usize).min(tmp.len());
     // SAFETY: n writable elements; status ignore or writable.
     unsafe {

@@ -245,30 +245,6 @@ export!(MPI_Bcast_init_c, PMPI_Bcast_init_c, (buffer: *mut c_void, count: i64, d
     not_implemented("MPI_Bcast_init_c", comm)
 });
 
-export!(MPI_Bsend_c, PMPI_Bsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Bsend_c", comm)
-});
-
-export!(MPI_Bsend_init_c, PMPI_Bsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Bsend_init_c", comm)
-});
-
-export!(MPI_Buffer_attach_c, PMPI_Buffer_attach_c, (buffer: *mut c_void, size: i64) -> c_int {
-    let _ = (buffer, size);
-    not_implemented("MPI_Buffer_attach_c", WORLD)
-});
-
-export!(MPI_Buffer_detach_c, PMPI_Buffer_detach_c, (buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
-    let _ = (buffer_addr, size);
-    not_implemented("MPI_Buffer_detach_c", WORLD)
-});
-
 export!(MPI_Buffer_flush, PMPI_Buffer_flush, () -> c_int {
     not_implemented("MPI_Buffer_flush", WORLD)
 });
@@ -1013,21 +989,6 @@ export!(MPI_Gatherv_init_c, PMPI_Gatherv_init_c, (sendbuf: *const c_void, sendco
     not_implemented("MPI_Gatherv_init_c", comm)
 });
 
-export!(MPI_Get_count_c, PMPI_Get_count_c, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Get_count_c", WORLD)
-});
-
-export!(MPI_Get_elements_c, PMPI_Get_elements_c, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Get_elements_c", WORLD)
-});
-
-export!(MPI_Get_elements_x, PMPI_Get_elements_x, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Get_elements_x", WORLD)
-});
-
 export!(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info, (hw_info: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1121,15 +1082,6 @@ export!(MPI_Ibcast_c, PMPI_Ibcast_c, (buffer: *mut c_void, count: i64, datatype:
     }
     let _ = (buffer, count, datatype, root, comm, request);
     not_implemented("MPI_Ibcast_c", comm)
-});
-
-export!(MPI_Ibsend_c, PMPI_Ibsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Ibsend_c", comm)
 });
 
 export!(MPI_Iexscan_c, PMPI_Iexscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
@@ -1272,15 +1224,6 @@ export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (lo
     not_implemented("MPI_Intercomm_create_from_groups", WORLD)
 });
 
-export!(MPI_Irecv_c, PMPI_Irecv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, source, tag, comm, request);
-    not_implemented("MPI_Irecv_c", comm)
-});
-
 export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1308,15 +1251,6 @@ export!(MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, (sendbuf: *co
     not_implemented("MPI_Ireduce_scatter_block_c", comm)
 });
 
-export!(MPI_Irsend_c, PMPI_Irsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Irsend_c", comm)
-});
-
 export!(MPI_Iscan_c, PMPI_Iscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1342,15 +1276,6 @@ export!(MPI_Iscatterv_c, PMPI_Iscatterv_c, (sendbuf: *const c_void, sendcounts: 
     }
     let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     not_implemented("MPI_Iscatterv_c", comm)
-});
-
-export!(MPI_Isend_c, PMPI_Isend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Isend_c", comm)
 });
 
 export!(MPI_Isendrecv, PMPI_Isendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
@@ -1387,15 +1312,6 @@ export!(MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c, (buf: *mut c_void, co
     }
     let _ = (buf, count, datatype, dest, sendtag, source, recvtag, comm, request);
     not_implemented("MPI_Isendrecv_replace_c", comm)
-});
-
-export!(MPI_Issend_c, PMPI_Issend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Issend_c", comm)
 });
 
 export!(MPI_Lookup_name, PMPI_Lookup_name, (service_name: *const c_void, info: Handle, port_name: *mut c_void) -> c_int {
@@ -1633,20 +1549,6 @@ export!(MPI_Publish_name, PMPI_Publish_name, (service_name: *const c_void, info:
     not_implemented("MPI_Publish_name", WORLD)
 });
 
-export!(MPI_Recv_c, PMPI_Recv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, status: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, source, tag, comm, status);
-    not_implemented("MPI_Recv_c", comm)
-});
-
-export!(MPI_Recv_init_c, PMPI_Recv_init_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, source, tag, comm, request);
-    not_implemented("MPI_Recv_init_c", comm)
-});
-
 export!(MPI_Reduce_c, PMPI_Reduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, root, comm);
     not_implemented("MPI_Reduce_c", comm)
@@ -1761,20 +1663,6 @@ export!(MPI_Request_get_status_some, PMPI_Request_get_status_some, (incount: c_i
     not_implemented("MPI_Request_get_status_some", WORLD)
 });
 
-export!(MPI_Rsend_c, PMPI_Rsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Rsend_c", comm)
-});
-
-export!(MPI_Rsend_init_c, PMPI_Rsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Rsend_init_c", comm)
-});
-
 export!(MPI_Scan_c, PMPI_Scan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, comm);
     not_implemented("MPI_Scan_c", comm)
@@ -1842,30 +1730,6 @@ export!(MPI_Scatterv_init_c, PMPI_Scatterv_init_c, (sendbuf: *const c_void, send
     }
     let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     not_implemented("MPI_Scatterv_init_c", comm)
-});
-
-export!(MPI_Send_c, PMPI_Send_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Send_c", comm)
-});
-
-export!(MPI_Send_init_c, PMPI_Send_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Send_init_c", comm)
-});
-
-export!(MPI_Sendrecv_c, PMPI_Sendrecv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, status: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    not_implemented("MPI_Sendrecv_c", comm)
-});
-
-export!(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c, (buf: *mut c_void, count: i64, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, status: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
-    not_implemented("MPI_Sendrecv_replace_c", comm)
 });
 
 export!(MPI_Session_attach_buffer, PMPI_Session_attach_buffer, (session: Handle, buffer: *mut c_void, size: c_int) -> c_int {
@@ -1970,30 +1834,6 @@ export!(MPI_Session_init, PMPI_Session_init, (info: Handle, errhandler: Handle, 
 export!(MPI_Session_set_errhandler, PMPI_Session_set_errhandler, (session: Handle, errhandler: Handle) -> c_int {
     let _ = (session, errhandler);
     not_implemented("MPI_Session_set_errhandler", WORLD)
-});
-
-export!(MPI_Ssend_c, PMPI_Ssend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Ssend_c", comm)
-});
-
-export!(MPI_Ssend_init_c, PMPI_Ssend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Ssend_init_c", comm)
-});
-
-export!(MPI_Status_set_elements_c, PMPI_Status_set_elements_c, (status: *mut c_void, datatype: Handle, count: i64) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Status_set_elements_c", WORLD)
-});
-
-export!(MPI_Status_set_elements_x, PMPI_Status_set_elements_x, (status: *mut c_void, datatype: Handle, count: i64) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Status_set_elements_x", WORLD)
 });
 
 export!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c, (count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {

@@ -200,24 +200,34 @@ export!(MPI_Type_get_true_extent, PMPI_Type_get_true_extent,
 export!(MPI_Get_elements, PMPI_Get_elements,
         (status: *const MPI_Status, datatype: Handle, cnt: *mut c_int) -> c_int {
     guard("MPI_Get_elements", WORLD, || {
-        if status.is_null() {
-            return Err(err(MPI_ERR_ARG, "null status"));
-        }
-        let l = any_layout(datatype)?;
-        // SAFETY: non-null, readable status (MPI contract).
-        let bytes = unsafe { (*status).bytes() } as usize;
-        let unit = l.prim.and_then(datatype_size).unwrap_or(l.size);
-        let n = if unit == 0 {
-            0
-        } else if bytes.is_multiple_of(unit) {
-            (bytes / unit) as c_int
-        } else {
-            MPI_UNDEFINED
-        };
+        // SAFETY: readable status (MPI contract; null checked).
+        let n = unsafe { get_elements(status, datatype)? };
         // SAFETY: writable int (MPI contract; null checked).
-        unsafe { out(cnt, n) }
+        unsafe { out(cnt, c_int::try_from(n).unwrap_or(MPI_UNDEFINED)) }
     })
 });
+
+/// The count of `MPI_Get_elements(_c, _x)` (64 bits; `MPI_UNDEFINED` when the bytes
+/// are not a whole number of elements).
+///
+/// # Safety
+/// `status` is null (an error) or readable.
+pub(crate) unsafe fn get_elements(status: *const MPI_Status, datatype: Handle) -> CResult<i64> {
+    if status.is_null() {
+        return Err(err(MPI_ERR_ARG, "null status"));
+    }
+    let l = any_layout(datatype)?;
+    // SAFETY: non-null, readable status (caller).
+    let bytes = unsafe { (*status).bytes() };
+    let unit = l.prim.and_then(datatype_size).unwrap_or(l.size) as u64;
+    Ok(if unit == 0 {
+        0
+    } else if bytes.is_multiple_of(unit) {
+        (bytes / unit) as i64
+    } else {
+        MPI_UNDEFINED.into()
+    })
+}
 
 fn datatype_size(h: usize) -> Option<usize> {
     datatype(h).map(|d| d.size)

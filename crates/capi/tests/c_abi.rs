@@ -890,3 +890,17 @@ fn thread_funneled_refuses_other_threads_with_a_clear_error() {
         show(&o)
     );
 }
+
+#[test]
+fn large_count_point_to_point_from_c() {
+    let exe = c_test("large_p2p");
+    for n in [2, 3] {
+        run_ok(n, &exe, &[], "large p2p ok");
+    }
+}
+
+/// A real transfer of 2^31 + 4096 bytes each way (about 2 GiB per rank).
+#[test]
+fn large_count_transfer_past_2_gib_from_c() {
+    run_ok(2, &c_test("large_big"), &[], "large big ok");
+}
