@@ -49,6 +49,7 @@ pub mod groups;
 pub mod inter;
 pub mod inter_coll;
 pub mod large_p2p;
+pub mod large_types;
 pub mod localop;
 pub mod misc;
 pub mod mprobe;

@@ -1453,11 +1453,6 @@ export!(MPI_Open_port, PMPI_Open_port, (info: Handle, port_name: *mut c_void) ->
     not_implemented("MPI_Open_port", WORLD)
 });
 
-export!(MPI_Pack_c, PMPI_Pack_c, (inbuf: *const c_void, incount: i64, datatype: Handle, outbuf: *mut c_void, outsize: i64, position: *mut c_void, comm: Handle) -> c_int {
-    let _ = (inbuf, incount, datatype, outbuf, outsize, position, comm);
-    not_implemented("MPI_Pack_c", comm)
-});
-
 export!(MPI_Pack_external, PMPI_Pack_external, (datarep: *const c_void, inbuf: *const c_void, incount: c_int, datatype: Handle, outbuf: *mut c_void, outsize: isize, position: *mut c_void) -> c_int {
     let _ = (datarep, inbuf, incount, datatype, outbuf, outsize, position);
     not_implemented("MPI_Pack_external", WORLD)
@@ -1476,11 +1471,6 @@ export!(MPI_Pack_external_size, PMPI_Pack_external_size, (datarep: *const c_void
 export!(MPI_Pack_external_size_c, PMPI_Pack_external_size_c, (datarep: *const c_void, incount: i64, datatype: Handle, size: *mut c_void) -> c_int {
     let _ = (datarep, incount, datatype, size);
     not_implemented("MPI_Pack_external_size_c", WORLD)
-});
-
-export!(MPI_Pack_size_c, PMPI_Pack_size_c, (incount: i64, datatype: Handle, comm: Handle, size: *mut c_void) -> c_int {
-    let _ = (incount, datatype, comm, size);
-    not_implemented("MPI_Pack_size_c", comm)
 });
 
 export!(MPI_Parrived, PMPI_Parrived, (request: Handle, partition: c_int, flag: *mut c_void) -> c_int {
@@ -1836,15 +1826,6 @@ export!(MPI_Session_set_errhandler, PMPI_Session_set_errhandler, (session: Handl
     not_implemented("MPI_Session_set_errhandler", WORLD)
 });
 
-export!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c, (count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, oldtype, newtype);
-    not_implemented("MPI_Type_contiguous_c", WORLD)
-});
-
 export!(MPI_Type_create_darray, PMPI_Type_create_darray, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1890,72 +1871,9 @@ export!(MPI_Type_create_f90_real, PMPI_Type_create_f90_real, (p: c_int, r: c_int
     not_implemented("MPI_Type_create_f90_real", WORLD)
 });
 
-export!(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_hindexed_c", WORLD)
-});
-
-export!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, blocklength, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_hindexed_block_c", WORLD)
-});
-
-export!(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, blocklength, stride, oldtype, newtype);
-    not_implemented("MPI_Type_create_hvector_c", WORLD)
-});
-
-export!(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, blocklength, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_indexed_block_c", WORLD)
-});
-
 export!(MPI_Type_create_keyval, PMPI_Type_create_keyval, (type_copy_attr_fn: *mut c_void, type_delete_attr_fn: *mut c_void, type_keyval: *mut c_void, extra_state: *mut c_void) -> c_int {
     let _ = (type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state);
     not_implemented("MPI_Type_create_keyval", WORLD)
-});
-
-export!(MPI_Type_create_resized_c, PMPI_Type_create_resized_c, (oldtype: Handle, lb: i64, extent: i64, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (oldtype, lb, extent, newtype);
-    not_implemented("MPI_Type_create_resized_c", WORLD)
-});
-
-export!(MPI_Type_create_struct_c, PMPI_Type_create_struct_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, array_of_types: *const c_void, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, array_of_blocklengths, array_of_displacements, array_of_types, newtype);
-    not_implemented("MPI_Type_create_struct_c", WORLD)
-});
-
-export!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c, (ndims: c_int, array_of_sizes: *const c_void, array_of_subsizes: *const c_void, array_of_starts: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype);
-    not_implemented("MPI_Type_create_subarray_c", WORLD)
 });
 
 export!(MPI_Type_delete_attr, PMPI_Type_delete_attr, (datatype: Handle, type_keyval: c_int) -> c_int {
@@ -1993,26 +1911,6 @@ export!(MPI_Type_get_envelope_c, PMPI_Type_get_envelope_c, (datatype: Handle, nu
     not_implemented("MPI_Type_get_envelope_c", WORLD)
 });
 
-export!(MPI_Type_get_extent_c, PMPI_Type_get_extent_c, (datatype: Handle, lb: *mut c_void, extent: *mut c_void) -> c_int {
-    let _ = (datatype, lb, extent);
-    not_implemented("MPI_Type_get_extent_c", WORLD)
-});
-
-export!(MPI_Type_get_extent_x, PMPI_Type_get_extent_x, (datatype: Handle, lb: *mut c_void, extent: *mut c_void) -> c_int {
-    let _ = (datatype, lb, extent);
-    not_implemented("MPI_Type_get_extent_x", WORLD)
-});
-
-export!(MPI_Type_get_true_extent_c, PMPI_Type_get_true_extent_c, (datatype: Handle, true_lb: *mut c_void, true_extent: *mut c_void) -> c_int {
-    let _ = (datatype, true_lb, true_extent);
-    not_implemented("MPI_Type_get_true_extent_c", WORLD)
-});
-
-export!(MPI_Type_get_true_extent_x, PMPI_Type_get_true_extent_x, (datatype: Handle, true_lb: *mut c_void, true_extent: *mut c_void) -> c_int {
-    let _ = (datatype, true_lb, true_extent);
-    not_implemented("MPI_Type_get_true_extent_x", WORLD)
-});
-
 export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle, index_type: Handle, pair_type: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -2020,15 +1918,6 @@ export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle
     }
     let _ = (value_type, index_type, pair_type);
     not_implemented("MPI_Type_get_value_index", WORLD)
-});
-
-export!(MPI_Type_indexed_c, PMPI_Type_indexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_indexed_c", WORLD)
 });
 
 export!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_int, datatype: *mut Handle) -> c_int {
@@ -2043,30 +1932,6 @@ export!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_in
 export!(MPI_Type_set_attr, PMPI_Type_set_attr, (datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
     let _ = (datatype, type_keyval, attribute_val);
     not_implemented("MPI_Type_set_attr", WORLD)
-});
-
-export!(MPI_Type_size_c, PMPI_Type_size_c, (datatype: Handle, size: *mut c_void) -> c_int {
-    let _ = (datatype, size);
-    not_implemented("MPI_Type_size_c", WORLD)
-});
-
-export!(MPI_Type_size_x, PMPI_Type_size_x, (datatype: Handle, size: *mut c_void) -> c_int {
-    let _ = (datatype, size);
-    not_implemented("MPI_Type_size_x", WORLD)
-});
-
-export!(MPI_Type_vector_c, PMPI_Type_vector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, blocklength, stride, oldtype, newtype);
-    not_implemented("MPI_Type_vector_c", WORLD)
-});
-
-export!(MPI_Unpack_c, PMPI_Unpack_c, (inbuf: *const c_void, insize: i64, position: *mut c_void, outbuf: *mut c_void, outcount: i64, datatype: Handle, comm: Handle) -> c_int {
-    let _ = (inbuf, insize, position, outbuf, outcount, datatype, comm);
-    not_implemented("MPI_Unpack_c", comm)
 });
 
 export!(MPI_Unpack_external, PMPI_Unpack_external, (datarep: *const c_void, inbuf: *const c_void, insize: isize, position: *mut c_void, outbuf: *mut c_void, outcount: c_int, datatype: Handle) -> c_int {

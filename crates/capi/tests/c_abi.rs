@@ -904,3 +904,8 @@ fn large_count_point_to_point_from_c() {
 fn large_count_transfer_past_2_gib_from_c() {
     run_ok(2, &c_test("large_big"), &[], "large big ok");
 }
+
+#[test]
+fn large_count_datatypes_and_packing_from_c() {
+    run_ok(1, &c_test("large_types"), &[], "large types ok");
+}
