@@ -56,10 +56,10 @@ fn mptr(v: &mut [u8]) -> *mut c_void {
 /// Buffers as MPI requires for `MPI_Gather`.
 pub unsafe fn gather(
     s: *const c_void,
-    sc: c_int,
+    sc: crate::Count,
     st: Handle,
     r: *mut c_void,
-    rcnt: c_int,
+    rcnt: crate::Count,
     rt: Handle,
     root: c_int,
     comm: Handle,
@@ -123,10 +123,10 @@ pub unsafe fn gather(
 /// Buffers as MPI requires for `MPI_Scatter`.
 pub unsafe fn scatter(
     s: *const c_void,
-    sc: c_int,
+    sc: crate::Count,
     st: Handle,
     r: *mut c_void,
-    rcnt: c_int,
+    rcnt: crate::Count,
     rt: Handle,
     root: c_int,
     comm: Handle,
@@ -173,10 +173,10 @@ pub unsafe fn scatter(
 /// Buffers as MPI requires for the call.
 pub unsafe fn allgather(
     s: *const c_void,
-    sc: c_int,
+    sc: crate::Count,
     st: Handle,
     r: *mut c_void,
-    rcnt: c_int,
+    rcnt: crate::Count,
     rt: Handle,
     comm: Handle,
     all_to_all: bool,
@@ -309,7 +309,7 @@ unsafe fn unpack_v(
 /// Buffers as MPI requires for the call.
 pub unsafe fn gatherv(
     s: *const c_void,
-    sc: c_int,
+    sc: crate::Count,
     st: Handle,
     r: *mut c_void,
     rcounts: *const c_int,
@@ -401,7 +401,7 @@ pub unsafe fn scatterv(
     displs: *const c_int,
     st: Handle,
     r: *mut c_void,
-    rcnt: c_int,
+    rcnt: crate::Count,
     rt: Handle,
     root: c_int,
     comm: Handle,

@@ -48,6 +48,7 @@ pub mod graph;
 pub mod groups;
 pub mod inter;
 pub mod inter_coll;
+pub mod large_coll;
 pub mod large_p2p;
 pub mod large_types;
 pub mod localop;

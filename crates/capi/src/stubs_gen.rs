@@ -75,11 +75,6 @@ export!(MPI_Add_error_string, PMPI_Add_error_string, (errorcode: c_int, string: 
     not_implemented("MPI_Add_error_string", WORLD)
 });
 
-export!(MPI_Allgather_c, PMPI_Allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    not_implemented("MPI_Allgather_c", comm)
-});
-
 export!(MPI_Allgather_init, PMPI_Allgather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -121,11 +116,6 @@ export!(MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c, (sendbuf: *const c_void, 
     not_implemented("MPI_Allgatherv_init_c", comm)
 });
 
-export!(MPI_Allreduce_c, PMPI_Allreduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm);
-    not_implemented("MPI_Allreduce_c", comm)
-});
-
 export!(MPI_Allreduce_init, PMPI_Allreduce_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -142,11 +132,6 @@ export!(MPI_Allreduce_init_c, PMPI_Allreduce_init_c, (sendbuf: *const c_void, re
     }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Allreduce_init_c", comm)
-});
-
-export!(MPI_Alltoall_c, PMPI_Alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    not_implemented("MPI_Alltoall_c", comm)
 });
 
 export!(MPI_Alltoall_init, PMPI_Alltoall_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -220,11 +205,6 @@ export!(MPI_Barrier_init, PMPI_Barrier_init, (comm: Handle, info: Handle, reques
     }
     let _ = (comm, info, request);
     not_implemented("MPI_Barrier_init", comm)
-});
-
-export!(MPI_Bcast_c, PMPI_Bcast_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (buffer, count, datatype, root, comm);
-    not_implemented("MPI_Bcast_c", comm)
 });
 
 export!(MPI_Bcast_init, PMPI_Bcast_init, (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -943,11 +923,6 @@ export!(MPI_File_write_shared_c, PMPI_File_write_shared_c, (fh: Handle, buf: *co
     not_implemented("MPI_File_write_shared_c", WORLD)
 });
 
-export!(MPI_Gather_c, PMPI_Gather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    not_implemented("MPI_Gather_c", comm)
-});
-
 export!(MPI_Gather_init, PMPI_Gather_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1539,11 +1514,6 @@ export!(MPI_Publish_name, PMPI_Publish_name, (service_name: *const c_void, info:
     not_implemented("MPI_Publish_name", WORLD)
 });
 
-export!(MPI_Reduce_c, PMPI_Reduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, root, comm);
-    not_implemented("MPI_Reduce_c", comm)
-});
-
 export!(MPI_Reduce_init, PMPI_Reduce_init, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1674,11 +1644,6 @@ export!(MPI_Scan_init_c, PMPI_Scan_init_c, (sendbuf: *const c_void, recvbuf: *mu
     }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Scan_init_c", comm)
-});
-
-export!(MPI_Scatter_c, PMPI_Scatter_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    not_implemented("MPI_Scatter_c", comm)
 });
 
 export!(MPI_Scatter_init, PMPI_Scatter_init, (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {

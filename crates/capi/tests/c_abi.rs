@@ -899,7 +899,8 @@ fn large_count_point_to_point_from_c() {
     }
 }
 
-/// A real transfer of 2^31 + 4096 bytes each way (about 2 GiB per rank).
+/// A real transfer of 2^31 + 4096 bytes each way and a broadcast of it (about 2 GiB
+/// per rank; the broadcast peaks near 4 GiB in one).
 #[test]
 fn large_count_transfer_past_2_gib_from_c() {
     run_ok(2, &c_test("large_big"), &[], "large big ok");
@@ -908,4 +909,12 @@ fn large_count_transfer_past_2_gib_from_c() {
 #[test]
 fn large_count_datatypes_and_packing_from_c() {
     run_ok(1, &c_test("large_types"), &[], "large types ok");
+}
+
+#[test]
+fn large_count_collectives_from_c() {
+    let exe = c_test("large_coll");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "large coll ok");
+    }
 }

@@ -2,7 +2,7 @@
  * MPI_INTs (2^31 + 4096 bytes) received with MPI_Recv_c as 2^31 + 4096 MPI_BYTEs, the
  * data checked (a pattern), MPI_Get_count_c giving the whole count and MPI_Get_count
  * MPI_UNDEFINED; then back with MPI_Isend_c of the bytes into MPI_Irecv_c of the ints.
- * Ranks 0 and 1 (about 2 GiB each). */
+ * Then MPI_Bcast_c of the bytes from rank 0 to rank 1. Ranks 0 and 1 (about 2 GiB each). */
 #include "check.h"
 #include <stdint.h>
 #include <string.h>
@@ -55,7 +55,17 @@ int main(int argc, char **argv) {
             OK(MPI_Isend_c(b, bytes, MPI_BYTE, 0, 4, MPI_COMM_WORLD, &r));
             OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
         }
+        /* MPI_Bcast_c of the same 2^31 + 4096 bytes (rank 0 holds the pattern again). */
+        MPI_Comm pair;
+        OK(MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &pair));
+        if (rank == 1) memset(b, 0, (size_t)bytes);
+        OK(MPI_Bcast_c(b, bytes, MPI_BYTE, 0, pair));
+        for (MPI_Count i = 0; i < ints; i++) CHECK(b[i] == (uint32_t)(i * 2654435761u + 7));
+        OK(MPI_Comm_free(&pair));
         free(b);
+    } else {
+        MPI_Comm none;
+        OK(MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, rank, &none));
     }
     OK(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) printf("large big ok\n");
