@@ -79,7 +79,7 @@ fn reap() -> usize {
 /// `buf` holds `cnt` elements of `datatype`, readable for the call.
 pub(crate) unsafe fn ibsend_entry(
     buf: *const c_void,
-    cnt: c_int,
+    cnt: crate::Count,
     datatype: Handle,
     dest: c_int,
     tag: c_int,
@@ -126,21 +126,28 @@ pub(crate) unsafe fn ibsend_entry(
 }
 
 export!(MPI_Buffer_attach, PMPI_Buffer_attach, (buffer: *mut c_void, size: c_int) -> c_int {
-    guard("MPI_Buffer_attach", WORLD, || {
-        let automatic = buffer as usize == BUFFER_AUTOMATIC;
-        let n = if automatic { usize::MAX } else { crate::count(size)? };
-        if buffer.is_null() && n > 0 {
-            return Err(err(MPI_ERR_BUFFER, "null buffer"));
-        }
-        state::with(|s| {
-            if s.bsend.attached.is_some() {
-                return Err(err(MPI_ERR_BUFFER, "a buffer is already attached"));
-            }
-            s.bsend.attached = Some((buffer as usize, n));
-            Ok(())
-        })
-    })
+    guard("MPI_Buffer_attach", WORLD, || attach(buffer, size.into()))
 });
+
+/// `MPI_Buffer_attach` (and `MPI_Buffer_attach_c`).
+pub(crate) fn attach(buffer: *mut c_void, size: crate::Count) -> CResult {
+    let automatic = buffer as usize == BUFFER_AUTOMATIC;
+    let n = if automatic {
+        usize::MAX
+    } else {
+        crate::count(size)?
+    };
+    if buffer.is_null() && n > 0 {
+        return Err(err(MPI_ERR_BUFFER, "null buffer"));
+    }
+    state::with(|s| {
+        if s.bsend.attached.is_some() {
+            return Err(err(MPI_ERR_BUFFER, "a buffer is already attached"));
+        }
+        s.bsend.attached = Some((buffer as usize, n));
+        Ok(())
+    })
+}
 
 /// Waits for every buffered message in flight.
 pub(crate) fn drain() {
@@ -205,9 +212,8 @@ export!(MPI_Buffer_detach, PMPI_Buffer_detach, (buffer_addr: *mut c_void, size: 
         if buffer_addr.is_null() || size.is_null() {
             return Err(err(MPI_ERR_ARG, "null output argument"));
         }
-        drain();
-        let (a, n) = state::with(|s| s.bsend.attached.take()).unwrap_or((0, 0));
-        let n = if a == BUFFER_AUTOMATIC { 0 } else { c_int::try_from(n).unwrap_or(c_int::MAX) };
+        let (a, n) = detach();
+        let n = c_int::try_from(n).unwrap_or(c_int::MAX);
         // SAFETY: buffer_addr points to a writable pointer, size to an int (MPI contract).
         unsafe {
             out(buffer_addr.cast::<*mut c_void>(), a as *mut c_void)?;
@@ -216,12 +222,20 @@ export!(MPI_Buffer_detach, PMPI_Buffer_detach, (buffer_addr: *mut c_void, size: 
     })
 });
 
+/// `MPI_Buffer_detach` (and `MPI_Buffer_detach_c`): waits for the buffered messages
+/// in flight; the buffer that was attached and its size (0 for `MPI_BUFFER_AUTOMATIC`).
+pub(crate) fn detach() -> (usize, usize) {
+    drain();
+    let (a, n) = state::with(|s| s.bsend.attached.take()).unwrap_or((0, 0));
+    (a, if a == BUFFER_AUTOMATIC { 0 } else { n })
+}
+
 export!(MPI_Bsend, PMPI_Bsend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle) -> c_int {
     guard("MPI_Bsend", comm, || {
         // SAFETY: the caller's buffer, readable for the call.
-        unsafe { ibsend_entry(buf, cnt, datatype, dest, tag, comm) }.map(drop)
+        unsafe { ibsend_entry(buf, cnt.into(), datatype, dest, tag, comm) }.map(drop)
     })
 });
 
@@ -233,7 +247,7 @@ export!(MPI_Ibsend, PMPI_Ibsend,
             return Err(err(MPI_ERR_ARG, "null request pointer"));
         }
         // SAFETY: the caller's buffer, readable for the call (it is copied).
-        let e = unsafe { ibsend_entry(buf, cnt, datatype, dest, tag, comm)? };
+        let e = unsafe { ibsend_entry(buf, cnt.into(), datatype, dest, tag, comm)? };
         // SAFETY: non-null, writable.
         unsafe { out(request, state::add_req(e)) }
     })
@@ -242,11 +256,11 @@ export!(MPI_Ibsend, PMPI_Ibsend,
 export!(MPI_Rsend, PMPI_Rsend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle) -> c_int {
-    send_impl("MPI_Rsend", buf, cnt, datatype, dest, tag, comm, false)
+    send_impl("MPI_Rsend", buf, cnt.into(), datatype, dest, tag, comm, false)
 });
 
 export!(MPI_Irsend, PMPI_Irsend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
-    isend_impl("MPI_Irsend", buf, cnt, datatype, dest, tag, comm, request, false)
+    isend_impl("MPI_Irsend", buf, cnt.into(), datatype, dest, tag, comm, request, false)
 });

@@ -12,7 +12,9 @@
 use crate::consts::*;
 use crate::env::datatype_of;
 use crate::state;
-use crate::{bytes, bytes_mut, count, disjoint, err, export, guard, typed, typed_mut, CResult};
+use crate::{
+    bytes, bytes_mut, count, disjoint, err, export, guard, typed, typed_mut, CResult, Count,
+};
 use phalanx::capi_support::{self as raw, CollKind, LeanCall};
 use phalanx::collective::SystemOperation;
 use phalanx::datatype::{type_map_of, Equivalence, TypeMap};
@@ -115,9 +117,19 @@ fn lean_typed<T: Equivalence>(
     unsafe { lean(c, kind, root, Some(op), &dt, s.len(), send, recv) }
 }
 
-/// Byte length of `cnt` elements of `datatype`.
-fn len(cnt: c_int, datatype: Handle) -> CResult<usize> {
-    Ok(count(cnt)? * datatype_of(datatype)?.size)
+/// Byte length of `cnt` elements of `datatype` (checked).
+fn len(cnt: Count, datatype: Handle) -> CResult<usize> {
+    crate::span(count(cnt)?, datatype_of(datatype)?.size)
+}
+
+/// A count of a call the core only takes `int` counts for (intercommunicators).
+pub(crate) fn int_count(c: Count) -> CResult<c_int> {
+    c_int::try_from(c).map_err(|_| {
+        err(
+            MPI_ERR_COUNT,
+            format!("count {c} past INT_MAX on an intercommunicator"),
+        )
+    })
 }
 
 pub(crate) fn same_block(send: usize, recv: usize) -> CResult {
@@ -222,7 +234,19 @@ export!(MPI_Ibarrier, PMPI_Ibarrier, (comm: Handle, request: *mut Handle) -> c_i
 
 export!(MPI_Bcast, PMPI_Bcast,
         (buffer: *mut c_void, cnt: c_int, datatype: Handle, root: c_int, comm: Handle) -> c_int {
-    guard("MPI_Bcast", comm, || {
+    bcast_impl("MPI_Bcast", buffer, cnt.into(), datatype, root, comm)
+});
+
+/// `MPI_Bcast` (and `MPI_Bcast_c`).
+pub(crate) fn bcast_impl(
+    name: &str,
+    buffer: *mut c_void,
+    cnt: Count,
+    datatype: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             let l = crate::types::layout_of(datatype)?;
@@ -231,11 +255,11 @@ export!(MPI_Bcast, PMPI_Bcast,
                 // SAFETY: the root passes count readable elements.
                 unsafe { crate::types::pack(&l, buffer, n)? }
             } else {
-                vec![0; n * l.size]
+                vec![0; crate::span(n, l.size)?]
             };
             if root == MPI_ROOT && l.is_contiguous() {
                 // SAFETY: the root passes count × size readable bytes.
-                tmp.copy_from_slice(unsafe { bytes_mut(buffer, n * l.size)? });
+                tmp.copy_from_slice(unsafe { bytes_mut(buffer, crate::span(n, l.size)?)? });
             }
             crate::inter::bcast_inter(&ic, root, &mut tmp)?;
             if root >= 0 {
@@ -249,14 +273,23 @@ export!(MPI_Bcast, PMPI_Bcast,
         let n = count(cnt)?;
         if l.is_contiguous() {
             // SAFETY: the caller passes count × size bytes, valid for the call.
-            let b = unsafe { bytes_mut(buffer, n * l.size)? };
+            let b = unsafe { bytes_mut(buffer, crate::span(n, l.size)?)? };
             // One pointer for both sides, as the general path passes them (the root reads
             // it, the others write it).
             let (ptr, len) = (b.as_mut_ptr(), b.len());
             let u8s = type_map_of::<u8>();
             // SAFETY: `b`'s bytes, borrowed for the call and used through `ptr` only.
             let lean_ran = unsafe {
-                lean(&c, CollKind::Bcast, root, None, &u8s, len, (ptr, len), (ptr, len))?
+                lean(
+                    &c,
+                    CollKind::Bcast,
+                    root,
+                    None,
+                    &u8s,
+                    len,
+                    (ptr, len),
+                    (ptr, len),
+                )?
             };
             if lean_ran {
                 return Ok(());
@@ -269,7 +302,7 @@ export!(MPI_Bcast, PMPI_Bcast,
             // SAFETY: the root passes count readable elements.
             unsafe { crate::types::pack(&l, buffer, n)? }
         } else {
-            vec![0; n * l.size]
+            vec![0; crate::span(n, l.size)?]
         };
         c.process_at_rank(root).broadcast_into(&mut tmp[..]);
         if c.rank() != root {
@@ -278,7 +311,7 @@ export!(MPI_Bcast, PMPI_Bcast,
         }
         Ok(())
     })
-});
+}
 
 fn allreduce_t<T: Equivalence + Copy>(
     c: &SimpleCommunicator,
@@ -310,7 +343,20 @@ fn allreduce_t<T: Equivalence + Copy>(
 export!(MPI_Allreduce, PMPI_Allreduce,
         (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
          op: Handle, comm: Handle) -> c_int {
-    guard("MPI_Allreduce", comm, || {
+    allreduce_impl("MPI_Allreduce", sendbuf, recvbuf, cnt.into(), datatype, op, comm)
+});
+
+/// `MPI_Allreduce` (and `MPI_Allreduce_c`).
+pub(crate) fn allreduce_impl(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    cnt: Count,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             if !crate::localop::core_supported(op, datatype) {
@@ -327,14 +373,16 @@ export!(MPI_Allreduce, PMPI_Allreduce,
         if !crate::localop::core_supported(op, datatype) {
             let r = crate::localop::reducer(op)?;
             // SAFETY: the caller passes cnt elements in each buffer (MPI contract).
-            return unsafe { crate::ops::generic_reduce(&c, r, sendbuf, recvbuf, cnt, datatype, None) };
+            return unsafe {
+                crate::ops::generic_reduce(&c, r, sendbuf, recvbuf, cnt, datatype, None)
+            };
         }
         let dt = datatype_of(datatype)?;
         let n = count(cnt)?;
         let o = system_op(op)?;
         with_kind!(dt.kind, T, allreduce_t::<T>(&c, sendbuf, recvbuf, n, o))
     })
-});
+}
 
 fn reduce_t<T: Equivalence + Copy>(
     c: &SimpleCommunicator,
@@ -376,7 +424,21 @@ fn reduce_t<T: Equivalence + Copy>(
 export!(MPI_Reduce, PMPI_Reduce,
         (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
          op: Handle, root: c_int, comm: Handle) -> c_int {
-    guard("MPI_Reduce", comm, || {
+    reduce_impl("MPI_Reduce", sendbuf, recvbuf, cnt.into(), datatype, op, root, comm)
+});
+
+/// `MPI_Reduce` (and `MPI_Reduce_c`).
+pub(crate) fn reduce_impl(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    cnt: Count,
+    datatype: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             if !crate::localop::core_supported(op, datatype) {
@@ -388,7 +450,17 @@ export!(MPI_Reduce, PMPI_Reduce,
                 });
             }
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::inter_coll::reduce(&ic, sendbuf, recvbuf, cnt, datatype, op, root) };
+            return unsafe {
+                crate::inter_coll::reduce(
+                    &ic,
+                    sendbuf,
+                    recvbuf,
+                    int_count(cnt)?,
+                    datatype,
+                    op,
+                    root,
+                )
+            };
         }
         if !crate::localop::core_supported(op, datatype) {
             let root = root_ok(&c, root)?;
@@ -404,20 +476,50 @@ export!(MPI_Reduce, PMPI_Reduce,
         let root = root_ok(&c, root)?;
         with_kind!(dt.kind, T, reduce_t::<T>(&c, sendbuf, recvbuf, n, o, root))
     })
-});
+}
 
 export!(MPI_Gather, PMPI_Gather,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
-    guard("MPI_Gather", comm, || {
+    gather_impl("MPI_Gather", sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm)
+});
+
+/// `MPI_Gather` (and `MPI_Gather_c`).
+pub(crate) fn gather_impl(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: Count,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcount: Count,
+    recvtype: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::inter_coll::gather(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root) };
+            return unsafe {
+                crate::inter_coll::gather(
+                    &ic,
+                    sendbuf,
+                    int_count(sendcount)?,
+                    sendtype,
+                    recvbuf,
+                    int_count(recvcount)?,
+                    recvtype,
+                    root,
+                )
+            };
         }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::coll_dt::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) };
+            return unsafe {
+                crate::coll_dt::gather(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                )
+            };
         }
         let root = root_ok(&c, root)?;
         let p = c.process_at_rank(root);
@@ -430,12 +532,19 @@ export!(MPI_Gather, PMPI_Gather,
             return Ok(());
         }
         let block = len(recvcount, recvtype)?;
-        let total = block * c.size() as usize;
+        let total = crate::span(block, c.size() as usize)?;
         if in_place(sendbuf) {
             // SAFETY: the root passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
             let mine = r[root as usize * block..][..block].to_vec();
-            if !lean_bytes(&c, CollKind::Gather, root, block, Some(&mine), Some(&mut *r))? {
+            if !lean_bytes(
+                &c,
+                CollKind::Gather,
+                root,
+                block,
+                Some(&mine),
+                Some(&mut *r),
+            )? {
                 p.gather_into_root(&mine[..], r);
             }
         } else {
@@ -450,20 +559,50 @@ export!(MPI_Gather, PMPI_Gather,
         }
         Ok(())
     })
-});
+}
 
 export!(MPI_Scatter, PMPI_Scatter,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
-    guard("MPI_Scatter", comm, || {
+    scatter_impl("MPI_Scatter", sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm)
+});
+
+/// `MPI_Scatter` (and `MPI_Scatter_c`).
+pub(crate) fn scatter_impl(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: Count,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcount: Count,
+    recvtype: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::inter_coll::scatter(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root) };
+            return unsafe {
+                crate::inter_coll::scatter(
+                    &ic,
+                    sendbuf,
+                    int_count(sendcount)?,
+                    sendtype,
+                    recvbuf,
+                    int_count(recvcount)?,
+                    recvtype,
+                    root,
+                )
+            };
         }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::coll_dt::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) };
+            return unsafe {
+                crate::coll_dt::scatter(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                )
+            };
         }
         let root = root_ok(&c, root)?;
         let p = c.process_at_rank(root);
@@ -476,7 +615,7 @@ export!(MPI_Scatter, PMPI_Scatter,
             return Ok(());
         }
         let block = len(sendcount, sendtype)?;
-        let total = block * c.size() as usize;
+        let total = crate::span(block, c.size() as usize)?;
         if in_place(recvbuf) {
             // SAFETY: the root passes size × sendcount × size readable bytes.
             let s = unsafe { bytes(sendbuf, total)? };
@@ -496,28 +635,64 @@ export!(MPI_Scatter, PMPI_Scatter,
         }
         Ok(())
     })
-});
+}
 
 export!(MPI_Allgather, PMPI_Allgather,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
-    guard("MPI_Allgather", comm, || {
+    allgather_impl("MPI_Allgather", sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
+});
+
+/// `MPI_Allgather` (and `MPI_Allgather_c`).
+pub(crate) fn allgather_impl(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: Count,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcount: Count,
+    recvtype: Handle,
+    comm: Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::inter_coll::all(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false) };
+            return unsafe {
+                crate::inter_coll::all(
+                    &ic,
+                    sendbuf,
+                    int_count(sendcount)?,
+                    sendtype,
+                    recvbuf,
+                    int_count(recvcount)?,
+                    recvtype,
+                    false,
+                )
+            };
         }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::coll_dt::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false) };
+            return unsafe {
+                crate::coll_dt::allgather(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false,
+                )
+            };
         }
         let block = len(recvcount, recvtype)?;
-        let total = block * c.size() as usize;
+        let total = crate::span(block, c.size() as usize)?;
         if in_place(sendbuf) {
             // SAFETY: the caller passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
             let mine = r[c.rank() as usize * block..][..block].to_vec();
-            if !lean_bytes(&c, CollKind::Allgather, 0, block, Some(&mine), Some(&mut *r))? {
+            if !lean_bytes(
+                &c,
+                CollKind::Allgather,
+                0,
+                block,
+                Some(&mine),
+                Some(&mut *r),
+            )? {
                 c.all_gather_into(&mine[..], r);
             }
         } else {
@@ -532,23 +707,52 @@ export!(MPI_Allgather, PMPI_Allgather,
         }
         Ok(())
     })
-});
+}
 
 export!(MPI_Alltoall, PMPI_Alltoall,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int {
-    guard("MPI_Alltoall", comm, || {
+    alltoall_impl("MPI_Alltoall", sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
+});
+
+/// `MPI_Alltoall` (and `MPI_Alltoall_c`).
+pub(crate) fn alltoall_impl(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: Count,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcount: Count,
+    recvtype: Handle,
+    comm: Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::inter_coll::all(&ic, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, true) };
+            return unsafe {
+                crate::inter_coll::all(
+                    &ic,
+                    sendbuf,
+                    int_count(sendcount)?,
+                    sendtype,
+                    recvbuf,
+                    int_count(recvcount)?,
+                    recvtype,
+                    true,
+                )
+            };
         }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::coll_dt::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true) };
+            return unsafe {
+                crate::coll_dt::allgather(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true,
+                )
+            };
         }
         let block = len(recvcount, recvtype)?;
-        let total = block * c.size() as usize;
+        let total = crate::span(block, c.size() as usize)?;
         if in_place(sendbuf) {
             // SAFETY: the caller passes size × recvcount × size writable bytes.
             let r = unsafe { bytes_mut(recvbuf, total)? };
@@ -567,4 +771,4 @@ export!(MPI_Alltoall, PMPI_Alltoall,
         }
         Ok(())
     })
-});
+}

@@ -56,10 +56,10 @@ fn mptr(v: &mut [u8]) -> *mut c_void {
 /// Buffers as MPI requires for `MPI_Gather`.
 pub unsafe fn gather(
     s: *const c_void,
-    sc: c_int,
+    sc: crate::Count,
     st: Handle,
     r: *mut c_void,
-    rcnt: c_int,
+    rcnt: crate::Count,
     rt: Handle,
     root: c_int,
     comm: Handle,
@@ -123,10 +123,10 @@ pub unsafe fn gather(
 /// Buffers as MPI requires for `MPI_Scatter`.
 pub unsafe fn scatter(
     s: *const c_void,
-    sc: c_int,
+    sc: crate::Count,
     st: Handle,
     r: *mut c_void,
-    rcnt: c_int,
+    rcnt: crate::Count,
     rt: Handle,
     root: c_int,
     comm: Handle,
@@ -173,10 +173,10 @@ pub unsafe fn scatter(
 /// Buffers as MPI requires for the call.
 pub unsafe fn allgather(
     s: *const c_void,
-    sc: c_int,
+    sc: crate::Count,
     st: Handle,
     r: *mut c_void,
-    rcnt: c_int,
+    rcnt: crate::Count,
     rt: Handle,
     comm: Handle,
     all_to_all: bool,
@@ -309,7 +309,7 @@ unsafe fn unpack_v(
 /// Buffers as MPI requires for the call.
 pub unsafe fn gatherv(
     s: *const c_void,
-    sc: c_int,
+    sc: crate::Count,
     st: Handle,
     r: *mut c_void,
     rcounts: *const c_int,
@@ -401,7 +401,7 @@ pub unsafe fn scatterv(
     displs: *const c_int,
     st: Handle,
     r: *mut c_void,
-    rcnt: c_int,
+    rcnt: crate::Count,
     rt: Handle,
     root: c_int,
     comm: Handle,
@@ -508,7 +508,7 @@ pub unsafe fn alltoallv(
 /// `buf` holds `cnt` elements of `dt`, readable and writable.
 pub unsafe fn sendrecv_replace(
     buf: *mut c_void,
-    cnt: c_int,
+    cnt: crate::Count,
     dt: Handle,
     dest: c_int,
     stag: c_int,
@@ -523,23 +523,14 @@ pub unsafe fn sendrecv_replace(
     let sp = unsafe { pack(&l, buf, n)? };
     let mut tmp = vec![0u8; sp.len()];
     let mut st = MPI_Status::default();
-    // SAFETY: temporaries valid for the call.
-    rc(unsafe {
-        crate::p2p::PMPI_Sendrecv(
-            ptr(&sp),
-            ci(sp.len())?,
-            BYTE,
-            dest,
-            stag,
-            mptr(&mut tmp),
-            ci(tmp.len())?,
-            BYTE,
-            src,
-            rtag,
-            comm,
-            &mut st,
-        )
-    })?;
+    let (sl, rl) = (sp.len() as crate::Count, tmp.len() as crate::Count);
+    rc(crate::p2p::sendrecv_impl(
+        "MPI_Sendrecv",
+        (ptr(&sp), sl, BYTE, dest, stag),
+        (mptr(&mut tmp), rl, BYTE, src, rtag),
+        comm,
+        &mut st,
+    ))?;
     let k = (st.bytes() as usize).min(tmp.len());
     // SAFETY: n writable elements; status ignore or writable.
     unsafe {

@@ -73,7 +73,7 @@ fn scan_common(
             let r = crate::localop::reducer(op)?;
             // SAFETY: the caller passes cnt elements in each buffer (MPI contract).
             return unsafe {
-                crate::ops::generic_scan(&c, r, sendbuf, recvbuf, cnt, datatype, exclusive)
+                crate::ops::generic_scan(&c, r, sendbuf, recvbuf, cnt.into(), datatype, exclusive)
             };
         }
         let dt = datatype_of(datatype)?;
@@ -195,7 +195,7 @@ export!(MPI_Gatherv, PMPI_Gatherv,
         }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, Some(root), comm) };
+            return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, Some(root), comm) };
         }
         let root = root_ok(&c, root)?;
         let p = c.process_at_rank(root);
@@ -233,7 +233,7 @@ export!(MPI_Scatterv, PMPI_Scatterv,
         }
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::coll_dt::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) };
+            return unsafe { crate::coll_dt::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount.into(), recvtype, root, comm) };
         }
         let root = root_ok(&c, root)?;
         let p = c.process_at_rank(root);
@@ -273,7 +273,7 @@ export!(MPI_Allgatherv, PMPI_Allgatherv,
         let c = state::comm(comm)?;
         if crate::coll_dt::any_derived(&[sendtype, recvtype]) {
             // SAFETY: the caller's buffers, as MPI requires.
-            return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, None, comm) };
+            return unsafe { crate::coll_dt::gatherv(sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, None, comm) };
         }
         if in_place(sendbuf) && crate::inter::inter_if(&c, comm).is_some() {
             return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE on an intercommunicator"));

@@ -263,7 +263,7 @@ export!(MPI_Type_size, PMPI_Type_size, (datatype: Handle, size: *mut c_int) -> c
     guard("MPI_Type_size", WORLD, || {
         let l = crate::types::any_layout(datatype)?;
         // SAFETY: the caller passes a writable int.
-        unsafe { out(size, l.size as c_int) }
+        unsafe { out(size, c_int::try_from(l.size).unwrap_or(MPI_UNDEFINED)) }
     })
 });
 

@@ -16,7 +16,7 @@
 use crate::consts::*;
 use crate::p2p::{tag_ok, DONE_PROC_NULL, DONE_SEND};
 use crate::state;
-use crate::{bytes, bytes_mut, count, err, CErr, CResult};
+use crate::{bytes, bytes_mut, count, err, span, CErr, CResult, Count};
 use phalanx::capi_support::Shared;
 use phalanx::capi_support::{self as raw, RawComm, ReqId};
 use std::cell::RefCell;
@@ -66,7 +66,7 @@ struct RawSide {
 #[inline(always)]
 fn raw_side(
     comm: Handle,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     peer: c_int,
     tag: c_int,
@@ -96,7 +96,7 @@ fn raw_side(
     Ok(Some(RawSide {
         comm: rc,
         errh,
-        len: n * dt_size,
+        len: span(n, dt_size)?,
         peer,
         tag,
     }))
@@ -108,7 +108,7 @@ fn raw_side(
 /// `buf` holds `cnt` elements of `datatype`, valid and unmodified until completion.
 pub(crate) unsafe fn isend(
     buf: *const c_void,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     dest: c_int,
     tag: c_int,
@@ -138,7 +138,7 @@ pub(crate) unsafe fn isend(
 /// `buf` has room for `cnt` elements of `datatype`, untouched until completion.
 pub(crate) unsafe fn irecv(
     buf: *mut c_void,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     source: c_int,
     tag: c_int,
@@ -165,7 +165,7 @@ pub(crate) unsafe fn irecv(
 /// handle that completes at once, or `None` for the general path.
 fn proc_null(
     comm: Handle,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     tag: c_int,
     recv: bool,
@@ -192,7 +192,7 @@ fn selectors(s: &RawSide) -> (Option<u32>, Option<i32>) {
 /// `buf` holds `cnt` readable elements of `datatype` for the call.
 pub(crate) unsafe fn send(
     buf: *const c_void,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     dest: c_int,
     tag: c_int,
@@ -220,7 +220,7 @@ pub(crate) unsafe fn send(
 /// `buf` has room for `cnt` elements of `datatype`, writable for the call.
 pub(crate) unsafe fn recv(
     buf: *mut c_void,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     source: c_int,
     tag: c_int,

@@ -52,6 +52,9 @@ pub mod groups;
 pub mod inter;
 pub mod inter_coll;
 pub mod inter_nbc;
+pub mod large_coll;
+pub mod large_p2p;
+pub mod large_types;
 pub mod localop;
 pub mod misc;
 pub mod mprobe;
@@ -291,10 +294,16 @@ fn bad_buffer() -> CErr {
     err(MPI_ERR_BUFFER, "invalid buffer address")
 }
 
-/// A negative count is `MPI_ERR_COUNT`.
+/// `MPI_Count`: the 64-bit count of the large-count (`_c`) functions. The internal
+/// functions count in it; the `int` entry points widen their counts to it.
+pub type Count = i64;
+
+/// A negative count is `MPI_ERR_COUNT` (an `int` or an [`Count`]).
 #[inline]
-pub fn count(c: c_int) -> CResult<usize> {
+pub fn count(c: impl Into<Count>) -> CResult<usize> {
+    let c: Count = c.into();
     if c >= 0 {
+        // Nonnegative i64 fits usize on the 64-bit targets the ABI has.
         Ok(c as usize)
     } else {
         Err(bad_count(c))
@@ -302,8 +311,26 @@ pub fn count(c: c_int) -> CResult<usize> {
 }
 
 #[cold]
-fn bad_count(c: c_int) -> CErr {
+fn bad_count(c: Count) -> CErr {
     err(MPI_ERR_COUNT, format!("invalid count {c}"))
+}
+
+/// The byte length of `n` elements of `size` bytes: `MPI_ERR_COUNT` when the product
+/// passes `isize::MAX` (no buffer is that large; the product never wraps).
+#[inline]
+pub fn span(n: usize, size: usize) -> CResult<usize> {
+    match n.checked_mul(size) {
+        Some(b) if b <= isize::MAX as usize => Ok(b),
+        _ => Err(too_large(n, size)),
+    }
+}
+
+#[cold]
+fn too_large(n: usize, size: usize) -> CErr {
+    err(
+        MPI_ERR_COUNT,
+        format!("count {n} of a {size}-byte datatype is larger than any buffer"),
+    )
 }
 
 /// The C functions MPI lets any thread call whatever the thread level (they touch no

@@ -112,18 +112,31 @@ status_field!(
 export!(MPI_Status_set_elements, PMPI_Status_set_elements,
         (status: *mut MPI_Status, datatype: Handle, cnt: c_int) -> c_int {
     guard("MPI_Status_set_elements", WORLD, || {
-        let l = crate::types::any_layout(datatype)?;
-        let unit = l.prim.and_then(crate::consts::datatype).map_or(l.size, |d| d.size);
-        let bytes = crate::count(cnt)? as u64 * unit as u64;
         // SAFETY: writable status (MPI contract; null checked).
-        unsafe {
-            with_status(status, |s| {
-                s.MPI_internal[0] = bytes as u32 as c_int;
-                s.MPI_internal[1] = (bytes >> 32) as u32 as c_int;
-            })
-        }
+        unsafe { set_elements(status, datatype, cnt.into()) }
     })
 });
+
+/// `MPI_Status_set_elements(_c, _x)`: `cnt` basic elements of `datatype` as the
+/// status's 64-bit byte count.
+///
+/// # Safety
+/// `status` is null (an error) or writable.
+pub(crate) unsafe fn set_elements(status: *mut MPI_Status, datatype: Handle, cnt: i64) -> CResult {
+    let l = crate::types::any_layout(datatype)?;
+    let unit = l
+        .prim
+        .and_then(crate::consts::datatype)
+        .map_or(l.size, |d| d.size);
+    let bytes = crate::span(crate::count(cnt)?, unit)? as u64;
+    // SAFETY: writable status (caller; null checked).
+    unsafe {
+        with_status(status, |s| {
+            s.MPI_internal[0] = bytes as u32 as c_int;
+            s.MPI_internal[1] = (bytes >> 32) as u32 as c_int;
+        })
+    }
+}
 
 export!(MPI_Status_set_cancelled, PMPI_Status_set_cancelled,
         (status: *mut MPI_Status, flag: c_int) -> c_int {

@@ -198,14 +198,14 @@ unsafe fn truncated(m: Message, bytes: u64, buf: *mut c_void, len: usize) -> CRe
     ))
 }
 
-/// `MPI_Mrecv` with a count that fits a C int.
+/// `MPI_Mrecv` and `MPI_Mrecv_c`.
 ///
 /// # Safety
 /// The MPI contract of `MPI_Mrecv`.
 unsafe fn mrecv(
     name: &str,
     buf: *mut c_void,
-    cnt: c_int,
+    cnt: crate::Count,
     datatype: Handle,
     message: *mut Handle,
     status: *mut MPI_Status,
@@ -252,14 +252,14 @@ unsafe fn mrecv(
     })
 }
 
-/// `MPI_Imrecv` with a count that fits a C int.
+/// `MPI_Imrecv` and `MPI_Imrecv_c`.
 ///
 /// # Safety
 /// The MPI contract of `MPI_Imrecv`.
 unsafe fn imrecv(
     name: &str,
     buf: *mut c_void,
-    cnt: c_int,
+    cnt: crate::Count,
     datatype: Handle,
     message: *mut Handle,
     request: *mut Handle,
@@ -311,44 +311,26 @@ export!(MPI_Mrecv, PMPI_Mrecv,
         (buf: *mut c_void, count: c_int, datatype: Handle, message: *mut Handle,
          status: *mut MPI_Status) -> c_int {
     // SAFETY: the caller's MPI contract.
-    unsafe { mrecv("MPI_Mrecv", buf, count, datatype, message, status) }
+    unsafe { mrecv("MPI_Mrecv", buf, count.into(), datatype, message, status) }
 });
 
 export!(MPI_Imrecv, PMPI_Imrecv,
         (buf: *mut c_void, count: c_int, datatype: Handle, message: *mut Handle,
          request: *mut Handle) -> c_int {
     // SAFETY: the caller's MPI contract.
-    unsafe { imrecv("MPI_Imrecv", buf, count, datatype, message, request) }
+    unsafe { imrecv("MPI_Imrecv", buf, count.into(), datatype, message, request) }
 });
-
-/// A large count as a C int (phalanx's buffers are sized in C ints of elements).
-fn small(count: i64, name: &str) -> Result<c_int, c_int> {
-    c_int::try_from(count).map_err(|_| {
-        guard(name, COMM_WORLD as Handle, || {
-            Err(err(
-                MPI_ERR_COUNT,
-                format!("count {count} beyond what phalanx supports"),
-            ))
-        })
-    })
-}
 
 export!(MPI_Mrecv_c, PMPI_Mrecv_c,
         (buf: *mut c_void, count: i64, datatype: Handle, message: *mut Handle,
          status: *mut MPI_Status) -> c_int {
-    match small(count, "MPI_Mrecv_c") {
-        // SAFETY: the caller's MPI contract.
-        Ok(n) => unsafe { mrecv("MPI_Mrecv_c", buf, n, datatype, message, status) },
-        Err(rc) => rc,
-    }
+    // SAFETY: the caller's MPI contract.
+    unsafe { mrecv("MPI_Mrecv_c", buf, count, datatype, message, status) }
 });
 
 export!(MPI_Imrecv_c, PMPI_Imrecv_c,
         (buf: *mut c_void, count: i64, datatype: Handle, message: *mut Handle,
          request: *mut Handle) -> c_int {
-    match small(count, "MPI_Imrecv_c") {
-        // SAFETY: the caller's MPI contract.
-        Ok(n) => unsafe { imrecv("MPI_Imrecv_c", buf, n, datatype, message, request) },
-        Err(rc) => rc,
-    }
+    // SAFETY: the caller's MPI contract.
+    unsafe { imrecv("MPI_Imrecv_c", buf, count, datatype, message, request) }
 });

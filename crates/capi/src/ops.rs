@@ -101,7 +101,7 @@ pub(crate) unsafe fn generic_reduce(
     red: Reducer,
     send: *const c_void,
     recv: *mut c_void,
-    cnt: c_int,
+    cnt: crate::Count,
     dt: Handle,
     root: Option<c_int>,
 ) -> CResult {
@@ -147,7 +147,7 @@ pub(crate) unsafe fn generic_scan(
     red: Reducer,
     send: *const c_void,
     recv: *mut c_void,
-    cnt: c_int,
+    cnt: crate::Count,
     dt: Handle,
     exclusive: bool,
 ) -> CResult {

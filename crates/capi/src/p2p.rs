@@ -22,7 +22,7 @@ use crate::env::datatype_of;
 use crate::fastpath;
 use crate::state::{self, LiveReq, ReqEntry, Staged};
 use crate::types::{layout_of, pack, unpack, Layout};
-use crate::{bytes, bytes_mut, count, err, export, guard, out, CResult};
+use crate::{bytes, bytes_mut, count, err, export, guard, out, span, CResult, Count};
 use phalanx::point_to_point::Status;
 use phalanx::request::{Request, Scope, StaticScope};
 use phalanx::topology::SimpleCommunicator;
@@ -143,7 +143,7 @@ impl Side {
 /// Validated arguments of a transfer with a predefined datatype.
 pub(crate) fn side(
     comm: Handle,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     peer_rank: c_int,
     tag: c_int,
@@ -156,7 +156,7 @@ pub(crate) fn side(
     let p = peer(&c, peer_rank, recv)?;
     Ok(Side {
         comm: c,
-        len: n * dt.size,
+        len: span(n, dt.size)?,
         peer: p,
         tag,
         derived: None,
@@ -166,7 +166,7 @@ pub(crate) fn side(
 /// As [`side`], accepting committed derived datatypes.
 pub(crate) fn dside(
     comm: Handle,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     peer_rank: c_int,
     tag: c_int,
@@ -182,7 +182,7 @@ pub(crate) fn dside(
     let n = count(cnt)?;
     let tag = tag_ok(tag, recv)?;
     let p = peer(&c, peer_rank, recv)?;
-    let len = n * l.size;
+    let len = span(n, l.size)?;
     Ok(Side {
         comm: c,
         len,
@@ -225,7 +225,7 @@ pub(crate) fn check_truncation(s: &Side, src: c_int, comm: Handle) -> CResult<(c
 pub(crate) fn send_impl(
     name: &str,
     buf: *const c_void,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     dest: c_int,
     tag: c_int,
@@ -254,13 +254,27 @@ pub(crate) fn send_impl(
 export!(MPI_Send, PMPI_Send,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle) -> c_int {
-    send_impl("MPI_Send", buf, cnt, datatype, dest, tag, comm, false)
+    send_impl("MPI_Send", buf, cnt.into(), datatype, dest, tag, comm, false)
 });
 
 export!(MPI_Recv, PMPI_Recv,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
          comm: Handle, status: *mut MPI_Status) -> c_int {
-    guard("MPI_Recv", comm, || {
+    recv_impl("MPI_Recv", buf, cnt.into(), datatype, source, tag, comm, status)
+});
+
+/// `MPI_Recv` (and `MPI_Recv_c`).
+pub(crate) fn recv_impl(
+    name: &str,
+    buf: *mut c_void,
+    cnt: Count,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MPI_Status,
+) -> c_int {
+    guard(name, comm, || {
         // SAFETY: the caller passes count × size writable bytes for the call.
         if let Some(st) = unsafe { fastpath::recv(buf, cnt, datatype, source, tag, comm)? } {
             // SAFETY: status is MPI_STATUS_IGNORE or writable.
@@ -301,7 +315,7 @@ export!(MPI_Recv, PMPI_Recv,
         unsafe { put_status(status, st) };
         Ok(())
     })
-});
+}
 
 /// The request of a nonblocking send (synchronous when `sync`: completes once the
 /// receive matched), started now.
@@ -310,7 +324,7 @@ export!(MPI_Recv, PMPI_Recv,
 /// `buf` holds `cnt` elements of `datatype`, valid and unmodified until completion.
 pub(crate) unsafe fn isend_entry(
     buf: *const c_void,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     dest: c_int,
     tag: c_int,
@@ -347,7 +361,7 @@ pub(crate) unsafe fn isend_entry(
 pub(crate) fn isend_impl(
     name: &str,
     buf: *const c_void,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     dest: c_int,
     tag: c_int,
@@ -392,7 +406,7 @@ pub(crate) fn isend_impl(
 export!(MPI_Isend, PMPI_Isend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
-    isend_impl("MPI_Isend", buf, cnt, datatype, dest, tag, comm, request, false)
+    isend_impl("MPI_Isend", buf, cnt.into(), datatype, dest, tag, comm, request, false)
 });
 
 /// The request of a nonblocking receive, started now.
@@ -401,7 +415,7 @@ export!(MPI_Isend, PMPI_Isend,
 /// `buf` has room for `cnt` elements of `datatype`, valid and untouched until completion.
 pub(crate) unsafe fn irecv_entry(
     buf: *mut c_void,
-    cnt: c_int,
+    cnt: Count,
     datatype: Handle,
     source: c_int,
     tag: c_int,
@@ -431,7 +445,21 @@ pub(crate) unsafe fn irecv_entry(
 export!(MPI_Irecv, PMPI_Irecv,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
-    guard("MPI_Irecv", comm, || {
+    irecv_impl("MPI_Irecv", buf, cnt.into(), datatype, source, tag, comm, request)
+});
+
+/// `MPI_Irecv` (and `MPI_Irecv_c`).
+pub(crate) fn irecv_impl(
+    name: &str,
+    buf: *mut c_void,
+    cnt: Count,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         if request.is_null() {
             dside(comm, cnt, datatype, source, tag, true)?;
             return Err(err(MPI_ERR_ARG, "null request pointer"));
@@ -446,7 +474,7 @@ export!(MPI_Irecv, PMPI_Irecv,
         // SAFETY: non-null, writable (MPI contract).
         unsafe { out(request, state::add_req(e)) }
     })
-});
+}
 
 /// Completes entry `e` (blocking if `wait`): its status, or the entry back (still
 /// running). Persistent entries are handled by [`complete`].
@@ -645,29 +673,59 @@ export!(MPI_Waitall, PMPI_Waitall,
 export!(MPI_Get_count, PMPI_Get_count,
         (status: *const MPI_Status, datatype: Handle, cnt: *mut c_int) -> c_int {
     guard("MPI_Get_count", WORLD, || {
-        let dt = crate::types::any_layout(datatype)?;
-        if status.is_null() {
-            return Err(err(MPI_ERR_ARG, "null status"));
-        }
-        // SAFETY: non-null, and the caller passes a readable status.
-        let bytes = unsafe { status.read() }.bytes();
-        let n = if dt.size == 0 {
-            0
-        } else if bytes % dt.size as u64 != 0 {
-            MPI_UNDEFINED
-        } else {
-            c_int::try_from(bytes / dt.size as u64).unwrap_or(MPI_UNDEFINED)
-        };
+        // SAFETY: the caller passes a readable status.
+        let n = unsafe { get_count(status, datatype)? };
         // SAFETY: the caller passes a writable int.
-        unsafe { out(cnt, n) }
+        unsafe { out(cnt, c_int::try_from(n).unwrap_or(MPI_UNDEFINED)) }
     })
 });
+
+/// The count of `MPI_Get_count(_c)`: whole elements of `datatype` in the status's
+/// bytes (64 bits), `MPI_UNDEFINED` when they are not a whole number.
+///
+/// # Safety
+/// `status` is null (an error) or readable.
+pub(crate) unsafe fn get_count(status: *const MPI_Status, datatype: Handle) -> CResult<Count> {
+    let dt = crate::types::any_layout(datatype)?;
+    if status.is_null() {
+        return Err(err(MPI_ERR_ARG, "null status"));
+    }
+    // SAFETY: non-null, and the caller passes a readable status.
+    let bytes = unsafe { status.read() }.bytes();
+    Ok(if dt.size == 0 {
+        0
+    } else if bytes % dt.size as u64 != 0 {
+        MPI_UNDEFINED.into()
+    } else {
+        (bytes / dt.size as u64) as Count
+    })
+}
 
 export!(MPI_Sendrecv, PMPI_Sendrecv,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, dest: c_int,
          sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
          source: c_int, recvtag: c_int, comm: Handle, status: *mut MPI_Status) -> c_int {
-    guard("MPI_Sendrecv", comm, || {
+    sendrecv_impl(
+        "MPI_Sendrecv",
+        (sendbuf, sendcount.into(), sendtype, dest, sendtag),
+        (recvbuf, recvcount.into(), recvtype, source, recvtag),
+        comm,
+        status,
+    )
+});
+
+/// One side of `MPI_Sendrecv`: `(buffer, count, datatype, peer, tag)`.
+pub(crate) type SrSide<B> = (B, Count, Handle, c_int, c_int);
+
+/// `MPI_Sendrecv` (and `MPI_Sendrecv_c`).
+pub(crate) fn sendrecv_impl(
+    name: &str,
+    (sendbuf, sendcount, sendtype, dest, sendtag): SrSide<*const c_void>,
+    (recvbuf, recvcount, recvtype, source, recvtag): SrSide<*mut c_void>,
+    comm: Handle,
+    status: *mut MPI_Status,
+) -> c_int {
+    guard(name, comm, || {
         let s = dside(comm, sendcount, sendtype, dest, sendtag, false)?;
         let r = dside(comm, recvcount, recvtype, source, recvtag, true)?;
         if s.derived.is_none() && r.derived.is_none() {
@@ -704,4 +762,4 @@ export!(MPI_Sendrecv, PMPI_Sendrecv,
         unsafe { put_status(status, st) };
         Ok(())
     })
-});
+}

@@ -76,23 +76,40 @@ const BYTE: Handle = 0x247 as Handle;
 export!(MPI_Ssend, PMPI_Ssend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle) -> c_int {
-    crate::p2p::send_impl("MPI_Ssend", buf, cnt, datatype, dest, tag, comm, true)
+    crate::p2p::send_impl("MPI_Ssend", buf, cnt.into(), datatype, dest, tag, comm, true)
 });
 
 export!(MPI_Issend, PMPI_Issend,
         (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
-    crate::p2p::isend_impl("MPI_Issend", buf, cnt, datatype, dest, tag, comm, request, true)
+    crate::p2p::isend_impl("MPI_Issend", buf, cnt.into(), datatype, dest, tag, comm, request, true)
 });
 
 export!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, dest: c_int, sendtag: c_int,
          source: c_int, recvtag: c_int, comm: Handle, status: *mut MPI_Status) -> c_int {
-    guard("MPI_Sendrecv_replace", comm, || {
+    sendrecv_replace_impl("MPI_Sendrecv_replace", buf, cnt.into(), datatype, (dest, sendtag), (source, recvtag), comm, status)
+});
+
+/// `MPI_Sendrecv_replace` (and `MPI_Sendrecv_replace_c`): `(dest, sendtag)`,
+/// `(source, recvtag)`.
+pub(crate) fn sendrecv_replace_impl(
+    name: &str,
+    buf: *mut c_void,
+    cnt: crate::Count,
+    datatype: Handle,
+    (dest, sendtag): (c_int, c_int),
+    (source, recvtag): (c_int, c_int),
+    comm: Handle,
+    status: *mut MPI_Status,
+) -> c_int {
+    guard(name, comm, || {
         if crate::types::is_derived(datatype) {
             // SAFETY: the caller's buffer, as MPI requires.
             return unsafe {
-                crate::coll_dt::sendrecv_replace(buf, cnt, datatype, dest, sendtag, source, recvtag, comm, status)
+                crate::coll_dt::sendrecv_replace(
+                    buf, cnt, datatype, dest, sendtag, source, recvtag, comm, status,
+                )
             };
         }
         let s = side(comm, cnt, datatype, dest, sendtag, false)?;
@@ -102,7 +119,9 @@ export!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace,
         let b = unsafe { bytes_mut(buf, s.len)? };
         let mut tmp = vec![0u8; r.len];
         let st = phalanx::request::scope(|sc| {
-            let rq = r.peer.map(|_| start_recv(&r.comm, sc, &mut tmp[..], src, rtag));
+            let rq = r
+                .peer
+                .map(|_| start_recv(&r.comm, sc, &mut tmp[..], src, rtag));
             if let Some(d) = s.peer {
                 s.comm.process_at_rank(d).send_with_tag(&b[..], s.tag);
             }
@@ -116,7 +135,7 @@ export!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace,
         unsafe { put_status(status, st) };
         Ok(())
     })
-});
+}
 
 /// Reads the `n` request handles at `p`.
 ///

@@ -1,4 +1,5 @@
-//! MPI-4 point-to-point additions: `MPI_Isendrecv`, `MPI_Isendrecv_replace`,
+//! MPI-4 point-to-point additions: `MPI_Isendrecv`, `MPI_Isendrecv_replace` (and their
+//! `_c` forms),
 //! `MPI_Request_get_status_all`, `MPI_Request_get_status_any`,
 //! `MPI_Request_get_status_some`.
 //!
@@ -18,7 +19,7 @@ use crate::nbc::req_ok;
 use crate::p2p::{irecv_entry, is_inactive, isend_entry, put_status};
 use crate::state::{self, LiveReq, ReqEntry};
 use crate::types::{layout_of, pack};
-use crate::{count, export, guard, out, typed, CResult};
+use crate::{count, export, guard, out, typed, CResult, Count};
 use std::ffi::{c_int, c_void};
 
 const WORLD: Handle = COMM_WORLD as Handle;
@@ -34,19 +35,84 @@ fn register(recv: ReqEntry, send: ReqEntry, keep: Vec<u8>, comm: Handle) -> Hand
     })
 }
 
+/// `MPI_Isendrecv(_c)`.
+///
+/// # Safety
+/// The caller's buffers, valid until the request completes (MPI contract).
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv(
+    (sendbuf, sendcount, sendtype, dest, sendtag): (*const c_void, Count, Handle, c_int, c_int),
+    (recvbuf, recvcount, recvtype, source, recvtag): (*mut c_void, Count, Handle, c_int, c_int),
+    comm: Handle,
+    request: *mut Handle,
+) -> CResult {
+    req_ok(request)?;
+    // SAFETY: caller.
+    let (recv, send) = unsafe {
+        let recv = irecv_entry(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+        (
+            recv,
+            isend_entry(sendbuf, sendcount, sendtype, dest, sendtag, comm, false)?,
+        )
+    };
+    // SAFETY: non-null (checked), writable (MPI contract).
+    unsafe { out(request, register(recv, send, Vec::new(), comm)) }
+}
+
+/// `MPI_Isendrecv_replace(_c)`.
+///
+/// # Safety
+/// The caller's buffer, valid until the request completes (MPI contract).
+unsafe fn isendrecv_replace(
+    (buf, cnt, datatype): (*mut c_void, Count, Handle),
+    (dest, sendtag, source, recvtag): (c_int, c_int, c_int, c_int),
+    comm: Handle,
+    request: *mut Handle,
+) -> CResult {
+    req_ok(request)?;
+    let n = count(cnt)?;
+    let l = layout_of(datatype)?;
+    let copy = if dest == MPI_PROC_NULL {
+        Vec::new()
+    } else {
+        // SAFETY: the caller passes cnt readable elements.
+        unsafe { pack(&l, buf, n)? }
+    };
+    let len = copy.len() as Count;
+    // SAFETY: `copy` moves into the request with its heap data in place, and is dropped
+    // after the send; buf is the caller's until completion (MPI contract).
+    let (recv, send) = unsafe {
+        let recv = irecv_entry(buf, cnt, datatype, source, recvtag, comm)?;
+        let send = isend_entry(copy.as_ptr().cast(), len, BYTE, dest, sendtag, comm, false)?;
+        (recv, send)
+    };
+    // SAFETY: non-null (checked), writable (MPI contract).
+    unsafe { out(request, register(recv, send, copy, comm)) }
+}
+
 export!(MPI_Isendrecv, PMPI_Isendrecv,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, dest: c_int,
          sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
          source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Isendrecv", comm, || {
-        req_ok(request)?;
-        // SAFETY: the caller's buffers, valid until the request completes (MPI contract).
-        let (recv, send) = unsafe {
-            let recv = irecv_entry(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-            (recv, isend_entry(sendbuf, sendcount, sendtype, dest, sendtag, comm, false)?)
-        };
-        // SAFETY: non-null (checked), writable (MPI contract).
-        unsafe { out(request, register(recv, send, Vec::new(), comm)) }
+        // SAFETY: the caller's buffers (nonblocking contract).
+        unsafe {
+            isendrecv((sendbuf, sendcount.into(), sendtype, dest, sendtag),
+                      (recvbuf, recvcount.into(), recvtype, source, recvtag), comm, request)
+        }
+    })
+});
+
+export!(MPI_Isendrecv_c, PMPI_Isendrecv_c,
+        (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, dest: c_int,
+         sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: Handle,
+         source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Isendrecv_c", comm, || {
+        // SAFETY: the caller's buffers (nonblocking contract).
+        unsafe {
+            isendrecv((sendbuf, sendcount, sendtype, dest, sendtag),
+                      (recvbuf, recvcount, recvtype, source, recvtag), comm, request)
+        }
     })
 });
 
@@ -54,27 +120,23 @@ export!(MPI_Isendrecv_replace, PMPI_Isendrecv_replace,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, dest: c_int, sendtag: c_int,
          source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Isendrecv_replace", comm, || {
-        req_ok(request)?;
-        let n = count(cnt)?;
-        let l = layout_of(datatype)?;
-        let copy = if dest == MPI_PROC_NULL {
-            Vec::new()
-        } else {
-            // SAFETY: the caller passes cnt readable elements.
-            unsafe { pack(&l, buf, n)? }
-        };
-        let len = c_int::try_from(copy.len())
-            .map_err(|_| crate::err(MPI_ERR_COUNT, "message too large for MPI_Isendrecv_replace"))?;
-        // SAFETY: `copy` moves into the request with its heap data in place, and is
-        // dropped after the send; buf is the caller's until completion (MPI contract).
-        let (recv, send) = unsafe {
-            let recv = irecv_entry(buf, cnt, datatype, source, recvtag, comm)?;
-            let send = isend_entry(copy.as_ptr().cast(), len, BYTE, dest, sendtag,
-                                   comm, false)?;
-            (recv, send)
-        };
-        // SAFETY: non-null (checked), writable (MPI contract).
-        unsafe { out(request, register(recv, send, copy, comm)) }
+        // SAFETY: the caller's buffer (nonblocking contract).
+        unsafe {
+            isendrecv_replace((buf, cnt.into(), datatype), (dest, sendtag, source, recvtag),
+                              comm, request)
+        }
+    })
+});
+
+export!(MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c,
+        (buf: *mut c_void, cnt: Count, datatype: Handle, dest: c_int, sendtag: c_int,
+         source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
+    guard("MPI_Isendrecv_replace_c", comm, || {
+        // SAFETY: the caller's buffer (nonblocking contract).
+        unsafe {
+            isendrecv_replace((buf, cnt, datatype), (dest, sendtag, source, recvtag), comm,
+                              request)
+        }
     })
 });
 

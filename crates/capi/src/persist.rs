@@ -66,7 +66,7 @@ pub struct Persist {
     /// What `MPI_Start` starts.
     pub op: Op,
     /// Element count.
-    pub cnt: c_int,
+    pub cnt: crate::Count,
     /// Datatype handle.
     pub datatype: Handle,
     /// Destination or source rank.
@@ -121,9 +121,9 @@ pub(crate) fn add_coll(
 }
 
 /// Creates an inactive persistent request after checking the arguments.
-fn init(
+pub(crate) fn init(
     op: Op,
-    cnt: c_int,
+    cnt: crate::Count,
     datatype: Handle,
     peer: c_int,
     tag: c_int,
@@ -164,7 +164,7 @@ macro_rules! send_init {
                 (buf: *const c_void, cnt: c_int, datatype: Handle, dest: c_int, tag: c_int,
                  comm: Handle, request: *mut Handle) -> c_int {
             guard(stringify!($name), comm, || {
-                init(Op::Send { buf, mode: $mode }, cnt, datatype, dest, tag, comm, request)
+                init(Op::Send { buf, mode: $mode }, cnt.into(), datatype, dest, tag, comm, request)
             })
         });
     };
@@ -179,7 +179,7 @@ export!(MPI_Recv_init, PMPI_Recv_init,
         (buf: *mut c_void, cnt: c_int, datatype: Handle, source: c_int, tag: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
     guard("MPI_Recv_init", comm, || {
-        init(Op::Recv { buf }, cnt, datatype, source, tag, comm, request)
+        init(Op::Recv { buf }, cnt.into(), datatype, source, tag, comm, request)
     })
 });
 

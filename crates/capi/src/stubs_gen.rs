@@ -75,11 +75,6 @@ export!(MPI_Add_error_string, PMPI_Add_error_string, (errorcode: c_int, string: 
     not_implemented("MPI_Add_error_string", WORLD)
 });
 
-export!(MPI_Allgather_c, PMPI_Allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    not_implemented("MPI_Allgather_c", comm)
-});
-
 export!(MPI_Allgather_init_c, PMPI_Allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -103,11 +98,6 @@ export!(MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c, (sendbuf: *const c_void, 
     not_implemented("MPI_Allgatherv_init_c", comm)
 });
 
-export!(MPI_Allreduce_c, PMPI_Allreduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm);
-    not_implemented("MPI_Allreduce_c", comm)
-});
-
 export!(MPI_Allreduce_init_c, PMPI_Allreduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -115,11 +105,6 @@ export!(MPI_Allreduce_init_c, PMPI_Allreduce_init_c, (sendbuf: *const c_void, re
     }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Allreduce_init_c", comm)
-});
-
-export!(MPI_Alltoall_c, PMPI_Alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    not_implemented("MPI_Alltoall_c", comm)
 });
 
 export!(MPI_Alltoall_init_c, PMPI_Alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -159,11 +144,6 @@ export!(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c, (sendbuf: *const c_void, se
     not_implemented("MPI_Alltoallw_init_c", comm)
 });
 
-export!(MPI_Bcast_c, PMPI_Bcast_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (buffer, count, datatype, root, comm);
-    not_implemented("MPI_Bcast_c", comm)
-});
-
 export!(MPI_Bcast_init_c, PMPI_Bcast_init_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -171,30 +151,6 @@ export!(MPI_Bcast_init_c, PMPI_Bcast_init_c, (buffer: *mut c_void, count: i64, d
     }
     let _ = (buffer, count, datatype, root, comm, info, request);
     not_implemented("MPI_Bcast_init_c", comm)
-});
-
-export!(MPI_Bsend_c, PMPI_Bsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Bsend_c", comm)
-});
-
-export!(MPI_Bsend_init_c, PMPI_Bsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Bsend_init_c", comm)
-});
-
-export!(MPI_Buffer_attach_c, PMPI_Buffer_attach_c, (buffer: *mut c_void, size: i64) -> c_int {
-    let _ = (buffer, size);
-    not_implemented("MPI_Buffer_attach_c", WORLD)
-});
-
-export!(MPI_Buffer_detach_c, PMPI_Buffer_detach_c, (buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
-    let _ = (buffer_addr, size);
-    not_implemented("MPI_Buffer_detach_c", WORLD)
 });
 
 export!(MPI_Close_port, PMPI_Close_port, (port_name: *const c_void) -> c_int {
@@ -831,11 +787,6 @@ export!(MPI_File_write_shared_c, PMPI_File_write_shared_c, (fh: Handle, buf: *co
     not_implemented("MPI_File_write_shared_c", WORLD)
 });
 
-export!(MPI_Gather_c, PMPI_Gather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    not_implemented("MPI_Gather_c", comm)
-});
-
 export!(MPI_Gather_init_c, PMPI_Gather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -857,21 +808,6 @@ export!(MPI_Gatherv_init_c, PMPI_Gatherv_init_c, (sendbuf: *const c_void, sendco
     }
     let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     not_implemented("MPI_Gatherv_init_c", comm)
-});
-
-export!(MPI_Get_count_c, PMPI_Get_count_c, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Get_count_c", WORLD)
-});
-
-export!(MPI_Get_elements_c, PMPI_Get_elements_c, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Get_elements_c", WORLD)
-});
-
-export!(MPI_Get_elements_x, PMPI_Get_elements_x, (status: *const c_void, datatype: Handle, count: *mut c_void) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Get_elements_x", WORLD)
 });
 
 export!(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info, (hw_info: *mut Handle) -> c_int {
@@ -953,15 +889,6 @@ export!(MPI_Ibcast_c, PMPI_Ibcast_c, (buffer: *mut c_void, count: i64, datatype:
     }
     let _ = (buffer, count, datatype, root, comm, request);
     not_implemented("MPI_Ibcast_c", comm)
-});
-
-export!(MPI_Ibsend_c, PMPI_Ibsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Ibsend_c", comm)
 });
 
 export!(MPI_Iexscan_c, PMPI_Iexscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
@@ -1054,15 +981,6 @@ export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (lo
     not_implemented("MPI_Intercomm_create_from_groups", WORLD)
 });
 
-export!(MPI_Irecv_c, PMPI_Irecv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, source, tag, comm, request);
-    not_implemented("MPI_Irecv_c", comm)
-});
-
 export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1090,15 +1008,6 @@ export!(MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, (sendbuf: *co
     not_implemented("MPI_Ireduce_scatter_block_c", comm)
 });
 
-export!(MPI_Irsend_c, PMPI_Irsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Irsend_c", comm)
-});
-
 export!(MPI_Iscan_c, PMPI_Iscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1124,42 +1033,6 @@ export!(MPI_Iscatterv_c, PMPI_Iscatterv_c, (sendbuf: *const c_void, sendcounts: 
     }
     let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     not_implemented("MPI_Iscatterv_c", comm)
-});
-
-export!(MPI_Isend_c, PMPI_Isend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Isend_c", comm)
-});
-
-export!(MPI_Isendrecv_c, PMPI_Isendrecv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request);
-    not_implemented("MPI_Isendrecv_c", comm)
-});
-
-export!(MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c, (buf: *mut c_void, count: i64, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, sendtag, source, recvtag, comm, request);
-    not_implemented("MPI_Isendrecv_replace_c", comm)
-});
-
-export!(MPI_Issend_c, PMPI_Issend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Issend_c", comm)
 });
 
 export!(MPI_Lookup_name, PMPI_Lookup_name, (service_name: *const c_void, info: Handle, port_name: *mut c_void) -> c_int {
@@ -1251,11 +1124,6 @@ export!(MPI_Open_port, PMPI_Open_port, (info: Handle, port_name: *mut c_void) ->
     not_implemented("MPI_Open_port", WORLD)
 });
 
-export!(MPI_Pack_c, PMPI_Pack_c, (inbuf: *const c_void, incount: i64, datatype: Handle, outbuf: *mut c_void, outsize: i64, position: *mut c_void, comm: Handle) -> c_int {
-    let _ = (inbuf, incount, datatype, outbuf, outsize, position, comm);
-    not_implemented("MPI_Pack_c", comm)
-});
-
 export!(MPI_Pack_external, PMPI_Pack_external, (datarep: *const c_void, inbuf: *const c_void, incount: c_int, datatype: Handle, outbuf: *mut c_void, outsize: isize, position: *mut c_void) -> c_int {
     let _ = (datarep, inbuf, incount, datatype, outbuf, outsize, position);
     not_implemented("MPI_Pack_external", WORLD)
@@ -1274,11 +1142,6 @@ export!(MPI_Pack_external_size, PMPI_Pack_external_size, (datarep: *const c_void
 export!(MPI_Pack_external_size_c, PMPI_Pack_external_size_c, (datarep: *const c_void, incount: i64, datatype: Handle, size: *mut c_void) -> c_int {
     let _ = (datarep, incount, datatype, size);
     not_implemented("MPI_Pack_external_size_c", WORLD)
-});
-
-export!(MPI_Pack_size_c, PMPI_Pack_size_c, (incount: i64, datatype: Handle, comm: Handle, size: *mut c_void) -> c_int {
-    let _ = (incount, datatype, comm, size);
-    not_implemented("MPI_Pack_size_c", comm)
 });
 
 export!(MPI_Parrived, PMPI_Parrived, (request: Handle, partition: c_int, flag: *mut c_void) -> c_int {
@@ -1345,25 +1208,6 @@ export!(MPI_Psend_init_c, PMPI_Psend_init_c, (buf: *const c_void, partitions: c_
 export!(MPI_Publish_name, PMPI_Publish_name, (service_name: *const c_void, info: Handle, port_name: *const c_void) -> c_int {
     let _ = (service_name, info, port_name);
     not_implemented("MPI_Publish_name", WORLD)
-});
-
-export!(MPI_Recv_c, PMPI_Recv_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, status: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, source, tag, comm, status);
-    not_implemented("MPI_Recv_c", comm)
-});
-
-export!(MPI_Recv_init_c, PMPI_Recv_init_c, (buf: *mut c_void, count: i64, datatype: Handle, source: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, source, tag, comm, request);
-    not_implemented("MPI_Recv_init_c", comm)
-});
-
-export!(MPI_Reduce_c, PMPI_Reduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, root, comm);
-    not_implemented("MPI_Reduce_c", comm)
 });
 
 export!(MPI_Reduce_init_c, PMPI_Reduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -1433,20 +1277,6 @@ export!(MPI_Remove_error_string, PMPI_Remove_error_string, (errorcode: c_int) ->
     not_implemented("MPI_Remove_error_string", WORLD)
 });
 
-export!(MPI_Rsend_c, PMPI_Rsend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Rsend_c", comm)
-});
-
-export!(MPI_Rsend_init_c, PMPI_Rsend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Rsend_init_c", comm)
-});
-
 export!(MPI_Scan_c, PMPI_Scan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
     let _ = (sendbuf, recvbuf, count, datatype, op, comm);
     not_implemented("MPI_Scan_c", comm)
@@ -1459,11 +1289,6 @@ export!(MPI_Scan_init_c, PMPI_Scan_init_c, (sendbuf: *const c_void, recvbuf: *mu
     }
     let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
     not_implemented("MPI_Scan_init_c", comm)
-});
-
-export!(MPI_Scatter_c, PMPI_Scatter_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    not_implemented("MPI_Scatter_c", comm)
 });
 
 export!(MPI_Scatter_init_c, PMPI_Scatter_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
@@ -1487,30 +1312,6 @@ export!(MPI_Scatterv_init_c, PMPI_Scatterv_init_c, (sendbuf: *const c_void, send
     }
     let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     not_implemented("MPI_Scatterv_init_c", comm)
-});
-
-export!(MPI_Send_c, PMPI_Send_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Send_c", comm)
-});
-
-export!(MPI_Send_init_c, PMPI_Send_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Send_init_c", comm)
-});
-
-export!(MPI_Sendrecv_c, PMPI_Sendrecv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, source: c_int, recvtag: c_int, comm: Handle, status: *mut c_void) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    not_implemented("MPI_Sendrecv_c", comm)
-});
-
-export!(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c, (buf: *mut c_void, count: i64, datatype: Handle, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle, status: *mut c_void) -> c_int {
-    let _ = (buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
-    not_implemented("MPI_Sendrecv_replace_c", comm)
 });
 
 export!(MPI_Session_attach_buffer, PMPI_Session_attach_buffer, (session: Handle, buffer: *mut c_void, size: c_int) -> c_int {
@@ -1617,39 +1418,6 @@ export!(MPI_Session_set_errhandler, PMPI_Session_set_errhandler, (session: Handl
     not_implemented("MPI_Session_set_errhandler", WORLD)
 });
 
-export!(MPI_Ssend_c, PMPI_Ssend_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int {
-    let _ = (buf, count, datatype, dest, tag, comm);
-    not_implemented("MPI_Ssend_c", comm)
-});
-
-export!(MPI_Ssend_init_c, PMPI_Ssend_init_c, (buf: *const c_void, count: i64, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buf, count, datatype, dest, tag, comm, request);
-    not_implemented("MPI_Ssend_init_c", comm)
-});
-
-export!(MPI_Status_set_elements_c, PMPI_Status_set_elements_c, (status: *mut c_void, datatype: Handle, count: i64) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Status_set_elements_c", WORLD)
-});
-
-export!(MPI_Status_set_elements_x, PMPI_Status_set_elements_x, (status: *mut c_void, datatype: Handle, count: i64) -> c_int {
-    let _ = (status, datatype, count);
-    not_implemented("MPI_Status_set_elements_x", WORLD)
-});
-
-export!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c, (count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, oldtype, newtype);
-    not_implemented("MPI_Type_contiguous_c", WORLD)
-});
-
 export!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1686,72 +1454,9 @@ export!(MPI_Type_create_f90_real, PMPI_Type_create_f90_real, (p: c_int, r: c_int
     not_implemented("MPI_Type_create_f90_real", WORLD)
 });
 
-export!(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_hindexed_c", WORLD)
-});
-
-export!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, blocklength, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_hindexed_block_c", WORLD)
-});
-
-export!(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, blocklength, stride, oldtype, newtype);
-    not_implemented("MPI_Type_create_hvector_c", WORLD)
-});
-
-export!(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c, (count: i64, blocklength: i64, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, blocklength, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_create_indexed_block_c", WORLD)
-});
-
 export!(MPI_Type_create_keyval, PMPI_Type_create_keyval, (type_copy_attr_fn: *mut c_void, type_delete_attr_fn: *mut c_void, type_keyval: *mut c_void, extra_state: *mut c_void) -> c_int {
     let _ = (type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state);
     not_implemented("MPI_Type_create_keyval", WORLD)
-});
-
-export!(MPI_Type_create_resized_c, PMPI_Type_create_resized_c, (oldtype: Handle, lb: i64, extent: i64, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (oldtype, lb, extent, newtype);
-    not_implemented("MPI_Type_create_resized_c", WORLD)
-});
-
-export!(MPI_Type_create_struct_c, PMPI_Type_create_struct_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, array_of_types: *const c_void, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, array_of_blocklengths, array_of_displacements, array_of_types, newtype);
-    not_implemented("MPI_Type_create_struct_c", WORLD)
-});
-
-export!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c, (ndims: c_int, array_of_sizes: *const c_void, array_of_subsizes: *const c_void, array_of_starts: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype);
-    not_implemented("MPI_Type_create_subarray_c", WORLD)
 });
 
 export!(MPI_Type_delete_attr, PMPI_Type_delete_attr, (datatype: Handle, type_keyval: c_int) -> c_int {
@@ -1789,26 +1494,6 @@ export!(MPI_Type_get_envelope_c, PMPI_Type_get_envelope_c, (datatype: Handle, nu
     not_implemented("MPI_Type_get_envelope_c", WORLD)
 });
 
-export!(MPI_Type_get_extent_c, PMPI_Type_get_extent_c, (datatype: Handle, lb: *mut c_void, extent: *mut c_void) -> c_int {
-    let _ = (datatype, lb, extent);
-    not_implemented("MPI_Type_get_extent_c", WORLD)
-});
-
-export!(MPI_Type_get_extent_x, PMPI_Type_get_extent_x, (datatype: Handle, lb: *mut c_void, extent: *mut c_void) -> c_int {
-    let _ = (datatype, lb, extent);
-    not_implemented("MPI_Type_get_extent_x", WORLD)
-});
-
-export!(MPI_Type_get_true_extent_c, PMPI_Type_get_true_extent_c, (datatype: Handle, true_lb: *mut c_void, true_extent: *mut c_void) -> c_int {
-    let _ = (datatype, true_lb, true_extent);
-    not_implemented("MPI_Type_get_true_extent_c", WORLD)
-});
-
-export!(MPI_Type_get_true_extent_x, PMPI_Type_get_true_extent_x, (datatype: Handle, true_lb: *mut c_void, true_extent: *mut c_void) -> c_int {
-    let _ = (datatype, true_lb, true_extent);
-    not_implemented("MPI_Type_get_true_extent_x", WORLD)
-});
-
 export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle, index_type: Handle, pair_type: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -1816,15 +1501,6 @@ export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle
     }
     let _ = (value_type, index_type, pair_type);
     not_implemented("MPI_Type_get_value_index", WORLD)
-});
-
-export!(MPI_Type_indexed_c, PMPI_Type_indexed_c, (count: i64, array_of_blocklengths: *const c_void, array_of_displacements: *const c_void, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, array_of_blocklengths, array_of_displacements, oldtype, newtype);
-    not_implemented("MPI_Type_indexed_c", WORLD)
 });
 
 export!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_int, datatype: *mut Handle) -> c_int {
@@ -1839,30 +1515,6 @@ export!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_in
 export!(MPI_Type_set_attr, PMPI_Type_set_attr, (datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
     let _ = (datatype, type_keyval, attribute_val);
     not_implemented("MPI_Type_set_attr", WORLD)
-});
-
-export!(MPI_Type_size_c, PMPI_Type_size_c, (datatype: Handle, size: *mut c_void) -> c_int {
-    let _ = (datatype, size);
-    not_implemented("MPI_Type_size_c", WORLD)
-});
-
-export!(MPI_Type_size_x, PMPI_Type_size_x, (datatype: Handle, size: *mut c_void) -> c_int {
-    let _ = (datatype, size);
-    not_implemented("MPI_Type_size_x", WORLD)
-});
-
-export!(MPI_Type_vector_c, PMPI_Type_vector_c, (count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (count, blocklength, stride, oldtype, newtype);
-    not_implemented("MPI_Type_vector_c", WORLD)
-});
-
-export!(MPI_Unpack_c, PMPI_Unpack_c, (inbuf: *const c_void, insize: i64, position: *mut c_void, outbuf: *mut c_void, outcount: i64, datatype: Handle, comm: Handle) -> c_int {
-    let _ = (inbuf, insize, position, outbuf, outcount, datatype, comm);
-    not_implemented("MPI_Unpack_c", comm)
 });
 
 export!(MPI_Unpack_external, PMPI_Unpack_external, (datarep: *const c_void, inbuf: *const c_void, insize: isize, position: *mut c_void, outbuf: *mut c_void, outcount: c_int, datatype: Handle) -> c_int {

@@ -428,9 +428,7 @@ pub(crate) unsafe fn array<T: Copy>(p: *const T, n: usize) -> CResult<Vec<T>> {
 export!(MPI_Type_contiguous, PMPI_Type_contiguous,
         (cnt: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
     guard("MPI_Type_contiguous", WORLD, || {
-        let n = count(cnt)?;
-        let old = any_layout(oldtype)?;
-        let l = build(&[(0, &old, n)], false);
+        let l = crate::large_types::contiguous(count(cnt)?, &*any_layout(oldtype)?)?;
         // SAFETY: writable handle (MPI contract; null checked).
         unsafe { out(newtype, add_type(l)) }
     })
@@ -440,14 +438,11 @@ export!(MPI_Type_vector, PMPI_Type_vector,
         (cnt: c_int, blocklength: c_int, stride: c_int, oldtype: Handle,
          newtype: *mut Handle) -> c_int {
     guard("MPI_Type_vector", WORLD, || {
-        let n = count(cnt)?;
-        let bl = count(blocklength)?;
         let old = any_layout(oldtype)?;
-        let parts: Vec<_> = (0..n as isize)
-            .map(|i| (i * stride as isize * old.extent, &*old, bl))
-            .collect();
+        let s = crate::large_types::scaled(&[stride.into()], old.extent)?[0];
+        let l = crate::large_types::hvector(count(cnt)?, count(blocklength)?, s, &old)?;
         // SAFETY: writable handle (MPI contract; null checked).
-        unsafe { out(newtype, add_type(build(&parts, false))) }
+        unsafe { out(newtype, add_type(l)) }
     })
 });
 
@@ -457,14 +452,12 @@ export!(MPI_Type_indexed, PMPI_Type_indexed,
     guard("MPI_Type_indexed", WORLD, || {
         let n = count(cnt)?;
         let old = any_layout(oldtype)?;
+        use crate::large_types::{hindexed, scaled, wide};
         // SAFETY: the caller passes cnt block lengths and cnt displacements.
-        let (bl, ds) = unsafe { (array(blocklengths, n)?, array(displacements, n)?) };
-        let mut parts = Vec::with_capacity(n);
-        for i in 0..n {
-            parts.push((ds[i] as isize * old.extent, &*old, count(bl[i])?));
-        }
+        let (bl, ds) = unsafe { (wide(blocklengths, n)?, wide(displacements, n)?) };
+        let l = hindexed(&bl, &scaled(&ds, old.extent)?, &old)?;
         // SAFETY: writable handle (MPI contract; null checked).
-        unsafe { out(newtype, add_type(build(&parts, false))) }
+        unsafe { out(newtype, add_type(l)) }
     })
 });
 
@@ -474,15 +467,12 @@ export!(MPI_Type_create_struct, PMPI_Type_create_struct,
     guard("MPI_Type_create_struct", WORLD, || {
         let n = count(cnt)?;
         // SAFETY: the caller passes cnt block lengths, displacements and types.
-        let (bl, ds, ts) =
-            unsafe { (array(blocklengths, n)?, array(displacements, n)?, array(types, n)?) };
-        let ls = ts.iter().map(|&t| any_layout(t)).collect::<CResult<Vec<_>>>()?;
-        let mut parts = Vec::with_capacity(n);
-        for i in 0..n {
-            parts.push((ds[i], &*ls[i], count(bl[i])?));
-        }
+        let (bl, ds, ts) = unsafe {
+            (crate::large_types::wide(blocklengths, n)?, array(displacements, n)?, array(types, n)?)
+        };
+        let l = crate::large_types::structure(&bl, &ds, &ts)?;
         // SAFETY: writable handle (MPI contract; null checked).
-        unsafe { out(newtype, add_type(build(&parts, true))) }
+        unsafe { out(newtype, add_type(l)) }
     })
 });
 

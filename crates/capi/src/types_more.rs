@@ -13,7 +13,8 @@
 //! one basic type, otherwise it reports whole datatype elements (or `MPI_UNDEFINED`).
 
 use crate::consts::*;
-use crate::types::{add_type, any_layout, array, build, pack, unpack, Layout};
+use crate::large_types;
+use crate::types::{add_type, any_layout, array, pack, unpack, Layout};
 use crate::{count, err, export, guard, out, state, CResult};
 use std::ffi::{c_int, c_void};
 
@@ -38,10 +39,8 @@ export!(MPI_Type_create_hvector, PMPI_Type_create_hvector,
         (cnt: c_int, blocklength: c_int, stride: isize, oldtype: Handle,
          newtype: *mut Handle) -> c_int {
     guard("MPI_Type_create_hvector", WORLD, || {
-        let (n, bl) = (count(cnt)?, count(blocklength)?);
         let old = any_layout(oldtype)?;
-        let parts: Vec<_> = (0..n as isize).map(|i| (i * stride, &*old, bl)).collect();
-        new_type(newtype, build(&parts, false))
+        new_type(newtype, large_types::hvector(count(cnt)?, count(blocklength)?, stride, &old)?)
     })
 });
 
@@ -52,12 +51,8 @@ export!(MPI_Type_create_hindexed, PMPI_Type_create_hindexed,
         let n = count(cnt)?;
         let old = any_layout(oldtype)?;
         // SAFETY: the caller passes cnt block lengths and displacements.
-        let (bl, ds) = unsafe { (array(blocklengths, n)?, array(displacements, n)?) };
-        let mut parts = Vec::with_capacity(n);
-        for i in 0..n {
-            parts.push((ds[i], &*old, count(bl[i])?));
-        }
-        new_type(newtype, build(&parts, false))
+        let (bl, ds) = unsafe { (large_types::wide(blocklengths, n)?, array(displacements, n)?) };
+        new_type(newtype, large_types::hindexed(&bl, &ds, &old)?)
     })
 });
 
@@ -68,9 +63,8 @@ export!(MPI_Type_create_indexed_block, PMPI_Type_create_indexed_block,
         let (n, bl) = (count(cnt)?, count(blocklength)?);
         let old = any_layout(oldtype)?;
         // SAFETY: the caller passes cnt displacements.
-        let ds = unsafe { array(displacements, n)? };
-        let parts: Vec<_> = ds.iter().map(|&d| (d as isize * old.extent, &*old, bl)).collect();
-        new_type(newtype, build(&parts, false))
+        let ds = unsafe { large_types::wide(displacements, n)? };
+        new_type(newtype, large_types::hblocks(bl, &large_types::scaled(&ds, old.extent)?, &old)?)
     })
 });
 
@@ -82,8 +76,7 @@ export!(MPI_Type_create_hindexed_block, PMPI_Type_create_hindexed_block,
         let old = any_layout(oldtype)?;
         // SAFETY: the caller passes cnt displacements.
         let ds = unsafe { array(displacements, n)? };
-        let parts: Vec<_> = ds.iter().map(|&d| (d, &*old, bl)).collect();
-        new_type(newtype, build(&parts, false))
+        new_type(newtype, large_types::hblocks(bl, &ds, &old)?)
     })
 });
 
@@ -92,31 +85,49 @@ export!(MPI_Type_create_subarray, PMPI_Type_create_subarray,
          array_of_starts: *const c_int, order: c_int, oldtype: Handle,
          newtype: *mut Handle) -> c_int {
     guard("MPI_Type_create_subarray", WORLD, || {
-        let nd = count(ndims)?;
-        if nd == 0 {
-            return Err(err(MPI_ERR_DIMS, "subarray: ndims must be positive"));
-        }
-        let old = any_layout(oldtype)?;
         // SAFETY: the caller passes ndims entries in each array.
-        let (sizes, subs, starts) = unsafe {
-            (
-                array(array_of_sizes, nd)?,
-                array(array_of_subsizes, nd)?,
-                array(array_of_starts, nd)?,
-            )
-        };
-        new_type(newtype, subarray(&sizes, &subs, &starts, order, &old)?)
+        unsafe {
+            subarray_of(ndims, (array_of_sizes, array_of_subsizes, array_of_starts), order, oldtype, newtype)
+        }
     })
 });
+
+/// `MPI_Type_create_subarray(_c)`: `(sizes, subsizes, starts)` of `ndims` ints or
+/// `MPI_Count`s each.
+///
+/// # Safety
+/// Each array holds `ndims` readable values; `newtype` is writable.
+pub(crate) unsafe fn subarray_of<T: Copy + Into<i64>>(
+    ndims: c_int,
+    (sizes, subs, starts): (*const T, *const T, *const T),
+    order: c_int,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> CResult {
+    let nd = count(ndims)?;
+    if nd == 0 {
+        return Err(err(MPI_ERR_DIMS, "subarray: ndims must be positive"));
+    }
+    let old = any_layout(oldtype)?;
+    // SAFETY: ndims entries in each array (caller).
+    let (sizes, subs, starts) = unsafe {
+        (
+            large_types::wide(sizes, nd)?,
+            large_types::wide(subs, nd)?,
+            large_types::wide(starts, nd)?,
+        )
+    };
+    new_type(newtype, subarray(&sizes, &subs, &starts, order, &old)?)
+}
 
 /// The layout of `MPI_Type_create_subarray`: the `subs` block at `starts` of an array of
 /// `sizes` elements of `old`, in C (last dimension fastest) or Fortran order, with lower
 /// bound 0 and the extent of the whole array — a vector of vectors placed at the start
 /// offset, as the standard defines it.
 fn subarray(
-    sizes: &[c_int],
-    subs: &[c_int],
-    starts: &[c_int],
+    sizes: &[i64],
+    subs: &[i64],
+    starts: &[i64],
     order: c_int,
     old: &Layout,
 ) -> CResult<Layout> {
@@ -200,24 +211,34 @@ export!(MPI_Type_get_true_extent, PMPI_Type_get_true_extent,
 export!(MPI_Get_elements, PMPI_Get_elements,
         (status: *const MPI_Status, datatype: Handle, cnt: *mut c_int) -> c_int {
     guard("MPI_Get_elements", WORLD, || {
-        if status.is_null() {
-            return Err(err(MPI_ERR_ARG, "null status"));
-        }
-        let l = any_layout(datatype)?;
-        // SAFETY: non-null, readable status (MPI contract).
-        let bytes = unsafe { (*status).bytes() } as usize;
-        let unit = l.prim.and_then(datatype_size).unwrap_or(l.size);
-        let n = if unit == 0 {
-            0
-        } else if bytes.is_multiple_of(unit) {
-            (bytes / unit) as c_int
-        } else {
-            MPI_UNDEFINED
-        };
+        // SAFETY: readable status (MPI contract; null checked).
+        let n = unsafe { get_elements(status, datatype)? };
         // SAFETY: writable int (MPI contract; null checked).
-        unsafe { out(cnt, n) }
+        unsafe { out(cnt, c_int::try_from(n).unwrap_or(MPI_UNDEFINED)) }
     })
 });
+
+/// The count of `MPI_Get_elements(_c, _x)` (64 bits; `MPI_UNDEFINED` when the bytes
+/// are not a whole number of elements).
+///
+/// # Safety
+/// `status` is null (an error) or readable.
+pub(crate) unsafe fn get_elements(status: *const MPI_Status, datatype: Handle) -> CResult<i64> {
+    if status.is_null() {
+        return Err(err(MPI_ERR_ARG, "null status"));
+    }
+    let l = any_layout(datatype)?;
+    // SAFETY: non-null, readable status (caller).
+    let bytes = unsafe { (*status).bytes() };
+    let unit = l.prim.and_then(datatype_size).unwrap_or(l.size) as u64;
+    Ok(if unit == 0 {
+        0
+    } else if bytes.is_multiple_of(unit) {
+        (bytes / unit) as i64
+    } else {
+        MPI_UNDEFINED.into()
+    })
+}
 
 fn datatype_size(h: usize) -> Option<usize> {
     datatype(h).map(|d| d.size)
@@ -227,12 +248,12 @@ fn datatype_size(h: usize) -> Option<usize> {
 ///
 /// # Safety
 /// `position` is null (an error) or a readable int.
-unsafe fn position(p: *mut c_int, size: c_int) -> CResult<usize> {
+unsafe fn position<P: Copy + Into<i64>>(p: *mut P, size: P) -> CResult<usize> {
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, "null position"));
     }
     // SAFETY: non-null, readable (caller).
-    let v = unsafe { p.read() };
+    let (v, size): (i64, i64) = (unsafe { p.read() }.into(), size.into());
     if v < 0 || v > size {
         return Err(err(
             MPI_ERR_ARG,
@@ -246,57 +267,101 @@ export!(MPI_Pack, PMPI_Pack,
         (inbuf: *const c_void, incount: c_int, datatype: Handle, outbuf: *mut c_void,
          outsize: c_int, pos: *mut c_int, comm: Handle) -> c_int {
     guard("MPI_Pack", comm, || {
-        state::comm(comm)?;
-        let l = any_layout(datatype)?;
-        // SAFETY: the caller passes incount elements, an outsize-byte buffer and a
-        // readable and writable position.
-        unsafe {
-            let at = position(pos, outsize)?;
-            let v = pack(&l, inbuf, count(incount)?)?;
-            if at + v.len() > outsize as usize {
-                return Err(err(MPI_ERR_TRUNCATE, "MPI_Pack: output buffer too small"));
-            }
-            if !v.is_empty() {
-                std::ptr::copy_nonoverlapping(v.as_ptr(), (outbuf as *mut u8).add(at), v.len());
-            }
-            out(pos, (at + v.len()) as c_int)
-        }
+        // SAFETY: the caller's buffers and position (MPI contract).
+        unsafe { pack_at(inbuf, incount, datatype, outbuf, outsize, pos, comm) }
     })
 });
+
+/// `MPI_Pack(_c)` with an `int` or `MPI_Count` count, size and position.
+///
+/// # Safety
+/// The caller passes `incount` elements, an `outsize`-byte buffer and a readable and
+/// writable position.
+pub(crate) unsafe fn pack_at<P: Copy + Into<i64> + TryFrom<usize>>(
+    inbuf: *const c_void,
+    incount: impl Into<i64>,
+    datatype: Handle,
+    outbuf: *mut c_void,
+    outsize: P,
+    pos: *mut P,
+    comm: Handle,
+) -> CResult {
+    state::comm(comm)?;
+    let l = any_layout(datatype)?;
+    // SAFETY: the caller's contract.
+    unsafe {
+        let at = position(pos, outsize)?;
+        let n = count(incount)?;
+        crate::span(n, l.size)?;
+        let v = pack(&l, inbuf, n)?;
+        if at + v.len() > count(outsize)? {
+            return Err(err(MPI_ERR_TRUNCATE, "MPI_Pack: output buffer too small"));
+        }
+        if !v.is_empty() {
+            std::ptr::copy_nonoverlapping(v.as_ptr(), (outbuf as *mut u8).add(at), v.len());
+        }
+        out(pos, narrow(at + v.len())?)
+    }
+}
+
+/// A position or size as the caller's integer type (`MPI_ERR_COUNT` if it does not fit).
+fn narrow<P: TryFrom<usize>>(v: usize) -> CResult<P> {
+    P::try_from(v).map_err(|_| err(MPI_ERR_COUNT, format!("{v} does not fit the argument type")))
+}
 
 export!(MPI_Unpack, PMPI_Unpack,
         (inbuf: *const c_void, insize: c_int, pos: *mut c_int, outbuf: *mut c_void,
          outcount: c_int, datatype: Handle, comm: Handle) -> c_int {
     guard("MPI_Unpack", comm, || {
-        state::comm(comm)?;
-        let l = any_layout(datatype)?;
-        let n = count(outcount)?;
-        // SAFETY: the caller passes an insize-byte buffer, outcount writable elements
-        // and a readable and writable position.
-        unsafe {
-            let at = position(pos, insize)?;
-            let len = n * l.size;
-            if at + len > insize as usize {
-                return Err(err(MPI_ERR_TRUNCATE, "MPI_Unpack: input buffer too short"));
-            }
-            let src = crate::bytes((inbuf as *const u8).add(at).cast(), len)?.to_vec();
-            unpack(&l, &src, outbuf, n)?;
-            out(pos, (at + len) as c_int)
-        }
+        // SAFETY: the caller's buffers and position (MPI contract).
+        unsafe { unpack_at(inbuf, insize, pos, outbuf, outcount, datatype, comm) }
     })
 });
+
+/// `MPI_Unpack(_c)` with an `int` or `MPI_Count` size, position and count.
+///
+/// # Safety
+/// The caller passes an `insize`-byte buffer, `outcount` writable elements and a
+/// readable and writable position.
+pub(crate) unsafe fn unpack_at<P: Copy + Into<i64> + TryFrom<usize>>(
+    inbuf: *const c_void,
+    insize: P,
+    pos: *mut P,
+    outbuf: *mut c_void,
+    outcount: impl Into<i64>,
+    datatype: Handle,
+    comm: Handle,
+) -> CResult {
+    state::comm(comm)?;
+    let l = any_layout(datatype)?;
+    let n = count(outcount)?;
+    // SAFETY: the caller's contract.
+    unsafe {
+        let at = position(pos, insize)?;
+        let len = crate::span(n, l.size)?;
+        if at + len > count(insize)? {
+            return Err(err(MPI_ERR_TRUNCATE, "MPI_Unpack: input buffer too short"));
+        }
+        let src = crate::bytes((inbuf as *const u8).add(at).cast(), len)?.to_vec();
+        unpack(&l, &src, outbuf, n)?;
+        out(pos, narrow(at + len)?)
+    }
+}
 
 export!(MPI_Pack_size, PMPI_Pack_size,
         (incount: c_int, datatype: Handle, comm: Handle, size: *mut c_int) -> c_int {
     guard("MPI_Pack_size", comm, || {
-        state::comm(comm)?;
-        let l = any_layout(datatype)?;
-        let n = c_int::try_from(count(incount)? * l.size)
-            .map_err(|_| err(MPI_ERR_COUNT, "packed size too large"))?;
+        let n = pack_size(incount.into(), datatype, comm)?;
         // SAFETY: writable int (MPI contract; null checked).
-        unsafe { out(size, n) }
+        unsafe { out(size, narrow(n)?) }
     })
 });
+
+/// `MPI_Pack_size(_c)`: exactly `incount × type size` bytes.
+pub(crate) fn pack_size(incount: i64, datatype: Handle, comm: Handle) -> CResult<usize> {
+    state::comm(comm)?;
+    crate::span(count(incount)?, any_layout(datatype)?.size)
+}
 
 export!(MPI_Aint_add, PMPI_Aint_add, (base: isize, disp: isize) -> isize {
     base.wrapping_add(disp)

@@ -6,105 +6,11 @@
 //! first use (`cargo build -p phalanx-cli -p phalanx-capi`). Every job runs with a
 //! `--timeout` so a hang fails the test.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::*;
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
-
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
-}
-
-fn repo() -> PathBuf {
-    Path::new(MANIFEST).join("../..").canonicalize().unwrap()
-}
-
-fn header_dir() -> PathBuf {
-    Path::new(MANIFEST).join("include")
-}
-
-/// The `phalanx` launcher. The first use runs `cargo build -p phalanx-cli -p phalanx-capi`
-/// for this profile and target dir (a no-op when fresh): `cargo test` builds the cdylib
-/// only under target/<profile>/deps, and `phalanx cc` links target/<profile>/libmpi_abi.so.
-fn phalanx() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.args(["build", "-p", "phalanx-cli", "-p", "phalanx-capi"])
-                .env("CARGO_TARGET_DIR", profile_dir().parent().unwrap());
-            if profile_dir().file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            assert!(cmd.status().unwrap().success(), "building phalanx failed");
-            profile_dir().join("phalanx")
-        })
-        .clone()
-}
-
-fn out_dir() -> PathBuf {
-    let d = profile_dir().join("capi-tests");
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// Compiles `src` with `phalanx cc` (extra flags first) into the test output dir.
-fn compile(src: &Path, name: &str, flags: &[&str]) -> PathBuf {
-    let exe = out_dir().join(name);
-    let o = Command::new(phalanx())
-        .arg("cc")
-        .args(flags)
-        .arg(src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "phalanx cc {}: {}",
-        src.display(),
-        show(&o)
-    );
-    exe
-}
-
-fn c_test(name: &str) -> PathBuf {
-    let src = Path::new(MANIFEST)
-        .join("tests/c")
-        .join(format!("{name}.c"));
-    compile(&src, name, &["-std=c11", "-Wall", "-Wextra", "-Werror"])
-}
-
-fn run(n: u32, exe: &Path, args: &[&str]) -> Output {
-    Command::new(phalanx())
-        .args(["run", "-n", &n.to_string(), "--timeout", "60"])
-        .arg(exe)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn run_ok(n: u32, exe: &Path, args: &[&str], expect: &str) {
-    let o = run(n, exe, args);
-    assert!(o.status.success(), "-n {n} {}: {}", exe.display(), show(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains(expect),
-        "{}",
-        show(&o)
-    );
-}
 
 #[test]
 fn header_compiles_as_c_and_cpp() {
@@ -411,50 +317,6 @@ fn persistent_buffered_and_ready_mode() {
 }
 
 #[test]
-fn persistent_collectives_and_neighbor_collectives_started_many_times() {
-    let exe = c_test("pcoll");
-    for n in [1, 2, 3, 4] {
-        run_ok(n, &exe, &[], "pcoll ok");
-    }
-    let o = run_env(3, &exe, &[("PHALANX_TRANSPORT", "udp")]);
-    assert!(o.status.success(), "udp: {}", show(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("pcoll ok"));
-}
-
-#[test]
-fn isendrecv_request_status_sets_comm_info_create_group_and_buffer_flush() {
-    let exe = c_test("mpi4");
-    for n in [1, 2, 3, 4, 5] {
-        run_ok(n, &exe, &[], "mpi4 ok");
-    }
-    let o = run_env(3, &exe, &[("PHALANX_TRANSPORT", "udp")]);
-    assert!(o.status.success(), "udp: {}", show(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("mpi4 ok"));
-}
-
-#[test]
-fn intercommunicator_split_create_alltoallw_and_overlapping_allgatherv() {
-    let exe = c_test("intersplit");
-    for n in [2, 3, 4, 5, 8] {
-        run_ok(n, &exe, &[], "intersplit ok");
-    }
-    let o = run_env(5, &exe, &[("PHALANX_TRANSPORT", "udp")]);
-    assert!(o.status.success(), "udp: {}", show(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("intersplit ok"));
-}
-
-#[test]
-fn nonblocking_and_persistent_collectives_on_intercommunicators() {
-    let exe = c_test("internbc");
-    for n in [2, 3, 4, 5, 8] {
-        run_ok(n, &exe, &[], "internbc ok");
-    }
-    let o = run_env(5, &exe, &[("PHALANX_TRANSPORT", "udp")]);
-    assert!(o.status.success(), "udp: {}", show(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("internbc ok"));
-}
-
-#[test]
 fn alltoallw_and_user_error_handlers() {
     let exe = c_test("alltoallw");
     for n in [1, 2, 3, 4] {
@@ -571,38 +433,6 @@ fn graph_topologies_and_neighbor_collectives_from_c() {
 fn errors_return_their_class_under_errors_return() {
     let exe = c_test("errors");
     run_ok(2, &exe, &[], "errors ok");
-}
-
-/// Issue #18: long double reductions compare and compute in 80-bit extended precision
-/// (values differing beyond double precision), complex long double takes SUM/PROD only.
-#[test]
-fn long_double_reductions_keep_extended_precision() {
-    let exe = c_test("ldouble");
-    for n in [1, 2, 4] {
-        run_ok(n, &exe, &[], "ldouble ok");
-    }
-}
-
-/// Issue #18: `MPI_BOTTOM` with datatypes of absolute addresses through point-to-point
-/// and collectives; a null buffer the type does not lift off address 0 is
-/// `MPI_ERR_BUFFER` on the caller, and its peers go on.
-#[test]
-fn bottom_with_absolute_address_datatypes() {
-    let exe = c_test("bottom");
-    for n in [1, 2, 3] {
-        run_ok(n, &exe, &[], "bottom ok");
-    }
-}
-
-/// Issue #18: subarrays sent and received between ranks, and `MPI_Type_create_darray`
-/// (block, cyclic, cyclic(k), none; C and Fortran order; 2x2 and 1x4 grids) against a
-/// model of the distribution MPI defines.
-#[test]
-fn subarray_and_darray_transfers() {
-    let exe = c_test("darray");
-    for n in [1, 2, 4] {
-        run_ok(n, &exe, &[], "darray ok");
-    }
 }
 
 #[test]
@@ -784,25 +614,6 @@ fn matched_probes_and_cancel_from_c() {
 }
 
 #[test]
-fn cancel_of_unmatched_rendezvous_sends_and_receives_from_c() {
-    let exe = c_test("cancel");
-    for n in [1, 2, 3, 4] {
-        run_ok(n, &exe, &[], "cancel ok");
-    }
-    // Over UDP with go-back-n, and with the careful protocol (the unmatched
-    // request-to-send is held by the link there).
-    for reliable_net in ["0", "1"] {
-        let env = [
-            ("PHALANX_TRANSPORT", "udp"),
-            ("PHALANX_RELIABLE_NET", reliable_net),
-        ];
-        let o = run_env(2, &exe, &env);
-        assert!(o.status.success(), "{reliable_net}: {}", show(&o));
-        assert!(String::from_utf8_lossy(&o.stdout).contains("cancel ok"));
-    }
-}
-
-#[test]
 fn mismatched_collectives_from_c_are_reported_not_hung() {
     let exe = c_test("coll_mismatch");
     // Under MPI_ERRORS_RETURN both ranks get the error class and the job goes on.
@@ -884,43 +695,6 @@ fn rma_errors_return_their_class_or_are_fatal() {
     assert!(!String::from_utf8_lossy(&o.stdout).contains("still alive"));
 }
 
-/// Runs `exe` on `n` ranks with `env`, returning the output.
-fn run_env(n: u32, exe: &Path, env: &[(&str, &str)]) -> Output {
-    Command::new(phalanx())
-        .args(["run", "-n", &n.to_string(), "--timeout", "60"])
-        .envs(env.iter().copied())
-        .arg(exe)
-        .output()
-        .unwrap()
-}
-
-/// Runs `exe` on `n` ranks with `env`: it must succeed and every rank print
-/// "NAME ok rank R".
-fn every_rank_ok(exe: &Path, n: u32, env: &[(&str, &str)], name: &str) {
-    let o = run_env(n, exe, env);
-    assert!(o.status.success(), "-n {n} {env:?}: {}", show(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    for r in 0..n {
-        let line = format!("{name} ok rank {r}");
-        assert!(
-            out.contains(&line),
-            "-n {n} {env:?}: no {line:?}: {}",
-            show(&o)
-        );
-    }
-}
-
-fn threaded_test(name: &str) -> PathBuf {
-    let src = Path::new(MANIFEST)
-        .join("tests/c")
-        .join(format!("{name}.c"));
-    compile(
-        &src,
-        name,
-        &["-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread"],
-    )
-}
-
 /// `MPI_THREAD_MULTIPLE`: four threads per rank ping-pong (eager and rendezvous sizes),
 /// exchange with Isend/Irecv and Waitall/Waitany, take messages by matched probe, run
 /// collectives on their own communicators, send to each other through their own rank,
@@ -984,15 +758,4 @@ fn thread_funneled_refuses_other_threads_with_a_clear_error() {
         "{}",
         show(&o)
     );
-}
-
-/// Issue #18: generalized requests at `MPI_THREAD_MULTIPLE`, completed by another
-/// thread: query_fn's status, free_fn once, cancel_fn's flag, mixed with point-to-point
-/// requests in `Waitall`/`Waitany`/`Testall`, callback errors.
-#[test]
-fn generalized_requests_complete_query_and_free() {
-    let exe = threaded_test("grequest");
-    for n in [1, 2] {
-        every_rank_ok(&exe, n, &[], "grequest");
-    }
 }
