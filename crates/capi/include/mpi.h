@@ -1171,6 +1171,76 @@ int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, i
 int PMPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request);
 int PMPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request);
 
+/* Handles as integers (src/handles.rs); the classic c2f/f2c names below. */
+int MPI_Comm_toint(MPI_Comm comm);
+MPI_Comm MPI_Comm_fromint(int comm);
+int MPI_Errhandler_toint(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_fromint(int errhandler);
+int MPI_File_toint(MPI_File file);
+MPI_File MPI_File_fromint(int file);
+int MPI_Group_toint(MPI_Group group);
+MPI_Group MPI_Group_fromint(int group);
+int MPI_Info_toint(MPI_Info info);
+MPI_Info MPI_Info_fromint(int info);
+int MPI_Message_toint(MPI_Message message);
+MPI_Message MPI_Message_fromint(int message);
+int MPI_Op_toint(MPI_Op op);
+MPI_Op MPI_Op_fromint(int op);
+int MPI_Request_toint(MPI_Request request);
+MPI_Request MPI_Request_fromint(int request);
+int MPI_Session_toint(MPI_Session session);
+MPI_Session MPI_Session_fromint(int session);
+int MPI_Type_toint(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_fromint(int datatype);
+int MPI_Win_toint(MPI_Win win);
+MPI_Win MPI_Win_fromint(int win);
+int PMPI_Comm_toint(MPI_Comm comm);
+MPI_Comm PMPI_Comm_fromint(int comm);
+int PMPI_Errhandler_toint(MPI_Errhandler errhandler);
+MPI_Errhandler PMPI_Errhandler_fromint(int errhandler);
+int PMPI_File_toint(MPI_File file);
+MPI_File PMPI_File_fromint(int file);
+int PMPI_Group_toint(MPI_Group group);
+MPI_Group PMPI_Group_fromint(int group);
+int PMPI_Info_toint(MPI_Info info);
+MPI_Info PMPI_Info_fromint(int info);
+int PMPI_Message_toint(MPI_Message message);
+MPI_Message PMPI_Message_fromint(int message);
+int PMPI_Op_toint(MPI_Op op);
+MPI_Op PMPI_Op_fromint(int op);
+int PMPI_Request_toint(MPI_Request request);
+MPI_Request PMPI_Request_fromint(int request);
+int PMPI_Session_toint(MPI_Session session);
+MPI_Session PMPI_Session_fromint(int session);
+int PMPI_Type_toint(MPI_Datatype datatype);
+MPI_Datatype PMPI_Type_fromint(int datatype);
+int PMPI_Win_toint(MPI_Win win);
+MPI_Win PMPI_Win_fromint(int win);
+
+/* Fortran handle conversions, as the integers of the handle conversions above. */
+#define MPI_Comm_c2f(h) ((MPI_Fint)MPI_Comm_toint(h))
+#define MPI_Comm_f2c(i) MPI_Comm_fromint((int)(i))
+#define MPI_Errhandler_c2f(h) ((MPI_Fint)MPI_Errhandler_toint(h))
+#define MPI_Errhandler_f2c(i) MPI_Errhandler_fromint((int)(i))
+#define MPI_File_c2f(h) ((MPI_Fint)MPI_File_toint(h))
+#define MPI_File_f2c(i) MPI_File_fromint((int)(i))
+#define MPI_Group_c2f(h) ((MPI_Fint)MPI_Group_toint(h))
+#define MPI_Group_f2c(i) MPI_Group_fromint((int)(i))
+#define MPI_Info_c2f(h) ((MPI_Fint)MPI_Info_toint(h))
+#define MPI_Info_f2c(i) MPI_Info_fromint((int)(i))
+#define MPI_Message_c2f(h) ((MPI_Fint)MPI_Message_toint(h))
+#define MPI_Message_f2c(i) MPI_Message_fromint((int)(i))
+#define MPI_Op_c2f(h) ((MPI_Fint)MPI_Op_toint(h))
+#define MPI_Op_f2c(i) MPI_Op_fromint((int)(i))
+#define MPI_Request_c2f(h) ((MPI_Fint)MPI_Request_toint(h))
+#define MPI_Request_f2c(i) MPI_Request_fromint((int)(i))
+#define MPI_Session_c2f(h) ((MPI_Fint)MPI_Session_toint(h))
+#define MPI_Session_f2c(i) MPI_Session_fromint((int)(i))
+#define MPI_Type_c2f(h) ((MPI_Fint)MPI_Type_toint(h))
+#define MPI_Type_f2c(i) MPI_Type_fromint((int)(i))
+#define MPI_Win_c2f(h) ((MPI_Fint)MPI_Win_toint(h))
+#define MPI_Win_f2c(i) MPI_Win_fromint((int)(i))
+
 /* The rest of the standard ABI: declared, not implemented yet (generated). */
 #include "mpi_stubs.h"
 

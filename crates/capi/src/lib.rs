@@ -49,6 +49,7 @@ pub mod fastpath;
 pub mod graph;
 pub mod grequest;
 pub mod groups;
+pub mod handles;
 pub mod inter;
 pub mod inter_coll;
 pub mod inter_nbc;

@@ -2,7 +2,8 @@
  * derived datatypes, MPI_PROC_NULL), MPI_Request_get_status_all/any/some (nothing freed,
  * null and inactive requests as MPI defines), communicator hints (MPI_Comm_set_info,
  * get_info, dup_with_info, idup_with_info), MPI_Comm_create_group with two tags,
- * MPI_Info_get_valuelen, MPI_Buffer_flush/iflush. Any number of ranks. */
+ * MPI_Info_get_valuelen, MPI_Buffer_flush/iflush, handles as integers. Any number of
+ * ranks. */
 #include "check.h"
 #include <string.h>
 
@@ -200,6 +201,29 @@ static void flush(void) {
     CHECK(p == space && n == (int)sizeof space);
 }
 
+/* Handles as integers and back (MPI-5 toint/fromint, the classic c2f/f2c names). */
+static void handles(void) {
+    CHECK(MPI_Comm_fromint(MPI_Comm_toint(MPI_COMM_WORLD)) == MPI_COMM_WORLD);
+    CHECK(MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_NULL)) == MPI_COMM_NULL);
+    MPI_Comm d;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+    CHECK(MPI_Comm_fromint(MPI_Comm_toint(d)) == d);
+    CHECK(MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE)) == MPI_DOUBLE);
+    int x = 0, y;
+    MPI_Request r;
+    OK(MPI_Irecv(&y, 1, MPI_INT, 0, 77, MPI_COMM_SELF, &r));
+    int ri = MPI_Request_c2f(r);
+    CHECK(MPI_Request_c2f(r) == ri); /* the same integer each time */
+    MPI_Request back = MPI_Request_f2c(ri);
+    CHECK(back == r);
+    OK(MPI_Send(&x, 1, MPI_INT, 0, 77, MPI_COMM_SELF));
+    OK(MPI_Wait(&back, MPI_STATUS_IGNORE));
+    MPI_Message m = MPI_MESSAGE_NULL;
+    CHECK(MPI_Message_f2c(MPI_Message_c2f(m)) == MPI_MESSAGE_NULL);
+    CHECK(MPI_Op_fromint(MPI_Op_toint(MPI_SUM)) == MPI_SUM);
+    OK(MPI_Comm_free(&d));
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -210,6 +234,7 @@ int main(int argc, char **argv) {
     info();
     create_group();
     flush();
+    handles();
     OK(MPI_Finalize());
     if (rank == 0) printf("mpi4 ok\n");
     return 0;
