@@ -1241,6 +1241,14 @@ MPI_Win PMPI_Win_fromint(int win);
 #define MPI_Win_c2f(h) ((MPI_Fint)MPI_Win_toint(h))
 #define MPI_Win_f2c(i) MPI_Win_fromint((int)(i))
 
+/* Intercommunicators from groups (src/inter.rs). */
+int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm);
+int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm);
+
+/* Communicators from groups (src/comm_info.rs). */
+int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm);
+int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm);
+
 /* The rest of the standard ABI: declared, not implemented yet (generated). */
 #include "mpi_stubs.h"
 

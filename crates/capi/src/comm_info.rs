@@ -1,6 +1,7 @@
 //! Communicator info and the MPI-3/4 creation calls that take one:
 //! `MPI_Comm_set_info`, `MPI_Comm_get_info`, `MPI_Comm_dup_with_info`,
-//! `MPI_Comm_idup_with_info`, `MPI_Comm_create_group`; and `MPI_Info_get_valuelen`.
+//! `MPI_Comm_idup_with_info`, `MPI_Comm_create_group`, `MPI_Comm_create_from_group`; and
+//! `MPI_Info_get_valuelen`.
 //!
 //! Contract: phalanx acts on no communicator hint, so it keeps the hints a program sets
 //! (`MPI_Comm_set_info` replaces the values of the keys it names) and `MPI_Comm_get_info`
@@ -11,7 +12,9 @@
 //! collective over the group only: its members build the communicator without messages
 //! (the core's `split_by_subgroup_with_tag`, told apart by the tag and by call order);
 //! a caller outside the group gets `MPI_COMM_NULL`, and a group with a process outside
-//! the communicator is `MPI_ERR_GROUP`.
+//! the communicator is `MPI_ERR_GROUP`. `MPI_Comm_create_from_group` does the same over
+//! the world with its string tag hashed to the tag ([`string_tag`]); the group's members
+//! call it, with the error handler given (`MPI_ERRHANDLER_NULL`: the world's).
 
 use crate::consts::*;
 use crate::misc::{cstr, info_get, info_new, info_ok};
@@ -132,6 +135,41 @@ export!(MPI_Comm_create_group, PMPI_Comm_create_group,
     })
 });
 
+export!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group,
+        (grp: Handle, stringtag: *const c_char, info: Handle, errhandler: Handle,
+         newcomm: *mut Handle) -> c_int {
+    guard("MPI_Comm_create_from_group", WORLD, || {
+        info_ok(info)?;
+        // SAFETY: a NUL-terminated string (MPI contract; null checked).
+        let name = unsafe { cstr(stringtag)? };
+        let g = crate::comm::group(grp)?;
+        if newcomm.is_null() {
+            return Err(err(MPI_ERR_ARG, "null newcomm"));
+        }
+        let world = state::comm(WORLD)?;
+        let tag = string_tag(&name);
+        let eh = if errhandler as usize == ERRHANDLER_NULL {
+            state::errhandler(WORLD)
+        } else {
+            errhandler as usize
+        };
+        let h = match world.split_by_subgroup_with_tag(&g, tag) {
+            Some(n) => state::add_comm(n, eh),
+            None => COMM_NULL as Handle,
+        };
+        // SAFETY: non-null, writable (MPI contract).
+        unsafe { out(newcomm, h) }
+    })
+});
+
+/// The tag a string tag of the group-based constructors becomes (FNV-1a, non-negative).
+pub(crate) fn string_tag(name: &str) -> c_int {
+    name.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    }) as c_int
+        & 0x3fff_ffff
+}
+
 export!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen,
         (info: Handle, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) -> c_int {
     guard("MPI_Info_get_valuelen", WORLD, || {
@@ -151,3 +189,5 @@ export!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen,
 const WORLD: Handle = COMM_WORLD as Handle;
 /// `MPI_INFO_NULL`.
 const INFO_NULL: usize = 0x130;
+/// `MPI_ERRHANDLER_NULL`.
+const ERRHANDLER_NULL: usize = 0x140;

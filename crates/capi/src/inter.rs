@@ -22,7 +22,7 @@ use crate::state;
 use crate::{err, export, guard, out, typed, CResult};
 use phalanx::capi_support::Shared;
 use phalanx::collective::Root;
-use phalanx::topology::{Communicator, InterCommunicator, MergeOrder};
+use phalanx::topology::{Communicator, Group, InterCommunicator, MergeOrder};
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::process::Command;
@@ -121,6 +121,56 @@ export!(MPI_Intercomm_create, PMPI_Intercomm_create,
         .map_err(phalanx_err)?;
         // SAFETY: non-null, writable (checked above).
         unsafe { out(newintercomm, add_inter(ic, state::errhandler(local_comm))) }
+    })
+});
+
+export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups,
+        (local_group: Handle, local_leader: c_int, remote_group: Handle, remote_leader: c_int,
+         stringtag: *const c_char, info: Handle, errhandler: Handle,
+         newintercomm: *mut Handle) -> c_int {
+    guard("MPI_Intercomm_create_from_groups", WORLD, || {
+        null_first(newintercomm)?;
+        crate::misc::info_ok(info)?;
+        // SAFETY: a NUL-terminated string (MPI contract; null checked).
+        let name = unsafe { crate::misc::cstr(stringtag)? };
+        let (lg, rg) = (crate::comm::group(local_group)?, crate::comm::group(remote_group)?);
+        let world = state::comm(WORLD)?;
+        // Built from the world without messages among each group (told apart by the
+        // string tag and by call order), then joined by the leaders over a private
+        // communicator of both groups, ordered by world rank on both sides.
+        let tag = crate::comm_info::string_tag(&name);
+        let (lm, _) = lg.members_and_me();
+        let (rm, _) = rg.members_and_me();
+        let Some(&leader) = usize::try_from(remote_leader).ok().and_then(|r| rm.get(r)) else {
+            return Err(err(MPI_ERR_RANK, format!("invalid remote leader {remote_leader}")));
+        };
+        let mut both: Vec<u32> = lm.iter().chain(rm).copied().collect();
+        both.sort_unstable();
+        both.dedup();
+        if both.len() != lm.len() + rm.len() {
+            return Err(err(MPI_ERR_GROUP, "the two groups overlap"));
+        }
+        let ranks: Vec<c_int> = both.iter().map(|&w| w as c_int).collect();
+        let union = world.group().include(&ranks);
+        let outside = || err(MPI_ERR_GROUP, "the calling process is not in the local group");
+        let local = world.split_by_subgroup_with_tag(&lg, tag).ok_or_else(outside)?;
+        let peer = world.split_by_subgroup_with_tag(&union, tag).ok_or_else(outside)?;
+        let remote_in_peer = both.iter().position(|&w| w == leader).unwrap_or(0) as c_int;
+        let ic = phalanx::collective::create_intercommunicator(
+            &local,
+            local_leader,
+            &peer,
+            remote_in_peer,
+            tag,
+        )
+        .map_err(phalanx_err)?;
+        let eh = if errhandler as usize == 0x140 {
+            state::errhandler(WORLD)
+        } else {
+            errhandler as usize
+        };
+        // SAFETY: non-null, writable (checked above).
+        unsafe { out(newintercomm, add_inter(ic, eh)) }
     })
 });
 

@@ -186,15 +186,6 @@ export!(MPI_Comm_connect, PMPI_Comm_connect, (port_name: *const c_void, info: Ha
     not_implemented("MPI_Comm_connect", comm)
 });
 
-export!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group, (group: Handle, stringtag: *const c_void, info: Handle, errhandler: Handle, newcomm: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newcomm, NULL_COMM);
-    }
-    let _ = (group, stringtag, info, errhandler, newcomm);
-    not_implemented("MPI_Comm_create_from_group", WORLD)
-});
-
 export!(MPI_Comm_detach_buffer, PMPI_Comm_detach_buffer, (comm: Handle, buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
     let _ = (comm, buffer_addr, size);
     not_implemented("MPI_Comm_detach_buffer", comm)
@@ -970,15 +961,6 @@ export!(MPI_Info_create_env, PMPI_Info_create_env, (argc: c_int, argv: *mut c_vo
     }
     let _ = (argc, argv, info);
     not_implemented("MPI_Info_create_env", WORLD)
-});
-
-export!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (local_group: Handle, local_leader: c_int, remote_group: Handle, remote_leader: c_int, stringtag: *const c_void, info: Handle, errhandler: Handle, newintercomm: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newintercomm, NULL_COMM);
-    }
-    let _ = (local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm);
-    not_implemented("MPI_Intercomm_create_from_groups", WORLD)
 });
 
 export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {

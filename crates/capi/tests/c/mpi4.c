@@ -2,6 +2,7 @@
  * derived datatypes, MPI_PROC_NULL), MPI_Request_get_status_all/any/some (nothing freed,
  * null and inactive requests as MPI defines), communicator hints (MPI_Comm_set_info,
  * get_info, dup_with_info, idup_with_info), MPI_Comm_create_group with two tags,
+ * MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups,
  * MPI_Info_get_valuelen, MPI_Buffer_flush/iflush, handles as integers. Any number of
  * ranks. */
 #include "check.h"
@@ -174,6 +175,27 @@ static void create_group(void) {
     }
     OK(MPI_Comm_free(&c1));
     OK(MPI_Comm_free(&c2));
+    /* MPI-4's constructors from groups: a communicator of my parity, then an
+     * intercommunicator between the parities (leaders: world ranks 0 and 1). */
+    MPI_Comm fg;
+    OK(MPI_Comm_create_from_group(mine, "phalanx.parity", MPI_INFO_NULL, MPI_ERRHANDLER_NULL, &fg));
+    OK(MPI_Comm_size(fg, &n1));
+    CHECK(n1 == (rank % 2 ? no : ne));
+    if (size > 1) {
+        MPI_Comm x;
+        MPI_Group other = rank % 2 ? evens : odds;
+        OK(MPI_Intercomm_create_from_groups(mine, 0, other, 0, "phalanx.across", MPI_INFO_NULL,
+                                            MPI_ERRORS_RETURN, &x));
+        int rs, w = rank, sum = -1;
+        OK(MPI_Comm_remote_size(x, &rs));
+        CHECK(rs == (rank % 2 ? ne : no));
+        OK(MPI_Allreduce(&w, &sum, 1, MPI_INT, MPI_SUM, x));
+        int expect2 = 0;
+        for (int p = 1 - rank % 2; p < size; p += 2) expect2 += p;
+        CHECK(sum == expect2);
+        OK(MPI_Comm_free(&x));
+    }
+    OK(MPI_Comm_free(&fg));
     OK(MPI_Group_free(&evens));
     OK(MPI_Group_free(&odds));
     OK(MPI_Group_free(&world));
