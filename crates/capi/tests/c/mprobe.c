@@ -2,7 +2,8 @@
  * MPI_Probe/MPI_Recv/MPI_Improbe sees only the next one), MPI_Mrecv receives it; a large
  * (rendezvous) message through MPI_Improbe + MPI_Imrecv; a derived datatype; the
  * MPI_PROC_NULL forms (MPI_MESSAGE_NO_PROC); MPI_Cancel of a receive nobody sends to
- * (on the world communicator and on a duplicate), reported by MPI_Test_cancelled.
+ * (on the world communicator and on a duplicate), reported by MPI_Test_cancelled;
+ * matched probes on MPI_ANY_SOURCE while every other rank sends at once.
  * Every rank sends to the next and receives from the previous one (itself alone). */
 #include "check.h"
 #include <string.h>
@@ -113,6 +114,48 @@ int main(int argc, char **argv) {
         CHECK(!flag && x == -1 && y == 7 * prev + c);
         OK(MPI_Barrier(MPI_COMM_WORLD));
     }
+
+    /* 6. MPI_ANY_SOURCE under concurrent senders: every other rank sends rank 0 a run
+     * of messages of varying sizes (small and rendezvous) at once; rank 0 takes each
+     * with a matched probe on any source and any tag, sizes its buffer from the probe's
+     * status and receives exactly that message: every one arrives once, intact, and in
+     * its sender's order. */
+    enum { RUN = 24 };
+    if (rank == 0) {
+        int seen[64] = {0};
+        for (int k = 0; k < RUN * (size - 1); k++) {
+            OK(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &msg, &st));
+            int src = st.MPI_SOURCE, tag = st.MPI_TAG;
+            CHECK(src > 0 && src < size && src < 64 && tag == seen[src]); /* in order */
+            OK(MPI_Get_count(&st, MPI_INT, &count));
+            int *in = malloc(sizeof(int) * (size_t)(count + 1));
+            if (k % 2) {
+                OK(MPI_Mrecv(in, count, MPI_INT, &msg, &st));
+            } else {
+                OK(MPI_Imrecv(in, count, MPI_INT, &msg, &r));
+                OK(MPI_Wait(&r, &st));
+            }
+            CHECK(st.MPI_SOURCE == src && st.MPI_TAG == tag);
+            for (int i = 0; i < count; i++) CHECK(in[i] == 1000 * src + tag + i);
+            free(in);
+            seen[src]++;
+        }
+        for (int p = 1; p < size; p++) CHECK(seen[p] == RUN);
+        OK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
+        CHECK(!flag);
+    } else {
+        MPI_Request rs[RUN];
+        int *bufs[RUN];
+        for (int t = 0; t < RUN; t++) {
+            int n = (t % 3 == 2) ? (1 << 19) + t : 1 + 37 * t; /* every third rendezvous */
+            bufs[t] = malloc(sizeof(int) * (size_t)n);
+            for (int i = 0; i < n; i++) bufs[t][i] = 1000 * rank + t + i;
+            OK(MPI_Isend(bufs[t], n, MPI_INT, 0, t, MPI_COMM_WORLD, &rs[t]));
+        }
+        OK(MPI_Waitall(RUN, rs, MPI_STATUSES_IGNORE));
+        for (int t = 0; t < RUN; t++) free(bufs[t]);
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD));
 
     OK(MPI_Comm_free(&dup));
     OK(MPI_Finalize());
