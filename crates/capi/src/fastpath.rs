@@ -409,7 +409,7 @@ pub(crate) unsafe fn wait_all(
     let put = |i: usize, st: MPI_Status| {
         if !statuses.is_null() {
             // SAFETY: i < n writable statuses (caller).
-            unsafe { statuses.add(i).write(st) };
+            unsafe { crate::p2p::put_status(statuses.add(i), st) };
         }
         // SAFETY: i < n writable handles (caller).
         unsafe { requests.add(i).write(REQUEST_NULL as Handle) };

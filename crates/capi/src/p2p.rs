@@ -85,14 +85,23 @@ pub fn c_status(st: Status) -> MPI_Status {
     c
 }
 
-/// Writes `st` unless `p` is `MPI_STATUS_IGNORE`.
+/// Writes `st` unless `p` is `MPI_STATUS_IGNORE`. The caller's `MPI_ERROR` field is
+/// left as it is unless `st` carries an error: MPI's completion calls do not touch it
+/// on success (programs and test suites check that).
 ///
 /// # Safety
 /// `p` must be null or a writable `MPI_Status`.
 pub unsafe fn put_status(p: *mut MPI_Status, st: MPI_Status) {
     if !p.is_null() {
-        // SAFETY: non-null and writable (caller).
-        unsafe { p.write(st) };
+        // SAFETY: non-null and writable (caller); fields written one by one, none read.
+        unsafe {
+            (&raw mut (*p).MPI_SOURCE).write(st.MPI_SOURCE);
+            (&raw mut (*p).MPI_TAG).write(st.MPI_TAG);
+            (&raw mut (*p).MPI_internal).write(st.MPI_internal);
+            if st.MPI_ERROR != MPI_SUCCESS {
+                (&raw mut (*p).MPI_ERROR).write(st.MPI_ERROR);
+            }
+        }
     }
 }
 

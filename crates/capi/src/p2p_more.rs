@@ -241,7 +241,7 @@ unsafe fn finish_some(
             let st = finish(requests, reqs, i)?;
             indices.add(k).write(i as c_int);
             if !statuses.is_null() {
-                statuses.add(k).write(st);
+                crate::p2p::put_status(statuses.add(k), st);
             }
         }
     }
@@ -335,7 +335,7 @@ export!(MPI_Testall, PMPI_Testall,
                 unsafe {
                     let st = finish(requests, &reqs, i)?;
                     if !statuses.is_null() {
-                        statuses.add(i).write(st);
+                        crate::p2p::put_status(statuses.add(i), st);
                     }
                 }
             }

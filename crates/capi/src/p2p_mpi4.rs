@@ -171,7 +171,7 @@ export!(MPI_Request_get_status_all, PMPI_Request_get_status_all,
         if !statuses.is_null() {
             for (i, st) in sts.into_iter().enumerate() {
                 // SAFETY: room for cnt statuses (MPI contract).
-                unsafe { statuses.add(i).write(st) };
+                unsafe { crate::p2p::put_status(statuses.add(i), st) };
             }
         }
         // SAFETY: writable flag.
@@ -240,7 +240,7 @@ export!(MPI_Request_get_status_some, PMPI_Request_get_status_some,
             unsafe {
                 indices.add(k).write(*i as c_int);
                 if !statuses.is_null() {
-                    statuses.add(k).write(*st);
+                    crate::p2p::put_status(statuses.add(k), *st);
                 }
             }
         }

@@ -18,7 +18,9 @@ static void sendrecv(void) {
     for (int it = 0; it < 5; it++) {
         for (int i = 0; i < 4; i++) { out[i] = 100 * rank + 10 * it + i; in[i] = -1; }
         OK(MPI_Isendrecv(out, 4, MPI_INT, next, it, in, 4, MPI_INT, prev, it, MPI_COMM_WORLD, &r));
+        st.MPI_ERROR = MPI_ERR_DIMS; /* completion calls leave the error field alone */
         OK(MPI_Wait(&r, &st));
+        CHECK(st.MPI_ERROR == MPI_ERR_DIMS);
         CHECK(r == MPI_REQUEST_NULL);
         CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == it);
         int n;
