@@ -1271,6 +1271,32 @@ int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, M
 int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm);
 int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm);
 
+/* Environment odds and ends, user error classes (src/env_more.rs). */
+int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
+int MPI_Abi_get_info(MPI_Info *info);
+int MPI_Get_hw_resource_info(MPI_Info *hw_info);
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int MPI_Add_error_class(int *errorclass);
+int MPI_Add_error_code(int errorclass, int *errorcode);
+int MPI_Add_error_string(int errorcode, const char *string);
+int MPI_Remove_error_class(int errorclass);
+int MPI_Remove_error_code(int errorcode);
+int MPI_Remove_error_string(int errorcode);
+int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
+int PMPI_Abi_get_info(MPI_Info *info);
+int PMPI_Get_hw_resource_info(MPI_Info *hw_info);
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int PMPI_Add_error_class(int *errorclass);
+int PMPI_Add_error_code(int errorclass, int *errorcode);
+int PMPI_Add_error_string(int errorcode, const char *string);
+int PMPI_Remove_error_class(int errorclass);
+int PMPI_Remove_error_code(int errorcode);
+int PMPI_Remove_error_string(int errorcode);
+
+/* Profiling control (src/env_more.rs). */
+int MPI_Pcontrol(const int level, ...);
+int PMPI_Pcontrol(const int level, ...);
+
 /* The rest of the standard ABI: declared, not implemented yet (generated). */
 #include "mpi_stubs.h"
 

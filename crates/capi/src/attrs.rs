@@ -6,7 +6,7 @@
 //! Contract: keyvals are numbers from 1000 up (never reused in a run). Predefined
 //! attributes, read-only: `MPI_TAG_UB` (2^31 − 1), `MPI_HOST` (`MPI_PROC_NULL`), `MPI_IO`
 //! (`MPI_ANY_SOURCE`: every rank can do I/O), `MPI_WTIME_IS_GLOBAL` (0), `MPI_APPNUM`
-//! (0), `MPI_UNIVERSE_SIZE` (the world size), `MPI_LASTUSEDCODE` (`MPI_ERR_ABI`); each
+//! (0), `MPI_UNIVERSE_SIZE` (the world size), `MPI_LASTUSEDCODE` (the last error code in use, `MPI_ERR_ABI` until a program adds one); each
 //! reads as a pointer to an `int`, as MPI specifies. `MPI_Comm_dup` runs the copy
 //! callbacks (`MPI_COMM_NULL_COPY_FN` = 0 copies nothing, `MPI_COMM_DUP_FN` = 1 copies
 //! the value); `MPI_Comm_free`, `MPI_Comm_delete_attr` and replacing a value run the
@@ -203,7 +203,7 @@ fn get(comm: Handle, k: c_int, val: *mut c_void, flag: *mut c_int) -> CResult {
             502 => MPI_ANY_SOURCE,
             503 => MPI_PROC_NULL,
             505 => state::comm(WORLD)?.size(),
-            507 => MPI_ERR_ABI,
+            507 => crate::env_more::last_used(),
             _ => 0,
         };
         PREDEF.with(|p| {

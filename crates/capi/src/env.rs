@@ -330,7 +330,7 @@ export!(MPI_Get_library_version, PMPI_Get_library_version,
 });
 
 fn valid_code(code: c_int) -> CResult {
-    if !(0..=MPI_ERR_ABI).contains(&code) {
+    if !(0..=MPI_ERR_ABI).contains(&code) && crate::env_more::user_class(code).is_none() {
         return Err(err(MPI_ERR_ARG, format!("invalid error code {code}")));
     }
     Ok(())
@@ -340,15 +340,18 @@ export!(MPI_Error_string, PMPI_Error_string,
         (errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
     guard("MPI_Error_string", WORLD, || {
         valid_code(errorcode)?;
+        let user = crate::env_more::user_string(errorcode);
+        let text = user.as_deref().unwrap_or_else(|| error_name(errorcode));
         // SAFETY: the caller passes MPI_MAX_ERROR_STRING bytes and a writable int.
-        unsafe { write_str(string, MAX_ERROR_STRING, error_name(errorcode), resultlen) }
+        unsafe { write_str(string, MAX_ERROR_STRING, text, resultlen) }
     })
 });
 
 export!(MPI_Error_class, PMPI_Error_class, (errorcode: c_int, errorclass: *mut c_int) -> c_int {
     guard("MPI_Error_class", WORLD, || {
         valid_code(errorcode)?;
+        let class = crate::env_more::user_class(errorcode).unwrap_or(errorcode);
         // SAFETY: the caller passes a writable int.
-        unsafe { out(errorclass, errorcode) }
+        unsafe { out(errorclass, class) }
     })
 });

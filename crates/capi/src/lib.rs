@@ -44,6 +44,7 @@ pub mod comm_info;
 pub mod consts;
 pub mod darray;
 pub mod env;
+pub mod env_more;
 pub mod errh;
 pub mod fastpath;
 pub mod graph;

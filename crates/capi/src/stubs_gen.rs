@@ -51,30 +51,6 @@ unsafe fn null_out(p: *mut Handle, null: usize) {
     }
 }
 
-export!(MPI_Abi_get_info, PMPI_Abi_get_info, (info: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(info, NULL_INFO);
-    }
-    let _ = (info,);
-    not_implemented("MPI_Abi_get_info", WORLD)
-});
-
-export!(MPI_Add_error_class, PMPI_Add_error_class, (errorclass: *mut c_void) -> c_int {
-    let _ = (errorclass,);
-    not_implemented("MPI_Add_error_class", WORLD)
-});
-
-export!(MPI_Add_error_code, PMPI_Add_error_code, (errorclass: c_int, errorcode: *mut c_void) -> c_int {
-    let _ = (errorclass, errorcode);
-    not_implemented("MPI_Add_error_code", WORLD)
-});
-
-export!(MPI_Add_error_string, PMPI_Add_error_string, (errorcode: c_int, string: *const c_void) -> c_int {
-    let _ = (errorcode, string);
-    not_implemented("MPI_Add_error_string", WORLD)
-});
-
 export!(MPI_Allgather_init_c, PMPI_Allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -801,15 +777,6 @@ export!(MPI_Gatherv_init_c, PMPI_Gatherv_init_c, (sendbuf: *const c_void, sendco
     not_implemented("MPI_Gatherv_init_c", comm)
 });
 
-export!(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info, (hw_info: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(hw_info, NULL_INFO);
-    }
-    let _ = (hw_info,);
-    not_implemented("MPI_Get_hw_resource_info", WORLD)
-});
-
 export!(MPI_Group_from_session_pset, PMPI_Group_from_session_pset, (session: Handle, pset_name: *const c_void, newgroup: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -952,15 +919,6 @@ export!(MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c, (sendbuf: *const 
     }
     let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     not_implemented("MPI_Ineighbor_alltoallw_c", comm)
-});
-
-export!(MPI_Info_create_env, PMPI_Info_create_env, (argc: c_int, argv: *mut c_void, info: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(info, NULL_INFO);
-    }
-    let _ = (argc, argv, info);
-    not_implemented("MPI_Info_create_env", WORLD)
 });
 
 export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
@@ -1131,11 +1089,6 @@ export!(MPI_Parrived, PMPI_Parrived, (request: Handle, partition: c_int, flag: *
     not_implemented("MPI_Parrived", WORLD)
 });
 
-export!(MPI_Pcontrol, PMPI_Pcontrol, (level: c_int) -> c_int {
-    let _ = (level,);
-    not_implemented("MPI_Pcontrol", WORLD)
-});
-
 export!(MPI_Pready, PMPI_Pready, (partition: c_int, request: Handle) -> c_int {
     let _ = (partition, request);
     not_implemented("MPI_Pready", WORLD)
@@ -1242,21 +1195,6 @@ export!(MPI_Register_datarep, PMPI_Register_datarep, (datarep: *const c_void, re
 export!(MPI_Register_datarep_c, PMPI_Register_datarep_c, (datarep: *const c_void, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void) -> c_int {
     let _ = (datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state);
     not_implemented("MPI_Register_datarep_c", WORLD)
-});
-
-export!(MPI_Remove_error_class, PMPI_Remove_error_class, (errorclass: c_int) -> c_int {
-    let _ = (errorclass,);
-    not_implemented("MPI_Remove_error_class", WORLD)
-});
-
-export!(MPI_Remove_error_code, PMPI_Remove_error_code, (errorcode: c_int) -> c_int {
-    let _ = (errorcode,);
-    not_implemented("MPI_Remove_error_code", WORLD)
-});
-
-export!(MPI_Remove_error_string, PMPI_Remove_error_string, (errorcode: c_int) -> c_int {
-    let _ = (errorcode,);
-    not_implemented("MPI_Remove_error_string", WORLD)
 });
 
 export!(MPI_Scan_c, PMPI_Scan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
@@ -1483,15 +1421,6 @@ export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle
     }
     let _ = (value_type, index_type, pair_type);
     not_implemented("MPI_Type_get_value_index", WORLD)
-});
-
-export!(MPI_Type_match_size, PMPI_Type_match_size, (typeclass: c_int, size: c_int, datatype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(datatype, NULL_DATATYPE);
-    }
-    let _ = (typeclass, size, datatype);
-    not_implemented("MPI_Type_match_size", WORLD)
 });
 
 export!(MPI_Type_set_attr, PMPI_Type_set_attr, (datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {

@@ -143,3 +143,11 @@ fn large_count_collectives_from_c() {
         run_ok(n, &exe, &[], "large coll ok");
     }
 }
+
+#[test]
+fn pcontrol_info_env_abi_info_type_match_size_and_user_error_classes() {
+    let exe = c_test("envmore");
+    for n in [1, 3] {
+        run_ok(n, &exe, &[], "envmore ok");
+    }
+}
