@@ -76,6 +76,7 @@ pub mod stubs;
 pub mod stubs_gen;
 pub mod topo;
 pub mod types;
+pub mod types_attr;
 pub mod types_more;
 pub mod vlayout;
 

@@ -1374,26 +1374,6 @@ export!(MPI_Type_create_f90_real, PMPI_Type_create_f90_real, (p: c_int, r: c_int
     not_implemented("MPI_Type_create_f90_real", WORLD)
 });
 
-export!(MPI_Type_create_keyval, PMPI_Type_create_keyval, (type_copy_attr_fn: *mut c_void, type_delete_attr_fn: *mut c_void, type_keyval: *mut c_void, extra_state: *mut c_void) -> c_int {
-    let _ = (type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state);
-    not_implemented("MPI_Type_create_keyval", WORLD)
-});
-
-export!(MPI_Type_delete_attr, PMPI_Type_delete_attr, (datatype: Handle, type_keyval: c_int) -> c_int {
-    let _ = (datatype, type_keyval);
-    not_implemented("MPI_Type_delete_attr", WORLD)
-});
-
-export!(MPI_Type_free_keyval, PMPI_Type_free_keyval, (type_keyval: *mut c_void) -> c_int {
-    let _ = (type_keyval,);
-    not_implemented("MPI_Type_free_keyval", WORLD)
-});
-
-export!(MPI_Type_get_attr, PMPI_Type_get_attr, (datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_void) -> c_int {
-    let _ = (datatype, type_keyval, attribute_val, flag);
-    not_implemented("MPI_Type_get_attr", WORLD)
-});
-
 export!(MPI_Type_get_contents, PMPI_Type_get_contents, (datatype: Handle, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, array_of_integers: *mut c_void, array_of_addresses: *mut c_void, array_of_datatypes: *mut c_void) -> c_int {
     let _ = (datatype, max_integers, max_addresses, max_datatypes, array_of_integers, array_of_addresses, array_of_datatypes);
     not_implemented("MPI_Type_get_contents", WORLD)
@@ -1421,11 +1401,6 @@ export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle
     }
     let _ = (value_type, index_type, pair_type);
     not_implemented("MPI_Type_get_value_index", WORLD)
-});
-
-export!(MPI_Type_set_attr, PMPI_Type_set_attr, (datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    let _ = (datatype, type_keyval, attribute_val);
-    not_implemented("MPI_Type_set_attr", WORLD)
 });
 
 export!(MPI_Unpack_external, PMPI_Unpack_external, (datarep: *const c_void, inbuf: *const c_void, insize: isize, position: *mut c_void, outbuf: *mut c_void, outcount: c_int, datatype: Handle) -> c_int {

@@ -508,6 +508,10 @@ export!(MPI_Type_free, PMPI_Type_free, (ty: *mut Handle) -> c_int {
             if datatype(h as usize).is_some() {
                 return Err(err(MPI_ERR_TYPE, "cannot free a predefined datatype"));
             }
+            if !is_derived(h) {
+                return Err(bad_type(h));
+            }
+            crate::attrs::delete_all(h)?;
             state::with(|s| s.types.remove(&(h as usize))).ok_or_else(|| bad_type(h))?;
             out(ty, DATATYPE_NULL as Handle)
         }

@@ -191,6 +191,7 @@ export!(MPI_Type_dup, PMPI_Type_dup, (oldtype: Handle, newtype: *mut Handle) -> 
             || state::with(|s| s.types.get(&(oldtype as usize)).is_some_and(|e| e.committed));
         let h = add_type(l);
         state::with(|s| s.types.get_mut(&(h as usize)).map(|e| e.committed = committed));
+        crate::attrs::copy_all(oldtype, h)?;
         // SAFETY: writable handle (MPI contract; null checked).
         unsafe { out(newtype, h) }
     })

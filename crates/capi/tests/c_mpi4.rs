@@ -145,7 +145,7 @@ fn large_count_collectives_from_c() {
 }
 
 #[test]
-fn pcontrol_info_env_abi_info_type_match_size_and_user_error_classes() {
+fn pcontrol_info_env_abi_info_type_match_size_user_error_classes_and_type_attributes() {
     let exe = c_test("envmore");
     for n in [1, 3] {
         run_ok(n, &exe, &[], "envmore ok");

@@ -1,10 +1,23 @@
 /* MPI_Pcontrol, MPI_Info_create_env, MPI_Abi_get_info, MPI_Get_hw_resource_info,
  * MPI_Type_match_size, and user error classes, codes and strings (added, named,
- * classified, reported through MPI_LASTUSEDCODE, raised, removed). Any number of ranks. */
+ * classified, reported through MPI_LASTUSEDCODE, raised, removed), datatype attributes.
+ * Any number of ranks. */
 #include "check.h"
 #include <string.h>
 
-static int seen = -1;
+static int seen = -1, copies = 0, deletes = 0;
+static int tcopy(MPI_Datatype t, int k, void *extra, void *in, void *out, int *flag) {
+    (void)t; (void)k; (void)extra;
+    copies++;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+static int tdelete(MPI_Datatype t, int k, void *val, void *extra) {
+    (void)t; (void)k; (void)val; (void)extra;
+    deletes++;
+    return MPI_SUCCESS;
+}
 static void handler(MPI_Comm *c, int *code, ...) {
     (void)c;
     seen = *code;
@@ -76,6 +89,30 @@ int main(int argc, char **argv) {
     OK(MPI_Remove_error_class(cls));
     OK(MPI_Remove_error_code(code2));
     CHECK(MPI_Error_class(code, &k) != MPI_SUCCESS);
+    /* Datatype attributes: set, get, copied by MPI_Type_dup, deleted by MPI_Type_free. */
+    int kv, val = 42, *got;
+    MPI_Datatype vec, dup;
+    OK(MPI_Type_create_keyval(tcopy, tdelete, &kv, NULL));
+    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vec));
+    OK(MPI_Type_set_attr(vec, kv, &val));
+    OK(MPI_Type_get_attr(vec, kv, &got, &flag));
+    CHECK(flag && got == &val);
+    OK(MPI_Type_dup(vec, &dup));
+    CHECK(copies == 1);
+    OK(MPI_Type_get_attr(dup, kv, &got, &flag));
+    CHECK(flag && *got == 42);
+    OK(MPI_Type_free(&dup));
+    CHECK(deletes == 1);
+    OK(MPI_Type_delete_attr(vec, kv));
+    CHECK(deletes == 2);
+    OK(MPI_Type_get_attr(vec, kv, &got, &flag));
+    CHECK(!flag);
+    OK(MPI_Type_set_attr(MPI_INT, kv, &val)); /* predefined types carry them too */
+    OK(MPI_Type_delete_attr(MPI_INT, kv));
+    OK(MPI_Type_free(&vec));
+    OK(MPI_Type_free_keyval(&kv));
+    CHECK(kv == MPI_KEYVAL_INVALID);
+
     OK(MPI_Finalize());
     printf("envmore ok\n");
     return 0;
