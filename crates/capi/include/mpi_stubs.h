@@ -49,13 +49,7 @@ int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], cons
 int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 int MPI_Close_port(const char *port_name);
 int MPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm);
-int MPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size);
-int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size);
 int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm);
-int MPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size);
-int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size);
-int MPI_Comm_flush_buffer(MPI_Comm comm);
-int MPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request);
 int MPI_Comm_join(int fd, MPI_Comm *intercomm);
 int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
@@ -304,13 +298,7 @@ int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], con
 int PMPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 int PMPI_Close_port(const char *port_name);
 int PMPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm);
-int PMPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size);
-int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size);
 int PMPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm);
-int PMPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size);
-int PMPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size);
-int PMPI_Comm_flush_buffer(MPI_Comm comm);
-int PMPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request);
 int PMPI_Comm_join(int fd, MPI_Comm *intercomm);
 int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int PMPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);

@@ -143,16 +143,6 @@ export!(MPI_Comm_accept, PMPI_Comm_accept, (port_name: *const c_void, info: Hand
     not_implemented("MPI_Comm_accept", comm)
 });
 
-export!(MPI_Comm_attach_buffer, PMPI_Comm_attach_buffer, (comm: Handle, buffer: *mut c_void, size: c_int) -> c_int {
-    let _ = (comm, buffer, size);
-    not_implemented("MPI_Comm_attach_buffer", comm)
-});
-
-export!(MPI_Comm_attach_buffer_c, PMPI_Comm_attach_buffer_c, (comm: Handle, buffer: *mut c_void, size: i64) -> c_int {
-    let _ = (comm, buffer, size);
-    not_implemented("MPI_Comm_attach_buffer_c", comm)
-});
-
 export!(MPI_Comm_connect, PMPI_Comm_connect, (port_name: *const c_void, info: Handle, root: c_int, comm: Handle, newcomm: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -160,30 +150,6 @@ export!(MPI_Comm_connect, PMPI_Comm_connect, (port_name: *const c_void, info: Ha
     }
     let _ = (port_name, info, root, comm, newcomm);
     not_implemented("MPI_Comm_connect", comm)
-});
-
-export!(MPI_Comm_detach_buffer, PMPI_Comm_detach_buffer, (comm: Handle, buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
-    let _ = (comm, buffer_addr, size);
-    not_implemented("MPI_Comm_detach_buffer", comm)
-});
-
-export!(MPI_Comm_detach_buffer_c, PMPI_Comm_detach_buffer_c, (comm: Handle, buffer_addr: *mut c_void, size: *mut c_void) -> c_int {
-    let _ = (comm, buffer_addr, size);
-    not_implemented("MPI_Comm_detach_buffer_c", comm)
-});
-
-export!(MPI_Comm_flush_buffer, PMPI_Comm_flush_buffer, (comm: Handle) -> c_int {
-    let _ = (comm,);
-    not_implemented("MPI_Comm_flush_buffer", comm)
-});
-
-export!(MPI_Comm_iflush_buffer, PMPI_Comm_iflush_buffer, (comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (comm, request);
-    not_implemented("MPI_Comm_iflush_buffer", comm)
 });
 
 export!(MPI_Comm_join, PMPI_Comm_join, (fd: c_int, intercomm: *mut Handle) -> c_int {

@@ -3,7 +3,8 @@
  * null and inactive requests as MPI defines), communicator hints (MPI_Comm_set_info,
  * get_info, dup_with_info, idup_with_info), MPI_Comm_create_group with two tags,
  * MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups,
- * MPI_Info_get_valuelen, MPI_Buffer_flush/iflush, handles as integers. Any number of
+ * MPI_Info_get_valuelen, MPI_Buffer_flush/iflush and the per-communicator buffers,
+ * handles as integers. Any number of
  * ranks. */
 #include "check.h"
 #include <string.h>
@@ -223,6 +224,27 @@ static void flush(void) {
     int n;
     OK(MPI_Buffer_detach(&p, &n));
     CHECK(p == space && n == (int)sizeof space);
+    /* MPI-4.1 per-communicator buffers: a buffered send on the communicator uses its
+     * own buffer (none on the process); flushes and detach wait for its messages. */
+    static char cspace[1 << 16];
+    MPI_Comm d;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+    OK(MPI_Comm_attach_buffer(d, cspace, sizeof cspace));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Bsend(v, 1, MPI_INT, next, 5, MPI_COMM_WORLD) == MPI_ERR_BUFFER);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Bsend(v, 100, MPI_INT, next, 6, d));
+    OK(MPI_Comm_iflush_buffer(d, &r));
+    OK(MPI_Recv(in, 100, MPI_INT, prev, 6, d, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(in[5] == prev + 5);
+    OK(MPI_Bsend(v, 100, MPI_INT, next, 7, d));
+    OK(MPI_Recv(in, 100, MPI_INT, prev, 7, d, MPI_STATUS_IGNORE));
+    OK(MPI_Comm_flush_buffer(d));
+    MPI_Count cn;
+    OK(MPI_Comm_detach_buffer_c(d, &p, &cn));
+    CHECK(p == cspace && cn == (MPI_Count)sizeof cspace);
+    OK(MPI_Comm_free(&d));
 }
 
 /* Handles as integers and back (MPI-5 toint/fromint, the classic c2f/f2c names). */
