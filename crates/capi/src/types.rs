@@ -322,7 +322,10 @@ pub unsafe fn pack(l: &Layout, base: *const c_void, n: usize) -> CResult<Vec<u8>
         for &(off, len) in &l.blocks {
             // SAFETY: the block is readable (caller); the vector is distinct memory.
             let b = unsafe {
-                std::slice::from_raw_parts((base as *const u8).offset(i * l.extent + off), len)
+                std::slice::from_raw_parts(
+                    (base as *const u8).wrapping_offset(i * l.extent + off),
+                    len,
+                )
             };
             v.extend_from_slice(b);
         }
@@ -349,7 +352,7 @@ pub unsafe fn unpack(l: &Layout, data: &[u8], base: *mut c_void, n: usize) -> CR
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     rest.as_ptr(),
-                    (base as *mut u8).offset(i * l.extent + off),
+                    (base as *mut u8).wrapping_offset(i * l.extent + off),
                     k,
                 )
             };

@@ -181,8 +181,9 @@ impl VLayout {
         if let Some(o) = own {
             let (from, to) = (self.block(o), packed.block(o));
             // SAFETY: the caller's block o is readable (caller); tmp holds its copy's room.
-            tmp[to]
-                .copy_from_slice(unsafe { bytes(self.base.add(from.start).cast(), from.len())? });
+            tmp[to].copy_from_slice(unsafe {
+                bytes(self.base.wrapping_add(from.start).cast(), from.len())?
+            });
         }
         // SAFETY: tmp is ours, its blocks disjoint.
         let t = unsafe { packed.write(own, f)? };
@@ -192,7 +193,11 @@ impl VLayout {
             // separate allocation; blocks are copied one at a time (they may overlap
             // each other, never tmp).
             unsafe {
-                std::ptr::copy_nonoverlapping(tmp[from].as_ptr(), self.base.add(to.start), to.len())
+                std::ptr::copy_nonoverlapping(
+                    tmp[from].as_ptr(),
+                    self.base.wrapping_add(to.start),
+                    to.len(),
+                )
             };
         }
         Ok(t)
