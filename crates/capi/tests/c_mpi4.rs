@@ -151,3 +151,11 @@ fn large_count_v_reduce_scatter_scan_and_nonblocking_collectives_from_c() {
         run_ok(n, &exe, &[], "large more ok");
     }
 }
+
+#[test]
+fn large_count_persistent_and_neighbor_collectives_and_darray_from_c() {
+    let exe = c_test("large_pers");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "large pers ok");
+    }
+}
