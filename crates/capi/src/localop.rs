@@ -422,7 +422,7 @@ impl Reducer {
                     unpack(l, io, b.base(), n)?;
                 }
                 // SAFETY: both images hold n elements of the datatype.
-                unsafe { self.call(dt, l.extent, n, a.base(), b.base()) };
+                unsafe { self.call(dt as usize, l.extent, n, a.base(), b.base()) };
                 // SAFETY: as above.
                 let v = unsafe { pack(l, b.base(), n)? };
                 io.copy_from_slice(&v);
@@ -436,9 +436,10 @@ impl Reducer {
     /// `MPI_User_function_c` once.
     ///
     /// # Safety
-    /// `a` and `b` hold `n` elements of datatype `dt`; `self` is a user function.
-    unsafe fn call(&self, dt: Handle, extent: isize, n: usize, a: *mut c_void, b: *mut c_void) {
-        let mut dth = dt;
+    /// `a` and `b` hold `n` elements of datatype `dt` (a handle's value); `self` is a
+    /// user function.
+    unsafe fn call(&self, dt: usize, extent: isize, n: usize, a: *mut c_void, b: *mut c_void) {
+        let mut dth = dt as Handle;
         match *self {
             Reducer::UserC(f) => {
                 let mut len = n as crate::Count;
