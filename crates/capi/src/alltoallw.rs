@@ -14,14 +14,16 @@
 //! differ is `MPI_ERR_TRUNCATE`; a peer's mismatch is the core's transfer error).
 //! Overlapping contiguous send and receive buffers are `MPI_ERR_BUFFER`. `MPI_Alltoallw`
 //! starts the same exchange and waits for it; its errors go to the communicator's
-//! handler.
+//! handler. Counts and byte displacements are `int` or, in `MPI_(I)alltoallw_c`
+//! ([`crate::large_v`]), `MPI_Count` and `MPI_Aint` ([`crate::wide`]): one generic path.
 
 use crate::coll::in_place;
 use crate::consts::*;
 use crate::nbc::{copy, dst, register, req_ok, src};
-use crate::nbc_v::{counts, displs, exchange, exchange_inter};
+use crate::nbc_v::{exchange, exchange_inter};
 use crate::state::{self, AnyRequest, Staged};
 use crate::types::{layout_of, read_type, Layout};
+use crate::wide::{counts, displs, Wide};
 use crate::{disjoint, err, export, guard, CResult};
 use phalanx::traits::Communicator;
 use std::ffi::{c_int, c_void};
@@ -34,10 +36,10 @@ type Blocks = Vec<(*const c_void, usize, Rc<Layout>)>;
 ///
 /// # Safety
 /// `cs`, `ds`, `ts` point to `n` readable entries each.
-unsafe fn blocks(
+unsafe fn blocks<C: Wide, D: Wide>(
     base: *const c_void,
-    cs: *const c_int,
-    ds: *const c_int,
+    cs: *const C,
+    ds: *const D,
     ts: *const Handle,
     n: usize,
 ) -> CResult<Blocks> {
@@ -58,12 +60,12 @@ unsafe fn blocks(
 fn span(bs: &Blocks) -> Option<(*const c_void, usize)> {
     let mut lo = usize::MAX;
     let mut hi = 0usize;
-    for (p, n, l) in bs.iter().filter(|b| b.1 * b.2.size > 0) {
+    for (p, n, l) in bs.iter().filter(|b| b.1 > 0 && b.2.size > 0) {
         if !l.is_contiguous() {
             return None;
         }
         lo = lo.min(*p as usize);
-        hi = hi.max(*p as usize + n * l.size);
+        hi = hi.max((*p as usize).saturating_add(n.saturating_mul(l.size)));
     }
     Some(if lo > hi {
         (std::ptr::null(), 0)
@@ -77,14 +79,14 @@ fn span(bs: &Blocks) -> Option<(*const c_void, usize)> {
 /// # Safety
 /// The caller's buffers, counts, displacements and types (nonblocking contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn start(
+pub(crate) unsafe fn start<C: Wide, D: Wide>(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const D,
     sendtypes: *const Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const D,
     recvtypes: *const Handle,
     comm: Handle,
 ) -> CResult<(Box<dyn AnyRequest>, Staged)> {
@@ -150,12 +152,32 @@ export!(MPI_Alltoallw, PMPI_Alltoallw,
          rdispls: *const c_int, recvtypes: *const Handle, comm: Handle) -> c_int {
     guard("MPI_Alltoallw", comm, || {
         // SAFETY: the caller's arguments, valid for the whole (blocking) call.
-        let (req, sg) = unsafe {
-            start(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                  recvtypes, comm)?
-        };
-        let mut h = std::ptr::null_mut();
-        register(comm, req, sg, &mut h)?;
-        crate::p2p::complete(h, true).map(drop)
+        unsafe {
+            blocking((sendbuf, sendcounts, sdispls, sendtypes),
+                     (recvbuf, recvcounts, rdispls, recvtypes), comm)
+        }
     })
 });
+
+/// One side of an all-to-all-w: buffer, counts, byte displacements, datatypes.
+pub(crate) type WSide<P, C, D> = (P, *const C, *const D, *const Handle);
+
+/// `MPI_Alltoallw` (and `MPI_Alltoallw_c`): starts the exchange and waits for it.
+///
+/// # Safety
+/// The caller's arguments, valid for the whole call.
+pub(crate) unsafe fn blocking<C: Wide, D: Wide>(
+    (sendbuf, sendcounts, sdispls, sendtypes): WSide<*const c_void, C, D>,
+    (recvbuf, recvcounts, rdispls, recvtypes): WSide<*mut c_void, C, D>,
+    comm: Handle,
+) -> CResult {
+    // SAFETY: caller.
+    let (req, sg) = unsafe {
+        start(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )?
+    };
+    let mut h = std::ptr::null_mut();
+    register(comm, req, sg, &mut h)?;
+    crate::p2p::complete(h, true).map(drop)
+}

@@ -8,13 +8,15 @@
 //! keeps its meaning: the in-place block is packed from (and unpacked back to) the
 //! receive buffer. Type signatures are checked as byte lengths (send count × type size
 //! must equal receive count × type size), which is what MPI's rule amounts to on a
-//! homogeneous machine.
+//! homogeneous machine. The packed blocks move through the `int` collectives, so a
+//! packed block, count or displacement past `INT_MAX` bytes is `MPI_ERR_COUNT` (limit).
 
 use crate::coll::in_place;
 use crate::consts::*;
 use crate::state;
 use crate::types::{pack, unpack, Layout};
-use crate::{count, err, typed, CResult};
+use crate::wide::{self, Wide};
+use crate::{count, err, CResult};
 use phalanx::traits::Communicator;
 use std::ffi::{c_int, c_void};
 use std::rc::Rc;
@@ -35,7 +37,15 @@ fn rc(r: c_int) -> CResult {
 }
 
 fn ci(n: usize) -> CResult<c_int> {
-    c_int::try_from(n).map_err(|_| err(MPI_ERR_COUNT, "packed message too large"))
+    c_int::try_from(n).map_err(|_| {
+        err(
+            MPI_ERR_COUNT,
+            format!(
+                "{n} packed bytes: derived datatypes in the collectives move as int byte \
+                 counts (at most INT_MAX)"
+            ),
+        )
+    })
 }
 
 fn lay(t: Handle) -> CResult<Rc<Layout>> {
@@ -240,16 +250,13 @@ struct Packed {
 ///
 /// # Safety
 /// `counts` and `displs` point to `p` ints.
-unsafe fn cd(
-    counts: *const c_int,
-    displs: *const c_int,
+unsafe fn cd<C: Wide, D: Wide>(
+    counts: *const C,
+    displs: *const D,
     p: usize,
 ) -> CResult<(Vec<usize>, Vec<isize>)> {
-    // SAFETY: p ints each (caller).
-    let (cs, ds): (&[c_int], &[c_int]) =
-        unsafe { (typed(counts.cast(), p)?, typed(displs.cast(), p)?) };
-    let cs = cs.iter().map(|&k| count(k)).collect::<CResult<Vec<_>>>()?;
-    Ok((cs, ds.iter().map(|&d| d as isize).collect()))
+    // SAFETY: p values each (caller).
+    unsafe { Ok((wide::counts(counts, p)?, wide::displs(displs, p)?)) }
 }
 
 /// Packs (`fill`) or sizes the blocks `(counts, displs)` of layout `l` at `base`.
@@ -307,13 +314,13 @@ unsafe fn unpack_v(
 ///
 /// # Safety
 /// Buffers as MPI requires for the call.
-pub unsafe fn gatherv(
+pub unsafe fn gatherv<C: Wide, D: Wide>(
     s: *const c_void,
     sc: crate::Count,
     st: Handle,
     r: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const C,
+    displs: *const D,
     rt: Handle,
     root: Option<c_int>,
     comm: Handle,
@@ -395,10 +402,10 @@ pub unsafe fn gatherv(
 ///
 /// # Safety
 /// Buffers as MPI requires for the call.
-pub unsafe fn scatterv(
+pub unsafe fn scatterv<C: Wide, D: Wide>(
     s: *const c_void,
-    scounts: *const c_int,
-    displs: *const c_int,
+    scounts: *const C,
+    displs: *const D,
     st: Handle,
     r: *mut c_void,
     rcnt: crate::Count,
@@ -464,14 +471,14 @@ pub unsafe fn scatterv(
 ///
 /// # Safety
 /// Buffers as MPI requires for the call.
-pub unsafe fn alltoallv(
+pub unsafe fn alltoallv<C: Wide, D: Wide>(
     s: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
+    scounts: *const C,
+    sdispls: *const D,
     st: Handle,
     r: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
+    rcounts: *const C,
+    rdispls: *const D,
     rt: Handle,
     comm: Handle,
 ) -> CResult {

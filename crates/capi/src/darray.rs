@@ -174,23 +174,58 @@ export!(MPI_Type_create_darray, PMPI_Type_create_darray,
          array_of_psizes: *const c_int, order: c_int, oldtype: Handle,
          newtype: *mut Handle) -> c_int {
     guard("MPI_Type_create_darray", WORLD, || {
-        let nd = count(ndims)?;
-        if nd == 0 {
-            return Err(err(MPI_ERR_DIMS, "darray: ndims must be positive"));
+        // SAFETY: the caller's arrays and output handle (MPI contract).
+        unsafe {
+            create((size, rank, ndims), array_of_gsizes,
+                   (array_of_distribs, array_of_dargs, array_of_psizes), order, oldtype,
+                   newtype)
         }
-        let old = any_layout(oldtype)?;
-        // SAFETY: the caller passes ndims entries in each array.
-        let (g, d, a, p) = unsafe {
-            (
-                array(array_of_gsizes, nd)?,
-                array(array_of_distribs, nd)?,
-                array(array_of_dargs, nd)?,
-                array(array_of_psizes, nd)?,
-            )
-        };
-        let g: Vec<isize> = g.iter().map(|&x| x as isize).collect();
-        let l = darray(size, rank, &g, &d, &a, &p, order, &old)?;
-        // SAFETY: writable handle (MPI contract; null checked).
-        unsafe { out(newtype, add_type(l)) }
     })
 });
+
+export!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c,
+        (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const crate::Count,
+         array_of_distribs: *const c_int, array_of_dargs: *const c_int,
+         array_of_psizes: *const c_int, order: c_int, oldtype: Handle,
+         newtype: *mut Handle) -> c_int {
+    guard("MPI_Type_create_darray_c", WORLD, || {
+        // SAFETY: the caller's arrays and output handle (MPI contract).
+        unsafe {
+            create((size, rank, ndims), array_of_gsizes,
+                   (array_of_distribs, array_of_dargs, array_of_psizes), order, oldtype,
+                   newtype)
+        }
+    })
+});
+
+/// `MPI_Type_create_darray` (and `_c`: 64-bit global sizes): one implementation.
+///
+/// # Safety
+/// `ndims` entries in each array; `newtype` writable.
+unsafe fn create<G: crate::wide::Wide>(
+    (size, rank, ndims): (c_int, c_int, c_int),
+    gsizes: *const G,
+    (distribs, dargs, psizes): (*const c_int, *const c_int, *const c_int),
+    order: c_int,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> CResult {
+    let nd = count(ndims)?;
+    if nd == 0 {
+        return Err(err(MPI_ERR_DIMS, "darray: ndims must be positive"));
+    }
+    let old = any_layout(oldtype)?;
+    // SAFETY: the caller passes ndims entries in each array.
+    let (g, d, a, p) = unsafe {
+        (
+            crate::wide::slice(gsizes, nd)?,
+            array(distribs, nd)?,
+            array(dargs, nd)?,
+            array(psizes, nd)?,
+        )
+    };
+    let g: Vec<isize> = g.iter().map(|&x| x.wide() as isize).collect();
+    let l = darray(size, rank, &g, &d, &a, &p, order, &old)?;
+    // SAFETY: writable handle (MPI contract; null checked).
+    unsafe { out(newtype, add_type(l)) }
+}

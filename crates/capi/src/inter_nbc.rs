@@ -31,7 +31,8 @@ use crate::nbc::{at, copy, dst, register, req_ok, src};
 use crate::nbc_v::exchange_inter;
 use crate::state::Staged;
 use crate::types::{layout_of, unpack};
-use crate::{count, err, typed, CResult};
+use crate::wide::{self, Wide};
+use crate::{count, err, CResult, Count};
 use phalanx::topology::InterCommunicator;
 use phalanx::traits::Communicator;
 use std::ffi::{c_int, c_void};
@@ -85,7 +86,7 @@ pub(crate) fn ibarrier(ic: &InterCommunicator, comm: Handle, request: *mut Handl
 /// `buf` holds `cnt` elements of `t` until completion (nonblocking contract).
 pub(crate) unsafe fn ibcast(
     ic: &InterCommunicator,
-    (buf, cnt, t, root): (*mut c_void, c_int, Handle, c_int),
+    (buf, cnt, t, root): (*mut c_void, Count, Handle, c_int),
     comm: Handle,
     request: *mut Handle,
 ) -> CResult {
@@ -139,29 +140,26 @@ unsafe fn recv_blocks(sg: &mut Staged, side: Side<*mut c_void>) -> CResult<Recvs
 }
 
 /// `k` blocks of `n` elements, consecutive.
-pub(crate) fn uniform(n: c_int, k: c_int) -> CResult<Vec<(usize, isize)>> {
+pub(crate) fn uniform(n: Count, k: c_int) -> CResult<Vec<(usize, isize)>> {
     let n = count(n)?;
     Ok((0..k.max(0) as usize)
-        .map(|j| (n, (j * n) as isize))
+        .map(|j| (n, j.wrapping_mul(n) as isize))
         .collect())
 }
 
-/// `k` blocks from counts and displacements.
+/// `k` blocks from counts and displacements (of either width).
 ///
 /// # Safety
-/// `cs` and `ds` hold `k` ints.
-pub(crate) unsafe fn varied(
-    cs: *const c_int,
-    ds: *const c_int,
+/// `cs` and `ds` hold `k` values.
+pub(crate) unsafe fn varied<C: Wide, D: Wide>(
+    cs: *const C,
+    ds: *const D,
     k: c_int,
 ) -> CResult<Vec<(usize, isize)>> {
     let k = k.max(0) as usize;
     // SAFETY: caller.
-    let (cs, ds) = unsafe { (typed::<c_int>(cs.cast(), k)?, typed::<c_int>(ds.cast(), k)?) };
-    cs.iter()
-        .zip(ds)
-        .map(|(&c, &d)| Ok((count(c)?, d as isize)))
-        .collect()
+    let (cs, ds) = unsafe { (wide::counts(cs, k)?, wide::displs(ds, k)?) };
+    Ok(cs.into_iter().zip(ds).collect())
 }
 
 /// `MPI_Igather(v)`: the root receives block j from remote member j (`recv`, significant
@@ -171,7 +169,7 @@ pub(crate) unsafe fn varied(
 /// Buffers and arrays as MPI requires (nonblocking contract).
 pub(crate) unsafe fn igather(
     ic: &InterCommunicator,
-    send: (*const c_void, c_int, Handle),
+    send: (*const c_void, Count, Handle),
     recv: impl FnOnce() -> CResult<Side<*mut c_void>>,
     root: c_int,
     comm: Handle,
@@ -201,7 +199,7 @@ pub(crate) unsafe fn igather(
 pub(crate) unsafe fn iscatter(
     ic: &InterCommunicator,
     send: impl FnOnce() -> CResult<Side<*const c_void>>,
-    recv: (*mut c_void, c_int, Handle),
+    recv: (*mut c_void, Count, Handle),
     root: c_int,
     comm: Handle,
     request: *mut Handle,

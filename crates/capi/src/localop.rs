@@ -1,4 +1,5 @@
-//! Predefined reduction operations applied locally on packed data: `MPI_Reduce_local`,
+//! Predefined reduction operations applied locally on packed data: `MPI_Reduce_local`
+//! (and `MPI_Reduce_local_c`),
 //! `MPI_Op_commutative`, and the [`Reducer`] the reductions that do not go to the core
 //! (user operations, `MPI_MINLOC`/`MPI_MAXLOC`, derived datatypes) fold with.
 //!
@@ -13,7 +14,7 @@
 //! by the x87 unit ([`F80`]); complex types take `SUM`/`PROD` only (and `REPLACE`/`NO_OP`).
 
 use crate::consts::*;
-use crate::state::{self, UserFn};
+use crate::state::{self, UserFn, UserFnC, UserOp};
 use crate::types::{any_layout, pack, unpack, Layout};
 use crate::{count, err, export, guard, out, CResult};
 use std::ffi::{c_int, c_void};
@@ -23,8 +24,10 @@ const WORLD: Handle = COMM_WORLD as Handle;
 /// What a reduction folds with.
 #[derive(Clone, Copy)]
 pub enum Reducer {
-    /// A user function (`MPI_Op_create`).
+    /// A user function (`MPI_Op_create`): called on at most `INT_MAX` elements at once.
     User(UserFn),
+    /// A large-count user function (`MPI_Op_create_c`): called on all elements at once.
+    UserC(UserFnC),
     /// A predefined operation.
     Builtin(Op),
 }
@@ -34,8 +37,13 @@ pub fn reducer(h: Handle) -> CResult<Reducer> {
     if let Some(o) = op(h as usize) {
         return Ok(Reducer::Builtin(o));
     }
-    state::with(|s| s.ops.get(&(h as usize)).map(|e| Reducer::User(e.0)))
-        .ok_or_else(|| err(MPI_ERR_OP, format!("invalid operation {h:p}")))
+    state::with(|s| {
+        s.ops.get(&(h as usize)).map(|e| match e.0 {
+            UserOp::Int(f) => Reducer::User(f),
+            UserOp::Big(f) => Reducer::UserC(f),
+        })
+    })
+    .ok_or_else(|| err(MPI_ERR_OP, format!("invalid operation {h:p}")))
 }
 
 /// Whether the core reduces `dt` with `op` itself (a predefined numeric type and one of
@@ -405,7 +413,7 @@ impl Reducer {
                 })?;
                 apply_builtin(o, prim, inb, io)
             }
-            Reducer::User(f) => {
+            Reducer::User(_) | Reducer::UserC(_) => {
                 let mut a = Image::new(l, n);
                 let mut b = Image::new(l, n);
                 // SAFETY: each image holds every data byte of n elements of l.
@@ -413,12 +421,8 @@ impl Reducer {
                     unpack(l, inb, a.base(), n)?;
                     unpack(l, io, b.base(), n)?;
                 }
-                let mut len =
-                    c_int::try_from(n).map_err(|_| err(MPI_ERR_COUNT, "count too large"))?;
-                let mut dth = dt;
-                // SAFETY: the function reads n elements at its first argument and
-                // updates n at its second; both images hold n elements of the datatype.
-                unsafe { f(a.base(), b.base(), &mut len, &mut dth) };
+                // SAFETY: both images hold n elements of the datatype.
+                unsafe { self.call(dt as usize, l.extent, n, a.base(), b.base()) };
                 // SAFETY: as above.
                 let v = unsafe { pack(l, b.base(), n)? };
                 io.copy_from_slice(&v);
@@ -426,15 +430,65 @@ impl Reducer {
             }
         }
     }
+
+    /// Calls a user function on `n` elements (`extent` bytes apart) at `a` (in) and `b`
+    /// (in and out): an `MPI_User_function` on runs of at most `INT_MAX` elements, an
+    /// `MPI_User_function_c` once.
+    ///
+    /// # Safety
+    /// `a` and `b` hold `n` elements of datatype `dt` (a handle's value); `self` is a
+    /// user function.
+    unsafe fn call(&self, dt: usize, extent: isize, n: usize, a: *mut c_void, b: *mut c_void) {
+        let mut dth = dt as Handle;
+        match *self {
+            Reducer::UserC(f) => {
+                let mut len = n as crate::Count;
+                // SAFETY: the function reads n elements at a and updates n at b (caller).
+                unsafe { f(a, b, &mut len, &mut dth) }
+            }
+            Reducer::User(f) => {
+                let mut done = 0usize;
+                while done < n {
+                    let k = (n - done).min(c_int::MAX as usize);
+                    let off = (done as isize).wrapping_mul(extent);
+                    let mut len = k as c_int;
+                    let (x, y) = (a.wrapping_byte_offset(off), b.wrapping_byte_offset(off));
+                    // SAFETY: elements done..done + k of both images (caller).
+                    unsafe { f(x, y, &mut len, &mut dth) };
+                    done += k;
+                }
+            }
+            Reducer::Builtin(_) => {}
+        }
+    }
 }
 
 export!(MPI_Reduce_local, PMPI_Reduce_local,
         (inbuf: *const c_void, inoutbuf: *mut c_void, cnt: c_int, datatype: Handle,
          op: Handle) -> c_int {
-    guard("MPI_Reduce_local", WORLD, || {
+    reduce_local("MPI_Reduce_local", inbuf, inoutbuf, cnt.into(), datatype, op)
+});
+
+export!(MPI_Reduce_local_c, PMPI_Reduce_local_c,
+        (inbuf: *const c_void, inoutbuf: *mut c_void, cnt: crate::Count, datatype: Handle,
+         op: Handle) -> c_int {
+    reduce_local("MPI_Reduce_local_c", inbuf, inoutbuf, cnt, datatype, op)
+});
+
+/// `MPI_Reduce_local` (and `MPI_Reduce_local_c`).
+fn reduce_local(
+    name: &str,
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    cnt: crate::Count,
+    datatype: Handle,
+    op: Handle,
+) -> c_int {
+    guard(name, WORLD, || {
         let r = reducer(op)?;
         let l = any_layout(datatype)?;
         let n = count(cnt)?;
+        crate::span(n, l.size)?;
         // SAFETY: both buffers hold cnt elements of the datatype (MPI contract).
         unsafe {
             let a = pack(&l, inbuf, n)?;
@@ -443,13 +497,15 @@ export!(MPI_Reduce_local, PMPI_Reduce_local,
             unpack(&l, &b, inoutbuf, n)
         }
     })
-});
+}
 
 export!(MPI_Op_commutative, PMPI_Op_commutative, (op: Handle, commute: *mut c_int) -> c_int {
     guard("MPI_Op_commutative", WORLD, || {
         let c = match reducer(op)? {
             Reducer::Builtin(_) => true,
-            Reducer::User(_) => state::with(|s| s.ops.get(&(op as usize)).is_some_and(|e| e.1)),
+            Reducer::User(_) | Reducer::UserC(_) => {
+                state::with(|s| s.ops.get(&(op as usize)).is_some_and(|e| e.1))
+            }
         };
         // SAFETY: writable int (MPI contract; null checked).
         unsafe { out(commute, c as c_int) }

@@ -33,7 +33,8 @@ use crate::localop::{core_supported, reducer, validate, Reducer};
 use crate::state::{self, AnyRequest, LiveReq, ReqEntry, Staged};
 use crate::types::{layout_of, pack, unpack, Layout};
 use crate::{
-    bytes, bytes_mut, count, disjoint, err, export, guard, out, typed, typed_mut, CResult,
+    bytes, bytes_mut, count, disjoint, err, export, guard, out, span, typed, typed_mut, CResult,
+    Count,
 };
 use phalanx::collective::SystemOperation;
 use phalanx::datatype::Equivalence;
@@ -79,7 +80,7 @@ pub(crate) unsafe fn src(
 ) -> CResult<&'static [u8]> {
     if l.is_contiguous() {
         // SAFETY: caller ('static by the nonblocking contract, see crate::p2p).
-        unsafe { bytes(buf, n * l.size) }
+        unsafe { bytes(buf, span(n, l.size)?) }
     } else {
         // SAFETY: caller.
         Ok(sg.hold(unsafe { pack(l, buf, n)? }))
@@ -96,6 +97,7 @@ pub(crate) unsafe fn copy(
     n: usize,
     l: &Layout,
 ) -> CResult<&'static [u8]> {
+    span(n, l.size)?;
     // SAFETY: caller.
     Ok(sg.hold(unsafe { pack(l, buf, n)? }))
 }
@@ -111,13 +113,14 @@ pub(crate) unsafe fn dst(
     n: usize,
     l: Rc<Layout>,
 ) -> CResult<&'static mut [u8]> {
+    let len = span(n, l.size)?;
     if l.is_contiguous() {
         // SAFETY: caller ('static by the nonblocking contract).
-        return unsafe { bytes_mut(buf, n * l.size) };
+        return unsafe { bytes_mut(buf, len) };
     }
     crate::types::check_base(&l, buf, n)?;
     let i = sg.len();
-    let v = sg.hold(vec![0; n * l.size]);
+    let v = sg.hold(vec![0; len]);
     // SAFETY: the user buffer is valid at completion (nonblocking contract).
     sg.then(Box::new(move |b, _| unsafe { unpack(&l, b[i], buf, n) }));
     Ok(v)
@@ -131,7 +134,20 @@ pub(crate) fn at(buf: *const c_void, i: isize, l: &Layout) -> *const c_void {
 export!(MPI_Ibcast, PMPI_Ibcast,
         (buffer: *mut c_void, cnt: c_int, datatype: Handle, root: c_int, comm: Handle,
          request: *mut Handle) -> c_int {
-    guard("MPI_Ibcast", comm, || {
+    ibcast_impl("MPI_Ibcast", buffer, cnt.into(), datatype, root, comm, request)
+});
+
+/// `MPI_Ibcast` (and `MPI_Ibcast_c`).
+pub(crate) fn ibcast_impl(
+    name: &str,
+    buffer: *mut c_void,
+    cnt: Count,
+    datatype: Handle,
+    root: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: the caller's buffer (nonblocking contract).
@@ -147,29 +163,51 @@ export!(MPI_Ibcast, PMPI_Ibcast,
         // SAFETY: the caller's buffer (nonblocking contract).
         let b = unsafe {
             if l.is_contiguous() {
-                bytes_mut(buffer, n * l.size)?
+                bytes_mut(buffer, span(n, l.size)?)?
             } else if c.rank() == root {
                 sg.hold(pack(&l, buffer, n)?)
             } else {
                 dst(&mut sg, buffer, n, l)?
             }
         };
-        let r = c.process_at_rank(root).immediate_broadcast_into(StaticScope, b);
+        let r = c
+            .process_at_rank(root)
+            .immediate_broadcast_into(StaticScope, b);
         register(comm, Box::new(r), sg, request)
     })
-});
+}
 
 export!(MPI_Igather, PMPI_Igather,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle,
          request: *mut Handle) -> c_int {
-    guard("MPI_Igather", comm, || {
+    igather_impl("MPI_Igather", (sendbuf, sendcount.into(), sendtype),
+                 (recvbuf, recvcount.into(), recvtype), root, comm, request)
+});
+
+/// `MPI_Igather` (and `MPI_Igather_c`).
+pub(crate) fn igather_impl(
+    name: &str,
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, Handle),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, Handle),
+    root: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             let recv = || Ok((recvbuf, uniform(recvcount, ic.remote_size())?, recvtype));
             // SAFETY: the caller's buffers (nonblocking contract).
             return unsafe {
-                inter_nbc::igather(&ic, (sendbuf, sendcount, sendtype), recv, root, comm, request)
+                inter_nbc::igather(
+                    &ic,
+                    (sendbuf, sendcount, sendtype),
+                    recv,
+                    root,
+                    comm,
+                    request,
+                )
             };
         }
         let root = root_ok(&c, root)?;
@@ -179,7 +217,12 @@ export!(MPI_Igather, PMPI_Igather,
         if c.rank() != root {
             // SAFETY: the caller's buffer (nonblocking contract).
             let s = unsafe { src(&mut sg, sendbuf, count(sendcount)?, &*layout_of(sendtype)?)? };
-            return register(comm, Box::new(p.immediate_gather_into(StaticScope, s)), sg, request);
+            return register(
+                comm,
+                Box::new(p.immediate_gather_into(StaticScope, s)),
+                sg,
+                request,
+            );
         }
         let rl = layout_of(recvtype)?;
         let rc = count(recvcount)?;
@@ -187,34 +230,64 @@ export!(MPI_Igather, PMPI_Igather,
         // SAFETY: the caller's buffers (nonblocking contract).
         let s = unsafe {
             if in_place(sendbuf) {
-                copy(&mut sg, at(recvbuf, root as isize * rc as isize, &rl), rc, &rl)?
+                copy(
+                    &mut sg,
+                    at(recvbuf, root as isize * rc as isize, &rl),
+                    rc,
+                    &rl,
+                )?
             } else {
                 let sl = layout_of(sendtype)?;
                 let sc = count(sendcount)?;
-                same_block(sc * sl.size, rc * rl.size)?;
+                same_block(span(sc, sl.size)?, span(rc, rl.size)?)?;
                 if sl.is_contiguous() && rl.is_contiguous() {
-                    disjoint(sendbuf, sc * sl.size, recvbuf, rc * rl.size * size)?;
+                    disjoint(sendbuf, sc * sl.size, recvbuf, span(rc * rl.size, size)?)?;
                 }
                 src(&mut sg, sendbuf, sc, &sl)?
             }
         };
         // SAFETY: as above.
-        let r = unsafe { dst(&mut sg, recvbuf, rc * size, rl)? };
-        register(comm, Box::new(p.immediate_gather_into_root(StaticScope, s, r)), sg, request)
+        let r = unsafe { dst(&mut sg, recvbuf, span(rc, size)?, rl)? };
+        register(
+            comm,
+            Box::new(p.immediate_gather_into_root(StaticScope, s, r)),
+            sg,
+            request,
+        )
     })
-});
+}
 
 export!(MPI_Iscatter, PMPI_Iscatter,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle,
          request: *mut Handle) -> c_int {
-    guard("MPI_Iscatter", comm, || {
+    iscatter_impl("MPI_Iscatter", (sendbuf, sendcount.into(), sendtype),
+                  (recvbuf, recvcount.into(), recvtype), root, comm, request)
+});
+
+/// `MPI_Iscatter` (and `MPI_Iscatter_c`).
+pub(crate) fn iscatter_impl(
+    name: &str,
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, Handle),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, Handle),
+    root: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             let send = || Ok((sendbuf, uniform(sendcount, ic.remote_size())?, sendtype));
             // SAFETY: the caller's buffers (nonblocking contract).
             return unsafe {
-                inter_nbc::iscatter(&ic, send, (recvbuf, recvcount, recvtype), root, comm, request)
+                inter_nbc::iscatter(
+                    &ic,
+                    send,
+                    (recvbuf, recvcount, recvtype),
+                    root,
+                    comm,
+                    request,
+                )
             };
         }
         let root = root_ok(&c, root)?;
@@ -224,20 +297,25 @@ export!(MPI_Iscatter, PMPI_Iscatter,
         if c.rank() != root {
             // SAFETY: the caller's buffer (nonblocking contract).
             let r = unsafe { dst(&mut sg, recvbuf, count(recvcount)?, layout_of(recvtype)?)? };
-            return register(comm, Box::new(p.immediate_scatter_into(StaticScope, r)), sg, request);
+            return register(
+                comm,
+                Box::new(p.immediate_scatter_into(StaticScope, r)),
+                sg,
+                request,
+            );
         }
         let sl = layout_of(sendtype)?;
         let sc = count(sendcount)?;
         let size = c.size() as usize;
         // SAFETY: the caller's buffers (nonblocking contract).
         let (s, r) = unsafe {
-            let s = src(&mut sg, sendbuf, sc * size, &sl)?;
+            let s = src(&mut sg, sendbuf, span(sc, size)?, &sl)?;
             let r = if in_place(recvbuf) {
                 sg.hold(vec![0; sc * sl.size])
             } else {
                 let rl = layout_of(recvtype)?;
                 let rc = count(recvcount)?;
-                same_block(sc * sl.size, rc * rl.size)?;
+                same_block(sc * sl.size, span(rc, rl.size)?)?;
                 if sl.is_contiguous() && rl.is_contiguous() {
                     disjoint(sendbuf, s.len(), recvbuf, rc * rl.size)?;
                 }
@@ -245,15 +323,20 @@ export!(MPI_Iscatter, PMPI_Iscatter,
             };
             (s, r)
         };
-        register(comm, Box::new(p.immediate_scatter_into_root(StaticScope, s, r)), sg, request)
+        register(
+            comm,
+            Box::new(p.immediate_scatter_into_root(StaticScope, s, r)),
+            sg,
+            request,
+        )
     })
-});
+}
 
-/// `MPI_Iallgather` (`all_to_all` false) or `MPI_Ialltoall`.
-fn iall(
+/// `MPI_Iallgather` (`all_to_all` false) or `MPI_Ialltoall` (and their `_c` forms).
+pub(crate) fn iall(
     name: &str,
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, Handle),
-    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, Handle),
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, Handle),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, Handle),
     comm: Handle,
     request: *mut Handle,
     all_to_all: bool,
@@ -289,7 +372,7 @@ fn iall(
         let s = unsafe {
             if in_place(sendbuf) {
                 let (from, n) = if all_to_all {
-                    (recvbuf.cast_const(), rc * size)
+                    (recvbuf.cast_const(), span(rc, size)?)
                 } else {
                     (at(recvbuf, c.rank() as isize * rc as isize, &rl), rc)
                 };
@@ -297,15 +380,20 @@ fn iall(
             } else {
                 let sl = layout_of(sendtype)?;
                 let sc = count(sendcount)?;
-                same_block(sc * sl.size, rc * rl.size)?;
+                same_block(span(sc, sl.size)?, span(rc, rl.size)?)?;
                 if sl.is_contiguous() && rl.is_contiguous() {
-                    disjoint(sendbuf, sc * sl.size * k, recvbuf, rc * rl.size * size)?;
+                    disjoint(
+                        sendbuf,
+                        span(sc * sl.size, k)?,
+                        recvbuf,
+                        span(rc * rl.size, size)?,
+                    )?;
                 }
-                src(&mut sg, sendbuf, sc * k, &sl)?
+                src(&mut sg, sendbuf, span(sc, k)?, &sl)?
             }
         };
         // SAFETY: as above.
-        let r = unsafe { dst(&mut sg, recvbuf, rc * size, rl)? };
+        let r = unsafe { dst(&mut sg, recvbuf, span(rc, size)?, rl)? };
         let q: Box<dyn AnyRequest> = if all_to_all {
             Box::new(c.immediate_all_to_all_into(StaticScope, s, r))
         } else {
@@ -318,20 +406,20 @@ fn iall(
 export!(MPI_Iallgather, PMPI_Iallgather,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    iall("MPI_Iallgather", (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype),
-         comm, request, false)
+    iall("MPI_Iallgather", (sendbuf, sendcount.into(), sendtype),
+         (recvbuf, recvcount.into(), recvtype), comm, request, false)
 });
 
 export!(MPI_Ialltoall, PMPI_Ialltoall,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcount: c_int, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    iall("MPI_Ialltoall", (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype),
-         comm, request, true)
+    iall("MPI_Ialltoall", (sendbuf, sendcount.into(), sendtype),
+         (recvbuf, recvcount.into(), recvtype), comm, request, true)
 });
 
 /// Which reduction.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Red {
+pub(crate) enum Red {
     /// `MPI_Ireduce` to this root.
     Reduce(c_int),
     /// `MPI_Iallreduce`.
@@ -368,7 +456,7 @@ fn core_red<T: Equivalence + Copy + 'static>(
         let mine: &[T] = unsafe { typed(recv.cast_const(), n)? };
         sg.keep(mine.to_vec())
     } else {
-        let len = n * size_of::<T>();
+        let len = span(n, size_of::<T>())?;
         disjoint(send, len, recv, len)?;
         // SAFETY: n readable elements, unmodified until completion (contract).
         unsafe { typed(send, n)? }
@@ -403,7 +491,7 @@ fn generic_red(
         Red::Reduce(root) => c.rank() == root,
         _ => true,
     };
-    let len = n * l.size;
+    let len = span(n, l.size)?;
     // SAFETY: the caller's buffers hold n elements (contract); packed copies are taken now.
     let mine = unsafe {
         if in_place(send) && receives {
@@ -429,7 +517,7 @@ fn generic_red(
         Red::Exscan => rank,
     };
     let i = sg.len();
-    let all = sg.hold(vec![0; len * size]);
+    let all = sg.hold(vec![0; span(len, size)?]);
     if upto > 0 {
         sg.then(Box::new(move |b, _| {
             let parts = b[i];
@@ -453,11 +541,11 @@ fn generic_red(
     })
 }
 
-/// Starts reduction `k`.
-fn ired(
+/// Starts reduction `k` (the `int` forms and the `_c` ones).
+pub(crate) fn ired(
     name: &str,
     k: Red,
-    (send, recv, cnt, dt, op): (*const c_void, *mut c_void, c_int, Handle, Handle),
+    (send, recv, cnt, dt, op): (*const c_void, *mut c_void, Count, Handle, Handle),
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
@@ -500,25 +588,25 @@ fn ired(
 export!(MPI_Ireduce, PMPI_Ireduce,
         (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
          op: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    ired("MPI_Ireduce", Red::Reduce(root), (sendbuf, recvbuf, cnt, datatype, op), comm, request)
+    ired("MPI_Ireduce", Red::Reduce(root), (sendbuf, recvbuf, cnt.into(), datatype, op), comm, request)
 });
 
 export!(MPI_Iallreduce, PMPI_Iallreduce,
         (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
          op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    ired("MPI_Iallreduce", Red::All, (sendbuf, recvbuf, cnt, datatype, op), comm, request)
+    ired("MPI_Iallreduce", Red::All, (sendbuf, recvbuf, cnt.into(), datatype, op), comm, request)
 });
 
 export!(MPI_Iscan, PMPI_Iscan,
         (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
          op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    ired("MPI_Iscan", Red::Scan, (sendbuf, recvbuf, cnt, datatype, op), comm, request)
+    ired("MPI_Iscan", Red::Scan, (sendbuf, recvbuf, cnt.into(), datatype, op), comm, request)
 });
 
 export!(MPI_Iexscan, PMPI_Iexscan,
         (sendbuf: *const c_void, recvbuf: *mut c_void, cnt: c_int, datatype: Handle,
          op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    ired("MPI_Iexscan", Red::Exscan, (sendbuf, recvbuf, cnt, datatype, op), comm, request)
+    ired("MPI_Iexscan", Red::Exscan, (sendbuf, recvbuf, cnt.into(), datatype, op), comm, request)
 });
 
 export!(MPI_Comm_idup, PMPI_Comm_idup,

@@ -14,56 +14,41 @@
 //! The reduce-scatters send block r of every member's packed input to member r, which
 //! folds the contributions in rank order at completion (any operation, as
 //! [`crate::ops`]); they use `members × block` bytes of temporary space.
+//!
+//! Each is one generic implementation (`*_impl`) for the `int` entry point and its
+//! `_c` form ([`crate::large_nbc`]): counts in [`Count`], arrays of either width
+//! ([`crate::wide`]). The blocks move as point-to-point byte messages, so no count or
+//! displacement here is limited to `int`.
 
 use crate::coll::{in_place, root_ok};
+use crate::coll_more::{USide, VSide};
 use crate::consts::*;
 use crate::inter_nbc;
 use crate::localop::{reducer, validate};
 use crate::nbc::{at, copy, dst, register, req_ok, src};
 use crate::state::{self, AnyRequest, Staged};
 use crate::types::{layout_of, unpack, Layout};
-use crate::{count, disjoint, err, export, guard, typed, CResult};
+use crate::wide::{counts, displs, Wide};
+use crate::{count, disjoint, err, export, guard, span, CResult, Count};
 use phalanx::request::StaticScope;
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, Destination, Source};
 use std::ffi::{c_int, c_void};
 
-/// Counts (`n` ints at `p`), checked non-negative.
-///
-/// # Safety
-/// `p` points to `n` readable ints.
-pub(crate) unsafe fn counts(p: *const c_int, n: usize) -> CResult<Vec<usize>> {
-    // SAFETY: caller.
-    let cs: &[c_int] = unsafe { typed(p.cast(), n)? };
-    cs.iter().map(|&k| count(k)).collect()
-}
-
-/// Displacements (`n` ints at `p`).
-///
-/// # Safety
-/// `p` points to `n` readable ints.
-pub(crate) unsafe fn displs(p: *const c_int, n: usize) -> CResult<Vec<isize>> {
-    // SAFETY: caller.
-    Ok(unsafe { typed::<c_int>(p.cast(), n)? }
-        .iter()
-        .map(|&d| d as isize)
-        .collect())
-}
-
 /// The bytes `(address, length)` that the blocks `(cs, ds)` of `l` at `base` span.
-fn span(base: *const c_void, cs: &[usize], ds: &[isize], l: &Layout) -> (*const c_void, usize) {
+fn extent(base: *const c_void, cs: &[usize], ds: &[isize], l: &Layout) -> (*const c_void, usize) {
     let blocks = cs.iter().zip(ds).filter(|(&c, _)| c > 0);
     let lo = blocks
         .clone()
-        .map(|(_, &d)| d * l.extent)
+        .map(|(_, &d)| d.saturating_mul(l.extent))
         .min()
         .unwrap_or(0);
     let hi = blocks
-        .map(|(&c, &d)| (d + c as isize) * l.extent)
+        .map(|(&c, &d)| d.saturating_add(c as isize).saturating_mul(l.extent))
         .max()
         .unwrap_or(0);
     let at = (base as *const u8).wrapping_offset(lo).cast();
-    (at, (hi - lo).max(0) as usize)
+    (at, hi.saturating_sub(lo).max(0) as usize)
 }
 
 /// MPI forbids overlapping send and receive buffers (except through `MPI_IN_PLACE`):
@@ -139,15 +124,41 @@ export!(MPI_Igatherv, PMPI_Igatherv,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcounts: *const c_int, displs_: *const c_int, recvtype: Handle, root: c_int,
          comm: Handle, request: *mut Handle) -> c_int {
-    guard("MPI_Igatherv", comm, || {
+    igatherv_impl("MPI_Igatherv", (sendbuf, sendcount.into(), sendtype),
+                  (recvbuf, recvcounts, displs_, recvtype), root, comm, request)
+});
+
+/// `MPI_Igatherv` (and `MPI_Igatherv_c`).
+pub(crate) fn igatherv_impl<C: Wide, D: Wide>(
+    name: &str,
+    (sendbuf, sendcount, sendtype): USide<*const c_void>,
+    (recvbuf, recvcounts, displs_, recvtype): VSide<*mut c_void, C, D>,
+    root: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             let m = ic.remote_size();
             // SAFETY: remote-size ints at the root (MPI contract).
-            let recv = || Ok((recvbuf, unsafe { inter_nbc::varied(recvcounts, displs_, m)? }, recvtype));
+            let recv = || {
+                Ok((
+                    recvbuf,
+                    unsafe { inter_nbc::varied(recvcounts, displs_, m)? },
+                    recvtype,
+                ))
+            };
             // SAFETY: the caller's buffers (nonblocking contract).
             return unsafe {
-                inter_nbc::igather(&ic, (sendbuf, sendcount, sendtype), recv, root, comm, request)
+                inter_nbc::igather(
+                    &ic,
+                    (sendbuf, sendcount, sendtype),
+                    recv,
+                    root,
+                    comm,
+                    request,
+                )
             };
         }
         let root = root_ok(&c, root)?;
@@ -165,11 +176,16 @@ export!(MPI_Igatherv, PMPI_Igatherv,
                 let (cs, ds) = (counts(recvcounts, p)?, displs(displs_, p)?);
                 if let Some(sl) = &sl {
                     let direct = sl.is_contiguous() && rl.is_contiguous();
-                    let sc = count(sendcount)?;
-                    no_alias((sendbuf, sc * sl.size), span(recvbuf, &cs, &ds, &rl), direct)?;
+                    let sc = span(count(sendcount)?, sl.size)?;
+                    no_alias((sendbuf, sc), extent(recvbuf, &cs, &ds, &rl), direct)?;
                 }
                 for r in (0..p).filter(|&r| !(skip_self && r as c_int == me)) {
-                    let b = dst(&mut sg, at(recvbuf, ds[r], &rl).cast_mut(), cs[r], rl.clone())?;
+                    let b = dst(
+                        &mut sg,
+                        at(recvbuf, ds[r], &rl).cast_mut(),
+                        cs[r],
+                        rl.clone(),
+                    )?;
                     recvs.push((r as c_int, b));
                 }
             }
@@ -179,21 +195,47 @@ export!(MPI_Igatherv, PMPI_Igatherv,
         }
         register(comm, exchange(&c, sends, recvs)?, sg, request)
     })
-});
+}
 
 export!(MPI_Iscatterv, PMPI_Iscatterv,
         (sendbuf: *const c_void, sendcounts: *const c_int, displs_: *const c_int,
          sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
          root: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    guard("MPI_Iscatterv", comm, || {
+    iscatterv_impl("MPI_Iscatterv", (sendbuf, sendcounts, displs_, sendtype),
+                   (recvbuf, recvcount.into(), recvtype), root, comm, request)
+});
+
+/// `MPI_Iscatterv` (and `MPI_Iscatterv_c`).
+pub(crate) fn iscatterv_impl<C: Wide, D: Wide>(
+    name: &str,
+    (sendbuf, sendcounts, displs_, sendtype): VSide<*const c_void, C, D>,
+    (recvbuf, recvcount, recvtype): USide<*mut c_void>,
+    root: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             let m = ic.remote_size();
             // SAFETY: remote-size ints at the root (MPI contract).
-            let send = || Ok((sendbuf, unsafe { inter_nbc::varied(sendcounts, displs_, m)? }, sendtype));
+            let send = || {
+                Ok((
+                    sendbuf,
+                    unsafe { inter_nbc::varied(sendcounts, displs_, m)? },
+                    sendtype,
+                ))
+            };
             // SAFETY: the caller's buffers (nonblocking contract).
             return unsafe {
-                inter_nbc::iscatter(&ic, send, (recvbuf, recvcount, recvtype), root, comm, request)
+                inter_nbc::iscatter(
+                    &ic,
+                    send,
+                    (recvbuf, recvcount, recvtype),
+                    root,
+                    comm,
+                    request,
+                )
             };
         }
         let root = root_ok(&c, root)?;
@@ -211,11 +253,14 @@ export!(MPI_Iscatterv, PMPI_Iscatterv,
                 if !skip_self {
                     let rl = layout_of(recvtype)?;
                     let direct = sl.is_contiguous() && rl.is_contiguous();
-                    let rc = count(recvcount)?;
-                    no_alias(span(sendbuf, &cs, &ds, &sl), (recvbuf, rc * rl.size), direct)?;
+                    let rc = span(count(recvcount)?, rl.size)?;
+                    no_alias(extent(sendbuf, &cs, &ds, &sl), (recvbuf, rc), direct)?;
                 }
                 for r in (0..p).filter(|&r| !(skip_self && r as c_int == me)) {
-                    sends.push((r as c_int, src(&mut sg, at(sendbuf, ds[r], &sl), cs[r], &sl)?));
+                    sends.push((
+                        r as c_int,
+                        src(&mut sg, at(sendbuf, ds[r], &sl), cs[r], &sl)?,
+                    ));
                 }
             }
             if !skip_self {
@@ -225,13 +270,25 @@ export!(MPI_Iscatterv, PMPI_Iscatterv,
         }
         register(comm, exchange(&c, sends, recvs)?, sg, request)
     })
-});
+}
 
 export!(MPI_Iallgatherv, PMPI_Iallgatherv,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
          recvcounts: *const c_int, displs_: *const c_int, recvtype: Handle, comm: Handle,
          request: *mut Handle) -> c_int {
-    guard("MPI_Iallgatherv", comm, || {
+    iallgatherv_impl("MPI_Iallgatherv", (sendbuf, sendcount.into(), sendtype),
+                     (recvbuf, recvcounts, displs_, recvtype), comm, request)
+});
+
+/// `MPI_Iallgatherv` (and `MPI_Iallgatherv_c`).
+pub(crate) fn iallgatherv_impl<C: Wide, D: Wide>(
+    name: &str,
+    (sendbuf, sendcount, sendtype): USide<*const c_void>,
+    (recvbuf, recvcounts, displs_, recvtype): VSide<*mut c_void, C, D>,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             let m = ic.remote_size();
@@ -240,8 +297,13 @@ export!(MPI_Iallgatherv, PMPI_Iallgatherv,
             let recv = unsafe { inter_nbc::varied(recvcounts, displs_, m)? };
             // SAFETY: the caller's buffers (nonblocking contract).
             return unsafe {
-                inter_nbc::iall(&ic, (sendbuf, send, sendtype), (recvbuf, recv, recvtype), comm,
-                                request)
+                inter_nbc::iall(
+                    &ic,
+                    (sendbuf, send, sendtype),
+                    (recvbuf, recv, recvtype),
+                    comm,
+                    request,
+                )
             };
         }
         req_ok(request)?;
@@ -253,43 +315,77 @@ export!(MPI_Iallgatherv, PMPI_Iallgatherv,
         let (sends, recvs) = unsafe {
             let (cs, ds) = (counts(recvcounts, p)?, displs(displs_, p)?);
             let mine = if ip {
-                copy(&mut sg, at(recvbuf, ds[me as usize], &rl), cs[me as usize], &rl)?
+                copy(
+                    &mut sg,
+                    at(recvbuf, ds[me as usize], &rl),
+                    cs[me as usize],
+                    &rl,
+                )?
             } else {
                 let sl = layout_of(sendtype)?;
                 let sc = count(sendcount)?;
                 let direct = sl.is_contiguous() && rl.is_contiguous();
-                no_alias((sendbuf, sc * sl.size), span(recvbuf, &cs, &ds, &rl), direct)?;
+                no_alias(
+                    (sendbuf, span(sc, sl.size)?),
+                    extent(recvbuf, &cs, &ds, &rl),
+                    direct,
+                )?;
                 src(&mut sg, sendbuf, sc, &sl)?
             };
             let sends = (0..p).map(|r| (r as c_int, mine)).collect();
             let mut recvs = Vec::new();
             for r in (0..p).filter(|&r| !(ip && r as c_int == me)) {
-                let b = dst(&mut sg, at(recvbuf, ds[r], &rl).cast_mut(), cs[r], rl.clone())?;
+                let b = dst(
+                    &mut sg,
+                    at(recvbuf, ds[r], &rl).cast_mut(),
+                    cs[r],
+                    rl.clone(),
+                )?;
                 recvs.push((r as c_int, b));
             }
             (sends, recvs)
         };
         register(comm, exchange(&c, sends, recvs)?, sg, request)
     })
-});
+}
 
 export!(MPI_Ialltoallv, PMPI_Ialltoallv,
         (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
          sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int,
          rdispls: *const c_int, recvtype: Handle, comm: Handle,
          request: *mut Handle) -> c_int {
-    guard("MPI_Ialltoallv", comm, || {
+    ialltoallv_impl("MPI_Ialltoallv", (sendbuf, sendcounts, sdispls, sendtype),
+                    (recvbuf, recvcounts, rdispls, recvtype), comm, request)
+});
+
+/// `MPI_Ialltoallv` (and `MPI_Ialltoallv_c`).
+pub(crate) fn ialltoallv_impl<C: Wide, D: Wide>(
+    name: &str,
+    (sendbuf, sendcounts, sdispls, sendtype): VSide<*const c_void, C, D>,
+    (recvbuf, recvcounts, rdispls, recvtype): VSide<*mut c_void, C, D>,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             let m = ic.remote_size();
             // SAFETY: remote-size ints each (MPI contract).
             let (send, recv) = unsafe {
-                (inter_nbc::varied(sendcounts, sdispls, m)?, inter_nbc::varied(recvcounts, rdispls, m)?)
+                (
+                    inter_nbc::varied(sendcounts, sdispls, m)?,
+                    inter_nbc::varied(recvcounts, rdispls, m)?,
+                )
             };
             // SAFETY: the caller's buffers (nonblocking contract).
             return unsafe {
-                inter_nbc::iall(&ic, (sendbuf, send, sendtype), (recvbuf, recv, recvtype), comm,
-                                request)
+                inter_nbc::iall(
+                    &ic,
+                    (sendbuf, send, sendtype),
+                    (recvbuf, recv, recvtype),
+                    comm,
+                    request,
+                )
             };
         }
         req_ok(request)?;
@@ -302,27 +398,42 @@ export!(MPI_Ialltoallv, PMPI_Ialltoallv,
             let mut sends = Vec::new();
             if in_place(sendbuf) {
                 for r in 0..p {
-                    sends.push((r as c_int, copy(&mut sg, at(recvbuf, rd[r], &rl), rc[r], &rl)?));
+                    sends.push((
+                        r as c_int,
+                        copy(&mut sg, at(recvbuf, rd[r], &rl), rc[r], &rl)?,
+                    ));
                 }
             } else {
                 let sl = layout_of(sendtype)?;
                 let (sc, sd) = (counts(sendcounts, p)?, displs(sdispls, p)?);
                 let direct = sl.is_contiguous() && rl.is_contiguous();
-                no_alias(span(sendbuf, &sc, &sd, &sl), span(recvbuf, &rc, &rd, &rl), direct)?;
+                no_alias(
+                    extent(sendbuf, &sc, &sd, &sl),
+                    extent(recvbuf, &rc, &rd, &rl),
+                    direct,
+                )?;
                 for r in 0..p {
-                    sends.push((r as c_int, src(&mut sg, at(sendbuf, sd[r], &sl), sc[r], &sl)?));
+                    sends.push((
+                        r as c_int,
+                        src(&mut sg, at(sendbuf, sd[r], &sl), sc[r], &sl)?,
+                    ));
                 }
             }
             let mut recvs = Vec::new();
             for r in 0..p {
-                let b = dst(&mut sg, at(recvbuf, rd[r], &rl).cast_mut(), rc[r], rl.clone())?;
+                let b = dst(
+                    &mut sg,
+                    at(recvbuf, rd[r], &rl).cast_mut(),
+                    rc[r],
+                    rl.clone(),
+                )?;
                 recvs.push((r as c_int, b));
             }
             (sends, recvs)
         };
         register(comm, exchange(&c, sends, recvs)?, sg, request)
     })
-});
+}
 
 /// Starts a reduce-scatter with `cs[r]` elements for member r.
 ///
@@ -346,7 +457,8 @@ unsafe fn ireduce_scatter(
         sendbuf
     };
     if !in_place(sendbuf) {
-        let total: usize = cs.iter().sum();
+        let total = cs.iter().try_fold(0usize, |a, &k| a.checked_add(k));
+        let total = total.ok_or_else(|| err(MPI_ERR_COUNT, "counts sum past any buffer"))?;
         crate::types::disjoint_data(&l, sendbuf, total, recvbuf, cs[me])?;
     }
     let mut sends = Vec::new();
@@ -357,7 +469,7 @@ unsafe fn ireduce_scatter(
         off += k as isize;
     }
     let n = cs[me];
-    let len = n * l.size;
+    let len = span(n, l.size)?;
     crate::types::check_base(&l, recvbuf, n)?;
     let first = sg.len();
     let recvs = (0..p)
@@ -379,14 +491,33 @@ unsafe fn ireduce_scatter(
 export!(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block,
         (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle,
          op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    guard("MPI_Ireduce_scatter_block", comm, || {
+    ireduce_scatter_block_impl("MPI_Ireduce_scatter_block", (sendbuf, recvbuf),
+                               recvcount.into(), datatype, op, comm, request)
+});
+
+/// `MPI_Ireduce_scatter_block` (and `MPI_Ireduce_scatter_block_c`).
+pub(crate) fn ireduce_scatter_block_impl(
+    name: &str,
+    (sendbuf, recvbuf): (*const c_void, *mut c_void),
+    recvcount: Count,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
-            let total = count(recvcount)? * ic.size().max(0) as usize;
+            let total = span(count(recvcount)?, ic.size().max(0) as usize)?;
             // SAFETY: the caller's buffers (nonblocking contract).
             return unsafe {
-                inter_nbc::ireduce(&ic, (sendbuf, recvbuf, total, datatype, op),
-                                   inter_nbc::Fold::ScatterBlock, comm, request)
+                inter_nbc::ireduce(
+                    &ic,
+                    (sendbuf, recvbuf, total, datatype, op),
+                    inter_nbc::Fold::ScatterBlock,
+                    comm,
+                    request,
+                )
             };
         }
         let n = count(recvcount)?;
@@ -397,12 +528,26 @@ export!(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block,
         let q = unsafe { ireduce_scatter(&c, (sendbuf, recvbuf), cs, datatype, op, &mut sg)? };
         register(comm, q, sg, request)
     })
-});
+}
 
 export!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter,
         (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int,
          datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    guard("MPI_Ireduce_scatter", comm, || {
+    ireduce_scatter_impl("MPI_Ireduce_scatter", (sendbuf, recvbuf), recvcounts, datatype, op,
+                         comm, request)
+});
+
+/// `MPI_Ireduce_scatter` (and `MPI_Ireduce_scatter_c`).
+pub(crate) fn ireduce_scatter_impl<C: Wide>(
+    name: &str,
+    (sendbuf, recvbuf): (*const c_void, *mut c_void),
+    recvcounts: *const C,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    guard(name, comm, || {
         let c = state::comm(comm)?;
         if let Some(ic) = crate::inter::inter_if(&c, comm) {
             // SAFETY: local-size counts (MPI contract).
@@ -412,8 +557,13 @@ export!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter,
             let fold = inter_nbc::Fold::Scatter(cs[me], off);
             // SAFETY: the caller's buffers (nonblocking contract).
             return unsafe {
-                inter_nbc::ireduce(&ic, (sendbuf, recvbuf, cs.iter().sum(), datatype, op), fold,
-                                   comm, request)
+                inter_nbc::ireduce(
+                    &ic,
+                    (sendbuf, recvbuf, cs.iter().sum(), datatype, op),
+                    fold,
+                    comm,
+                    request,
+                )
             };
         }
         req_ok(request)?;
@@ -424,4 +574,4 @@ export!(MPI_Ireduce_scatter, PMPI_Ireduce_scatter,
         let q = unsafe { ireduce_scatter(&c, (sendbuf, recvbuf), cs, datatype, op, &mut sg)? };
         register(comm, q, sg, request)
     })
-});
+}

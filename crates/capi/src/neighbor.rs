@@ -21,14 +21,17 @@
 //! the start, its buffers follow the nonblocking rule. `MPI_IN_PLACE` is not allowed (MPI), and a call on a
 //! communicator without a topology fails with `MPI_ERR_TOPOLOGY`. A block whose length
 //! differs from its peer's is the core's transfer error (to self: `MPI_ERR_TRUNCATE`).
+//! The internal functions take [`Count`] counts and arrays of either width
+//! ([`crate::wide`]): the large-count forms ([`crate::large_nbc`]) share them, with no
+//! `int` limit (the blocks move as point-to-point byte messages).
 
 use crate::consts::*;
 use crate::graph::topo_of;
 use crate::nbc::{at, dst, register, src};
-use crate::nbc_v::{counts, displs};
 use crate::state::{self, AnyRequest, Staged};
 use crate::types::{layout_of, Layout};
-use crate::{count, disjoint, err, export, guard, typed, CResult};
+use crate::wide::{counts, displs, Wide};
+use crate::{count, disjoint, err, export, guard, typed, CResult, Count};
 use phalanx::request::StaticScope;
 use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, Destination, Source};
@@ -187,10 +190,10 @@ unsafe fn run(
 }
 
 /// `n` consecutive blocks of `k` elements of `t` at `base`.
-fn uniform(base: *const c_void, k: c_int, t: Handle, n: usize) -> CResult<Blocks> {
+fn uniform(base: *const c_void, k: Count, t: Handle, n: usize) -> CResult<Blocks> {
     let (k, l) = (count(k)?, layout_of(t)?);
     Ok((0..n)
-        .map(|j| (at(base, (j * k) as isize, &l), k, l.clone()))
+        .map(|j| (at(base, j.wrapping_mul(k) as isize, &l), k, l.clone()))
         .collect())
 }
 
@@ -198,10 +201,10 @@ fn uniform(base: *const c_void, k: c_int, t: Handle, n: usize) -> CResult<Blocks
 ///
 /// # Safety
 /// `cs` and `ds` hold `n` ints each.
-unsafe fn varied(
+unsafe fn varied<C: Wide, D: Wide>(
     base: *const c_void,
-    cs: *const c_int,
-    ds: *const c_int,
+    cs: *const C,
+    ds: *const D,
     t: Handle,
     n: usize,
 ) -> CResult<Blocks> {
@@ -219,9 +222,9 @@ unsafe fn varied(
 ///
 /// # Safety
 /// `cs`, `ds` and `ts` hold `n` values each.
-unsafe fn typed_blocks(
+unsafe fn typed_blocks<C: Wide>(
     base: *const c_void,
-    cs: *const c_int,
+    cs: *const C,
     ds: *const isize,
     ts: *const Handle,
     n: usize,
@@ -245,9 +248,9 @@ unsafe fn typed_blocks(
 ///
 /// # Safety
 /// The caller's buffers (blocking or nonblocking contract).
-unsafe fn allgather(
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, Handle),
-    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, Handle),
+pub(crate) unsafe fn allgather(
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, Handle),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, Handle),
     comm: Handle,
     request: *mut Handle,
 ) -> CResult {
@@ -265,9 +268,9 @@ unsafe fn allgather(
 ///
 /// # Safety
 /// The caller's buffers; indegree ints in `recvcounts` and `rdispls`.
-unsafe fn allgatherv(
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, Handle),
-    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const c_int, *const c_int, Handle),
+pub(crate) unsafe fn allgatherv<C: Wide, D: Wide>(
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, Handle),
+    (recvbuf, recvcounts, rdispls, recvtype): VSide<*mut c_void, C, D>,
     comm: Handle,
     request: *mut Handle,
 ) -> CResult {
@@ -286,9 +289,9 @@ unsafe fn allgatherv(
 ///
 /// # Safety
 /// The caller's buffers (blocking or nonblocking contract).
-unsafe fn alltoall(
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, Handle),
-    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, Handle),
+pub(crate) unsafe fn alltoall(
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, Handle),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, Handle),
     comm: Handle,
     request: *mut Handle,
 ) -> CResult {
@@ -302,15 +305,15 @@ unsafe fn alltoall(
 }
 
 /// Arguments of one side of `alltoallv`: buffer, counts, displacements, datatype.
-type VSide<P> = (P, *const c_int, *const c_int, Handle);
+pub(crate) type VSide<P, C, D> = (P, *const C, *const D, Handle);
 
 /// `MPI_Neighbor_alltoallv` (`request` null) or `MPI_Ineighbor_alltoallv`.
 ///
 /// # Safety
 /// The caller's buffers; outdegree (indegree) ints in the send (receive) arrays.
-unsafe fn alltoallv(
-    (sendbuf, sendcounts, sdispls, sendtype): VSide<*const c_void>,
-    (recvbuf, recvcounts, rdispls, recvtype): VSide<*mut c_void>,
+pub(crate) unsafe fn alltoallv<C: Wide, D: Wide>(
+    (sendbuf, sendcounts, sdispls, sendtype): VSide<*const c_void, C, D>,
+    (recvbuf, recvcounts, rdispls, recvtype): VSide<*mut c_void, C, D>,
     comm: Handle,
     request: *mut Handle,
 ) -> CResult {
@@ -329,15 +332,15 @@ unsafe fn alltoallv(
 }
 
 /// Arguments of one side of `alltoallw`: buffer, counts, byte displacements, datatypes.
-type WSide<P> = (P, *const c_int, *const isize, *const Handle);
+pub(crate) type WSide<P, C> = (P, *const C, *const isize, *const Handle);
 
 /// `MPI_Neighbor_alltoallw` (`request` null) or `MPI_Ineighbor_alltoallw`.
 ///
 /// # Safety
 /// The caller's buffers; outdegree (indegree) values in the send (receive) arrays.
-unsafe fn alltoallw(
-    (sendbuf, sendcounts, sdispls, sendtypes): WSide<*const c_void>,
-    (recvbuf, recvcounts, rdispls, recvtypes): WSide<*mut c_void>,
+pub(crate) unsafe fn alltoallw<C: Wide>(
+    (sendbuf, sendcounts, sdispls, sendtypes): WSide<*const c_void, C>,
+    (recvbuf, recvcounts, rdispls, recvtypes): WSide<*mut c_void, C>,
     comm: Handle,
     request: *mut Handle,
 ) -> CResult {
@@ -356,7 +359,7 @@ unsafe fn alltoallw(
 }
 
 /// A null request pointer is `MPI_ERR_ARG` (the nonblocking forms).
-fn req_arg(request: *mut Handle) -> CResult<*mut Handle> {
+pub(crate) fn req_arg(request: *mut Handle) -> CResult<*mut Handle> {
     crate::nbc::req_ok(request)?;
     Ok(request)
 }
@@ -367,7 +370,7 @@ export!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather,
     guard("MPI_Neighbor_allgather", comm, || {
         // SAFETY: the caller's buffers, valid for the whole (blocking) call.
         unsafe {
-            allgather((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm,
+            allgather((sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), comm,
                       std::ptr::null_mut())
         }
     })
@@ -379,7 +382,7 @@ export!(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather,
     guard("MPI_Ineighbor_allgather", comm, || {
         // SAFETY: the caller's buffers, valid until the request completes.
         unsafe {
-            allgather((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm,
+            allgather((sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), comm,
                       req_arg(request)?)
         }
     })
@@ -392,7 +395,7 @@ export!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv,
     guard("MPI_Neighbor_allgatherv", comm, || {
         // SAFETY: the caller's buffers and indegree-long arrays (MPI contract).
         unsafe {
-            allgatherv((sendbuf, sendcount, sendtype),
+            allgatherv((sendbuf, sendcount.into(), sendtype),
                        (recvbuf, recvcounts, displs_, recvtype), comm, std::ptr::null_mut())
         }
     })
@@ -405,7 +408,7 @@ export!(MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv,
     guard("MPI_Ineighbor_allgatherv", comm, || {
         // SAFETY: the caller's buffers and indegree-long arrays (MPI contract).
         unsafe {
-            allgatherv((sendbuf, sendcount, sendtype),
+            allgatherv((sendbuf, sendcount.into(), sendtype),
                        (recvbuf, recvcounts, displs_, recvtype), comm, req_arg(request)?)
         }
     })
@@ -417,7 +420,7 @@ export!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall,
     guard("MPI_Neighbor_alltoall", comm, || {
         // SAFETY: the caller's buffers, valid for the whole (blocking) call.
         unsafe {
-            alltoall((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm,
+            alltoall((sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), comm,
                      std::ptr::null_mut())
         }
     })
@@ -429,7 +432,7 @@ export!(MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall,
     guard("MPI_Ineighbor_alltoall", comm, || {
         // SAFETY: the caller's buffers, valid until the request completes.
         unsafe {
-            alltoall((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm,
+            alltoall((sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), comm,
                      req_arg(request)?)
         }
     })

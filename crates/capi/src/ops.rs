@@ -1,10 +1,12 @@
-//! User reduction operations (`MPI_Op_create`, `MPI_Op_free`) and the reductions the
+//! User reduction operations (`MPI_Op_create`, `MPI_Op_create_c`, `MPI_Op_free`) and the reductions the
 //! core does not do itself: user operations, `MPI_MINLOC`/`MPI_MAXLOC`, and derived
 //! datatypes, for `MPI_Reduce`, `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan`,
 //! `MPI_Reduce_scatter_block` and `MPI_Reduce_scatter`.
 //!
 //! Contract: user operation handles are numbers from 0x2000000 up (never reused within a
-//! run). These reductions move packed contributions with point-to-point messages on a
+//! run); an operation made by either create call works in every reduction, the int
+//! and the large-count forms alike ([`Reducer::fold`] calls its function with the
+//! length type it was declared with). These reductions move packed contributions with point-to-point messages on a
 //! private duplicate of the communicator and fold them with a [`Reducer`] in rank order,
 //! `(((a0 op a1) op a2) ...)`, which is correct for commutative and non-commutative
 //! operations alike: `Reduce` gathers to the root, `Allreduce` (and the reduce-scatters)
@@ -15,7 +17,7 @@
 use crate::coll::in_place;
 use crate::consts::*;
 use crate::localop::Reducer;
-use crate::state::{self, UserFn};
+use crate::state::{self, UserFn, UserFnC, UserOp};
 use crate::types::{layout_of, pack, unpack, Layout};
 use crate::{count, err, export, guard, out, CResult};
 use phalanx::topology::SimpleCommunicator;
@@ -30,14 +32,32 @@ export!(MPI_Op_create, PMPI_Op_create,
         (user_fn: Option<UserFn>, commute: c_int, op: *mut Handle) -> c_int {
     guard("MPI_Op_create", WORLD, || {
         let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "null user function"))?;
-        if op.is_null() {
-            return Err(err(MPI_ERR_ARG, "null op pointer"));
-        }
-        let h = state::with(|s| s.add_op(f, commute != 0));
-        // SAFETY: non-null, writable (MPI contract).
-        unsafe { out(op, h) }
+        // SAFETY: the caller's output handle (MPI contract).
+        unsafe { add_op(UserOp::Int(f), commute, op) }
     })
 });
+
+export!(MPI_Op_create_c, PMPI_Op_create_c,
+        (user_fn: Option<UserFnC>, commute: c_int, op: *mut Handle) -> c_int {
+    guard("MPI_Op_create_c", WORLD, || {
+        let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "null user function"))?;
+        // SAFETY: the caller's output handle (MPI contract).
+        unsafe { add_op(UserOp::Big(f), commute, op) }
+    })
+});
+
+/// Registers user operation `f` and writes its handle to `op`.
+///
+/// # Safety
+/// `op` is null (an error) or writable.
+unsafe fn add_op(f: UserOp, commute: c_int, op: *mut Handle) -> CResult {
+    if op.is_null() {
+        return Err(err(MPI_ERR_ARG, "null op pointer"));
+    }
+    let h = state::with(|s| s.add_op(f, commute != 0));
+    // SAFETY: non-null, writable (caller).
+    unsafe { out(op, h) }
+}
 
 export!(MPI_Op_free, PMPI_Op_free, (op: *mut Handle) -> c_int {
     guard("MPI_Op_free", WORLD, || {

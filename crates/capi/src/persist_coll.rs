@@ -29,7 +29,7 @@ use std::ffi::{c_int, c_void};
 /// Checks `comm` and `request`; pins `types`. Returns the pins, the pinned types and
 /// (`comm`, the request's private communicator).
 #[allow(clippy::type_complexity)]
-fn prepare<const N: usize>(
+pub(crate) fn prepare<const N: usize>(
     comm: Handle,
     request: *mut Handle,
     types: [Handle; N],
@@ -46,7 +46,7 @@ fn prepare<const N: usize>(
 
 /// The number of entries of a per-peer array on `comm`: its size, or the remote group's
 /// size on an intercommunicator.
-fn peers(comm: Handle) -> CResult<usize> {
+pub(crate) fn peers(comm: Handle) -> CResult<usize> {
     if let Some(ic) = crate::inter::inter_of(comm) {
         return Ok(ic.remote_size().max(0) as usize);
     }
@@ -58,7 +58,7 @@ fn peers(comm: Handle) -> CResult<usize> {
 ///
 /// # Safety
 /// `p` is null or holds `n` values.
-unsafe fn copy<T: Copy>(p: *const T, n: usize) -> CResult<Option<Vec<T>>> {
+pub(crate) unsafe fn copy<T: Copy>(p: *const T, n: usize) -> CResult<Option<Vec<T>>> {
     if p.is_null() {
         return Ok(None);
     }
@@ -67,12 +67,12 @@ unsafe fn copy<T: Copy>(p: *const T, n: usize) -> CResult<Option<Vec<T>>> {
 }
 
 /// The pointer to a copy made by [`copy`] (null for none).
-fn ptr<T>(v: &Option<Vec<T>>) -> *const T {
+pub(crate) fn ptr<T>(v: &Option<Vec<T>>) -> *const T {
     v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
 }
 
 /// Pins every datatype of a copied datatype array (into `pins`).
-fn pin_all(v: &mut Option<Vec<Handle>>, pins: &mut Vec<Handle>) -> CResult {
+pub(crate) fn pin_all(v: &mut Option<Vec<Handle>>, pins: &mut Vec<Handle>) -> CResult {
     for t in v.iter_mut().flatten() {
         *t = crate::types::pin(*t)?;
         pins.push(*t);

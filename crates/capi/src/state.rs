@@ -347,6 +347,23 @@ pub type HandleMap<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
 pub type UserFn =
     unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut c_int, *mut Handle);
 
+/// A large-count user reduction function (`MPI_User_function_c`: an `MPI_Count` length).
+pub type UserFnC = unsafe extern "C" fn(
+    *mut std::ffi::c_void,
+    *mut std::ffi::c_void,
+    *mut crate::Count,
+    *mut Handle,
+);
+
+/// The function of a user operation: from `MPI_Op_create` or `MPI_Op_create_c`.
+#[derive(Clone, Copy)]
+pub enum UserOp {
+    /// `MPI_User_function` (`int` length).
+    Int(UserFn),
+    /// `MPI_User_function_c` (`MPI_Count` length).
+    Big(UserFnC),
+}
+
 /// Everything `MPI_Init` creates.
 #[derive(Default)]
 pub struct State {
@@ -361,7 +378,7 @@ pub struct State {
     /// Derived datatypes.
     pub types: HandleMap<crate::types::TypeEntry>,
     /// User operations (function, commutative).
-    pub ops: HandleMap<(UserFn, bool)>,
+    pub ops: HandleMap<(UserOp, bool)>,
     /// Buffered-mode sends.
     pub bsend: crate::bsend::Bsend,
     next_comm: usize,
@@ -386,7 +403,7 @@ impl State {
     }
 
     /// Registers a user operation; returns its handle.
-    pub fn add_op(&mut self, f: UserFn, commute: bool) -> Handle {
+    pub fn add_op(&mut self, f: UserOp, commute: bool) -> Handle {
         let h = 0x2000000 + self.next_op;
         self.next_op += 1;
         self.ops.insert(h, (f, commute));

@@ -30,8 +30,6 @@ const NULL_ERRHANDLER: usize = 0x140;
 const NULL_REQUEST: usize = 0x180;
 /// `MPI_DATATYPE_NULL`.
 const NULL_DATATYPE: usize = 0x200;
-/// `MPI_OP_NULL`.
-const NULL_OP: usize = 0x20;
 
 /// Raises `MPI_ERR_OTHER` for the unimplemented `name` on `comm`'s error handler.
 fn not_implemented(name: &str, comm: Handle) -> c_int {
@@ -50,84 +48,6 @@ unsafe fn null_out(p: *mut Handle, null: usize) {
         unsafe { p.write(null as Handle) }
     }
 }
-
-export!(MPI_Allgather_init_c, PMPI_Allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    not_implemented("MPI_Allgather_init_c", comm)
-});
-
-export!(MPI_Allgatherv_c, PMPI_Allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    not_implemented("MPI_Allgatherv_c", comm)
-});
-
-export!(MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    not_implemented("MPI_Allgatherv_init_c", comm)
-});
-
-export!(MPI_Allreduce_init_c, PMPI_Allreduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    not_implemented("MPI_Allreduce_init_c", comm)
-});
-
-export!(MPI_Alltoall_init_c, PMPI_Alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    not_implemented("MPI_Alltoall_init_c", comm)
-});
-
-export!(MPI_Alltoallv_c, PMPI_Alltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    not_implemented("MPI_Alltoallv_c", comm)
-});
-
-export!(MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    not_implemented("MPI_Alltoallv_init_c", comm)
-});
-
-export!(MPI_Alltoallw_c, PMPI_Alltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    not_implemented("MPI_Alltoallw_c", comm)
-});
-
-export!(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    not_implemented("MPI_Alltoallw_init_c", comm)
-});
-
-export!(MPI_Bcast_init_c, PMPI_Bcast_init_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buffer, count, datatype, root, comm, info, request);
-    not_implemented("MPI_Bcast_init_c", comm)
-});
 
 export!(MPI_Close_port, PMPI_Close_port, (port_name: *const c_void) -> c_int {
     let _ = (port_name,);
@@ -159,20 +79,6 @@ export!(MPI_Comm_join, PMPI_Comm_join, (fd: c_int, intercomm: *mut Handle) -> c_
     }
     let _ = (fd, intercomm);
     not_implemented("MPI_Comm_join", WORLD)
-});
-
-export!(MPI_Exscan_c, PMPI_Exscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm);
-    not_implemented("MPI_Exscan_c", comm)
-});
-
-export!(MPI_Exscan_init_c, PMPI_Exscan_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    not_implemented("MPI_Exscan_init_c", comm)
 });
 
 export!(MPI_File_call_errhandler, PMPI_File_call_errhandler, (fh: Handle, errorcode: c_int) -> c_int {
@@ -720,29 +626,6 @@ export!(MPI_File_write_shared_c, PMPI_File_write_shared_c, (fh: Handle, buf: *co
     not_implemented("MPI_File_write_shared_c", WORLD)
 });
 
-export!(MPI_Gather_init_c, PMPI_Gather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    not_implemented("MPI_Gather_init_c", comm)
-});
-
-export!(MPI_Gatherv_c, PMPI_Gatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-    not_implemented("MPI_Gatherv_c", comm)
-});
-
-export!(MPI_Gatherv_init_c, PMPI_Gatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
-    not_implemented("MPI_Gatherv_init_c", comm)
-});
-
 export!(MPI_Group_from_session_pset, PMPI_Group_from_session_pset, (session: Handle, pset_name: *const c_void, newgroup: *mut Handle) -> c_int {
     // SAFETY: output handles are null or writable (MPI contract).
     unsafe {
@@ -752,277 +635,9 @@ export!(MPI_Group_from_session_pset, PMPI_Group_from_session_pset, (session: Han
     not_implemented("MPI_Group_from_session_pset", WORLD)
 });
 
-export!(MPI_Iallgather_c, PMPI_Iallgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    not_implemented("MPI_Iallgather_c", comm)
-});
-
-export!(MPI_Iallgatherv_c, PMPI_Iallgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    not_implemented("MPI_Iallgatherv_c", comm)
-});
-
-export!(MPI_Iallreduce_c, PMPI_Iallreduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
-    not_implemented("MPI_Iallreduce_c", comm)
-});
-
-export!(MPI_Ialltoall_c, PMPI_Ialltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    not_implemented("MPI_Ialltoall_c", comm)
-});
-
-export!(MPI_Ialltoallv_c, PMPI_Ialltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    not_implemented("MPI_Ialltoallv_c", comm)
-});
-
-export!(MPI_Ialltoallw_c, PMPI_Ialltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    not_implemented("MPI_Ialltoallw_c", comm)
-});
-
-export!(MPI_Ibcast_c, PMPI_Ibcast_c, (buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (buffer, count, datatype, root, comm, request);
-    not_implemented("MPI_Ibcast_c", comm)
-});
-
-export!(MPI_Iexscan_c, PMPI_Iexscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
-    not_implemented("MPI_Iexscan_c", comm)
-});
-
-export!(MPI_Igather_c, PMPI_Igather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    not_implemented("MPI_Igather_c", comm)
-});
-
-export!(MPI_Igatherv_c, PMPI_Igatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
-    not_implemented("MPI_Igatherv_c", comm)
-});
-
-export!(MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    not_implemented("MPI_Ineighbor_allgather_c", comm)
-});
-
-export!(MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    not_implemented("MPI_Ineighbor_allgatherv_c", comm)
-});
-
-export!(MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    not_implemented("MPI_Ineighbor_alltoall_c", comm)
-});
-
-export!(MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    not_implemented("MPI_Ineighbor_alltoallv_c", comm)
-});
-
-export!(MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    not_implemented("MPI_Ineighbor_alltoallw_c", comm)
-});
-
-export!(MPI_Ireduce_c, PMPI_Ireduce_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    not_implemented("MPI_Ireduce_c", comm)
-});
-
-export!(MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
-    not_implemented("MPI_Ireduce_scatter_c", comm)
-});
-
-export!(MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-    not_implemented("MPI_Ireduce_scatter_block_c", comm)
-});
-
-export!(MPI_Iscan_c, PMPI_Iscan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, request);
-    not_implemented("MPI_Iscan_c", comm)
-});
-
-export!(MPI_Iscatter_c, PMPI_Iscatter_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    not_implemented("MPI_Iscatter_c", comm)
-});
-
-export!(MPI_Iscatterv_c, PMPI_Iscatterv_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    not_implemented("MPI_Iscatterv_c", comm)
-});
-
 export!(MPI_Lookup_name, PMPI_Lookup_name, (service_name: *const c_void, info: Handle, port_name: *mut c_void) -> c_int {
     let _ = (service_name, info, port_name);
     not_implemented("MPI_Lookup_name", WORLD)
-});
-
-export!(MPI_Neighbor_allgather_c, PMPI_Neighbor_allgather_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    not_implemented("MPI_Neighbor_allgather_c", comm)
-});
-
-export!(MPI_Neighbor_allgather_init_c, PMPI_Neighbor_allgather_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    not_implemented("MPI_Neighbor_allgather_init_c", comm)
-});
-
-export!(MPI_Neighbor_allgatherv_c, PMPI_Neighbor_allgatherv_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    not_implemented("MPI_Neighbor_allgatherv_c", comm)
-});
-
-export!(MPI_Neighbor_allgatherv_init_c, PMPI_Neighbor_allgatherv_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, displs: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    not_implemented("MPI_Neighbor_allgatherv_init_c", comm)
-});
-
-export!(MPI_Neighbor_alltoall_c, PMPI_Neighbor_alltoall_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    not_implemented("MPI_Neighbor_alltoall_c", comm)
-});
-
-export!(MPI_Neighbor_alltoall_init_c, PMPI_Neighbor_alltoall_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    not_implemented("MPI_Neighbor_alltoall_init_c", comm)
-});
-
-export!(MPI_Neighbor_alltoallv_c, PMPI_Neighbor_alltoallv_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    not_implemented("MPI_Neighbor_alltoallv_c", comm)
-});
-
-export!(MPI_Neighbor_alltoallv_init_c, PMPI_Neighbor_alltoallv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtype: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    not_implemented("MPI_Neighbor_alltoallv_init_c", comm)
-});
-
-export!(MPI_Neighbor_alltoallw_c, PMPI_Neighbor_alltoallw_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    not_implemented("MPI_Neighbor_alltoallw_c", comm)
-});
-
-export!(MPI_Neighbor_alltoallw_init_c, PMPI_Neighbor_alltoallw_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, sdispls: *const c_void, sendtypes: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, rdispls: *const c_void, recvtypes: *const c_void, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    not_implemented("MPI_Neighbor_alltoallw_init_c", comm)
-});
-
-export!(MPI_Op_create_c, PMPI_Op_create_c, (user_fn: *mut c_void, commute: c_int, op: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(op, NULL_OP);
-    }
-    let _ = (user_fn, commute, op);
-    not_implemented("MPI_Op_create_c", WORLD)
 });
 
 export!(MPI_Open_port, PMPI_Open_port, (info: Handle, port_name: *mut c_void) -> c_int {
@@ -1111,48 +726,6 @@ export!(MPI_Publish_name, PMPI_Publish_name, (service_name: *const c_void, info:
     not_implemented("MPI_Publish_name", WORLD)
 });
 
-export!(MPI_Reduce_init_c, PMPI_Reduce_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-    not_implemented("MPI_Reduce_init_c", comm)
-});
-
-export!(MPI_Reduce_local_c, PMPI_Reduce_local_c, (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: Handle, op: Handle) -> c_int {
-    let _ = (inbuf, inoutbuf, count, datatype, op);
-    not_implemented("MPI_Reduce_local_c", WORLD)
-});
-
-export!(MPI_Reduce_scatter_c, PMPI_Reduce_scatter_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm);
-    not_implemented("MPI_Reduce_scatter_c", comm)
-});
-
-export!(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm);
-    not_implemented("MPI_Reduce_scatter_block_c", comm)
-});
-
-export!(MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
-    not_implemented("MPI_Reduce_scatter_block_init_c", comm)
-});
-
-export!(MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_void, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
-    not_implemented("MPI_Reduce_scatter_init_c", comm)
-});
-
 export!(MPI_Register_datarep, PMPI_Register_datarep, (datarep: *const c_void, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void) -> c_int {
     let _ = (datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state);
     not_implemented("MPI_Register_datarep", WORLD)
@@ -1161,43 +734,6 @@ export!(MPI_Register_datarep, PMPI_Register_datarep, (datarep: *const c_void, re
 export!(MPI_Register_datarep_c, PMPI_Register_datarep_c, (datarep: *const c_void, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void) -> c_int {
     let _ = (datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state);
     not_implemented("MPI_Register_datarep_c", WORLD)
-});
-
-export!(MPI_Scan_c, PMPI_Scan_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) -> c_int {
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm);
-    not_implemented("MPI_Scan_c", comm)
-});
-
-export!(MPI_Scan_init_c, PMPI_Scan_init_c, (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    not_implemented("MPI_Scan_init_c", comm)
-});
-
-export!(MPI_Scatter_init_c, PMPI_Scatter_init_c, (sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    not_implemented("MPI_Scatter_init_c", comm)
-});
-
-export!(MPI_Scatterv_c, PMPI_Scatterv_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) -> c_int {
-    let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    not_implemented("MPI_Scatterv_c", comm)
-});
-
-export!(MPI_Scatterv_init_c, PMPI_Scatterv_init_c, (sendbuf: *const c_void, sendcounts: *const c_void, displs: *const c_void, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle, info: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(request, NULL_REQUEST);
-    }
-    let _ = (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    not_implemented("MPI_Scatterv_init_c", comm)
 });
 
 export!(MPI_Session_attach_buffer, PMPI_Session_attach_buffer, (session: Handle, buffer: *mut c_void, size: c_int) -> c_int {
@@ -1302,15 +838,6 @@ export!(MPI_Session_init, PMPI_Session_init, (info: Handle, errhandler: Handle, 
 export!(MPI_Session_set_errhandler, PMPI_Session_set_errhandler, (session: Handle, errhandler: Handle) -> c_int {
     let _ = (session, errhandler);
     not_implemented("MPI_Session_set_errhandler", WORLD)
-});
-
-export!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c, (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_void, array_of_distribs: *const c_void, array_of_dargs: *const c_void, array_of_psizes: *const c_void, order: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(newtype, NULL_DATATYPE);
-    }
-    let _ = (size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype);
-    not_implemented("MPI_Type_create_darray_c", WORLD)
 });
 
 export!(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex, (p: c_int, r: c_int, newtype: *mut Handle) -> c_int {

@@ -12,12 +12,30 @@
 //! MPI, but done by programs and test suites, which expect each location to hold one of
 //! the blocks written there) are received into a packed temporary and copied into place
 //! in rank order afterwards, so the core's partition never aliases.
+//!
+//! Counts and displacements come as `int` or as `MPI_Count`/`MPI_Aint` ([`Wide`]); the
+//! core's partitions take `i32` ([`phalanx::Count`]), so a count, rebased displacement,
+//! span or element size past `2^31 − 1` is `MPI_ERR_COUNT` (never truncated).
 
 use crate::consts::*;
-use crate::{bytes, bytes_mut, count, err, typed, CResult};
+use crate::wide::{self, Wide};
+use crate::{bytes, bytes_mut, count, err, CResult};
 use phalanx::datatype::{Equivalence, MutView, Partition, PartitionMut, UserDatatype, View};
 use phalanx::Count;
 use std::ffi::{c_int, c_void};
+
+/// The error of a layout the core's partitions cannot describe: they count in `i32`.
+#[cold]
+fn past_partition(a: u128, b: u128) -> crate::CErr {
+    err(
+        MPI_ERR_COUNT,
+        format!(
+            "count or displacement {} past 2^31 - 1: the varying-count collectives' \
+             partitions take int element counts and displacements (and element sizes)",
+            a.max(b)
+        ),
+    )
+}
 
 /// A layout of `counts.len()` blocks at `base`.
 pub(crate) struct VLayout {
@@ -36,46 +54,48 @@ impl VLayout {
     ///
     /// # Safety
     /// `counts` and `displs` point to `n` readable ints.
-    pub(crate) unsafe fn new(
+    pub(crate) unsafe fn new<C: Wide, D: Wide>(
         base: *const c_void,
-        counts: *const c_int,
-        displs: *const c_int,
+        counts: *const C,
+        displs: *const D,
         n: usize,
         sz: usize,
     ) -> CResult<VLayout> {
-        // SAFETY: n readable ints each (caller).
-        let (cs, ds): (&[c_int], &[c_int]) =
-            unsafe { (typed(counts.cast(), n)?, typed(displs.cast(), n)?) };
+        // SAFETY: n readable values each (caller).
+        let (cs, ds) = unsafe { (wide::slice(counts, n)?, wide::slice(displs, n)?) };
         let lo = (0..n)
-            .filter(|&r| cs[r] > 0)
-            .map(|r| ds[r] as i64)
+            .filter(|&r| cs[r].wide() > 0)
+            .map(|r| ds[r].wide())
             .min()
             .unwrap_or(0);
-        let (mut bc, mut bd, mut span) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
+        let (mut bc, mut bd, mut span) = (Vec::with_capacity(n), Vec::with_capacity(n), 0usize);
         for r in 0..n {
-            let c = count(cs[r])?;
+            let c = count(cs[r].wide())?;
+            // Rebased, so nonnegative; the difference of two i64 fits i128 always.
             let d = if c > 0 {
-                (ds[r] as i64 - lo) as usize
+                (ds[r].wide() as i128 - lo as i128) as u128
             } else {
                 0
             };
-            bc.push(cs[r]);
-            bd.push(d as Count);
-            span = span.max(d + c);
+            let (c32, d32) = (Count::try_from(c), Count::try_from(d));
+            let (Ok(c32), Ok(d32)) = (c32, d32) else {
+                return Err(past_partition(c as u128, d));
+            };
+            bc.push(c32);
+            bd.push(d32);
+            span = span.max(d as usize + c);
         }
         if Count::try_from(span).is_err() {
-            return Err(err(
-                MPI_ERR_COUNT,
-                "a layout spanning more than 2^31 elements",
-            ));
+            return Err(past_partition(span as u128, 0));
         }
+        let esz = Count::try_from(sz).map_err(|_| past_partition(sz as u128, 0))?;
         Ok(VLayout {
-            base: (base as *mut u8).wrapping_offset(lo as isize * sz as isize),
+            base: (base as *mut u8).wrapping_offset((lo as isize).wrapping_mul(sz as isize)),
             counts: bc,
             displs: bd,
             span,
             sz,
-            dt: UserDatatype::contiguous(sz as Count, &u8::equivalent_datatype()),
+            dt: UserDatatype::contiguous(esz, &u8::equivalent_datatype()),
         })
     }
 

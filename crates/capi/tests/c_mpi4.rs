@@ -151,3 +151,19 @@ fn pcontrol_info_env_abi_info_type_match_size_user_error_classes_and_type_attrib
         run_ok(n, &exe, &[], "envmore ok");
     }
 }
+
+#[test]
+fn large_count_v_reduce_scatter_scan_and_nonblocking_collectives_from_c() {
+    let exe = c_test("large_more");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "large more ok");
+    }
+}
+
+#[test]
+fn large_count_persistent_and_neighbor_collectives_and_darray_from_c() {
+    let exe = c_test("large_pers");
+    for n in [1, 2, 3, 4] {
+        run_ok(n, &exe, &[], "large pers ok");
+    }
+}

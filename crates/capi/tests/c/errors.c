@@ -52,6 +52,9 @@ int main(int argc, char **argv) {
     /* ... including the generated ones (include/mpi_stubs.h, src/stubs_gen.rs). */
     CHECK(MPI_Comm_join(-1, &c) == MPI_ERR_OTHER && c == MPI_COMM_NULL);
     CHECK(MPI_Comm_connect("port", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c) == MPI_ERR_OTHER && c == MPI_COMM_NULL);
+    CHECK(MPI_File_read_c(MPI_FILE_NULL, buf, (MPI_Count)1, MPI_INT, &st) == MPI_ERR_OTHER);
+    /* (a neighbour collective, now implemented, needs a topology) */
+    CHECK(MPI_Neighbor_allgather_c(buf, (MPI_Count)1, MPI_INT, buf + 1, (MPI_Count)1, MPI_INT, MPI_COMM_WORLD) == MPI_ERR_TOPOLOGY);
     CHECK(PMPI_Type_get_contents(MPI_INT, 0, 0, 0, NULL, NULL, &t) == MPI_ERR_OTHER);
     CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &v) == MPI_ERR_OTHER);
     CHECK(MPI_Aint_add((MPI_Aint)8, (MPI_Aint)4) == 12);
