@@ -1,5 +1,6 @@
 //! Environment odds and ends: `MPI_Pcontrol`, `MPI_Info_create_env`, `MPI_Abi_get_info`,
-//! `MPI_Get_hw_resource_info`, `MPI_Type_match_size`, and user error classes, codes and
+//! `MPI_Get_hw_resource_info`, `MPI_Type_match_size`, `MPI_Type_get_value_index`, and user
+//! error classes, codes and
 //! strings (`MPI_Add_error_class`, `_code`, `_string` and MPI-4.1's `MPI_Remove_*`).
 //!
 //! Contract: `MPI_Pcontrol` does nothing (phalanx has no profiling levels) and succeeds.
@@ -9,7 +10,9 @@
 //! `MPI_Offset` (`mpi_aint_size`, `mpi_count_size`, `mpi_offset_size`, in bytes).
 //! `MPI_Get_hw_resource_info` returns an empty info (no hardware resource is exposed).
 //! `MPI_Type_match_size` finds the Fortran sized types phalanx has (`INTEGER1/2/4/8`,
-//! `REAL4/8`, `COMPLEX8`); another size is `MPI_ERR_ARG`. User error classes and codes
+//! `REAL4/8`, `COMPLEX8`); another size is `MPI_ERR_ARG`. `MPI_Type_get_value_index` names
+//! the predefined pair type of a value and an index type (`MPI_FLOAT_INT`, …, `MPI_2INT`)
+//! and gives `MPI_DATATYPE_NULL` for a pair MPI does not predefine. User error classes and codes
 //! are numbered from the last predefined class up (the world's `MPI_LASTUSEDCODE`
 //! attribute says the last one used), at most up to `MPI_ERR_LASTCODE`; `MPI_Error_class`
 //! and `MPI_Error_string` know them. Removing a class with codes left, or a predefined
@@ -108,6 +111,26 @@ export!(MPI_Type_match_size, PMPI_Type_match_size,
         };
         // SAFETY: writable handle (MPI contract; null checked).
         unsafe { out(datatype, t as Handle) }
+    })
+});
+
+export!(MPI_Type_get_value_index, PMPI_Type_get_value_index,
+        (value_type: Handle, index_type: Handle, pair_type: *mut Handle) -> c_int {
+    guard("MPI_Type_get_value_index", WORLD, || {
+        let pair: usize = match (value_type as usize, index_type as usize) {
+            (0x210, 0x209) => 0x228, // MPI_FLOAT_INT
+            (0x214, 0x209) => 0x229, // MPI_DOUBLE_INT
+            (0x20a, 0x209) => 0x22a, // MPI_LONG_INT
+            (0x209, 0x209) => 0x22b, // MPI_2INT
+            (0x208, 0x209) => 0x22c, // MPI_SHORT_INT
+            (0x220, 0x209) => 0x22d, // MPI_LONG_DOUBLE_INT
+            (0x21a, 0x21a) => 0x230, // MPI_2REAL
+            (0x21c, 0x21c) => 0x231, // MPI_2DOUBLE_PRECISION
+            (0x219, 0x219) => 0x232, // MPI_2INTEGER
+            _ => crate::types::DATATYPE_NULL,
+        };
+        // SAFETY: writable handle (MPI contract; null checked).
+        unsafe { out(pair_type, pair as Handle) }
     })
 });
 

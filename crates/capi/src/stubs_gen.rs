@@ -887,15 +887,6 @@ export!(MPI_Type_get_envelope_c, PMPI_Type_get_envelope_c, (datatype: Handle, nu
     not_implemented("MPI_Type_get_envelope_c", WORLD)
 });
 
-export!(MPI_Type_get_value_index, PMPI_Type_get_value_index, (value_type: Handle, index_type: Handle, pair_type: *mut Handle) -> c_int {
-    // SAFETY: output handles are null or writable (MPI contract).
-    unsafe {
-        null_out(pair_type, NULL_DATATYPE);
-    }
-    let _ = (value_type, index_type, pair_type);
-    not_implemented("MPI_Type_get_value_index", WORLD)
-});
-
 export!(MPI_Unpack_external, PMPI_Unpack_external, (datarep: *const c_void, inbuf: *const c_void, insize: isize, position: *mut c_void, outbuf: *mut c_void, outcount: c_int, datatype: Handle) -> c_int {
     let _ = (datarep, inbuf, insize, position, outbuf, outcount, datatype);
     not_implemented("MPI_Unpack_external", WORLD)

@@ -56,6 +56,12 @@ int main(int argc, char **argv) {
     int sz;
     OK(MPI_Type_size(t, &sz));
     CHECK(sz == 8);
+    OK(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &t));
+    CHECK(t == MPI_DOUBLE_INT);
+    OK(MPI_Type_get_value_index(MPI_INT, MPI_INT, &t));
+    CHECK(t == MPI_2INT);
+    OK(MPI_Type_get_value_index(MPI_CHAR, MPI_INT, &t));
+    CHECK(t == MPI_DATATYPE_NULL);
 
     /* User error classes and codes. */
     int *last, cls, code, code2, k, len;

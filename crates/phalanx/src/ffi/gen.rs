@@ -202,6 +202,7 @@ pub use mpi_abi::env_more::{
     MPI_Remove_error_class,
     MPI_Remove_error_code,
     MPI_Remove_error_string,
+    MPI_Type_get_value_index,
     MPI_Type_match_size,
     PMPI_Abi_get_info,
     PMPI_Add_error_class,
@@ -213,6 +214,7 @@ pub use mpi_abi::env_more::{
     PMPI_Remove_error_class,
     PMPI_Remove_error_code,
     PMPI_Remove_error_string,
+    PMPI_Type_get_value_index,
     PMPI_Type_match_size,
 };
 pub use mpi_abi::errh::{
@@ -968,7 +970,6 @@ pub use mpi_abi::stubs_gen::{
     MPI_Type_get_contents_c,
     MPI_Type_get_envelope,
     MPI_Type_get_envelope_c,
-    MPI_Type_get_value_index,
     MPI_Unpack_external,
     MPI_Unpack_external_c,
     MPI_Unpublish_name,
@@ -1156,7 +1157,6 @@ pub use mpi_abi::stubs_gen::{
     PMPI_Type_get_contents_c,
     PMPI_Type_get_envelope,
     PMPI_Type_get_envelope_c,
-    PMPI_Type_get_value_index,
     PMPI_Unpack_external,
     PMPI_Unpack_external_c,
     PMPI_Unpublish_name,
