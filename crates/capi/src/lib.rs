@@ -57,7 +57,6 @@ pub mod inter_nbc;
 pub mod large_coll;
 pub mod large_nbc;
 pub mod large_p2p;
-pub mod large_persist;
 pub mod large_types;
 pub mod large_v;
 pub mod localop;
