@@ -231,6 +231,7 @@ pub(crate) fn check_truncation(s: &Side, src: c_int, comm: Handle) -> CResult<(c
 }
 
 /// `MPI_Send` (or `MPI_Ssend` when `sync`: returns once the receive matched).
+#[inline(always)]
 pub(crate) fn send_impl(
     name: &str,
     buf: *const c_void,
@@ -273,6 +274,7 @@ export!(MPI_Recv, PMPI_Recv,
 });
 
 /// `MPI_Recv` (and `MPI_Recv_c`).
+#[inline(always)]
 pub(crate) fn recv_impl(
     name: &str,
     buf: *mut c_void,
@@ -367,6 +369,7 @@ pub(crate) unsafe fn isend_entry(
 }
 
 /// `MPI_Isend` (or `MPI_Issend` when `sync`: completes once the receive matched).
+#[inline(always)]
 pub(crate) fn isend_impl(
     name: &str,
     buf: *const c_void,
@@ -458,6 +461,7 @@ export!(MPI_Irecv, PMPI_Irecv,
 });
 
 /// `MPI_Irecv` (and `MPI_Irecv_c`).
+#[inline(always)]
 pub(crate) fn irecv_impl(
     name: &str,
     buf: *mut c_void,
