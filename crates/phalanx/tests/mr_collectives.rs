@@ -229,6 +229,13 @@ fn mr_collectives_multicast_algorithms_under_faults() {
         Some("loss=0.1,dup=0.02,reorder=0.05,seed=21"),
         &MCAST_ALGOS,
     );
+    // The default algorithms over UDP: from 64 KiB the all-reduce is reduce-scatter +
+    // multicast all-gather, here with members beyond the power of two (p = 3, 5) that
+    // fold in first and take the multicasts.
+    for (n, seed) in [(3, 22), (5, 23)] {
+        let f = format!("loss=0.05,dup=0.02,reorder=0.05,seed={seed}");
+        collectives_env(n, 1 << 18, Some(&f), &[("PHALANX_TRANSPORT", "udp")]);
+    }
 }
 
 #[test]

@@ -722,7 +722,13 @@ pub fn barrier_mcast(s: &Shape) -> Plan {
 /// fold their vector into member `i − q` and get the result back at the end. Each block
 /// is combined on one member, so every member gets the same bits. Needs at least q
 /// elements (the caller checks: [`rsag_fits`]).
-pub fn allreduce_rsag(s: &Shape, len: usize, esz: usize) -> Plan {
+///
+/// With `mcast` = `Some((chunk, k))` (real multicast) the all-gather is seed 000's
+/// k-concurrency multicast instead: each of the q members multicasts its reduced block
+/// once, in chunks of about `chunk` bytes, k chunks per round, to every other member —
+/// the members from q up included, which then need no result sent back. A member sends
+/// len/q bytes in that phase instead of len·(q−1)/q, and seals each datagram once.
+pub fn allreduce_rsag(s: &Shape, len: usize, esz: usize, mcast: Option<(usize, usize)>) -> Plan {
     let q = 1usize << s.p.ilog2();
     let extra = s.p - q;
     let n = len / esz.max(1);
@@ -732,7 +738,10 @@ pub fn allreduce_rsag(s: &Shape, len: usize, esz: usize) -> Plan {
     const RESULT: i32 = 1 << 12;
     if s.me >= q {
         plan.round(vec![send(s.w(s.me - q), 0, out)], vec![]);
-        plan.round(vec![recv(s.w(s.me - q), RESULT, out)], vec![]);
+        match mcast {
+            Some((chunk, k)) => rsag_mcast_gather(&mut plan, s, (q, n, esz), chunk, k),
+            None => plan.round(vec![recv(s.w(s.me - q), RESULT, out)], vec![]),
+        }
         return plan;
     }
     if s.me < extra {
@@ -764,6 +773,10 @@ pub fn allreduce_rsag(s: &Shape, len: usize, esz: usize) -> Plan {
         d /= 2;
         k += 1;
     }
+    if let Some((chunk, k)) = mcast {
+        rsag_mcast_gather(&mut plan, s, (q, n, esz), chunk, k);
+        return plan;
+    }
     // All-gather: undo the halving, each time swapping halves with the same partner.
     let mut d = 1;
     while let Some((parent, theirs)) = parents.pop() {
@@ -783,6 +796,70 @@ pub fn allreduce_rsag(s: &Shape, len: usize, esz: usize) -> Plan {
         plan.round(vec![send(s.w(s.me + q), RESULT, out)], vec![]);
     }
     plan
+}
+
+/// The elements `[lo, hi)` member `r` (< q) holds reduced after [`allreduce_rsag`]'s
+/// halvings of `n` elements: at each level, the lower half with the level's bit clear.
+fn rsag_block(r: usize, q: usize, n: usize) -> (usize, usize) {
+    let (mut range, mut d) = ((0, n), q / 2);
+    while d >= 1 {
+        let mid = range.0 + (range.1 - range.0) / 2;
+        range = if r & d == 0 {
+            (range.0, mid)
+        } else {
+            (mid, range.1)
+        };
+        d /= 2;
+    }
+    range
+}
+
+/// [`allreduce_rsag`]'s multicast all-gather: member r < q owns [`rsag_block`]`(r)` of
+/// the receive buffer and multicasts it in pieces of `chunk` bytes (whole elements), k
+/// pieces per round; every member receives every other owner's pieces. Steps from
+/// `1 << 13` (the piece's index), clear of the reduce-scatter's and the fold's.
+fn rsag_mcast_gather(
+    plan: &mut Plan,
+    s: &Shape,
+    (q, n, esz): (usize, usize, usize),
+    chunk: usize,
+    k: usize,
+) {
+    const GATHER: i32 = 1 << 13;
+    let per = (chunk / esz.max(1)).max(1);
+    let blocks: Vec<(usize, usize)> = (0..q).map(|r| rsag_block(r, q, n)).collect();
+    let pieces = |r: usize| (blocks[r].1 - blocks[r].0).div_ceil(per);
+    let piece = |r: usize, c: usize| {
+        let lo = blocks[r].0 + c * per;
+        let hi = (lo + per).min(blocks[r].1);
+        Region::new(Buf::Recv, lo * esz, (hi - lo) * esz)
+    };
+    let most = (0..q).map(pieces).max().unwrap_or(0);
+    let others: Vec<u32> = (0..s.p).filter(|&i| i != s.me).map(|i| s.w(i)).collect();
+    let k = k.max(1);
+    let mut j = 0;
+    while j < most {
+        let end = (j + k).min(most);
+        let mut comm = Vec::new();
+        if s.me < q {
+            for c in j..end.min(pieces(s.me)) {
+                comm.push(CommOp::Send {
+                    to: others.clone(),
+                    step: GATHER + c as i32,
+                    from: piece(s.me, c),
+                });
+            }
+        }
+        for r in (0..q).filter(|&r| r != s.me) {
+            for c in j..end.min(pieces(r)) {
+                comm.push(recv(s.w(r), GATHER + c as i32, piece(r, c)));
+            }
+        }
+        if !comm.is_empty() {
+            plan.round(comm, vec![]);
+        }
+        j = end;
+    }
 }
 
 /// Whether [`allreduce_rsag`] applies: three members or more and at least one element
@@ -915,20 +992,28 @@ mod tests {
                             .collect()
                     })
                     .collect();
-                let plans: Vec<Plan> = (0..p)
-                    .map(|m| allreduce_rsag(&shape(p, m), len, 8))
-                    .collect();
-                let got = simulate(&plans, &sends, len);
-                let want: Vec<u8> = (0..n)
-                    .flat_map(|i| {
-                        (0..p)
-                            .map(|m| (m * 1000 + i) as u64)
-                            .sum::<u64>()
-                            .to_ne_bytes()
-                    })
-                    .collect();
-                for (m, g) in got.iter().enumerate() {
-                    assert_eq!(g, &want, "p={p} n={n} member {m}");
+                // Point-to-point all-gather, and the multicast one with pieces of
+                // 1, 2 and 3 elements, 1 and 2 per round.
+                for mcast in [None, Some((8, 1)), Some((16, 2)), Some((24, 2))] {
+                    let plans: Vec<Plan> = (0..p)
+                        .map(|m| {
+                            let mut sh = shape(p, m);
+                            sh.multicast = mcast.is_some();
+                            allreduce_rsag(&sh, len, 8, mcast)
+                        })
+                        .collect();
+                    let got = simulate(&plans, &sends, len);
+                    let want: Vec<u8> = (0..n)
+                        .flat_map(|i| {
+                            (0..p)
+                                .map(|m| (m * 1000 + i) as u64)
+                                .sum::<u64>()
+                                .to_ne_bytes()
+                        })
+                        .collect();
+                    for (m, g) in got.iter().enumerate() {
+                        assert_eq!(g, &want, "p={p} n={n} {mcast:?} member {m}");
+                    }
                 }
             }
         }
@@ -949,7 +1034,7 @@ mod tests {
         let len = 64 << 10;
         for p in [4, 8, 16] {
             let rd = sent(&allreduce(&shape(p, 1), len));
-            let rs = sent(&allreduce_rsag(&shape(p, 1), len, 8));
+            let rs = sent(&allreduce_rsag(&shape(p, 1), len, 8, None));
             assert!(rs < rd, "p={p}: {rs} bytes vs {rd}");
             assert_eq!(rs, 2 * len * (p - 1) / p);
         }
