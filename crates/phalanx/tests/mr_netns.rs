@@ -192,23 +192,28 @@ fn mr_netns_mixed_shared_memory_and_udp() {
 fn mr_netns_hierarchical_collectives_three_hosts() {
     // Three hosts with three ranks each (nine ranks on the machine's cores): every
     // collective (the varcount ones too: the all-gather varcount is hierarchical), every
-    // root, with the hierarchical forms and with them switched off.
+    // root, with the hierarchical forms and with them switched off. With them, sizes to
+    // 128 KiB: from 64 KiB the three leaders' all-reduce is reduce-scatter + multicast
+    // all-gather (one leader beyond the power of two).
     let net = TestNet::create(3).expect("test hosts (network namespaces) must be available");
     let hf = hostfile_slots(&net, 3);
     let hosts = hf.0.display().to_string();
     let ex = example("collectives").display().to_string();
-    for env in [
-        vec![("PHALANX_STATS", "1")],
-        vec![
-            ("PHALANX_STATS", "1"),
-            ("PHALANX_COLL_BCAST", "binomial"),
-            ("PHALANX_COLL_ALLREDUCE", "rd"),
-            ("PHALANX_COLL_REDUCE", "binomial"),
-            ("PHALANX_COLL_BARRIER", "dissemination"),
-            ("PHALANX_COLL_ALLGATHERV", "linear"),
-        ],
+    for (max, env) in [
+        ("131072", vec![("PHALANX_STATS", "1")]),
+        (
+            "16384",
+            vec![
+                ("PHALANX_STATS", "1"),
+                ("PHALANX_COLL_BCAST", "binomial"),
+                ("PHALANX_COLL_ALLREDUCE", "rd"),
+                ("PHALANX_COLL_REDUCE", "binomial"),
+                ("PHALANX_COLL_BARRIER", "dissemination"),
+                ("PHALANX_COLL_ALLGATHERV", "linear"),
+            ],
+        ),
     ] {
-        let r = run(&["--hostfile", &hosts, &ex, "16384"], &env, LIMIT);
+        let r = run(&["--hostfile", &hosts, &ex, max], &env, LIMIT);
         assert!(r.ok(), "{env:?}\n{}", r.dump());
         assert_eq!(
             r.stdout.matches("all collectives ok").count(),

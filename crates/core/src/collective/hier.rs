@@ -21,7 +21,8 @@
 //! their place in the whole (hosts in order); the leaders all-gather the hosts' packs;
 //! every board broadcasts the whole, and each member copies the blocks to its layout.
 //! Reduce: every board reduces to its leader, then the leaders reduce to the root.
-//! All-reduce: board reduce to the leader, leaders all-reduce, board broadcast. Barrier:
+//! All-reduce: board reduce to the leader, leaders all-reduce (chosen by size as a flat
+//! all-reduce over the network is), board broadcast. Barrier:
 //! the board gathers to the leader, the leaders barrier, the board releases. Reductions
 //! therefore combine in (host, rank) order; with floating point the result can differ in
 //! rounding from a flat reduction, as MPI allows.
@@ -244,7 +245,17 @@ impl Engine {
                 }
                 if let (Some(li), true) = (li, leaders.len() > 1) {
                     let s = shape(self, li);
-                    let plan = algos::allreduce(&s, n);
+                    // The leaders choose as a flat all-reduce over the network does.
+                    let esz = call.dt.size();
+                    let plan = if n >= super::RSAG_MIN && algos::rsag_fits(s.p, n, esz) {
+                        let k = crate::coll::algorithm::choices().allgather_k;
+                        let mcast = s
+                            .multicast
+                            .then(|| (s.packet.max(super::MCAST2_CHUNK_MIN), usize::from(k)));
+                        algos::allreduce_rsag(&s, n, esz, mcast)
+                    } else {
+                        algos::allreduce(&s, n)
+                    };
                     let partial = send_slice(rp, n).to_vec();
                     network(self, (partial.as_ptr(), n), (rp, n), plan)?;
                 }
