@@ -1013,9 +1013,8 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
             }
             c if c.alg == Algorithm::Rsag && algos::rsag_fits(s.p, len, esz) => {
                 // With multicast, the all-gather half is seed 000's k-concurrency one.
-                let mcast = s
-                    .multicast
-                    .then(|| (s.packet.max(MCAST2_CHUNK_MIN), usize::from(c.k)));
+                let chunk = s.packet.max(MCAST2_CHUNK_MIN);
+                let mcast = algos::rsag_mcast(s, len, chunk, usize::from(c.k));
                 (c, algos::allreduce_rsag(s, len, esz, mcast))
             }
             _ => (Chosen::plain(Algorithm::Rd), algos::allreduce(s, len)),

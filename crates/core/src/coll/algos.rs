@@ -7,6 +7,7 @@
 //! the receive buffer (`Buf::Recv`); inputs come from `Buf::Send`. Reductions assume a
 //! commutative operation (all predefined operations are).
 
+pub use super::rsag::{allreduce_rsag, rsag_fits, rsag_mcast, RSAG_MCAST_BLOCK_MIN};
 use super::schedule::{Buf, CommOp, LocalOp, Plan, Region};
 
 /// Shape of the communicator a plan is for.
@@ -61,7 +62,7 @@ impl std::fmt::Debug for ShapeCache {
 }
 
 impl Shape {
-    fn w(&self, i: usize) -> u32 {
+    pub(super) fn w(&self, i: usize) -> u32 {
         self.world[i]
     }
     fn vrank(&self, root: usize) -> usize {
@@ -72,18 +73,18 @@ impl Shape {
     }
 }
 
-fn send(to: u32, step: i32, from: Region) -> CommOp {
+pub(super) fn send(to: u32, step: i32, from: Region) -> CommOp {
     CommOp::Send {
         to: vec![to],
         step,
         from,
     }
 }
-fn recv(from: u32, step: i32, into: Region) -> CommOp {
+pub(super) fn recv(from: u32, step: i32, into: Region) -> CommOp {
     CommOp::Recv { from, step, into }
 }
 /// A first round copying the send buffer into `to` (its length).
-fn copy_send(plan: &mut Plan, to: Region) {
+pub(super) fn copy_send(plan: &mut Plan, to: Region) {
     let from = Region::new(Buf::Send, 0, to.len);
     plan.round(vec![], vec![LocalOp::Copy { from, to }]);
 }
@@ -715,159 +716,6 @@ pub fn barrier_mcast(s: &Shape) -> Plan {
     plan
 }
 
-/// All-reduce of `len` bytes (elements of `esz` bytes) as a reduce-scatter by recursive
-/// halving followed by an all-gather by recursive doubling (Rabenseifner): each member
-/// moves about 2·len·(q−1)/q bytes, q the largest power of two ≤ p, instead of len·log p,
-/// and combines only its share. With p not a power of two the members from q up first
-/// fold their vector into member `i − q` and get the result back at the end. Each block
-/// is combined on one member, so every member gets the same bits. Needs at least q
-/// elements (the caller checks: [`rsag_fits`]).
-///
-/// With `mcast` = `Some((chunk, k))` (real multicast) the all-gather is seed 000's
-/// k-concurrency multicast instead: each of the q members multicasts its reduced block
-/// once, in chunks of about `chunk` bytes, k chunks per round, to every other member —
-/// the members from q up included, which then need no result sent back. A member sends
-/// len/q bytes in that phase instead of len·(q−1)/q, and seals each datagram once.
-pub fn allreduce_rsag(s: &Shape, len: usize, esz: usize, mcast: Option<(usize, usize)>) -> Plan {
-    let q = 1usize << s.p.ilog2();
-    let extra = s.p - q;
-    let n = len / esz.max(1);
-    let mut plan = Plan::default();
-    let out = Region::new(Buf::Recv, 0, len);
-    copy_send(&mut plan, out);
-    const RESULT: i32 = 1 << 12;
-    if s.me >= q {
-        plan.round(vec![send(s.w(s.me - q), 0, out)], vec![]);
-        match mcast {
-            Some((chunk, k)) => rsag_mcast_gather(&mut plan, s, (q, n, esz), chunk, k),
-            None => plan.round(vec![recv(s.w(s.me - q), RESULT, out)], vec![]),
-        }
-        return plan;
-    }
-    if s.me < extra {
-        let t = Region::new(plan.tmp(len), 0, len);
-        plan.round(
-            vec![recv(s.w(s.me + q), 0, t)],
-            vec![LocalOp::Reduce { from: t, into: out }],
-        );
-    }
-    let bytes = |(lo, hi): (usize, usize)| Region::new(Buf::Recv, lo * esz, (hi - lo) * esz);
-    let (mut range, mut parents) = ((0, n), Vec::new());
-    let (mut d, mut k) = (q / 2, 1);
-    while d >= 1 {
-        let partner = s.me ^ d;
-        let mid = range.0 + (range.1 - range.0) / 2;
-        let (keep, give) = if s.me & d == 0 {
-            ((range.0, mid), (mid, range.1))
-        } else {
-            ((mid, range.1), (range.0, mid))
-        };
-        let kr = bytes(keep);
-        let t = Region::new(plan.tmp(kr.len), 0, kr.len);
-        plan.round(
-            vec![send(s.w(partner), k, bytes(give)), recv(s.w(partner), k, t)],
-            vec![LocalOp::Reduce { from: t, into: kr }],
-        );
-        parents.push((range, give));
-        range = keep;
-        d /= 2;
-        k += 1;
-    }
-    if let Some((chunk, k)) = mcast {
-        rsag_mcast_gather(&mut plan, s, (q, n, esz), chunk, k);
-        return plan;
-    }
-    // All-gather: undo the halving, each time swapping halves with the same partner.
-    let mut d = 1;
-    while let Some((parent, theirs)) = parents.pop() {
-        let partner = s.me ^ d;
-        plan.round(
-            vec![
-                send(s.w(partner), k, bytes(range)),
-                recv(s.w(partner), k, bytes(theirs)),
-            ],
-            vec![],
-        );
-        range = parent;
-        d *= 2;
-        k += 1;
-    }
-    if s.me < extra {
-        plan.round(vec![send(s.w(s.me + q), RESULT, out)], vec![]);
-    }
-    plan
-}
-
-/// The elements `[lo, hi)` member `r` (< q) holds reduced after [`allreduce_rsag`]'s
-/// halvings of `n` elements: at each level, the lower half with the level's bit clear.
-fn rsag_block(r: usize, q: usize, n: usize) -> (usize, usize) {
-    let (mut range, mut d) = ((0, n), q / 2);
-    while d >= 1 {
-        let mid = range.0 + (range.1 - range.0) / 2;
-        range = if r & d == 0 {
-            (range.0, mid)
-        } else {
-            (mid, range.1)
-        };
-        d /= 2;
-    }
-    range
-}
-
-/// [`allreduce_rsag`]'s multicast all-gather: member r < q owns [`rsag_block`]`(r)` of
-/// the receive buffer and multicasts it in pieces of `chunk` bytes (whole elements), k
-/// pieces per round; every member receives every other owner's pieces. Steps from
-/// `1 << 13` (the piece's index), clear of the reduce-scatter's and the fold's.
-fn rsag_mcast_gather(
-    plan: &mut Plan,
-    s: &Shape,
-    (q, n, esz): (usize, usize, usize),
-    chunk: usize,
-    k: usize,
-) {
-    const GATHER: i32 = 1 << 13;
-    let per = (chunk / esz.max(1)).max(1);
-    let blocks: Vec<(usize, usize)> = (0..q).map(|r| rsag_block(r, q, n)).collect();
-    let pieces = |r: usize| (blocks[r].1 - blocks[r].0).div_ceil(per);
-    let piece = |r: usize, c: usize| {
-        let lo = blocks[r].0 + c * per;
-        let hi = (lo + per).min(blocks[r].1);
-        Region::new(Buf::Recv, lo * esz, (hi - lo) * esz)
-    };
-    let most = (0..q).map(pieces).max().unwrap_or(0);
-    let others: Vec<u32> = (0..s.p).filter(|&i| i != s.me).map(|i| s.w(i)).collect();
-    let k = k.max(1);
-    let mut j = 0;
-    while j < most {
-        let end = (j + k).min(most);
-        let mut comm = Vec::new();
-        if s.me < q {
-            for c in j..end.min(pieces(s.me)) {
-                comm.push(CommOp::Send {
-                    to: others.clone(),
-                    step: GATHER + c as i32,
-                    from: piece(s.me, c),
-                });
-            }
-        }
-        for r in (0..q).filter(|&r| r != s.me) {
-            for c in j..end.min(pieces(r)) {
-                comm.push(recv(s.w(r), GATHER + c as i32, piece(r, c)));
-            }
-        }
-        if !comm.is_empty() {
-            plan.round(comm, vec![]);
-        }
-        j = end;
-    }
-}
-
-/// Whether [`allreduce_rsag`] applies: three members or more and at least one element
-/// per member of the largest power of two.
-pub fn rsag_fits(p: usize, len: usize, esz: usize) -> bool {
-    p >= 3 && esz > 0 && len.is_multiple_of(esz) && len / esz >= 1 << p.ilog2()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1017,6 +865,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn rsag_multicasts_its_all_gather_from_32_kib_blocks_only() {
+        let mut s = shape(8, 3);
+        assert_eq!(rsag_mcast(&s, 1 << 20, 65536, 4), None, "no multicast");
+        s.multicast = true;
+        // Eight members: 256 KiB makes 32 KiB blocks; five: the power of two is 4.
+        assert_eq!(rsag_mcast(&s, 128 << 10, 65536, 4), None);
+        assert_eq!(rsag_mcast(&s, 256 << 10, 65536, 4), Some((65536, 4)));
+        s.p = 5;
+        assert_eq!(rsag_mcast(&s, 96 << 10, 65536, 4), None);
+        assert_eq!(rsag_mcast(&s, 128 << 10, 65536, 2), Some((65536, 2)));
     }
 
     #[test]

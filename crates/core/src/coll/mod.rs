@@ -16,6 +16,7 @@ pub mod algos;
 pub mod cost;
 mod exec;
 pub mod ops;
+mod rsag;
 pub mod schedule;
 pub mod tree;
 pub mod varcount;

@@ -248,10 +248,9 @@ impl Engine {
                     // The leaders choose as a flat all-reduce over the network does.
                     let esz = call.dt.size();
                     let plan = if n >= super::RSAG_MIN && algos::rsag_fits(s.p, n, esz) {
-                        let k = crate::coll::algorithm::choices().allgather_k;
-                        let mcast = s
-                            .multicast
-                            .then(|| (s.packet.max(super::MCAST2_CHUNK_MIN), usize::from(k)));
+                        let k = usize::from(crate::coll::algorithm::choices().allgather_k);
+                        let chunk = s.packet.max(super::MCAST2_CHUNK_MIN);
+                        let mcast = algos::rsag_mcast(&s, n, chunk, k);
                         algos::allreduce_rsag(&s, n, esz, mcast)
                     } else {
                         algos::allreduce(&s, n)
