@@ -142,6 +142,15 @@ impl Operation for SystemOperation {
 /// at 64 KiB rsag 127–185 against 226–301.
 const RSAG_MIN: usize = 64 << 10;
 
+/// From this many members, with real multicast, an all-reduce of `RSAG_MIN` or more whose
+/// reduced blocks are below `algos::RSAG_MCAST_BLOCK_MIN` is a binomial reduce and one
+/// multicast broadcast instead of the reduce-scatter + all-gather. C `MPI_Allreduce`, p =
+/// 8, µs rsag / reduce_bcast (3–4 alternating runs): across 4 test hosts (two ranks each,
+/// UDP) 64 KiB 530–596 / 430–450, 128 KiB 765–939 / 692–735, 256 KiB alike; over
+/// loopback 64 KiB 252–259 / 202–214, 128 KiB 362–370 / 319–323. At p = 4 rsag was as
+/// fast or faster (across 4 hosts, 128 KiB 271–322 / 342–353).
+const REDUCE_BCAST_MIN_P: usize = 8;
+
 /// The k-concurrency all-gather's chunk at least (bytes): each of its rounds, k chunks
 /// from every member, waits for every member, so a packet-sized chunk on a 1500-byte
 /// MTU made a 64 KiB all-gather 46 rounds (measured across 4 test hosts, p = 4:
@@ -996,29 +1005,43 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         } else {
             Algorithm::Rd
         };
-        Ok(match choose_board(CollKind::Allreduce, s, len, p2p, p2p) {
-            c if c.alg == Algorithm::Shm => (c, Plan::on_board()),
-            c if matches!(c.alg, Algorithm::Hier | Algorithm::HierMcast) => {
-                (c, Plan::hierarchical())
-            }
-            c if c.alg == Algorithm::ReduceBcast => {
-                let mut plan = algos::reduce_binomial(s, 0, len);
-                let b = if s.multicast {
-                    algos::bcast_mcast(s, 0, Buf::Recv, len)
-                } else {
-                    algos::bcast_binomial(s, 0, Buf::Recv, len)
-                };
-                plan.append(b, 64);
-                (c, plan)
-            }
-            c if c.alg == Algorithm::Rsag && algos::rsag_fits(s.p, len, esz) => {
-                // With multicast, the all-gather half is seed 000's k-concurrency one.
-                let chunk = s.packet.max(MCAST2_CHUNK_MIN);
-                let mcast = algos::rsag_mcast(s, len, chunk, usize::from(c.k));
-                (c, algos::allreduce_rsag(s, len, esz, mcast))
-            }
-            _ => (Chosen::plain(Algorithm::Rd), algos::allreduce(s, len)),
-        })
+        // With multicast, from eight members, while the reduced blocks are too small for
+        // the multicast all-gather: a binomial reduce and one multicast broadcast
+        // (`REDUCE_BCAST_MIN_P`).
+        let q = 1usize << s.p.max(1).ilog2();
+        let mcast = if p2p == Algorithm::Rsag
+            && s.p >= REDUCE_BCAST_MIN_P
+            && len / q < algos::RSAG_MCAST_BLOCK_MIN
+        {
+            Algorithm::ReduceBcast
+        } else {
+            p2p
+        };
+        Ok(
+            match choose_board(CollKind::Allreduce, s, len, mcast, p2p) {
+                c if c.alg == Algorithm::Shm => (c, Plan::on_board()),
+                c if matches!(c.alg, Algorithm::Hier | Algorithm::HierMcast) => {
+                    (c, Plan::hierarchical())
+                }
+                c if c.alg == Algorithm::ReduceBcast => {
+                    let mut plan = algos::reduce_binomial(s, 0, len);
+                    let b = if s.multicast {
+                        algos::bcast_mcast(s, 0, Buf::Recv, len)
+                    } else {
+                        algos::bcast_binomial(s, 0, Buf::Recv, len)
+                    };
+                    plan.append(b, 64);
+                    (c, plan)
+                }
+                c if c.alg == Algorithm::Rsag && algos::rsag_fits(s.p, len, esz) => {
+                    // With multicast, the all-gather half is seed 000's k-concurrency one.
+                    let chunk = s.packet.max(MCAST2_CHUNK_MIN);
+                    let mcast = algos::rsag_mcast(s, len, chunk, usize::from(c.k));
+                    (c, algos::allreduce_rsag(s, len, esz, mcast))
+                }
+                _ => (Chosen::plain(Algorithm::Rd), algos::allreduce(s, len)),
+            },
+        )
     };
     (spec, plan)
 }

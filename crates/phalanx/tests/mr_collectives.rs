@@ -54,6 +54,9 @@ fn mr_collectives_p4_p5() {
 fn mr_collectives_point_to_point_over_udp() {
     // Collectives ride URTP either way; this keeps user point-to-point on UDP too.
     collectives_env(5, 1 << 18, None, &[("PHALANX_TRANSPORT", "udp")]);
+    // Eight members with multicast: all-reduces of 64–128 KiB are a binomial reduce and
+    // a multicast broadcast by default.
+    collectives_env(8, 1 << 17, None, &[("PHALANX_TRANSPORT", "udp")]);
 }
 
 /// Point-to-point algorithms forced on shared memory (the board is the default there).
