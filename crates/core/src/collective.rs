@@ -1034,16 +1034,21 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
                     (c, plan)
                 }
                 c if c.alg == Algorithm::Rsag && algos::rsag_fits(s.p, len, esz) => {
-                    // With multicast, the all-gather half is seed 000's k-concurrency one.
-                    let chunk = s.packet.max(MCAST2_CHUNK_MIN);
-                    let mcast = algos::rsag_mcast(s, len, chunk, usize::from(c.k));
-                    (c, algos::allreduce_rsag(s, len, esz, mcast))
+                    (c, rsag_plan(s, len, esz, usize::from(c.k)))
                 }
                 _ => (Chosen::plain(Algorithm::Rd), algos::allreduce(s, len)),
             },
         )
     };
     (spec, plan)
+}
+
+/// The reduce-scatter + all-gather all-reduce of `len` bytes on `s`, its all-gather seed
+/// 000's k-concurrency multicast (pieces of at least `MCAST2_CHUNK_MIN`) where
+/// [`algos::rsag_mcast`] takes it.
+fn rsag_plan(s: &Shape, len: usize, esz: usize, k: usize) -> Plan {
+    let mcast = algos::rsag_mcast(s, len, s.packet.max(MCAST2_CHUNK_MIN), k);
+    algos::allreduce_rsag(s, len, esz, mcast)
 }
 
 impl<C: Communicator + ?Sized> CommunicatorCollectives for C {}

@@ -245,13 +245,13 @@ impl Engine {
                 }
                 if let (Some(li), true) = (li, leaders.len() > 1) {
                     let s = shape(self, li);
-                    // The leaders choose as a flat all-reduce over the network does.
+                    // The leaders choose by size as a flat all-reduce over the network
+                    // does (its reduce + multicast broadcast from eight members aside:
+                    // not measured among leaders).
                     let esz = call.dt.size();
                     let plan = if n >= super::RSAG_MIN && algos::rsag_fits(s.p, n, esz) {
-                        let k = usize::from(crate::coll::algorithm::choices().allgather_k);
-                        let chunk = s.packet.max(super::MCAST2_CHUNK_MIN);
-                        let mcast = algos::rsag_mcast(&s, n, chunk, k);
-                        algos::allreduce_rsag(&s, n, esz, mcast)
+                        let k = crate::coll::algorithm::choices().allgather_k;
+                        super::rsag_plan(&s, n, esz, usize::from(k))
                     } else {
                         algos::allreduce(&s, n)
                     };
