@@ -126,6 +126,63 @@ fn mr_netns_bcast_sends_each_packet_once_and_filters_non_targets() {
 }
 
 #[test]
+fn mr_netns_ranks_of_one_host_send_whole_udp_datagrams() {
+    // Over UDP only, two ranks of one test host reach each other through the host's
+    // loopback: their datagrams are whole UDP datagrams (up to 64 KiB), while those
+    // between hosts follow the veth's 1500-byte MTU.
+    let net = TestNet::create(2).expect("test hosts (network namespaces) must be available");
+    let (one, two) = (hostfile(&net), hostfile_slots(&net, 2));
+    let udp = ("PHALANX_TRANSPORT", "udp");
+    let sent = |hosts: &tempfile_path::Path| -> u64 {
+        let r = run(
+            &[
+                "-n",
+                "2",
+                "--hostfile",
+                &hosts.0.display().to_string(),
+                &example("pingpong").display().to_string(),
+                "1048576",
+                "20",
+            ],
+            &[udp, ("PHALANX_STATS", "1")],
+            LIMIT,
+        );
+        assert!(r.ok(), "{}", r.dump());
+        let v = stat_values(&r.stderr, "sent=");
+        assert_eq!(v.len(), 2, "{}", r.dump());
+        v.iter().sum()
+    };
+    let (across, within) = (sent(&one), sent(&two));
+    // The same messages: about 20 000 datagrams across hosts, about 2 000 within one.
+    assert!(
+        within * 8 < across,
+        "ranks of one host sent {within} datagrams, ranks of two hosts {across}"
+    );
+    // Collectives (unicast packets within a host, multicast across) and point-to-point
+    // traffic are correct with both sizes in one job.
+    let hosts = two.0.display().to_string();
+    for ex in [("collectives", "262144"), ("stress", "2")] {
+        let r = run(
+            &[
+                "--hostfile",
+                &hosts,
+                &example(ex.0).display().to_string(),
+                ex.1,
+            ],
+            &[udp],
+            LIMIT,
+        );
+        assert!(r.ok(), "{}", r.dump());
+        let ok = if ex.0 == "stress" {
+            "all checksums ok"
+        } else {
+            "all collectives ok"
+        };
+        assert_eq!(r.stdout.matches(ok).count(), 4, "{}", r.dump());
+    }
+}
+
+#[test]
 fn mr_netns_mixed_shared_memory_and_udp() {
     // Two hosts with two ranks each: shared memory inside a host, UDP between them.
     let net = TestNet::create(2).expect("test hosts (network namespaces) must be available");

@@ -468,6 +468,39 @@ fn send_errors() {
 }
 
 #[test]
+fn a_unicast_limit_lets_packets_to_that_peer_alone_grow() {
+    let mut g = group(4, cfg());
+    let h = hdr(0, 0);
+    g[0].set_max_datagram(100);
+    // Rank 1 is reached through a path that takes 300 bytes (a rank of this host);
+    // a limit below the group's changes nothing.
+    g[0].set_unicast_max_datagram(1, 300);
+    g[0].set_unicast_max_datagram(2, 50);
+    assert_eq!(g[0].max_payload_to(&t(&[1])), 300 - HEADER_LEN);
+    assert_eq!(g[0].max_payload_to(&t(&[2])), 100 - HEADER_LEN);
+    assert_eq!(g[0].max_payload_to(&t(&[3])), 100 - HEADER_LEN);
+    // To several targets (rank 1 among them) the group's limit holds.
+    assert_eq!(g[0].max_payload_to(&t(&[1, 2])), g[0].max_payload(2));
+    let big = vec![7u8; 300 - HEADER_LEN];
+    assert!(g[0].send(0, &t(&[1]), &h, &big).is_ok());
+    assert_eq!(
+        g[0].send(0, &t(&[1]), &h, &[0; 300 - HEADER_LEN + 1]),
+        Err(UrtpSendError::TooLarge { len: 301, max: 300 })
+    );
+    assert_eq!(
+        g[0].send(0, &t(&[2]), &h, &big),
+        Err(UrtpSendError::TooLarge { len: 300, max: 100 })
+    );
+    assert!(g[0].send(0, &t(&[1, 2]), &h, &big).is_err());
+    // The large packet is delivered whole and in order.
+    let wire = drain(&mut g[0], 0, 0);
+    assert_eq!(wire.len(), 1);
+    assert_eq!(wire[0].3.len(), 300);
+    deliver(&mut g, 1, &wire, |_, _, _| false);
+    assert_eq!(g[1].peek(0).map(|p| p.payload().to_vec()), Some(big));
+}
+
+#[test]
 fn not_target_duplicates_and_window_bounds() {
     let mut c = cfg();
     c.window = 4;

@@ -233,8 +233,12 @@ impl<T: Transport> Faulty<T> {
         p > 0.0 && self.rng.gen::<f64>() < p
     }
 
-    fn check_len(&self, len: usize) -> std::io::Result<()> {
-        let max = self.inner.max_datagram();
+    /// `len` against the limit to `dest`: its one peer's, else every destination's.
+    fn check_len(&self, dest: &Dest, len: usize) -> std::io::Result<()> {
+        let max = match dest {
+            Dest::One(p) => self.inner.max_datagram_to(*p),
+            _ => self.inner.max_datagram(),
+        };
         if len > max {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -286,7 +290,7 @@ impl<T: Transport> Faulty<T> {
     /// One fate for the whole datagram, whatever `dest` is: `send_to`, and multicast over
     /// a real group (the network delivers or loses one packet for everyone).
     fn whole(&mut self, dest: Dest, datagram: &[u8]) -> std::io::Result<usize> {
-        self.check_len(datagram.len())?;
+        self.check_len(&dest, datagram.len())?;
         let all = match &dest {
             Dest::One(_) => 1,
             Dest::Many(v) | Dest::Multicast(v) => v.len(),
@@ -328,7 +332,7 @@ impl<T: Transport> Faulty<T> {
         targets: &[Rank],
         multicast: bool,
     ) -> std::io::Result<usize> {
-        self.check_len(datagram.len())?;
+        self.check_len(&Dest::Many(Vec::new()), datagram.len())?;
         let was_held = self.held.is_some();
         let mut keep = Vec::with_capacity(targets.len());
         let mut dups = Vec::new();
@@ -457,6 +461,10 @@ impl<T: Transport> Transport for Faulty<T> {
 
     fn max_datagram(&self) -> usize {
         self.inner.max_datagram()
+    }
+
+    fn max_datagram_to(&self, peer: Rank) -> usize {
+        self.inner.max_datagram_to(peer)
     }
 
     fn prepare_sleep(&mut self) -> bool {

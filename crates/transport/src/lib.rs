@@ -189,8 +189,17 @@ pub trait Transport {
     fn next_deadline(&self) -> Option<u64>;
     /// Lets time-based work happen (release delayed/held packets). `now` in ns.
     fn service(&mut self, now: u64) -> std::io::Result<()>;
-    /// Largest datagram this transport carries (bytes, including phalanx's header).
+    /// Largest datagram this transport carries (bytes, including phalanx's header) to
+    /// every destination, multicast included.
     fn max_datagram(&self) -> usize;
+    /// Largest datagram to `peer` alone: at least [`max_datagram`](Self::max_datagram),
+    /// more where the path to it allows (UDP to a rank of this host goes through the
+    /// host's loopback, whatever the MTU of the interface carrying the address). The
+    /// default is `max_datagram`.
+    fn max_datagram_to(&self, peer: Rank) -> usize {
+        let _ = peer;
+        self.max_datagram()
+    }
     /// Datagrams of [`max_datagram`](Self::max_datagram) bytes the receive buffer the
     /// kernel granted can hold unread (0 = unknown).
     fn recv_frames(&self) -> u64 {

@@ -6,7 +6,11 @@
 //!   buffers (32 MiB via `SO_*BUFFORCE` when privileged, else as large as `SO_*BUF`
 //!   allows) and `SO_RXQ_OVFL`, so kernel receive-queue drops are counted.
 //!   `max_datagram` = min(MTU − 28, 65507) for the interface carrying `ip` (65507 on
-//!   loopback, 1472 on a veth with MTU 1500).
+//!   loopback, 1472 on a veth with MTU 1500). To one peer alone the limit is larger when
+//!   its address is a loopback one or this socket's own (another rank of this host: the
+//!   kernel routes it through the host's loopback, whatever the interface carrying the
+//!   address): [`Transport::max_datagram_to`] gives a whole UDP datagram (65507 less the
+//!   trailer), and sends to that peer are checked against it.
 //! * [`UdpTransport::join_multicast`] adds a second socket bound to the job's group and port
 //!   (`SO_REUSEADDR` + `SO_REUSEPORT`; every member socket gets its own copy of each
 //!   multicast), joined on the interface carrying the unicast address; multicasts are sent
@@ -307,7 +311,7 @@ impl UdpTransport {
             };
             let batch = &run[done..done + n];
             for d in batch {
-                self.check_len(d.len())?;
+                self.check_len_to(d.len(), &addr)?;
             }
             if n == 1 {
                 handed += usize::from(self.send_addr(&addr, batch[0])?);
@@ -488,6 +492,30 @@ impl UdpTransport {
         }
     }
 
+    /// The largest datagram to `addr`: a loopback address, or this socket's own address
+    /// (another rank of this host, reached through the host's loopback whatever the
+    /// interface carrying the address), takes a whole UDP datagram; anything else the
+    /// interface's ([`Transport::max_datagram`]).
+    fn max_datagram_to_addr(&self, addr: &libc::sockaddr_in) -> usize {
+        let ip = Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr));
+        let own = *self.local.ip();
+        if ip.is_loopback() || (!own.is_unspecified() && ip == own) {
+            let trailer = if self.seal.is_some() { TRAILER } else { 0 };
+            self.max_datagram.max(MAX_UDP_PAYLOAD - trailer)
+        } else {
+            self.max_datagram
+        }
+    }
+
+    fn check_len_to(&self, len: usize, addr: &libc::sockaddr_in) -> io::Result<()> {
+        let max = self.max_datagram_to_addr(addr);
+        if len > max {
+            Err(too_big(len, max))
+        } else {
+            Ok(())
+        }
+    }
+
     /// One datagram to `addr`, with the bounded wait on back-pressure.
     #[inline]
     fn send_addr(&mut self, addr: &libc::sockaddr_in, datagram: &[u8]) -> io::Result<bool> {
@@ -538,8 +566,8 @@ impl Transport for UdpTransport {
     #[inline]
     fn send_to(&mut self, peer: Rank, datagram: &[u8]) -> io::Result<bool> {
         // Checked here: over a veth the kernel would fragment rather than refuse.
-        self.check_len(datagram.len())?;
         let addr = self.peer_addr(peer)?;
+        self.check_len_to(datagram.len(), &addr)?;
         self.send_addr(&addr, datagram)
     }
 
@@ -688,6 +716,12 @@ impl Transport for UdpTransport {
 
     fn max_datagram(&self) -> usize {
         self.max_datagram
+    }
+
+    fn max_datagram_to(&self, peer: Rank) -> usize {
+        self.peers
+            .get(peer as usize)
+            .map_or(self.max_datagram, |a| self.max_datagram_to_addr(a))
     }
 
     fn recv_frames(&self) -> u64 {

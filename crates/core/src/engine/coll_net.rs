@@ -88,7 +88,7 @@ impl Engine {
         } else {
             0
         };
-        let room = self.payload_to(medium).saturating_sub(8 + ext).max(1);
+        let room = self.payload_to(medium, to).saturating_sub(8 + ext).max(1);
         let total = data.len();
         let mut frames = Vec::with_capacity(total / room + 1);
         let mut off = 0;
@@ -150,7 +150,7 @@ impl Engine {
             .links
             .urtp
             .proto
-            .max_payload(to.len())
+            .max_payload_to(&targets)
             .saturating_sub(8)
             .max(1);
         let total = data.len();

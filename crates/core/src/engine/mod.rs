@@ -112,8 +112,12 @@ pub struct Engine {
     pub(crate) coll_out: VecDeque<coll_net::Pending>,
     pub(crate) want_scratch: Vec<u32>,
     boot: Option<BootClient>,
-    /// Payload bytes per datagram after the header.
+    /// Payload bytes per datagram after the header, to every destination.
     pub(crate) max_payload: usize,
+    /// Per world rank: payload bytes per go-back-n datagram to it alone (more than
+    /// `max_payload` to a rank of this host over UDP: the host's loopback carries it,
+    /// whatever the MTU of the interface holding the address).
+    peer_payload: Vec<usize>,
     eager_limit: usize,
     /// Eager limit towards shared-memory peers that can pull our buffers with one copy.
     pub(crate) shm_eager_limit: usize,
@@ -481,7 +485,16 @@ impl Engine {
     ) -> Engine {
         keep_heap();
         let max_dgram = transport.as_ref().map_or(65507, |t| t.max_datagram());
-        let max_payload = max_dgram.saturating_sub(HEADER_LEN + 16).max(256);
+        let payload_of = |dgram: usize| dgram.saturating_sub(HEADER_LEN + 16).max(256);
+        let max_payload = payload_of(max_dgram);
+        let peer_payload = (0..size)
+            .map(|p| {
+                transport
+                    .as_ref()
+                    .map_or(max_payload, |t| payload_of(t.max_datagram_to(p)))
+                    .max(max_payload)
+            })
+            .collect();
         let eager_limit = cfg.eager_limit.unwrap_or(
             max_payload
                 .max(NET_EAGER_LIMIT)
@@ -518,6 +531,11 @@ impl Engine {
             .clamp(1, u32::MAX as u128) as u32;
         let mut urtp = Urtp::new(ucfg, job_key, rank, size);
         urtp.set_max_datagram(max_dgram);
+        if let Some(t) = transport.as_ref() {
+            for p in (0..size).filter(|&p| p != rank) {
+                urtp.set_unicast_max_datagram(p, t.max_datagram_to(p));
+            }
+        }
         let mut gcfg = gbn_config(&cfg);
         if let Some(budget) = cfg.comm_budget {
             // Seed 001's credit: the job's memory on this node shared by its local
@@ -560,6 +578,7 @@ impl Engine {
             sealed: false,
             boot,
             max_payload,
+            peer_payload,
             eager_limit,
             spin,
             reqs: Requests::default(),

@@ -456,7 +456,7 @@ impl Engine {
     /// [`pump`](Self::pump)'s work, with `peer`'s link (`medium`) held.
     fn pump_held(&mut self, now: u64, peer: u32, medium: Medium) -> bool {
         let mut did = false;
-        let payload = self.payload_to(medium);
+        let payload = self.payload_to(medium, &[peer]);
         loop {
             let Some(len) = self.front_len(peer, payload) else {
                 return did;
@@ -553,15 +553,23 @@ impl Engine {
         }
     }
 
-    /// Payload bytes per datagram over `link`: the socket's limit, and over shared memory
-    /// also what one frame of the ring holds (rings shrink when many ranks share a host).
+    /// Payload bytes per datagram over `link` to every one of `peers`: the socket's
+    /// limit (over go-back-n the largest all of `peers` take: a whole UDP datagram to
+    /// ranks of this host), and over shared memory also what one frame of the ring holds
+    /// (rings shrink when many ranks share a host).
     #[inline]
-    pub(crate) fn payload_to(&self, link: Medium) -> usize {
+    pub(crate) fn payload_to(&self, link: Medium, peers: &[u32]) -> usize {
         match (link, self.links.shm.as_ref()) {
             (Medium::Shm, Some(t)) => self
                 .max_payload
                 .min(t.max_frame().saturating_sub(HEADER_LEN + 8))
                 .max(256),
+            (Medium::Gbn, _) => peers
+                .iter()
+                .map(|&p| self.peer_payload.get(p as usize).copied())
+                .min()
+                .flatten()
+                .unwrap_or(self.max_payload),
             _ => self.max_payload,
         }
     }

@@ -133,6 +133,8 @@ pub struct Urtp {
     local: u32,
     size: u32,
     max_datagram: usize,
+    /// Per rank: a larger limit for unicast packets to it alone (0: `max_datagram`).
+    unicast_max: Vec<usize>,
     peers: Vec<Peer>,
     store: Vec<Option<Stored>>,
     free: Vec<u32>,
@@ -175,6 +177,7 @@ impl Urtp {
             local: local_rank,
             size,
             max_datagram: DEFAULT_MAX_DATAGRAM,
+            unicast_max: Vec::new(),
             store: Vec::new(),
             free: Vec::new(),
             data_q: VecDeque::new(),
@@ -204,6 +207,42 @@ impl Urtp {
     /// The datagram limit in use ([`DEFAULT_MAX_DATAGRAM`] unless set).
     pub fn max_datagram(&self) -> usize {
         self.max_datagram
+    }
+
+    /// Lets unicast packets to `peer` alone be up to `max` bytes (the path to it takes
+    /// more than the group does: a rank of this host, through the host's loopback).
+    /// Limits below [`max_datagram`](Self::max_datagram) change nothing.
+    pub fn set_unicast_max_datagram(&mut self, peer: u32, max: usize) {
+        let i = peer as usize;
+        if i >= self.unicast_max.len() {
+            self.unicast_max.resize(i + 1, 0);
+        }
+        self.unicast_max[i] = max;
+    }
+
+    /// The datagram limit of a packet to `targets`: a unicast one's may be larger
+    /// ([`set_unicast_max_datagram`](Self::set_unicast_max_datagram)).
+    fn limit(&self, targets: &Targets) -> usize {
+        match (targets.len(), targets.iter().next()) {
+            (1, Some(r)) => self
+                .unicast_max
+                .get(r as usize)
+                .copied()
+                .unwrap_or(0)
+                .max(self.max_datagram),
+            _ => self.max_datagram,
+        }
+    }
+
+    /// The largest payload of a packet to exactly `targets` (the multicast extension
+    /// counts, and a unicast packet's own limit); 0 if even an empty payload does not fit.
+    pub fn max_payload_to(&self, targets: &Targets) -> usize {
+        let ext = if targets.len() > 1 {
+            mcast::ext_len(self.size, targets.len())
+        } else {
+            0
+        };
+        self.limit(targets).saturating_sub(HEADER_LEN + ext)
     }
 
     /// The largest payload of a packet to `targets` ranks (the multicast extension

@@ -75,11 +75,9 @@ impl Urtp {
             0
         };
         let len = HEADER_LEN + ext + prefix.len() + payload.len();
-        if len > self.max_datagram || ext > u16::MAX as usize {
-            return Err(UrtpSendError::TooLarge {
-                len,
-                max: self.max_datagram,
-            });
+        let max = self.limit(targets);
+        if len > max || ext > u16::MAX as usize {
+            return Err(UrtpSendError::TooLarge { len, max });
         }
         let mut h = *header;
         h.kind = Kind::UrtpData;
