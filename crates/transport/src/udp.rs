@@ -9,8 +9,8 @@
 //!   loopback, 1472 on a veth with MTU 1500). To one peer alone the limit is larger when
 //!   its address is a loopback one or this socket's own (another rank of this host: the
 //!   kernel routes it through the host's loopback, whatever the interface carrying the
-//!   address): [`Transport::max_datagram_to`] gives a whole UDP datagram (65507 less the
-//!   trailer), and sends to that peer are checked against it.
+//!   address): [`Transport::max_datagram_to`] gives the loopback's limit (min(MTU − 28,
+//!   65507) of `lo`, read at bind), and sends to that peer are checked against it.
 //! * [`UdpTransport::join_multicast`] adds a second socket bound to the job's group and port
 //!   (`SO_REUSEADDR` + `SO_REUSEPORT`; every member socket gets its own copy of each
 //!   multicast), joined on the interface carrying the unicast address; multicasts are sent
@@ -221,6 +221,9 @@ pub struct UdpTransport {
     /// Peer table (index = rank) in kernel form, for a conversion-free send.
     peers: Vec<libc::sockaddr_in>,
     max_datagram: usize,
+    /// The largest datagram through the host's loopback (its MTU less the headers), to a
+    /// rank of this host.
+    loopback_max_datagram: usize,
     rx: Box<RecvRing>,
     group: Option<Group>,
     /// The installed filter program, re-applied to a multicast socket joined later.
@@ -263,12 +266,18 @@ impl UdpTransport {
             None => interface_mtu(sock.as_raw_fd(), ip)?,
         };
         let max_datagram = mtu.saturating_sub(IP_UDP_HEADERS).min(MAX_UDP_PAYLOAD);
+        // Without a readable loopback MTU, nothing larger than the interface's.
+        let loopback_max_datagram = interface_mtu(sock.as_raw_fd(), Ipv4Addr::LOCALHOST)
+            .map_or(max_datagram, |m| {
+                m.saturating_sub(IP_UDP_HEADERS).min(MAX_UDP_PAYLOAD)
+            });
         Ok(UdpTransport {
             sock,
             local,
             iface,
             peers: Vec::new(),
             max_datagram,
+            loopback_max_datagram,
             rx: RecvRing::new(),
             group: None,
             filter: None,
@@ -460,6 +469,7 @@ impl UdpTransport {
             Some(old) => old.rekeyed(key),
             None => {
                 self.max_datagram -= TRAILER;
+                self.loopback_max_datagram = self.loopback_max_datagram.saturating_sub(TRAILER);
                 Seal::new(key, rank)
             }
         });
@@ -494,14 +504,13 @@ impl UdpTransport {
 
     /// The largest datagram to `addr`: a loopback address, or this socket's own address
     /// (another rank of this host, reached through the host's loopback whatever the
-    /// interface carrying the address), takes a whole UDP datagram; anything else the
+    /// interface carrying the address), takes the loopback's limit; anything else the
     /// interface's ([`Transport::max_datagram`]).
     fn max_datagram_to_addr(&self, addr: &libc::sockaddr_in) -> usize {
         let ip = Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr));
         let own = *self.local.ip();
         if ip.is_loopback() || (!own.is_unspecified() && ip == own) {
-            let trailer = if self.seal.is_some() { TRAILER } else { 0 };
-            self.max_datagram.max(MAX_UDP_PAYLOAD - trailer)
+            self.max_datagram.max(self.loopback_max_datagram)
         } else {
             self.max_datagram
         }
@@ -535,7 +544,7 @@ impl UdpTransport {
         };
         for _ in 0..SEND_RETRIES {
             if !transient(&err) {
-                self.check_len(datagram.len())?;
+                self.check_len_to(datagram.len(), addr)?;
                 return Err(err);
             }
             wait_writable(fd);

@@ -203,8 +203,15 @@ const NET_EAGER_LIMIT: usize = 256 << 10;
 const BOOT_POLL_NS: u64 = 1_000_000;
 /// URTP's send window per peer in bytes: 64 datagrams of 64 KiB over loopback, up to 1024
 /// of an MTU-sized datagram on a network (the window is counted in datagrams, clamped
-/// to 64..=1024; the receive pool follows it).
+/// to 64..=1024; the receive pool follows it). To a rank of the same host over a network
+/// interface unicast packets are larger ([`URTP_UNICAST_MAX`]), so up to 16 MiB.
 const URTP_WINDOW_BYTES: usize = 4 << 20;
+
+/// Largest unicast URTP packet to a rank of this host reached over a network interface
+/// (whose whole datagrams the host's loopback carries): a full window (up to 1024
+/// packets) of these is 16 MiB in flight to it, within the 32 MiB socket buffer — 64 KiB
+/// ones would be 64 MiB. Multicast packets keep the interface's size.
+const URTP_UNICAST_MAX: usize = 16 << 10;
 
 /// Longest sleep of a rank with shared-memory peers.
 const SHM_SLEEP_MAX_NS: u64 = 10_000_000;
@@ -533,15 +540,22 @@ impl Engine {
         urtp.set_max_datagram(max_dgram);
         if let Some(t) = transport.as_ref() {
             for p in (0..size).filter(|&p| p != rank) {
-                urtp.set_unicast_max_datagram(p, t.max_datagram_to(p));
+                urtp.set_unicast_max_datagram(p, t.max_datagram_to(p).min(URTP_UNICAST_MAX));
             }
         }
         let mut gcfg = gbn_config(&cfg);
         if let Some(budget) = cfg.comm_budget {
             // Seed 001's credit: the job's memory on this node shared by its local
-            // ranks, each rank's share divided among every rank that may send to it.
+            // ranks, each rank's share divided among every rank that may send to it —
+            // counted in the largest datagrams this rank sends (to a rank of this host,
+            // a whole UDP datagram).
             let c0 = budget / (local_ranks.max(1) * size.max(1) as usize);
-            gcfg.window = ((c0 / max_dgram.max(1)) as u32).clamp(1, gcfg.window);
+            let largest = transport.as_ref().map_or(max_dgram, |t| {
+                (0..size)
+                    .map(|p| t.max_datagram_to(p))
+                    .fold(max_dgram, usize::max)
+            });
+            gcfg.window = ((c0 / largest.max(1)) as u32).clamp(1, gcfg.window);
             // A receiver must not wait for more packets than the sender may have out.
             gcfg.ack_threshold = gcfg.ack_threshold.min((gcfg.window / 2).max(1));
         }

@@ -199,7 +199,9 @@ impl Urtp {
         &self.cfg
     }
 
-    /// Sets the largest datagram [`Urtp::send`] may produce (the transport's limit).
+    /// Sets the largest datagram [`Urtp::send`] may produce (the transport's limit for
+    /// every destination; a unicast packet may be larger where
+    /// [`set_unicast_max_datagram`](Self::set_unicast_max_datagram) says so).
     pub fn set_max_datagram(&mut self, max: usize) {
         self.max_datagram = max;
     }

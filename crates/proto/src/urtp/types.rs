@@ -232,7 +232,8 @@ pub enum UrtpSendError {
     TooLarge {
         /// Datagram length.
         len: usize,
-        /// The limit ([`crate::urtp::Urtp::set_max_datagram`]).
+        /// The limit ([`crate::urtp::Urtp::set_max_datagram`], or for a unicast packet
+        /// [`crate::urtp::Urtp::set_unicast_max_datagram`]).
         max: usize,
     },
 }
