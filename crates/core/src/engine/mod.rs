@@ -207,6 +207,12 @@ const BOOT_POLL_NS: u64 = 1_000_000;
 /// interface unicast packets are larger ([`URTP_UNICAST_MAX`]), so up to 16 MiB.
 const URTP_WINDOW_BYTES: usize = 4 << 20;
 
+/// Message-layer payload bytes of a datagram of `dgram` bytes (its header and room for
+/// the fragment prefix off).
+pub(crate) fn payload_of(dgram: usize) -> usize {
+    dgram.saturating_sub(HEADER_LEN + 16).max(256)
+}
+
 /// Largest unicast URTP packet to a rank of this host reached over a network interface
 /// (whose whole datagrams the host's loopback carries): a full window (up to 1024
 /// packets) of these is 16 MiB in flight to it, within the 32 MiB socket buffer — 64 KiB
@@ -492,7 +498,6 @@ impl Engine {
     ) -> Engine {
         keep_heap();
         let max_dgram = transport.as_ref().map_or(65507, |t| t.max_datagram());
-        let payload_of = |dgram: usize| dgram.saturating_sub(HEADER_LEN + 16).max(256);
         let max_payload = payload_of(max_dgram);
         let peer_payload = (0..size)
             .map(|p| {
