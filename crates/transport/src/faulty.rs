@@ -233,11 +233,11 @@ impl<T: Transport> Faulty<T> {
         p > 0.0 && self.rng.gen::<f64>() < p
     }
 
-    /// `len` against the limit to `dest`: its one peer's, else every destination's.
-    fn check_len(&self, dest: &Dest, len: usize) -> std::io::Result<()> {
-        let max = match dest {
-            Dest::One(p) => self.inner.max_datagram_to(*p),
-            _ => self.inner.max_datagram(),
+    /// `len` against the limit to `peer` alone, or (`None`) to every destination.
+    fn check_len(&self, peer: Option<Rank>, len: usize) -> std::io::Result<()> {
+        let max = match peer {
+            Some(p) => self.inner.max_datagram_to(p),
+            None => self.inner.max_datagram(),
         };
         if len > max {
             return Err(std::io::Error::new(
@@ -290,7 +290,11 @@ impl<T: Transport> Faulty<T> {
     /// One fate for the whole datagram, whatever `dest` is: `send_to`, and multicast over
     /// a real group (the network delivers or loses one packet for everyone).
     fn whole(&mut self, dest: Dest, datagram: &[u8]) -> std::io::Result<usize> {
-        self.check_len(&dest, datagram.len())?;
+        let one = match dest {
+            Dest::One(p) => Some(p),
+            _ => None,
+        };
+        self.check_len(one, datagram.len())?;
         let all = match &dest {
             Dest::One(_) => 1,
             Dest::Many(v) | Dest::Multicast(v) => v.len(),
@@ -332,7 +336,7 @@ impl<T: Transport> Faulty<T> {
         targets: &[Rank],
         multicast: bool,
     ) -> std::io::Result<usize> {
-        self.check_len(&Dest::Many(Vec::new()), datagram.len())?;
+        self.check_len(None, datagram.len())?;
         let was_held = self.held.is_some();
         let mut keep = Vec::with_capacity(targets.len());
         let mut dups = Vec::new();

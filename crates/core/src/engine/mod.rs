@@ -209,8 +209,20 @@ const URTP_WINDOW_BYTES: usize = 4 << 20;
 
 /// Message-layer payload bytes of a datagram of `dgram` bytes (its header and room for
 /// the fragment prefix off).
-pub(crate) fn payload_of(dgram: usize) -> usize {
+fn payload_of(dgram: usize) -> usize {
     dgram.saturating_sub(HEADER_LEN + 16).max(256)
+}
+
+/// Payload bytes per go-back-n datagram to `peer` alone over `transport`: what its path
+/// takes ([`Transport::max_datagram_to`]), never less than `max_payload`.
+pub(crate) fn peer_payload_of(
+    transport: Option<&dyn Transport>,
+    peer: u32,
+    max_payload: usize,
+) -> usize {
+    transport.map_or(max_payload, |t| {
+        payload_of(t.max_datagram_to(peer)).max(max_payload)
+    })
 }
 
 /// Largest unicast URTP packet to a rank of this host reached over a network interface
@@ -500,12 +512,7 @@ impl Engine {
         let max_dgram = transport.as_ref().map_or(65507, |t| t.max_datagram());
         let max_payload = payload_of(max_dgram);
         let peer_payload = (0..size)
-            .map(|p| {
-                transport
-                    .as_ref()
-                    .map_or(max_payload, |t| payload_of(t.max_datagram_to(p)))
-                    .max(max_payload)
-            })
+            .map(|p| peer_payload_of(transport.as_deref(), p, max_payload))
             .collect();
         let eager_limit = cfg.eager_limit.unwrap_or(
             max_payload

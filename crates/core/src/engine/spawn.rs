@@ -14,7 +14,7 @@
 //! another era travel on the go-back-n links (see `coll_net`). Eras are disjoint ranges,
 //! so every member of a communicator takes the same decision.
 
-use super::{payload_of, Engine, Waiting};
+use super::{peer_payload_of, Engine, Waiting};
 use crate::error::{Error, Result};
 use crate::link::Medium;
 use phalanx_boot::{Endpoint, SpawnRequest};
@@ -109,15 +109,9 @@ impl Engine {
         // Their datagram sizes as for the ranks met at start-up (a whole UDP datagram to
         // one of this host's).
         let from = self.peer_payload.len() as u32;
+        let t = self.links.net.transport.as_deref();
         let sizes: Vec<usize> = (from..end)
-            .map(|p| {
-                self.links
-                    .net
-                    .transport
-                    .as_ref()
-                    .map_or(self.max_payload, |t| payload_of(t.max_datagram_to(p)))
-                    .max(self.max_payload)
-            })
+            .map(|p| peer_payload_of(t, p, self.max_payload))
             .collect();
         self.peer_payload.extend(sizes);
         self.links.gbn.proto.add_peers(end);
