@@ -212,7 +212,7 @@ static DT_SIZE: [u8; DT_SPAN] = {
     let mut t = [0u8; DT_SPAN];
     let mut i = 0;
     while i < DT_SPAN {
-        if let Some(d) = datatype(DT_FIRST + i) {
+        if let Some(d) = datatype_def(DT_FIRST + i) {
             t[i] = d.size as u8;
         }
         i += 1;
@@ -230,8 +230,29 @@ pub fn datatype_size(h: usize) -> Option<usize> {
     }
 }
 
-/// The predefined datatype with ABI handle value `h`.
-pub const fn datatype(h: usize) -> Option<Dt> {
+/// The predefined datatype with ABI handle value `h` (one table load: every call with a
+/// datatype asks, most of them more than once).
+#[inline]
+pub fn datatype(h: usize) -> Option<Dt> {
+    match DT_TABLE.get(h.wrapping_sub(DT_FIRST)) {
+        Some(d) => *d,
+        None => None,
+    }
+}
+
+/// [`datatype`] of every handle value from `DT_FIRST` on, built from [`datatype_def`].
+static DT_TABLE: [Option<Dt>; DT_SPAN] = {
+    let mut t = [None; DT_SPAN];
+    let mut i = 0;
+    while i < DT_SPAN {
+        t[i] = datatype_def(DT_FIRST + i);
+        i += 1;
+    }
+    t
+};
+
+/// The definition of the predefined datatypes: [`datatype`] of ABI handle value `h`.
+pub(crate) const fn datatype_def(h: usize) -> Option<Dt> {
     use Kind::*;
     let long = if std::mem::size_of::<std::ffi::c_long>() == 8 {
         (8, I64, U64)
@@ -421,4 +442,17 @@ pub fn error_name(class: c_int) -> &'static str {
         .ok()
         .and_then(|i| ERROR_NAMES.get(i).copied())
         .unwrap_or("unknown error code")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_datatype_table_holds_every_predefined_datatype() {
+        for h in 0..0x1000 {
+            assert_eq!(datatype(h), datatype_def(h), "handle {h:#x}");
+        }
+        assert!(datatype(usize::MAX).is_none());
+    }
 }

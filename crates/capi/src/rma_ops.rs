@@ -76,7 +76,7 @@ const fn primitive_of(h: usize) -> Option<Primitive> {
         0x238 | 0x239 => return Some(P::Bool),
         _ => {}
     }
-    let Some(d) = consts::datatype(h) else {
+    let Some(d) = consts::datatype_def(h) else {
         return None;
     };
     Some(match d.kind {
@@ -116,7 +116,7 @@ static PREDEF: [Predef; PREDEF_SPAN] = {
     }; PREDEF_SPAN];
     let mut i = 0;
     while i < PREDEF_SPAN {
-        if let Some(d) = consts::datatype(PREDEF_FIRST + i) {
+        if let Some(d) = consts::datatype_def(PREDEF_FIRST + i) {
             t[i] = Predef {
                 size: d.size as u8,
                 elem: primitive_of(PREDEF_FIRST + i),

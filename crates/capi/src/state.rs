@@ -371,6 +371,9 @@ pub struct State {
     pub universe: Option<Universe>,
     /// Live communicators.
     pub comms: HandleMap<CommEntry>,
+    /// `MPI_COMM_WORLD`'s communicator, as in `comms` (kept by [`refresh_world`]): the
+    /// collectives' path takes it without a table lookup.
+    world: Option<Rc<SimpleCommunicator>>,
     /// Live requests.
     pub reqs: HandleMap<ReqEntry>,
     /// Requests freed by `MPI_Request_free` while in flight (`MPI_Finalize` waits).
@@ -498,6 +501,11 @@ pub fn comm(h: Handle) -> CResult<Rc<SimpleCommunicator>> {
         if s.universe.is_none() {
             return Err(not_initialized());
         }
+        if h as usize == COMM_WORLD {
+            if let Some(w) = &s.world {
+                return Ok(w.clone());
+            }
+        }
         s.comms
             .get(&(h as usize))
             .map(|e| e.comm.clone())
@@ -525,6 +533,7 @@ pub fn world_rank_size() -> Option<(c_int, c_int)> {
 /// Refreshes the copy of `MPI_COMM_WORLD`'s entry (after it changed or went away).
 pub fn refresh_world() {
     let w = with(|s| {
+        s.world = s.comms.get(&COMM_WORLD).map(|e| e.comm.clone());
         s.comms.get(&COMM_WORLD).map(|e| {
             (
                 e.raw.size(),

@@ -59,8 +59,10 @@ pub(crate) struct BoardCall<'a> {
     /// This member.
     pub me: usize,
     /// Phase of a call made of several board operations (hierarchical collectives): it
-    /// keeps their tags apart. 0 for a plain board collective.
-    pub phase: u8,
+    /// keeps their tags apart. 0 for a plain board collective; at most 255. A whole word:
+    /// read back right after the caller wrote it, a narrow store would stall the wide
+    /// load of it (store forwarding).
+    pub phase: u64,
     /// The blocks of a varcount call (`None` for the others).
     pub layout: Option<&'a Layout>,
     /// The board slot of each member, when the caller knows them (a communicator's
@@ -313,7 +315,7 @@ impl Engine {
             }
         };
         let call = bc.call;
-        let base = tag_of(call.ctx, call.seq) ^ (u64::from(bc.phase) << 56);
+        let base = tag_of(call.ctx, call.seq) ^ ((bc.phase & 0xff) << 56);
         board.announce(base, call.sig);
         self.stats.board_collectives += 1;
         if let Some(layout) = bc.layout {
@@ -386,6 +388,9 @@ impl Engine {
             run.tag = step_tag(base, k);
             self.board_step(&run, off, n, block)?;
         }
+        // The next call publishes in the other buffer: its readers' release is fetched
+        // meanwhile (most often they released it long ago, and the line is final).
+        run.board.prefetch_other(run.tag);
         Ok(())
     }
 

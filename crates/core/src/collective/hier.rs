@@ -159,7 +159,7 @@ impl Engine {
                 root: lleader,
                 world: &local_world,
                 me: lme,
-                phase,
+                phase: u64::from(phase),
                 layout,
                 slots: None,
             })

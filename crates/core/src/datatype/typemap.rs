@@ -105,6 +105,11 @@ struct Inner {
     raw_ok: bool,
 }
 
+/// The predefined type maps, by [`Primitive`] (`ALL` lists the primitives in
+/// declaration order; a test checks it).
+static PRIMITIVE_MAPS: [std::sync::OnceLock<TypeMap>; 13] =
+    [const { std::sync::OnceLock::new() }; 13];
+
 /// A datatype describing one element (cheap to clone; module docs).
 #[derive(Clone, PartialEq, Eq)]
 pub struct TypeMap(Repr);
@@ -244,29 +249,42 @@ impl TypeMap {
     }
 
     /// A predefined datatype, built once per primitive (this is on every call's path).
+    #[inline]
     pub(crate) fn primitive_ref(p: Primitive) -> &'static TypeMap {
-        static CACHE: [std::sync::OnceLock<TypeMap>; 13] =
-            [const { std::sync::OnceLock::new() }; 13];
-        // `ALL` lists the primitives in declaration order (a test checks it).
-        let i = p as usize;
-        CACHE[i].get_or_init(|| {
-            let s = p.size();
-            TypeMap(Repr::Static(Box::leak(Box::new(Inner {
-                size: s,
-                lb: 0,
-                ub: s,
-                extent: s,
-                align: p.align(),
-                blocks: vec![(0, s)],
-                signature: vec![(p, 1)],
-                bools: if p == Primitive::Bool {
-                    vec![(0, 0, 1)]
-                } else {
-                    Vec::new()
-                },
-                raw_ok: p != Primitive::Bool,
-            }))))
-        })
+        // Built already (every call but the first): a load and a test. The
+        // initialization, with its frame, stays out of line: a byte it stores on the
+        // stack and reloads wide stalled this path (store forwarding) when inlined here.
+        match PRIMITIVE_MAPS[p as usize].get() {
+            Some(t) => t,
+            None => Self::first_primitive_ref(p),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_primitive_ref(p: Primitive) -> &'static TypeMap {
+        PRIMITIVE_MAPS[p as usize].get_or_init(|| Self::build_primitive(p))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn build_primitive(p: Primitive) -> TypeMap {
+        let s = p.size();
+        TypeMap(Repr::Static(Box::leak(Box::new(Inner {
+            size: s,
+            lb: 0,
+            ub: s,
+            extent: s,
+            align: p.align(),
+            blocks: vec![(0, s)],
+            signature: vec![(p, 1)],
+            bools: if p == Primitive::Bool {
+                vec![(0, 0, 1)]
+            } else {
+                Vec::new()
+            },
+            raw_ok: p != Primitive::Bool,
+        }))))
     }
 
     /// `count` consecutive copies of `elem` (infallible form, for arrays and the derive).
