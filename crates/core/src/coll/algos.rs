@@ -9,6 +9,9 @@
 
 pub use super::rsag::{allreduce_rsag, rsag_fits, rsag_mcast, RSAG_MCAST_BLOCK_MIN};
 use super::schedule::{Buf, CommOp, LocalOp, Plan, Region};
+use super::{CollKind, OpKind};
+use crate::datatype::TypeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Shape of the communicator a plan is for.
 #[derive(Debug, Clone)]
@@ -38,9 +41,57 @@ pub struct Shape {
 /// configuration, membership and start-up state, which a communicator keeps for its life.
 /// Shared by every clone of a communicator's handle.
 #[derive(Default)]
-pub(crate) struct ShapeCache([std::sync::OnceLock<Shape>; 2]);
+pub(crate) struct ShapeCache([std::sync::OnceLock<Shape>; 2], [SigMemo; LEAN_KINDS]);
+
+/// Kinds of lean calls (`CollKind` values below this; `Barrier` is 1).
+const LEAN_KINDS: usize = 9;
+
+/// The signature of a communicator's last lean call of one kind with a predefined type,
+/// and what it was computed from: a program repeats the same call, and its signature (a
+/// hash) is then three compares. Touched only inside the thread rule (one thread at a
+/// time), so relaxed atomics are enough.
+#[derive(Default)]
+struct SigMemo {
+    key: AtomicU64,
+    count: AtomicU64,
+    dt: AtomicUsize,
+    sig: AtomicU64,
+}
 
 impl ShapeCache {
+    /// `compute()`, the signature of a lean call of `kind` with `root`, `op` and `count`
+    /// elements of `dt`, or the same value remembered from the last such call.
+    #[inline]
+    pub(crate) fn lean_sig(
+        &self,
+        kind: CollKind,
+        root: Option<u32>,
+        op: Option<OpKind>,
+        dt: &TypeMap,
+        count: usize,
+        compute: impl FnOnce() -> u64,
+    ) -> u64 {
+        // Only a predefined type map has an identity that is never reused.
+        let (Some(id), Some(m)) = (dt.static_id(), self.1.get(kind as usize)) else {
+            return compute();
+        };
+        let key = kind as u64
+            | op.map_or(0xff, |o| o as u64) << 8
+            | u64::from(root.unwrap_or(u32::MAX)) << 16;
+        if m.key.load(Ordering::Relaxed) == key
+            && m.count.load(Ordering::Relaxed) == count as u64
+            && m.dt.load(Ordering::Relaxed) == id
+        {
+            return m.sig.load(Ordering::Relaxed);
+        }
+        let sig = compute();
+        m.key.store(key, Ordering::Relaxed);
+        m.count.store(count as u64, Ordering::Relaxed);
+        m.dt.store(id, Ordering::Relaxed);
+        m.sig.store(sig, Ordering::Relaxed);
+        sig
+    }
+
     /// The shape of blocking (index 1) or immediate (index 0) calls, once computed.
     pub(crate) fn get(&self, blocking: bool) -> Option<&Shape> {
         self.0[usize::from(blocking)].get()

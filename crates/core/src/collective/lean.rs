@@ -109,8 +109,9 @@ pub unsafe fn board_call(c: &SimpleCommunicator, lc: &LeanCall<'_>) -> Result<bo
     crate::engine::stats::count_collective(lc.kind, Algorithm::Shm, lc.send.1, p);
     let op = lc.op.map(|o| o.0);
     let root = rooted.then_some(lc.root as u32);
-    let sig =
-        signature(lc.kind, root, op, lc.dt, lc.count) ^ Chosen::plain(Algorithm::Shm).sig_bits();
+    let sig = c.shapes.lean_sig(lc.kind, root, op, lc.dt, lc.count, || {
+        signature(lc.kind, root, op, lc.dt, lc.count) ^ Chosen::plain(Algorithm::Shm).sig_bits()
+    });
     tracing::debug!(
         rank = sh.world[me],
         collective = ?lc.kind,

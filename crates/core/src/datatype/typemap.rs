@@ -599,6 +599,16 @@ impl TypeMap {
             && self.0.size == self.0.extent
             && self.0.blocks.first().is_none_or(|b| b.0 == 0)
     }
+    /// An identity of a predefined type map, never shared with another one (`None` for a
+    /// derived one, whose memory may be reused by the next).
+    #[inline]
+    pub(crate) fn static_id(&self) -> Option<usize> {
+        match &self.0 {
+            Repr::Static(i) => Some(*i as *const Inner as usize),
+            Repr::Shared(_) => None,
+        }
+    }
+
     /// The type signature as runs of (primitive, count).
     pub fn signature(&self) -> &[(Primitive, usize)] {
         &self.0.signature
