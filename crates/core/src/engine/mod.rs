@@ -231,6 +231,10 @@ pub(crate) fn peer_payload_of(
 /// ones would be 64 MiB. Multicast packets keep the interface's size.
 const URTP_UNICAST_MAX: usize = 16 << 10;
 
+/// Receive batches read at most, beyond a round's first, before a due protocol timer
+/// fires (each up to `RECV_BATCH` datagrams per socket).
+const DRAIN_BEFORE_TIMERS: usize = 64;
+
 /// Longest sleep of a rank with shared-memory peers.
 const SHM_SLEEP_MAX_NS: u64 = 10_000_000;
 
@@ -715,9 +719,27 @@ impl Engine {
                 coll_busy || self.drain_all_next || self.iterations.is_multiple_of(64),
             );
             self.drain_all_next = false;
-            let r = t.recv_batch(&mut |from, bytes| {
+            let mut r = t.recv_batch(&mut |from, bytes| {
                 self.handle_datagram(now, from, bytes);
             });
+            // A protocol timer due now acts on silence (a REQ for a packet not seen, a
+            // re-send of one not acknowledged) that may only be datagrams still queued
+            // here (this rank was off the CPU, or computing): read them first, up to a
+            // bound, so that lateness is not taken for loss.
+            if matches!(r, Ok(n) if n > 0) && self.protocol_timer_due(now) {
+                for _ in 0..DRAIN_BEFORE_TIMERS {
+                    match t.recv_batch(&mut |from, bytes| {
+                        self.handle_datagram(now, from, bytes);
+                    }) {
+                        Ok(0) => break,
+                        Ok(n) => r = r.map(|m| m + n),
+                        Err(e) => {
+                            r = Err(e);
+                            break;
+                        }
+                    }
+                }
+            }
             if let Some(d) = t.next_deadline() {
                 if d <= now {
                     let _ = t.service(now);
@@ -768,6 +790,13 @@ impl Engine {
             self.service_boot()?;
         }
         Ok(did)
+    }
+
+    /// Whether a go-back-n or URTP timer (a re-send, a REQ, a probe, a delayed ACK) is
+    /// due at `now`.
+    fn protocol_timer_due(&self, now: u64) -> bool {
+        let due = |d: Option<u64>| d.is_some_and(|d| d <= now);
+        due(self.links.urtp.proto.poll_timeout()) || due(self.links.gbn.proto.poll_timeout())
     }
 
     fn handle_datagram(&mut self, now: u64, from: SocketAddrV4, bytes: &[u8]) {
