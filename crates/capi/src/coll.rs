@@ -22,15 +22,21 @@ use phalanx::topology::SimpleCommunicator;
 use phalanx::traits::{Communicator, CommunicatorCollectives, Root};
 use std::ffi::{c_int, c_void};
 
+#[inline]
 pub(crate) fn root_ok(c: &SimpleCommunicator, root: c_int) -> CResult<c_int> {
     if (0..c.size()).contains(&root) {
         Ok(root)
     } else {
-        Err(err(
-            MPI_ERR_ROOT,
-            format!("invalid root {root} (communicator size {})", c.size()),
-        ))
+        Err(bad_root(root, c.size()))
     }
+}
+
+#[cold]
+fn bad_root(root: c_int, size: c_int) -> crate::CErr {
+    err(
+        MPI_ERR_ROOT,
+        format!("invalid root {root} (communicator size {size})"),
+    )
 }
 
 pub(crate) fn in_place(p: *const c_void) -> bool {
@@ -136,14 +142,20 @@ pub(crate) fn int_count(c: Count) -> CResult<c_int> {
     })
 }
 
+#[inline]
 pub(crate) fn same_block(send: usize, recv: usize) -> CResult {
     if send != recv {
-        return Err(err(
-            MPI_ERR_TRUNCATE,
-            format!("send block of {send} bytes does not match receive block of {recv} bytes"),
-        ));
+        return Err(blocks_differ(send, recv));
     }
     Ok(())
+}
+
+#[cold]
+fn blocks_differ(send: usize, recv: usize) -> crate::CErr {
+    err(
+        MPI_ERR_TRUNCATE,
+        format!("send block of {send} bytes does not match receive block of {recv} bytes"),
+    )
 }
 
 pub(crate) fn system_op(h: Handle) -> CResult<SystemOperation> {

@@ -446,12 +446,19 @@ fn not_initialized() -> crate::CErr {
 /// the C functions through `phalanx::ffi`): `MPI_COMM_WORLD` and `MPI_COMM_SELF` are
 /// made then, without messages; finalizing stays with the Rust side. Nothing when
 /// `MPI_Init` ran or nothing is initialized.
+#[inline]
 pub fn attach() {
     // Two atomic loads on the way of every table lookup; the state only when neither
     // `MPI_Init` nor an earlier attach ran.
     if INITIALIZED.load(Ordering::Relaxed) || FINALIZED.load(Ordering::SeqCst) {
         return;
     }
+    attach_now();
+}
+
+/// [`attach`] past its check (out of line: the calls' paths keep only the check).
+#[inline(never)]
+fn attach_now() {
     if with(|s| s.universe.is_some()) {
         return;
     }
@@ -495,22 +502,29 @@ pub fn known_handle(raw: &RawComm, inter: bool) -> Option<Handle> {
 }
 
 /// The communicator behind handle `h`.
+#[inline]
 pub fn comm(h: Handle) -> CResult<Rc<SimpleCommunicator>> {
     attach();
     with(|s| {
-        if s.universe.is_none() {
-            return Err(not_initialized());
-        }
-        if h as usize == COMM_WORLD {
+        if h as usize == COMM_WORLD && s.universe.is_some() {
             if let Some(w) = &s.world {
                 return Ok(w.clone());
             }
         }
-        s.comms
-            .get(&(h as usize))
-            .map(|e| e.comm.clone())
-            .ok_or_else(|| err(MPI_ERR_COMM, format!("invalid communicator {h:p}")))
+        comm_in_table(s, h)
     })
+}
+
+/// [`comm`] of a handle other than the world's (out of line).
+#[inline(never)]
+fn comm_in_table(s: &State, h: Handle) -> CResult<Rc<SimpleCommunicator>> {
+    if s.universe.is_none() {
+        return Err(not_initialized());
+    }
+    s.comms
+        .get(&(h as usize))
+        .map(|e| e.comm.clone())
+        .ok_or_else(|| err(MPI_ERR_COMM, format!("invalid communicator {h:p}")))
 }
 
 /// `MPI_COMM_WORLD`'s size (0: not initialized), context and error handler, for the

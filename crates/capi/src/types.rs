@@ -281,10 +281,16 @@ pub fn layout_of(h: Handle) -> CResult<Rc<Layout>> {
 }
 
 /// Whether `h` is a derived datatype in the table.
+#[inline]
 pub fn is_derived(h: Handle) -> bool {
     // A predefined handle is a constant: no table lookup on every collective's path.
-    crate::consts::datatype_size(h as usize).is_none()
-        && state::with(|s| s.types.contains_key(&(h as usize)))
+    crate::consts::datatype_size(h as usize).is_none() && in_type_table(h)
+}
+
+/// Whether `h` is in the table of derived datatypes (out of line).
+#[inline(never)]
+fn in_type_table(h: Handle) -> bool {
+    state::with(|s| s.types.contains_key(&(h as usize)))
 }
 
 /// The lowest address data can lie at: Linux never maps the first page

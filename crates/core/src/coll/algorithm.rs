@@ -350,7 +350,20 @@ pub(crate) fn install(c: Choices) {
 }
 
 /// The choices installed at initialization (defaults if none were).
+#[inline]
 pub(crate) fn choices() -> &'static Choices {
+    // Installed already (every call after initialization): a load and a test, with the
+    // initialization's frame out of line (inlined, a byte it stores on the stack and
+    // reloads wide stalled every collective: store forwarding).
+    match CHOICES.get() {
+        Some(c) => c,
+        None => default_choices(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn default_choices() -> &'static Choices {
     CHOICES.get_or_init(Choices::default)
 }
 

@@ -41,8 +41,9 @@ mod var;
 /// reductions of more than two contributions totalling at most `stash` bytes collect
 /// them in any order first (no waiting on members in rank order), then combine in rank
 /// order.
-fn limits() -> crate::coll::algorithm::BoardLimits {
-    crate::coll::algorithm::choices().board
+#[inline]
+fn limits() -> &'static crate::coll::algorithm::BoardLimits {
+    &crate::coll::algorithm::choices().board
 }
 
 /// How long a board wait goes before comparing what the other members announced.
