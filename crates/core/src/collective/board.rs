@@ -179,6 +179,39 @@ pub(crate) fn fits(kind: CollKind, board: usize, need: usize, p: usize) -> bool 
     board > 0 && !scheduled && need <= limits().max && (!pieces || p <= board)
 }
 
+#[cold]
+fn no_board() -> Error {
+    Error::InvalidArg("no shared-memory board".into())
+}
+
+/// The board slots of `world`'s members (looked up: the caller had none cached).
+#[cold]
+#[inline(never)]
+fn slots_of(board: &Board, world: &[u32]) -> Result<Members> {
+    world
+        .iter()
+        .map(|w| board.local_of(*w))
+        .collect::<Option<Members>>()
+        .ok_or_else(|| Error::InvalidArg("a member is not on this host's board".into()))
+}
+
+#[cold]
+fn elements_too_large(kind: CollKind, esz: usize, cap: usize) -> Error {
+    Error::InvalidArg(format!(
+        "{}: elements of {esz} bytes exceed the shared-memory board's {cap}-byte buffers \
+         (raise PHALANX_SHM_BOARD)",
+        kind_name(kind)
+    ))
+}
+
+#[cold]
+fn not_on_board(kind: CollKind) -> Error {
+    Error::InvalidArg(format!(
+        "{} does not run on the shared-memory board",
+        kind_name(kind)
+    ))
+}
+
 impl Run<'_> {
     fn sig(&self) -> u64 {
         self.bc.call.sig
@@ -296,22 +329,14 @@ impl Engine {
     /// (large calls stream through the two buffers). The caller checked [`fits`] and that
     /// every member is on this host's board.
     pub(crate) fn board_collective(&mut self, bc: &BoardCall<'_>) -> Result<()> {
-        let board = self
-            .board
-            .clone()
-            .ok_or_else(|| Error::InvalidArg("no shared-memory board".into()))?;
+        let Some(board) = self.board.clone() else {
+            return Err(no_board());
+        };
         let looked_up: Members;
         let slots = match bc.slots {
             Some(s) => s,
             None => {
-                looked_up = bc
-                    .world
-                    .iter()
-                    .map(|w| board.local_of(*w))
-                    .collect::<Option<Members>>()
-                    .ok_or_else(|| {
-                        Error::InvalidArg("a member is not on this host's board".into())
-                    })?;
+                looked_up = slots_of(&board, bc.world)?;
                 &looked_up
             }
         };
@@ -349,11 +374,7 @@ impl Engine {
                 let esz = call.dt.size().max(1);
                 if esz > cap {
                     // The same on every rank: an error, not a hang.
-                    return Err(Error::InvalidArg(format!(
-                        "{}: elements of {esz} bytes exceed the shared-memory board's \
-                         {cap}-byte buffers (raise PHALANX_SHM_BOARD)",
-                        kind_name(bc.kind)
-                    )));
+                    return Err(elements_too_large(bc.kind, esz, cap));
                 }
                 (slen, cap / esz * esz)
             }
@@ -503,12 +524,7 @@ impl Engine {
             | CollKind::Scatterv
             | CollKind::Allgatherv
             | CollKind::Alltoallv
-            | CollKind::ReduceScatterBlock => {
-                return Err(Error::InvalidArg(format!(
-                    "{} does not run on the shared-memory board",
-                    kind_name(bc.kind)
-                )))
-            }
+            | CollKind::ReduceScatterBlock => return Err(not_on_board(bc.kind)),
         }
         Ok(())
     }
@@ -517,6 +533,7 @@ impl Engine {
     /// and the others pull their bytes straight from it (`process_vm_readv`) before
     /// releasing the publication; a member whose buffer is read returns only when every
     /// reader is done with it.
+    #[inline(never)]
     fn board_pull(&mut self, run: &Run<'_>, block: usize) -> Result<()> {
         let bc = run.bc;
         let call = bc.call;
@@ -613,6 +630,7 @@ impl Engine {
 
     /// Waits until every reader of this call's publication is done (its buffer, which
     /// they read from, may then be reused by the caller).
+    #[inline(never)]
     fn board_drain(&mut self, run: &Run<'_>) -> Result<()> {
         let (b, tag, me) = (&run.board, run.tag, run.bc.me);
         self.board_wait(run, me, |_| Ok(b.writable(tag)))
@@ -620,6 +638,7 @@ impl Engine {
 
     /// Waits (progressing the engine) until `ready` holds; after a stall, checks the other
     /// members' announcements for a mismatch.
+    #[inline(never)]
     fn board_wait(
         &mut self,
         run: &Run<'_>,
@@ -747,6 +766,7 @@ impl Engine {
     }
 
     /// Reads the publications of members `left`, in whatever order they become ready.
+    #[inline(never)]
     fn board_read_set(
         &mut self,
         run: &Run<'_>,
@@ -772,6 +792,7 @@ impl Engine {
     /// `acc = c0 op c1 op … op c(n-1)` over bytes `range` of the first `n` members'
     /// contributions, in rank order. This rank's contribution is `own`, or its own
     /// publication.
+    #[inline(never)]
     fn board_reduce_in_order(
         &mut self,
         run: &Run<'_>,

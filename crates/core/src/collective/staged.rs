@@ -34,6 +34,8 @@ pub(super) fn shape(c: &SimpleCommunicator, blocking: bool) -> &Shape {
     c.shapes.keep(blocking, compute(c, blocking))
 }
 
+#[cold]
+#[inline(never)]
 fn compute(c: &SimpleCommunicator, blocking: bool) -> Shape {
     if c.inter {
         crate::runtime::fatal(
