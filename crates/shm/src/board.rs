@@ -212,27 +212,6 @@ impl Board {
         self.writable(1);
     }
 
-    /// Starts fetching, without waiting for it, the line of this rank's other buffer (not
-    /// `tag`'s) if its readers were not all done at the last look: the next
-    /// [`writable`](Self::writable) of that buffer then finds the readers' last word in
-    /// this core's cache instead of stalling on a line another core wrote. A hint only.
-    #[inline]
-    pub fn prefetch_other(&self, tag: u64) {
-        let other = buf_of(tag) ^ 1;
-        if self.free[other].load(Ordering::Relaxed) {
-            return;
-        }
-        let line = self.u32_at(self.me, other * BUF_HDR + PENDING) as *const AtomicU32;
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint with no effect on memory; the address is mapped.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(line.cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = line;
-    }
-
     /// This rank's buffer for `tag`, to fill before [`publish`](Self::publish). Call only
     /// when [`writable`](Self::writable); the slice must not be kept past `publish`.
     #[allow(clippy::mut_from_ref)]

@@ -9,9 +9,9 @@
 
 pub use super::rsag::{allreduce_rsag, rsag_fits, rsag_mcast, RSAG_MCAST_BLOCK_MIN};
 use super::schedule::{Buf, CommOp, LocalOp, Plan, Region};
-use super::{CollKind, OpKind};
+use super::CollKind;
 use crate::datatype::TypeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Shape of the communicator a plan is for.
 #[derive(Debug, Clone)]
@@ -46,50 +46,34 @@ pub(crate) struct ShapeCache([std::sync::OnceLock<Shape>; 2], [SigMemo; LEAN_KIN
 /// Kinds of lean calls (`CollKind` values below this; `Barrier` is 1).
 const LEAN_KINDS: usize = 9;
 
-/// The signature of a communicator's last lean call of one kind with a predefined type,
-/// and what it was computed from: a program repeats the same call, and its signature (a
-/// hash) is then three compares. Touched only inside the thread rule (one thread at a
-/// time), so relaxed atomics are enough.
+/// The type hash ([`super::type_hash`]) of a communicator's last lean call of one kind
+/// with a predefined type, and the count and type it was computed from: a program
+/// repeats the same call (with any root), and the hash is then two compares. Touched
+/// only inside the thread rule (one thread at a time), so relaxed atomics are enough.
 #[derive(Default)]
 struct SigMemo {
-    key: AtomicU64,
     count: AtomicU64,
     dt: AtomicUsize,
-    sig: AtomicU64,
+    hash: AtomicU32,
 }
 
 impl ShapeCache {
-    /// `compute()`, the signature of a lean call of `kind` with `root`, `op` and `count`
-    /// elements of `dt`, or the same value remembered from the last such call.
+    /// The type hash of `count` elements of `dt` in a lean call of `kind`
+    /// ([`super::type_hash`]), remembered from the last such call when it is the same.
     #[inline]
-    pub(crate) fn lean_sig(
-        &self,
-        kind: CollKind,
-        root: Option<u32>,
-        op: Option<OpKind>,
-        dt: &TypeMap,
-        count: usize,
-        compute: impl FnOnce() -> u64,
-    ) -> u64 {
+    pub(crate) fn lean_type_hash(&self, kind: CollKind, dt: &TypeMap, count: usize) -> u32 {
         // Only a predefined type map has an identity that is never reused.
         let (Some(id), Some(m)) = (dt.static_id(), self.1.get(kind as usize)) else {
-            return compute();
+            return super::type_hash(dt, count);
         };
-        let key = kind as u64
-            | op.map_or(0xff, |o| o as u64) << 8
-            | u64::from(root.unwrap_or(u32::MAX)) << 16;
-        if m.key.load(Ordering::Relaxed) == key
-            && m.count.load(Ordering::Relaxed) == count as u64
-            && m.dt.load(Ordering::Relaxed) == id
-        {
-            return m.sig.load(Ordering::Relaxed);
+        if m.count.load(Ordering::Relaxed) == count as u64 && m.dt.load(Ordering::Relaxed) == id {
+            return m.hash.load(Ordering::Relaxed);
         }
-        let sig = compute();
-        m.key.store(key, Ordering::Relaxed);
+        let hash = super::type_hash(dt, count);
         m.count.store(count as u64, Ordering::Relaxed);
         m.dt.store(id, Ordering::Relaxed);
-        m.sig.store(sig, Ordering::Relaxed);
-        sig
+        m.hash.store(hash, Ordering::Relaxed);
+        hash
     }
 
     /// The shape of blocking (index 1) or immediate (index 0) calls, once computed.

@@ -158,6 +158,26 @@ pub fn signature(
     dt: &TypeMap,
     count: usize,
 ) -> u64 {
+    signature_of(kind, root, op, type_hash(dt, count))
+}
+
+/// [`signature`] from the hash of the block's type signature ([`type_hash`]).
+#[inline]
+pub(crate) fn signature_of(
+    kind: CollKind,
+    root: Option<u32>,
+    op: Option<OpKind>,
+    hash: u32,
+) -> u64 {
+    ((kind as u64) << 56)
+        | ((op.map_or(0, |o| o as u8) as u64) << 48)
+        | ((root.map_or(0xffff, |r| r.min(0xfffe)) as u64) << 32)
+        | hash as u64
+}
+
+/// The hash of the type signature of `count` elements of `dt` (the low half of a
+/// [`signature`]).
+pub(crate) fn type_hash(dt: &TypeMap, count: usize) -> u32 {
     // A word at a time (every call computes it): multiply, then fold the high bits down.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut mix = |x: u64| {
@@ -191,10 +211,7 @@ pub fn signature(
             }
         }
     }
-    ((kind as u64) << 56)
-        | ((op.map_or(0, |o| o as u8) as u64) << 48)
-        | ((root.map_or(0xffff, |r| r.min(0xfffe)) as u64) << 32)
-        | (h ^ (h >> 32)) as u32 as u64
+    (h ^ (h >> 32)) as u32
 }
 
 /// Human-readable form of a signature for error messages.

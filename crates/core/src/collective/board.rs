@@ -410,9 +410,6 @@ impl Engine {
             run.tag = step_tag(base, k);
             self.board_step(&run, off, n, block)?;
         }
-        // The next call publishes in the other buffer: its readers' release is fetched
-        // meanwhile (most often they released it long ago, and the line is final).
-        run.board.prefetch_other(run.tag);
         Ok(())
     }
 

@@ -17,7 +17,7 @@ use super::board::BoardCall;
 use super::staged::shape;
 use super::{Chosen, SystemOperation};
 use crate::coll::algorithm::Algorithm;
-use crate::coll::{signature, CollCall, CollKind};
+use crate::coll::{signature_of, CollCall, CollKind};
 use crate::datatype::TypeMap;
 use crate::error::Result;
 use crate::runtime::with_engine;
@@ -109,9 +109,8 @@ pub unsafe fn board_call(c: &SimpleCommunicator, lc: &LeanCall<'_>) -> Result<bo
     crate::engine::stats::count_collective(lc.kind, Algorithm::Shm, lc.send.1, p);
     let op = lc.op.map(|o| o.0);
     let root = rooted.then_some(lc.root as u32);
-    let sig = c.shapes.lean_sig(lc.kind, root, op, lc.dt, lc.count, || {
-        signature(lc.kind, root, op, lc.dt, lc.count) ^ Chosen::plain(Algorithm::Shm).sig_bits()
-    });
+    let hash = c.shapes.lean_type_hash(lc.kind, lc.dt, lc.count);
+    let sig = signature_of(lc.kind, root, op, hash) ^ Chosen::plain(Algorithm::Shm).sig_bits();
     tracing::debug!(
         rank = sh.world[me],
         collective = ?lc.kind,
