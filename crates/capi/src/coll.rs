@@ -158,6 +158,7 @@ fn blocks_differ(send: usize, recv: usize) -> crate::CErr {
     )
 }
 
+#[inline]
 pub(crate) fn system_op(h: Handle) -> CResult<SystemOperation> {
     Ok(match op(h as usize) {
         Some(Op::Sum) => SystemOperation::sum(),
@@ -170,8 +171,13 @@ pub(crate) fn system_op(h: Handle) -> CResult<SystemOperation> {
         Some(Op::Band) => SystemOperation::bitwise_and(),
         Some(Op::Bor) => SystemOperation::bitwise_or(),
         Some(Op::Bxor) => SystemOperation::bitwise_xor(),
-        _ => return Err(err(MPI_ERR_OP, format!("unsupported operation {h:p}"))),
+        _ => return Err(unsupported_op(h)),
     })
+}
+
+#[cold]
+fn unsupported_op(h: Handle) -> crate::CErr {
+    err(MPI_ERR_OP, format!("unsupported operation {h:p}"))
 }
 
 /// Runs `$body` with `$T` the Rust type of element kind `$k`.

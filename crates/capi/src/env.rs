@@ -269,17 +269,25 @@ export!(MPI_Type_size, PMPI_Type_size, (datatype: Handle, size: *mut c_int) -> c
 
 /// The predefined datatype behind `h`, or `MPI_ERR_TYPE` (derived datatypes included:
 /// calls using this do not support them; see [`crate::types`]).
+#[inline]
 pub fn datatype_of(h: Handle) -> CResult<Dt> {
-    datatype(h as usize).ok_or_else(|| {
-        if crate::types::is_derived(h) {
-            err(
-                MPI_ERR_TYPE,
-                format!("derived datatype {h:p} is not supported by this call"),
-            )
-        } else {
-            err(MPI_ERR_TYPE, format!("invalid datatype {h:p}"))
-        }
-    })
+    match datatype(h as usize) {
+        Some(d) => Ok(d),
+        None => Err(not_predefined(h)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn not_predefined(h: Handle) -> crate::CErr {
+    if crate::types::is_derived(h) {
+        err(
+            MPI_ERR_TYPE,
+            format!("derived datatype {h:p} is not supported by this call"),
+        )
+    } else {
+        err(MPI_ERR_TYPE, format!("invalid datatype {h:p}"))
+    }
 }
 
 /// Copies `s` (truncated to `max - 1` bytes) with a NUL to `dst`, its length to `len`.

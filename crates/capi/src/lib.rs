@@ -251,7 +251,7 @@ pub unsafe fn typed<'a, T>(p: *const c_void, count: usize) -> CResult<&'a [T]> {
         return Ok(&[]);
     }
     if p.is_null() || std::ptr::eq(p, IN_PLACE) || !(p as usize).is_multiple_of(align_of::<T>()) {
-        return Err(err(MPI_ERR_BUFFER, "invalid or misaligned buffer address"));
+        return Err(misaligned());
     }
     // SAFETY: non-null, aligned, and the caller guarantees count readable elements.
     Ok(unsafe { std::slice::from_raw_parts(p as *const T, count) })
@@ -266,7 +266,7 @@ pub unsafe fn typed_mut<'a, T>(p: *mut c_void, count: usize) -> CResult<&'a mut 
         return Ok(&mut []);
     }
     if p.is_null() || p == IN_PLACE || !(p as usize).is_multiple_of(align_of::<T>()) {
-        return Err(err(MPI_ERR_BUFFER, "invalid or misaligned buffer address"));
+        return Err(misaligned());
     }
     // SAFETY: non-null, aligned, and the caller guarantees count exclusive elements.
     Ok(unsafe { std::slice::from_raw_parts_mut(p as *mut T, count) })
@@ -293,6 +293,11 @@ pub fn disjoint(a: *const c_void, alen: usize, b: *const c_void, blen: usize) ->
         return Err(err(MPI_ERR_BUFFER, "send and receive buffers overlap"));
     }
     Ok(())
+}
+
+#[cold]
+fn misaligned() -> CErr {
+    err(MPI_ERR_BUFFER, "invalid or misaligned buffer address")
 }
 
 #[cold]
