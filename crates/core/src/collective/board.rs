@@ -530,7 +530,6 @@ impl Engine {
     /// and the others pull their bytes straight from it (`process_vm_readv`) before
     /// releasing the publication; a member whose buffer is read returns only when every
     /// reader is done with it.
-    #[inline(never)]
     fn board_pull(&mut self, run: &Run<'_>, block: usize) -> Result<()> {
         let bc = run.bc;
         let call = bc.call;
@@ -627,7 +626,6 @@ impl Engine {
 
     /// Waits until every reader of this call's publication is done (its buffer, which
     /// they read from, may then be reused by the caller).
-    #[inline(never)]
     fn board_drain(&mut self, run: &Run<'_>) -> Result<()> {
         let (b, tag, me) = (&run.board, run.tag, run.bc.me);
         self.board_wait(run, me, |_| Ok(b.writable(tag)))
@@ -635,7 +633,6 @@ impl Engine {
 
     /// Waits (progressing the engine) until `ready` holds; after a stall, checks the other
     /// members' announcements for a mismatch.
-    #[inline(never)]
     fn board_wait(
         &mut self,
         run: &Run<'_>,
@@ -763,7 +760,6 @@ impl Engine {
     }
 
     /// Reads the publications of members `left`, in whatever order they become ready.
-    #[inline(never)]
     fn board_read_set(
         &mut self,
         run: &Run<'_>,
@@ -789,7 +785,6 @@ impl Engine {
     /// `acc = c0 op c1 op … op c(n-1)` over bytes `range` of the first `n` members'
     /// contributions, in rank order. This rank's contribution is `own`, or its own
     /// publication.
-    #[inline(never)]
     fn board_reduce_in_order(
         &mut self,
         run: &Run<'_>,

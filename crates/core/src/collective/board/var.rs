@@ -84,7 +84,6 @@ fn piece(d: &[u8], j: usize, c: usize, n: usize) -> &[u8] {
 
 impl Engine {
     /// Runs a varcount collective (the module docs) with the blocks of `layout`.
-    #[inline(never)]
     pub(super) fn board_varcount(&mut self, run: &mut Run<'_>, layout: &Layout) -> Result<()> {
         let bc = run.bc;
         let call = bc.call;
