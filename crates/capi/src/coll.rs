@@ -125,11 +125,12 @@ fn lean_typed<T: Equivalence>(
 
 /// Byte length of `cnt` elements of `datatype` (checked).
 fn len(cnt: Count, datatype: Handle) -> CResult<usize> {
+    let n = count(cnt)?;
     let size = match crate::consts::datatype_size(datatype as usize) {
         Some(s) => s,
         None => datatype_of(datatype)?.size,
     };
-    crate::span(count(cnt)?, size)
+    crate::span(n, size)
 }
 
 /// A count of a call the core only takes `int` counts for (intercommunicators).

@@ -203,7 +203,7 @@ pub struct Dt {
 }
 
 /// First handle value of the predefined datatypes, and how many values from there
-/// [`DT_SIZE`] covers.
+/// [`DT_SIZE`] and [`DT_TABLE`] cover.
 const DT_FIRST: usize = 0x200;
 const DT_SPAN: usize = 0xe0;
 
@@ -452,6 +452,12 @@ mod tests {
     fn the_datatype_table_holds_every_predefined_datatype() {
         for h in 0..0x1000 {
             assert_eq!(datatype(h), datatype_def(h), "handle {h:#x}");
+            // The one-byte size table says "predefined" exactly where the full one does.
+            assert_eq!(
+                datatype_size(h),
+                datatype(h).map(|d| d.size),
+                "handle {h:#x}"
+            );
         }
         assert!(datatype(usize::MAX).is_none());
     }

@@ -569,8 +569,6 @@ pub fn refresh_world() {
     }
 }
 
-/// The engine's view of communicator `h` and its error handler (one table lookup, no
-/// communicator clone: the small-message path).
 /// The world's (context, size, error handler) when `h` is `MPI_COMM_WORLD` and the
 /// world is cached (three relaxed loads, no table).
 #[inline(always)]
@@ -588,6 +586,8 @@ pub fn world_parts(h: Handle) -> Option<(u32, i32, usize)> {
     })
 }
 
+/// The engine's view of communicator `h` and its error handler (one table lookup, no
+/// communicator clone: the small-message path).
 #[inline]
 pub fn raw_comm(h: Handle) -> CResult<(RawComm, usize)> {
     match world_parts(h) {

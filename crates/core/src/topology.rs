@@ -72,7 +72,8 @@ pub struct SimpleCommunicator {
     attrs: Arc<Attributes>,
     /// The grid (extents, periods) of a Cartesian communicator and its duplicates.
     grid: Option<Arc<(Vec<crate::Count>, Vec<bool>)>>,
-    /// The shapes of its collective calls, once computed (`collective::staged`).
+    /// The shapes of its collective calls, once computed (`collective::staged`), and the
+    /// type hashes of its last lean calls.
     pub(crate) shapes: Arc<crate::coll::algos::ShapeCache>,
 }
 

@@ -39,6 +39,7 @@ pub struct Shape {
 
 /// The shapes of a communicator's calls, computed once: a shape depends only on
 /// configuration, membership and start-up state, which a communicator keeps for its life.
+/// Also the type hashes of its last lean calls ([`SigMemo`], rewritten as calls change).
 /// Shared by every clone of a communicator's handle.
 #[derive(Default)]
 pub(crate) struct ShapeCache([std::sync::OnceLock<Shape>; 2], [SigMemo; LEAN_KINDS]);

@@ -341,6 +341,7 @@ impl Engine {
             }
         };
         let call = bc.call;
+        debug_assert!(bc.phase <= 0xff, "a board phase takes the tag's top byte");
         let base = tag_of(call.ctx, call.seq) ^ ((bc.phase & 0xff) << 56);
         board.announce(base, call.sig);
         self.stats.board_collectives += 1;

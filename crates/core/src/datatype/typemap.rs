@@ -599,6 +599,7 @@ impl TypeMap {
             && self.0.size == self.0.extent
             && self.0.blocks.first().is_none_or(|b| b.0 == 0)
     }
+
     /// An identity of a predefined type map, never shared with another one (`None` for a
     /// derived one, whose memory may be reused by the next).
     #[inline]

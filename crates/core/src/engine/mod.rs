@@ -1,7 +1,9 @@
 //! The progress engine: one per rank, owned by the thread that initialized phalanx.
 //!
 //! Contract: all communication progresses inside library calls ([`Engine::progress`]):
-//! receive a batch of datagrams, run protocol timers, move queued fragments into the
+//! receive a batch of datagrams (and, while a protocol timer is due, up to
+//! `DRAIN_BEFORE_TIMERS` more: silence is judged after what arrived is read), run
+//! protocol timers, move queued fragments into the
 //! go-back-n windows, put datagrams on the wire. Blocking waits spin for a bounded time
 //! and then sleep in `poll()` on the transport's sockets and the launcher connection, so
 //! more ranks than cores still progress. Every wait ends: by completion, by a protocol
@@ -726,8 +728,12 @@ impl Engine {
             // re-send of one not acknowledged) that may only be datagrams still queued
             // here (this rank was off the CPU, or computing): read them first, up to a
             // bound, so that lateness is not taken for loss.
-            if matches!(r, Ok(n) if n > 0) && self.protocol_timer_due(now) {
+            if matches!(r, Ok(n) if n > 0) {
                 for _ in 0..DRAIN_BEFORE_TIMERS {
+                    // What was read may have settled it (an ACK, the awaited packet).
+                    if !self.protocol_timer_due(now) {
+                        break;
+                    }
                     match t.recv_batch(&mut |from, bytes| {
                         self.handle_datagram(now, from, bytes);
                     }) {
