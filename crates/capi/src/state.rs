@@ -547,8 +547,8 @@ pub fn world_rank_size() -> Option<(c_int, c_int)> {
 /// Refreshes the copy of `MPI_COMM_WORLD`'s entry (after it changed or went away).
 pub fn refresh_world() {
     let w = with(|s| {
-        s.world = s.comms.get(&COMM_WORLD).map(|e| e.comm.clone());
-        s.comms.get(&COMM_WORLD).map(|e| {
+        let e = s.comms.get(&COMM_WORLD);
+        let parts = e.map(|e| {
             (
                 e.raw.size(),
                 e.raw.ctx(),
@@ -556,7 +556,9 @@ pub fn refresh_world() {
                 e.raw.is_identity(),
                 e.comm.rank(),
             )
-        })
+        });
+        s.world = e.map(|e| e.comm.clone());
+        parts
     });
     match w {
         Some((size, ctx, errh, true, rank)) => {

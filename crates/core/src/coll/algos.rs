@@ -44,8 +44,8 @@ pub struct Shape {
 #[derive(Default)]
 pub(crate) struct ShapeCache([std::sync::OnceLock<Shape>; 2], [SigMemo; LEAN_KINDS]);
 
-/// Kinds of lean calls (`CollKind` values below this; `Barrier` is 1).
-const LEAN_KINDS: usize = 9;
+/// Kinds of lean calls: `CollKind` values up to `Alltoall`'s (`Barrier` is 1).
+const LEAN_KINDS: usize = CollKind::Alltoall as usize + 1;
 
 /// The type hash ([`super::type_hash`]) of a communicator's last lean call of one kind
 /// with a predefined type, and the count and type it was computed from: a program

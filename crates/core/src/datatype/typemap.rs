@@ -263,28 +263,24 @@ impl TypeMap {
     #[cold]
     #[inline(never)]
     fn first_primitive_ref(p: Primitive) -> &'static TypeMap {
-        PRIMITIVE_MAPS[p as usize].get_or_init(|| Self::build_primitive(p))
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn build_primitive(p: Primitive) -> TypeMap {
-        let s = p.size();
-        TypeMap(Repr::Static(Box::leak(Box::new(Inner {
-            size: s,
-            lb: 0,
-            ub: s,
-            extent: s,
-            align: p.align(),
-            blocks: vec![(0, s)],
-            signature: vec![(p, 1)],
-            bools: if p == Primitive::Bool {
-                vec![(0, 0, 1)]
-            } else {
-                Vec::new()
-            },
-            raw_ok: p != Primitive::Bool,
-        }))))
+        PRIMITIVE_MAPS[p as usize].get_or_init(|| {
+            let s = p.size();
+            TypeMap(Repr::Static(Box::leak(Box::new(Inner {
+                size: s,
+                lb: 0,
+                ub: s,
+                extent: s,
+                align: p.align(),
+                blocks: vec![(0, s)],
+                signature: vec![(p, 1)],
+                bools: if p == Primitive::Bool {
+                    vec![(0, 0, 1)]
+                } else {
+                    Vec::new()
+                },
+                raw_ok: p != Primitive::Bool,
+            }))))
+        })
     }
 
     /// `count` consecutive copies of `elem` (infallible form, for arrays and the derive).
