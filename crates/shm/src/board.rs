@@ -42,6 +42,8 @@ const BUF_HDR: usize = 2 * LINE;
 // Announcements: a line of HISTORY (tag, sig) pairs, then a line with the count.
 const ANN: usize = 4 * LINE;
 const ANN_COUNT: usize = 5 * LINE;
+/// Bytes of a publication's data [`Board::prefetch`] fetches ahead at most (4 lines).
+pub const PREFETCH_MAX: usize = 4 * LINE;
 /// Calls each rank's announcement history keeps.
 pub const HISTORY: usize = 8;
 
@@ -252,6 +254,32 @@ impl Board {
         self.u64_at(me, h + LEN)
             .store(len.min(self.bytes) as u64, Ordering::Relaxed);
         self.u64_at(me, h + TAG).store(tag, Ordering::Release);
+    }
+
+    /// Starts fetching the data lines of `slot`'s publication `tag` (up to
+    /// [`PREFETCH_MAX`] bytes of a `len`-byte one), so that a reader's miss on them
+    /// overlaps its miss on the header line instead of following it. Reads nothing; a
+    /// no-op for inline publications and off x86-64.
+    #[inline]
+    pub fn prefetch(&self, slot: usize, tag: u64, len: usize) {
+        if len <= INLINE_MAX {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let d = self.data_ptr(slot, buf_of(tag)) as *const i8;
+            for l in 0..len.min(PREFETCH_MAX).div_ceil(LINE) {
+                // SAFETY: a prefetch: it never faults, and the address is in the mapping
+                // (a slot's data is at least PREFETCH_MAX bytes; beyond it, ignored).
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                        d.wrapping_add(l * LINE),
+                    )
+                };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (slot, tag);
     }
 
     /// `slot`'s publication, if it is the one tagged `tag`. The data stays valid until this

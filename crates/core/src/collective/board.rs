@@ -121,6 +121,9 @@ struct Run<'a> {
     base: u64,
     bc: &'a BoardCall<'a>,
     name: &'static str,
+    /// Bytes of the publications this member reads in the step at hand (0: unknown):
+    /// their data lines are fetched together with the header line (`Board::prefetch`).
+    expect: usize,
 }
 
 fn tag_of(ctx: u32, seq: u32) -> u64 {
@@ -353,6 +356,7 @@ impl Engine {
                 base,
                 bc,
                 name: kind_name(bc.kind),
+                expect: 0,
             };
             return self.board_varcount(&mut run, layout);
         }
@@ -401,6 +405,7 @@ impl Engine {
             base,
             bc,
             name: kind_name(bc.kind),
+            expect: 0,
         };
         if pull {
             return self.board_pull(&run, block);
@@ -409,6 +414,10 @@ impl Engine {
             let off = k * chunk;
             let n = chunk.min(block - off.min(block));
             run.tag = step_tag(base, k);
+            run.expect = match bc.kind {
+                CollKind::Scatter | CollKind::Alltoall => (p - 1) * n,
+                _ => n,
+            };
             self.board_step(&run, off, n, block)?;
         }
         Ok(())
@@ -428,14 +437,18 @@ impl Engine {
             let k = dst.len().min(src.len());
             dst[..k].copy_from_slice(&src[..k]);
         };
-        // The pieces of every block (scatter, all-to-all), packed: member j's at j·n.
+        // The pieces of the other members' blocks (scatter, all-to-all), packed in member
+        // order without the writer's own (which it copies itself): a small publication
+        // stays small (p = 2, 32 B: inside the board's header line).
         let pieces = |buf: &mut [u8]| {
-            for j in 0..p {
-                put(&mut buf[j * n..(j + 1) * n], send(j * stride + off, n));
+            for (i, j) in (0..p).filter(|&j| j != me).enumerate() {
+                put(&mut buf[i * n..(i + 1) * n], send(j * stride + off, n));
             }
         };
-        fn piece(d: &[u8], me: usize, n: usize) -> &[u8] {
-            let lo = (me * n).min(d.len());
+        // Member `me`'s piece in `writer`'s publication.
+        fn piece(d: &[u8], writer: usize, me: usize, n: usize) -> &[u8] {
+            let i = me - usize::from(me > writer);
+            let lo = (i * n).min(d.len());
             &d[lo..(lo + n).min(d.len())]
         }
         match bc.kind {
@@ -460,10 +473,10 @@ impl Engine {
             }
             CollKind::Scatter => {
                 if me == root {
-                    self.board_publish(run, p * n, p - 1, pieces)?;
+                    self.board_publish(run, (p - 1) * n, p - 1, pieces)?;
                     put(recv(off, n), send(me * stride + off, n));
                 } else {
-                    self.board_read(run, root, |d| put(recv(off, n), piece(d, me, n)))?;
+                    self.board_read(run, root, |d| put(recv(off, n), piece(d, root, me, n)))?;
                 }
             }
             CollKind::Allgather => {
@@ -472,17 +485,25 @@ impl Engine {
                 self.board_read_all(run, |j, d| put(recv(j * stride + off, n), d))?;
             }
             CollKind::Alltoall => {
-                self.board_publish(run, p * n, p - 1, pieces)?;
+                self.board_publish(run, (p - 1) * n, p - 1, pieces)?;
                 put(recv(me * stride + off, n), send(me * stride + off, n));
-                self.board_read_all(run, |j, d| put(recv(j * stride + off, n), piece(d, me, n)))?;
+                self.board_read_all(run, |j, d| {
+                    put(recv(j * stride + off, n), piece(d, j, me, n))
+                })?;
             }
             CollKind::Reduce => {
                 if me != root {
                     self.board_publish(run, n, 1, |b| put(b, send(off, n)))?;
                 } else {
-                    // Our own contribution, kept apart in case the buffers overlap.
-                    let own: smallvec::SmallVec<[u8; 256]> = send(off, n).into();
-                    self.board_reduce_in_order(run, p, Some(&own), 0..n, recv(off, n))?;
+                    // Compared as addresses, before any slice of them exists.
+                    let (s, r) = (bytes.send.0 as usize, bytes.recv.0 as usize);
+                    if s + bytes.send.1 <= r || r + bytes.recv.1 <= s {
+                        self.board_reduce_in_order(run, p, Some(send(off, n)), 0..n, recv(off, n))?;
+                    } else {
+                        // Our own contribution, kept apart: the buffers overlap.
+                        let own: smallvec::SmallVec<[u8; 256]> = send(off, n).into();
+                        self.board_reduce_in_order(run, p, Some(&own), 0..n, recv(off, n))?;
+                    }
                 }
             }
             CollKind::Allreduce => {
@@ -502,6 +523,7 @@ impl Engine {
                         base: run.base,
                         bc,
                         name: run.name,
+                        expect: n / p,
                     };
                     self.board_publish(&run2, hi - lo, p - 1, |b| put(b, recv(off + lo, hi - lo)))?;
                     self.board_read_all(&run2, |j, d| {
@@ -712,6 +734,7 @@ impl Engine {
         f: &mut dyn FnMut(usize, &[u8]),
     ) -> Result<bool> {
         let slot = run.slots[j];
+        run.board.prefetch(slot, run.tag, run.expect);
         let Some(p) = run.board.peek(slot, run.tag) else {
             return Ok(false);
         };
