@@ -282,7 +282,11 @@ impl Engine {
             if done(self) {
                 return Ok(());
             }
-            if idle_rounds > 0 && self.all_peers_shm && !self.spin.is_zero() {
+            // From the first round when nothing is queued to this rank itself: a wait
+            // for a board publication or a frame (what shared-memory waits are) sees it
+            // as soon as it lands instead of after a full progress round.
+            let spin_first = idle_rounds > 0 || self.links.local.is_empty();
+            if spin_first && self.all_peers_shm && !self.spin.is_zero() {
                 // Spinning with nothing to do: watch the rings with plain loads and run a
                 // full progress round only when a frame is there (or now and then).
                 // What the wait needs may come from elsewhere (a board publication, a
