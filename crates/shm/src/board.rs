@@ -256,21 +256,23 @@ impl Board {
         self.u64_at(me, h + TAG).store(tag, Ordering::Release);
     }
 
-    /// Starts fetching the data lines of `slot`'s publication `tag` (up to
-    /// [`PREFETCH_MAX`] bytes of a `len`-byte one), so that a reader's miss on them
+    /// Starts fetching the data lines of bytes `at..at + len` of `slot`'s publication
+    /// `tag` (up to [`PREFETCH_MAX`] bytes of them), so that a reader's miss on them
     /// overlaps its miss on the header line instead of following it. Reads nothing; a
-    /// no-op for inline publications and off x86-64.
+    /// no-op for inline publications (`at + len` ≤ `INLINE_MAX`), beyond the buffer and
+    /// off x86-64.
     #[inline]
-    pub fn prefetch(&self, slot: usize, tag: u64, len: usize) {
-        if len <= INLINE_MAX {
+    pub fn prefetch(&self, slot: usize, tag: u64, at: usize, len: usize) {
+        if at + len <= INLINE_MAX || at >= self.bytes {
             return;
         }
         #[cfg(target_arch = "x86_64")]
         {
-            let d = self.data_ptr(slot, buf_of(tag)) as *const i8;
+            let d = (self.data_ptr(slot, buf_of(tag)) as *const i8).wrapping_add(at);
             for l in 0..len.min(PREFETCH_MAX).div_ceil(LINE) {
-                // SAFETY: a prefetch: it never faults, and the address is in the mapping
-                // (a slot's data is at least PREFETCH_MAX bytes; beyond it, ignored).
+                // SAFETY: a prefetch never faults and reads nothing the program sees;
+                // the first line is in the slot's buffer (`at` < its size), later ones may
+                // reach past it, which is harmless.
                 unsafe {
                     std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
                         d.wrapping_add(l * LINE),
@@ -279,7 +281,7 @@ impl Board {
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = (slot, tag);
+        let _ = (slot, tag, at);
     }
 
     /// `slot`'s publication, if it is the one tagged `tag`. The data stays valid until this

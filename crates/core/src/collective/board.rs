@@ -121,9 +121,13 @@ struct Run<'a> {
     base: u64,
     bc: &'a BoardCall<'a>,
     name: &'static str,
-    /// Bytes of the publications this member reads in the step at hand (0: unknown):
+    /// Bytes this member reads of each publication in the step at hand (0: unknown):
     /// their data lines are fetched together with the header line (`Board::prefetch`).
+    /// For scatter and all-to-all, one member's piece, which starts at its index in
+    /// the writer's packing (`pieces`).
     expect: usize,
+    /// Whether the publications read are packed pieces (scatter, all-to-all).
+    pieces: bool,
 }
 
 fn tag_of(ctx: u32, seq: u32) -> u64 {
@@ -163,8 +167,9 @@ fn kind_name(k: CollKind) -> &'static str {
     }
 }
 
-/// Can `kind` run on the board (`board` = bytes per buffer, 0 = no board; `need` = the
-/// call's largest publication, which larger calls stream in steps; `p` members, whose
+/// Can `kind` run on the board (`board` = bytes per buffer, 0 = no board; `need` = a
+/// bound on the call's largest publication, which larger calls stream in steps — a
+/// scatter's callers count p blocks, though it publishes p − 1; `p` members, whose
 /// pieces of a scatter or all-to-all step must fit one buffer)?
 pub(crate) fn fits(kind: CollKind, board: usize, need: usize, p: usize) -> bool {
     let pieces = matches!(
@@ -357,6 +362,7 @@ impl Engine {
                 bc,
                 name: kind_name(bc.kind),
                 expect: 0,
+                pieces: false,
             };
             return self.board_varcount(&mut run, layout);
         }
@@ -406,6 +412,7 @@ impl Engine {
             bc,
             name: kind_name(bc.kind),
             expect: 0,
+            pieces: matches!(bc.kind, CollKind::Scatter | CollKind::Alltoall),
         };
         if pull {
             return self.board_pull(&run, block);
@@ -414,10 +421,7 @@ impl Engine {
             let off = k * chunk;
             let n = chunk.min(block - off.min(block));
             run.tag = step_tag(base, k);
-            run.expect = match bc.kind {
-                CollKind::Scatter | CollKind::Alltoall => (p - 1) * n,
-                _ => n,
-            };
+            run.expect = n;
             self.board_step(&run, off, n, block)?;
         }
         Ok(())
@@ -523,7 +527,9 @@ impl Engine {
                         base: run.base,
                         bc,
                         name: run.name,
+                        // About one block (the blocks are cut on element bounds).
                         expect: n / p,
+                        pieces: false,
                     };
                     self.board_publish(&run2, hi - lo, p - 1, |b| put(b, recv(off + lo, hi - lo)))?;
                     self.board_read_all(&run2, |j, d| {
@@ -734,7 +740,13 @@ impl Engine {
         f: &mut dyn FnMut(usize, &[u8]),
     ) -> Result<bool> {
         let slot = run.slots[j];
-        run.board.prefetch(slot, run.tag, run.expect);
+        let me = run.bc.me;
+        let at = if run.pieces {
+            (me - usize::from(me > j)) * run.expect
+        } else {
+            0
+        };
+        run.board.prefetch(slot, run.tag, at, run.expect);
         let Some(p) = run.board.peek(slot, run.tag) else {
             return Ok(false);
         };

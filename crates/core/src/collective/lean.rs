@@ -70,7 +70,9 @@ pub unsafe fn board_call(c: &SimpleCommunicator, lc: &LeanCall<'_>) -> Result<bo
     }
     let is_root = rooted && lc.root as usize == me;
     let (slen, rlen) = (lc.send.1, lc.recv.1);
-    // The largest publication, and what the general path checks before it plans.
+    // A bound on the largest publication (a scatter publishes p − 1 blocks; the bound
+    // counts p, as the general path does, so both choose alike), and what the general
+    // path checks before it plans.
     let (need, ok) = match lc.kind {
         CollKind::Barrier => (0, true),
         CollKind::Bcast => (slen, slen == rlen),

@@ -272,6 +272,7 @@ impl Engine {
     ) -> Result<()> {
         let mut idle_since: Option<Instant> = None;
         let mut idle_rounds = 0u32;
+        let mut first = true;
         loop {
             if let Some(e) = self.take_wait_error() {
                 return Err(e);
@@ -282,13 +283,17 @@ impl Engine {
             if done(self) {
                 return Ok(());
             }
-            // From the first round when nothing is queued to this rank itself: a wait
-            // for a board publication or a frame (what shared-memory waits are) sees it
-            // as soon as it lands instead of after a full progress round.
-            let spin_first = idle_rounds > 0 || self.links.local.is_empty();
-            if spin_first && self.all_peers_shm && !self.spin.is_zero() {
-                // Spinning with nothing to do: watch the rings with plain loads and run a
-                // full progress round only when a frame is there (or now and then).
+            // Spin after an idle round, and in the wait's very first round when nothing
+            // is queued to this rank itself: a wait for a board publication or a frame
+            // (what shared-memory waits are) then sees it as soon as it lands instead of
+            // after a full progress round. A round that moved something is followed by a
+            // full progress round, as before (a wait satisfied in its first spin counts
+            // no wait time, like one satisfied at once).
+            let spin = idle_rounds > 0 || (first && self.links.local.is_empty());
+            first = false;
+            if spin && self.all_peers_shm && !self.spin.is_zero() {
+                // Spinning with nothing to do (yet): watch the rings with plain loads and
+                // run a full progress round only when a frame is there (or now and then).
                 // What the wait needs may come from elsewhere (a board publication, a
                 // flag): it is checked every few polls, not only after all of them.
                 let mut ready = false;
