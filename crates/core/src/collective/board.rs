@@ -123,11 +123,16 @@ struct Run<'a> {
     name: &'static str,
     /// Bytes this member reads of each publication in the step at hand (0: unknown):
     /// their data lines are fetched together with the header line (`Board::prefetch`).
-    /// For scatter and all-to-all, one member's piece, which starts at its index in
-    /// the writer's packing (`pieces`).
+    /// For scatter and all-to-all, one member's piece, at [`piece_index`] in the
+    /// writer's packing.
     expect: usize,
-    /// Whether the publications read are packed pieces (scatter, all-to-all).
-    pieces: bool,
+}
+
+/// Where member `me`'s piece lies in `writer`'s packed scatter or all-to-all publication
+/// (the writer's own piece is left out), in pieces.
+#[inline]
+fn piece_index(writer: usize, me: usize) -> usize {
+    me - usize::from(me > writer)
 }
 
 fn tag_of(ctx: u32, seq: u32) -> u64 {
@@ -362,7 +367,6 @@ impl Engine {
                 bc,
                 name: kind_name(bc.kind),
                 expect: 0,
-                pieces: false,
             };
             return self.board_varcount(&mut run, layout);
         }
@@ -412,7 +416,6 @@ impl Engine {
             bc,
             name: kind_name(bc.kind),
             expect: 0,
-            pieces: matches!(bc.kind, CollKind::Scatter | CollKind::Alltoall),
         };
         if pull {
             return self.board_pull(&run, block);
@@ -451,8 +454,7 @@ impl Engine {
         };
         // Member `me`'s piece in `writer`'s publication.
         fn piece(d: &[u8], writer: usize, me: usize, n: usize) -> &[u8] {
-            let i = me - usize::from(me > writer);
-            let lo = (i * n).min(d.len());
+            let lo = (piece_index(writer, me) * n).min(d.len());
             &d[lo..(lo + n).min(d.len())]
         }
         match bc.kind {
@@ -499,15 +501,18 @@ impl Engine {
                 if me != root {
                     self.board_publish(run, n, 1, |b| put(b, send(off, n)))?;
                 } else {
-                    // Compared as addresses, before any slice of them exists.
+                    // Our own contribution: the send buffer itself, or a copy of it when
+                    // the buffers overlap (compared as addresses, before any slice of
+                    // them exists).
                     let (s, r) = (bytes.send.0 as usize, bytes.recv.0 as usize);
-                    if s + bytes.send.1 <= r || r + bytes.recv.1 <= s {
-                        self.board_reduce_in_order(run, p, Some(send(off, n)), 0..n, recv(off, n))?;
+                    let kept: smallvec::SmallVec<[u8; 256]>;
+                    let own = if s + bytes.send.1 <= r || r + bytes.recv.1 <= s {
+                        send(off, n)
                     } else {
-                        // Our own contribution, kept apart: the buffers overlap.
-                        let own: smallvec::SmallVec<[u8; 256]> = send(off, n).into();
-                        self.board_reduce_in_order(run, p, Some(&own), 0..n, recv(off, n))?;
-                    }
+                        kept = send(off, n).into();
+                        &kept
+                    };
+                    self.board_reduce_in_order(run, p, Some(own), 0..n, recv(off, n))?;
                 }
             }
             CollKind::Allreduce => {
@@ -529,7 +534,6 @@ impl Engine {
                         name: run.name,
                         // About one block (the blocks are cut on element bounds).
                         expect: n / p,
-                        pieces: false,
                     };
                     self.board_publish(&run2, hi - lo, p - 1, |b| put(b, recv(off + lo, hi - lo)))?;
                     self.board_read_all(&run2, |j, d| {
@@ -740,11 +744,9 @@ impl Engine {
         f: &mut dyn FnMut(usize, &[u8]),
     ) -> Result<bool> {
         let slot = run.slots[j];
-        let me = run.bc.me;
-        let at = if run.pieces {
-            (me - usize::from(me > j)) * run.expect
-        } else {
-            0
+        let at = match run.bc.kind {
+            CollKind::Scatter | CollKind::Alltoall => piece_index(j, run.bc.me) * run.expect,
+            _ => 0,
         };
         run.board.prefetch(slot, run.tag, at, run.expect);
         let Some(p) = run.board.peek(slot, run.tag) else {
