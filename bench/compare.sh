@@ -33,6 +33,9 @@
 #                           kernel (--bind-to none) and use TCP/UDP on the bridge's subnet;
 #                           with more ranks than CPUs Open MPI is told to yield when idle
 #   RUN_TIMEOUT=600         seconds before a single run is killed
+#   RETRIES=1               a failed or killed run is run again up to this many times
+#                           (Open MPI's launches across test hosts sometimes hang), so
+#                           both sides of a pair keep their runs; then it is left out
 #   SKIP_BUILD=1            reuse existing binaries
 #   RUST=0                  skip the Rust-API runs (phalanx-bench)
 #   CARGO_TARGET_DIR        where cargo builds (default: <repo>/target)
@@ -51,6 +54,7 @@ PEER_BTL=${PEER_BTL:-tcp,self}
 PEER_PML=${PEER_PML:-ob1}
 PEER_TCP_IF=${PEER_TCP_IF:-lo}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+RETRIES=${RETRIES:-1}
 # Like for like: against Open MPI's TCP transport phalanx uses UDP, against its
 # shared-memory transport (vader/sm) phalanx's shared memory — unless set explicitly.
 if [[ -z ${PHALANX_TRANSPORT:-} ]]; then
@@ -181,6 +185,23 @@ run_ompi() {  # test pair
         "$TARGET/release/c/osu_like" "$1" $(test_args "$1") "${EXTRA_ARGS[@]}"
 }
 
+attempt() {  # label output command...: the command's stdout to output, retried on failure
+    local label=$1 out=$2 a status
+    shift 2
+    for ((a = 0; a <= RETRIES; a++)); do
+        if "$@" >"$out"; then
+            return 0
+        else
+            status=$?
+        fi
+        if ((a < RETRIES)); then
+            echo "compare.sh: $label run failed (status $status): running it again" >&2
+        else
+            echo "compare.sh: $label run failed (status $status): left out" >&2
+        fi
+    done
+}
+
 main() {
     if [[ -z ${SKIP_BUILD:-} ]]; then
         build
@@ -202,16 +223,14 @@ main() {
     for t in $TESTS; do
         for ((p = 1; p <= PAIRS; p++)); do
             echo "== $t pair $p/$PAIRS: phalanx" >&2
-            # A failed or hung run (killed after RUN_TIMEOUT) is reported and left out.
-            run_phalanx "$t" >"$RESULTS_DIR/$t-phalanx-$p.txt" ||
-                echo "compare.sh: phalanx run failed (status $?): left out" >&2
+            # A failed or hung run (killed after RUN_TIMEOUT) is reported, run again up
+            # to RETRIES times, and then left out.
+            attempt phalanx "$RESULTS_DIR/$t-phalanx-$p.txt" run_phalanx "$t"
             echo "== $t pair $p/$PAIRS: Open MPI" >&2
-            run_ompi "$t" >"$RESULTS_DIR/$t-ompi-$p.txt" ||
-                echo "compare.sh: Open MPI run failed (status $?): left out" >&2
+            attempt "Open MPI" "$RESULTS_DIR/$t-ompi-$p.txt" run_ompi "$t"
             if [[ ${RUST:-1} != 0 ]]; then
                 echo "== $t pair $p/$PAIRS: phalanx, Rust API" >&2
-                run_rust "$t" >"$RESULTS_DIR/$t-rust-$p.txt" ||
-                    echo "compare.sh: phalanx (Rust API) run failed (status $?): left out" >&2
+                attempt "phalanx (Rust API)" "$RESULTS_DIR/$t-rust-$p.txt" run_rust "$t"
             fi
         done
     done
