@@ -22,24 +22,45 @@ pub fn header_dir() -> PathBuf {
     Path::new(MANIFEST).join("include")
 }
 
-/// The `phalanx` launcher. The first use runs `cargo build -p phalanx-cli -p phalanx-capi`
-/// for this profile and target dir (a no-op when fresh): `cargo test` builds the cdylib
-/// only under target/<profile>/deps, and `phalanx cc` links target/<profile>/libmpi_abi.so.
+/// The `phalanx` launcher. The first use runs `cargo build --workspace --bins --examples`
+/// for this profile and target dir: the command of the phalanx crate's test helpers, with
+/// the features of `cargo test`/`cargo nextest run --workspace`, so it is a no-op after
+/// the workspace's test build (`-p phalanx-cli -p phalanx-capi` resolves other features
+/// and rebuilt core, cli and capi, ~30 s in CI). It leaves the cdylib under
+/// target/<profile>/deps only, and `phalanx cc` links target/<profile>/libmpi_abi.so
+/// first: that name is made the freshly built file (a hard link, as cargo's own uplift).
 pub fn phalanx() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let mut cmd = Command::new(cargo);
-            cmd.args(["build", "-p", "phalanx-cli", "-p", "phalanx-capi"])
+            cmd.args(["build", "--workspace", "--bins", "--examples"])
                 .env("CARGO_TARGET_DIR", profile_dir().parent().unwrap());
             if profile_dir().file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");
             }
             assert!(cmd.status().unwrap().success(), "building phalanx failed");
+            link_fresh_library();
             profile_dir().join("phalanx")
         })
         .clone()
+}
+
+/// Makes target/<profile>/libmpi_abi.so the cdylib the build just wrote under deps/ (a
+/// stale one from an earlier build would otherwise be linked and loaded first).
+fn link_fresh_library() {
+    use std::os::unix::fs::MetadataExt;
+    let built = profile_dir().join("deps/libmpi_abi.so");
+    let linked = profile_dir().join("libmpi_abi.so");
+    let b = std::fs::metadata(&built).expect("the build leaves deps/libmpi_abi.so");
+    if std::fs::metadata(&linked).is_ok_and(|l| (l.dev(), l.ino()) == (b.dev(), b.ino())) {
+        return;
+    }
+    let _ = std::fs::remove_file(&linked);
+    if std::fs::hard_link(&built, &linked).is_err() {
+        std::fs::copy(&built, &linked).expect("copy deps/libmpi_abi.so");
+    }
 }
 
 pub fn out_dir() -> PathBuf {
