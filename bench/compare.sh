@@ -36,6 +36,7 @@
 #   RETRIES=1               a failed or killed run is run again up to this many times
 #                           (Open MPI's launches across test hosts sometimes hang), so
 #                           both sides of a pair keep their runs; then it is left out
+#                           (its partial output kept as <name>.txt.failed, not counted)
 #   SKIP_BUILD=1            reuse existing binaries
 #   RUST=0                  skip the Rust-API runs (phalanx-bench)
 #   CARGO_TARGET_DIR        where cargo builds (default: <repo>/target)
@@ -55,6 +56,10 @@ PEER_PML=${PEER_PML:-ob1}
 PEER_TCP_IF=${PEER_TCP_IF:-lo}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 RETRIES=${RETRIES:-1}
+if [[ ! $RETRIES =~ ^[0-9]+$ ]]; then
+    echo "compare.sh: RETRIES must be a number of retries, not '$RETRIES'" >&2
+    exit 1
+fi
 # Like for like: against Open MPI's TCP transport phalanx uses UDP, against its
 # shared-memory transport (vader/sm) phalanx's shared memory — unless set explicitly.
 if [[ -z ${PHALANX_TRANSPORT:-} ]]; then
@@ -197,7 +202,9 @@ attempt() {  # label output command...: the command's stdout to output, retried 
         if ((a < RETRIES)); then
             echo "compare.sh: $label run failed (status $status): running it again" >&2
         else
-            echo "compare.sh: $label run failed (status $status): left out" >&2
+            # Rows a run printed before it failed would count: out of compare.py's sight.
+            mv -f "$out" "$out.failed"
+            echo "compare.sh: $label run failed (status $status): left out ($out.failed)" >&2
         fi
     done
 }

@@ -48,7 +48,10 @@ pub fn phalanx() -> PathBuf {
 }
 
 /// Makes target/<profile>/libmpi_abi.so the cdylib the build just wrote under deps/ (a
-/// stale one from an earlier build would otherwise be linked and loaded first).
+/// stale one from an earlier build would otherwise be linked and loaded first). The new
+/// name is made under a name of this process's own and renamed over the old one, so a
+/// test binary doing the same at once never sees the library missing, and a copy never
+/// writes into a file that is the build's own (a hard link of it).
 fn link_fresh_library() {
     use std::os::unix::fs::MetadataExt;
     let built = profile_dir().join("deps/libmpi_abi.so");
@@ -57,10 +60,14 @@ fn link_fresh_library() {
     if std::fs::metadata(&linked).is_ok_and(|l| (l.dev(), l.ino()) == (b.dev(), b.ino())) {
         return;
     }
-    let _ = std::fs::remove_file(&linked);
-    if std::fs::hard_link(&built, &linked).is_err() {
-        std::fs::copy(&built, &linked).expect("copy deps/libmpi_abi.so");
+    let tmp = profile_dir().join(format!(".libmpi_abi.so.{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    if std::fs::hard_link(&built, &tmp).is_err() {
+        std::fs::copy(&built, &tmp).expect("copy deps/libmpi_abi.so");
     }
+    std::fs::rename(&tmp, &linked).expect("rename the fresh libmpi_abi.so into place");
+    // Renaming onto a name of the same file leaves both names: drop this one.
+    let _ = std::fs::remove_file(&tmp);
 }
 
 pub fn out_dir() -> PathBuf {
