@@ -1005,9 +1005,10 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         } else {
             Algorithm::Rd
         };
-        // With multicast, from eight members, while the reduced blocks are too small for
-        // the multicast all-gather: a binomial reduce and one multicast broadcast
-        // (`REDUCE_BCAST_MIN_P`).
+        // With multicast, from eight members, while the reduced blocks are below
+        // `RSAG_MCAST_BLOCK_MIN`: a binomial reduce and one multicast broadcast
+        // (`REDUCE_BCAST_MIN_P`); larger ones take rsag with its point-to-point all-gather
+        // at eight members and more (`coll::rsag::RSAG_MCAST_Q_MAX`).
         let q = 1usize << s.p.max(1).ilog2();
         let mcast = if p2p == Algorithm::Rsag
             && s.p >= REDUCE_BCAST_MIN_P

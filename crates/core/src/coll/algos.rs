@@ -904,16 +904,22 @@ mod tests {
     }
 
     #[test]
-    fn rsag_multicasts_its_all_gather_from_32_kib_blocks_only() {
-        let mut s = shape(8, 3);
+    fn rsag_multicasts_its_all_gather_from_32_kib_blocks_below_eight_members_only() {
+        let mut s = shape(4, 3);
         assert_eq!(rsag_mcast(&s, 1 << 20, 65536, 4), None, "no multicast");
         s.multicast = true;
-        // Eight members: 256 KiB makes 32 KiB blocks; five: the power of two is 4.
-        assert_eq!(rsag_mcast(&s, 128 << 10, 65536, 4), None);
-        assert_eq!(rsag_mcast(&s, 256 << 10, 65536, 4), Some((65536, 4)));
+        // Four members: 128 KiB makes 32 KiB blocks; five: the power of two is 4.
+        assert_eq!(rsag_mcast(&s, 64 << 10, 65536, 4), None);
+        assert_eq!(rsag_mcast(&s, 128 << 10, 65536, 4), Some((65536, 4)));
         s.p = 5;
         assert_eq!(rsag_mcast(&s, 96 << 10, 65536, 4), None);
         assert_eq!(rsag_mcast(&s, 128 << 10, 65536, 2), Some((65536, 2)));
+        // Eight members and more: point-to-point at every size.
+        for p in [8, 9, 16] {
+            s.p = p;
+            assert_eq!(rsag_mcast(&s, 256 << 10, 65536, 4), None, "p = {p}");
+            assert_eq!(rsag_mcast(&s, 16 << 20, 65536, 4), None, "p = {p}");
+        }
     }
 
     #[test]

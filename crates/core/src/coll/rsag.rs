@@ -164,12 +164,22 @@ fn rsag_mcast_gather(
 /// same and 32–128 KiB 8–11 % shorter (across 4 test hosts 7–12 %).
 pub const RSAG_MCAST_BLOCK_MIN: usize = 32 << 10;
 
+/// The largest power of two of members (q) whose all-gather in [`allreduce_rsag`] takes
+/// multicast; from 8 it is point-to-point. C `MPI_Allreduce` at p = 8 over UDP, µs with
+/// `PHALANX_MCAST` 1 / 0, medians of 5 alternating runs (2026-11-28, a 2-core Zen 3):
+/// 8 ranks on one host 256 KiB 3215 / 3212, 512 KiB 6513 / 5496, 1 MiB 11873 / 10336;
+/// across 4 test hosts (two ranks each) 256 KiB 4689 / 3900, 512 KiB 7498 / 7058, 1 MiB
+/// 14679 / 15028. With eight members every multicast datagram is received seven times
+/// on the same two cores; at p = 4 the multicast all-gather was 7–12 % faster.
+pub const RSAG_MCAST_Q_MAX: usize = 4;
+
 /// The `mcast` argument of [`allreduce_rsag`] for `len` bytes on `s`: pieces of `chunk`
-/// bytes, `k` per round, where real multicast is there and each member's reduced block
-/// is at least [`RSAG_MCAST_BLOCK_MIN`] (facts every member shares).
+/// bytes, `k` per round, where real multicast is there, the power of two of members is
+/// at most [`RSAG_MCAST_Q_MAX`] and each member's reduced block is at least
+/// [`RSAG_MCAST_BLOCK_MIN`] (facts every member shares).
 pub fn rsag_mcast(s: &Shape, len: usize, chunk: usize, k: usize) -> Option<(usize, usize)> {
     let q = 1usize << s.p.max(1).ilog2();
-    (s.multicast && len / q >= RSAG_MCAST_BLOCK_MIN).then_some((chunk, k))
+    (s.multicast && q <= RSAG_MCAST_Q_MAX && len / q >= RSAG_MCAST_BLOCK_MIN).then_some((chunk, k))
 }
 
 /// Whether [`allreduce_rsag`] applies: three members or more and at least one element
