@@ -914,7 +914,10 @@ mod tests {
         s.p = 5;
         assert_eq!(rsag_mcast(&s, 96 << 10, 65536, 4), None);
         assert_eq!(rsag_mcast(&s, 128 << 10, 65536, 2), Some((65536, 2)));
-        // Eight members and more: point-to-point at every size.
+        // Seven members still multicast (the power of two is 4); eight and more are
+        // point-to-point at every size.
+        s.p = 7;
+        assert_eq!(rsag_mcast(&s, 128 << 10, 65536, 4), Some((65536, 4)));
         for p in [8, 9, 16] {
             s.p = p;
             assert_eq!(rsag_mcast(&s, 256 << 10, 65536, 4), None, "p = {p}");

@@ -1,6 +1,6 @@
 //! The all-reduce of large vectors (Rabenseifner): a reduce-scatter by recursive halving,
-//! then an all-gather — by recursive doubling, or with real multicast by seed 000's
-//! k-concurrency multicast of the reduced blocks.
+//! then an all-gather — by recursive doubling, or with real multicast below eight
+//! members by seed 000's k-concurrency multicast of the reduced blocks.
 //!
 //! Contract: as [`super::algos`]: the same plan on every member from the same facts
 //! (members, length, element size, multicast and its piece size and k), step ids unique
@@ -170,7 +170,9 @@ pub const RSAG_MCAST_BLOCK_MIN: usize = 32 << 10;
 /// 8 ranks on one host 256 KiB 3215 / 3212, 512 KiB 6513 / 5496, 1 MiB 11873 / 10336;
 /// across 4 test hosts (two ranks each) 256 KiB 4689 / 3900, 512 KiB 7498 / 7058, 1 MiB
 /// 14679 / 15028. With eight members every multicast datagram is received seven times
-/// on the same two cores; at p = 4 the multicast all-gather was 7–12 % faster.
+/// on the same two cores; at p = 4 the multicast all-gather was 7–12 % faster. Measured
+/// only with every rank on those two cores: not among 8 or more leaders on separate
+/// machines (the hierarchical form's all-reduce takes this rule too).
 pub const RSAG_MCAST_Q_MAX: usize = 4;
 
 /// The `mcast` argument of [`allreduce_rsag`] for `len` bytes on `s`: pieces of `chunk`

@@ -247,7 +247,9 @@ impl Engine {
                     let s = shape(self, li);
                     // The leaders choose by size as a flat all-reduce over the network
                     // does (its reduce + multicast broadcast from eight members aside:
-                    // not measured among leaders).
+                    // not measured among leaders); its point-to-point all-gather from
+                    // eight members (`RSAG_MCAST_Q_MAX`) was measured with every rank on
+                    // the same two cores, not among leaders on separate machines.
                     let esz = call.dt.size();
                     let plan = if n >= super::RSAG_MIN && algos::rsag_fits(s.p, n, esz) {
                         let k = crate::coll::algorithm::choices().allgather_k;
