@@ -4,7 +4,9 @@
 //! on a communicator split from the world.
 //! Exits non-zero on the first wrong byte.
 //!
-//! Usage: `phalanx run -n 5 collectives [max_bytes]`.
+//! Usage: `phalanx run -n 5 collectives [max_bytes] [roots]`: `roots` limits the rooted
+//! collectives to that many roots spread over the ranks (the first and the last among
+//! them; default every root), for jobs so large that every root would take minutes.
 use phalanx::collective::SystemOperation;
 use phalanx::traits::*;
 
@@ -13,6 +15,25 @@ mod varcount;
 fn fail(rank: i32, what: String) -> ! {
     eprintln!("collectives: rank {rank}: MISMATCH: {what}");
     std::process::exit(1);
+}
+
+/// The roots to check on a communicator of `size` ranks: every one, or `limit` of them
+/// spread evenly with the first and the last always among them.
+pub fn roots(size: i32) -> Vec<i32> {
+    let limit = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse::<i32>().ok())
+        .unwrap_or(i32::MAX)
+        .max(2);
+    if limit >= size {
+        return (0..size).collect();
+    }
+    let mut v: Vec<i32> = (0..limit - 1)
+        .map(|i| (i64::from(i) * i64::from(size - 1) / i64::from(limit - 1)) as i32)
+        .collect();
+    v.push(size - 1);
+    v.dedup();
+    v
 }
 
 fn val(rank: i32, i: usize, salt: u64) -> u64 {
@@ -31,7 +52,7 @@ fn check_comm(c: &phalanx::topology::SimpleCommunicator, max: usize, label: &str
     counts.push(max / 8);
     for (ci, &count) in counts.iter().enumerate() {
         let salt = ci as u64;
-        for root in 0..size {
+        for root in roots(size) {
             let rp = c.process_at_rank(root);
             // Broadcast.
             let mut b: Vec<u64> = if rank == root {
@@ -162,7 +183,7 @@ fn check_comm(c: &phalanx::topology::SimpleCommunicator, max: usize, label: &str
 fn immediate_rooted(c: &phalanx::topology::SimpleCommunicator, label: &str) {
     let (rank, p) = (c.rank(), c.size() as usize);
     let r = rank as u64;
-    for root in 0..p as i32 {
+    for root in roots(p as i32) {
         let rp = c.process_at_rank(root);
         let is_root = rank == root;
         let mut bc = [if is_root { 7 + root as u64 } else { 0 }; 300];
