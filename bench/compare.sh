@@ -144,11 +144,13 @@ netns_up() {  # NETNS namespaces on a bridge; hostfile and rsh agent in RESULTS_
     done
     cat >"$RESULTS_DIR/nsagent" <<'EOF'
 #!/bin/bash
-# Open MPI's rsh agent for test hosts: the "host" is a network namespace.
+# Open MPI's rsh agent for test hosts: the "host" is a network namespace, and its daemon
+# gets a hostname of its own (a UTS namespace named after it). Sharing the machine's
+# hostname, the daemons all reported one node and 10-25 % of launches hung or crashed.
 while [[ $1 == -* ]]; do shift; done
 host=$1
 shift
-exec ip netns exec "$host" /bin/sh -c "$*"
+exec ip netns exec "$host" unshare --uts /bin/sh -c "hostname '$host'; $*"
 EOF
     chmod +x "$RESULTS_DIR/nsagent"
     PEER_TCP_IF=$sub.0/24
