@@ -34,8 +34,9 @@
 #                           with more ranks than CPUs Open MPI is told to yield when idle
 #   RUN_TIMEOUT=600         seconds before a single run is killed
 #   RETRIES=1               a failed or killed run is run again up to this many times
-#                           (Open MPI's launches across test hosts sometimes hang), so
-#                           both sides of a pair keep their runs; then it is left out
+#                           (kept for safety: Open MPI's launches across test hosts
+#                           hung now and then until its daemons got a hostname each),
+#                           so both sides of a pair keep their runs; then it is left out
 #                           (its partial output kept as <name>.txt.failed, not counted)
 #   SKIP_BUILD=1            reuse existing binaries
 #   RUST=0                  skip the Rust-API runs (phalanx-bench)
@@ -150,7 +151,7 @@ netns_up() {  # NETNS namespaces on a bridge; hostfile and rsh agent in RESULTS_
 while [[ $1 == -* ]]; do shift; done
 host=$1
 shift
-exec ip netns exec "$host" unshare --uts /bin/sh -c "hostname '$host'; $*"
+exec ip netns exec "$host" unshare --uts /bin/sh -c "hostname '$host' && $*"
 EOF
     chmod +x "$RESULTS_DIR/nsagent"
     PEER_TCP_IF=$sub.0/24

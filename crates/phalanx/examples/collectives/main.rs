@@ -1,5 +1,6 @@
 //! Checks every collective against a sequential computation: broadcast, gather, scatter,
-//! all_gather, reduce, all_reduce, all_to_all, scan and barrier, over every root and a
+//! all_gather, reduce, all_reduce, all_to_all, scan and barrier, over every root (or the
+//! `roots` chosen) and a
 //! range of sizes (0 bytes to 1 MiB), and the varcount collectives (`varcount.rs`), also
 //! on a communicator split from the world.
 //! Exits non-zero on the first wrong byte.
@@ -17,14 +18,21 @@ fn fail(rank: i32, what: String) -> ! {
     std::process::exit(1);
 }
 
-/// The roots to check on a communicator of `size` ranks: every one, or `limit` of them
-/// spread evenly with the first and the last always among them.
+/// The roots to check on a communicator of `size` ranks: every one, or `limit` (at
+/// least 2) of them spread evenly with the first and the last always among them. Every
+/// rank computes the same from the same argument. A `roots` argument that is not a
+/// whole number of at least 2 ends the program with a message.
 pub fn roots(size: i32) -> Vec<i32> {
-    let limit = std::env::args()
-        .nth(2)
-        .and_then(|s| s.parse::<i32>().ok())
-        .unwrap_or(i32::MAX)
-        .max(2);
+    let limit = match std::env::args().nth(2) {
+        None => i32::MAX,
+        Some(a) => match a.parse::<i32>() {
+            Ok(n) if n >= 2 => n,
+            _ => {
+                eprintln!("collectives: roots must be a whole number of at least 2, not '{a}'");
+                std::process::exit(2);
+            }
+        },
+    };
     if limit >= size {
         return (0..size).collect();
     }
@@ -179,7 +187,8 @@ fn check_comm(c: &phalanx::topology::SimpleCommunicator, max: usize, label: &str
 }
 
 /// Every immediate collective started together, with a point-to-point ring exchange done
-/// while they are in flight (they must progress without being waited on), every root.
+/// while they are in flight (they must progress without being waited on), every root (or
+/// the `roots` chosen).
 fn immediate_rooted(c: &phalanx::topology::SimpleCommunicator, label: &str) {
     let (rank, p) = (c.rank(), c.size() as usize);
     let r = rank as u64;
