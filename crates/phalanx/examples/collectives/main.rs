@@ -1,8 +1,7 @@
 //! Checks every collective against a sequential computation: broadcast, gather, scatter,
 //! all_gather, reduce, all_reduce, all_to_all, scan and barrier, over every root (or the
-//! `roots` chosen) and a
-//! range of sizes (0 bytes to 1 MiB), and the varcount collectives (`varcount.rs`), also
-//! on a communicator split from the world.
+//! `roots` chosen) and a range of sizes (0 bytes to 1 MiB), and the varcount collectives
+//! (`varcount.rs`), also on a communicator split from the world.
 //! Exits non-zero on the first wrong byte.
 //!
 //! Usage: `phalanx run -n 5 collectives [max_bytes] [roots]`: `roots` limits the rooted
@@ -18,12 +17,12 @@ fn fail(rank: i32, what: String) -> ! {
     std::process::exit(1);
 }
 
-/// The roots to check on a communicator of `size` ranks: every one, or `limit` (at
-/// least 2) of them spread evenly with the first and the last always among them. Every
-/// rank computes the same from the same argument. A `roots` argument that is not a
-/// whole number of at least 2 ends the program with a message.
-pub fn roots(size: i32) -> Vec<i32> {
-    let limit = match std::env::args().nth(2) {
+/// How many roots the rooted collectives check (the `roots` argument, read once; every
+/// root without it). One that is not a whole number of at least 2 ends the program with
+/// a message.
+fn root_limit() -> i32 {
+    static LIMIT: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| match std::env::args().nth(2) {
         None => i32::MAX,
         Some(a) => match a.parse::<i32>() {
             Ok(n) if n >= 2 => n,
@@ -32,7 +31,14 @@ pub fn roots(size: i32) -> Vec<i32> {
                 std::process::exit(2);
             }
         },
-    };
+    })
+}
+
+/// The roots to check on a communicator of `size` ranks: every one, or [`root_limit`] of
+/// them spread evenly with the first and the last always among them. Every rank computes
+/// the same from the same argument.
+pub fn roots(size: i32) -> Vec<i32> {
+    let limit = root_limit();
     if limit >= size {
         return (0..size).collect();
     }
@@ -265,6 +271,8 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1 << 20);
+    // A bad `roots` argument is refused before the job starts communicating.
+    root_limit();
     let universe = phalanx::initialize().expect("phalanx initialized twice");
     let world = universe.world();
     check_comm(&world, max, "world");
