@@ -245,7 +245,7 @@ pub fn cancel(id: ReqId) -> Result<bool> {
 
 /// Gives up request `id`'s result (`MPI_Request_free`); it runs on to completion.
 pub fn detach(id: ReqId) -> Result<()> {
-    with_engine(|e| e.reqs.detach(id))
+    with_engine(|e| e.detach_request(id))
 }
 
 /// Waits for every send and receive still running (those never completed or given up by

@@ -257,6 +257,15 @@ impl Requests {
         }
     }
 
+    /// Whether running request `id` was given up ([`detach`](Self::detach)).
+    pub fn is_detached(&self, id: ReqId) -> bool {
+        self.get(id).is_some()
+            && self
+                .slots
+                .get((id & 0xffff_ffff) as usize)
+                .is_some_and(|s| s.detached)
+    }
+
     /// Whether `id` is finished (true also for unknown ids, which wait cannot help).
     pub fn is_done(&self, id: ReqId) -> bool {
         !matches!(

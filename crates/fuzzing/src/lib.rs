@@ -158,7 +158,7 @@ pub fn gbn_input(data: &[u8]) {
         }
         let mut n = 0u32;
         while let Some((_, d)) = g.poll_transmit(now) {
-            assert!(Packet::new_checked(d).is_ok());
+            assert!(Packet::new_checked(&d).is_ok());
             n += 1;
             assert!(n < 100_000);
         }

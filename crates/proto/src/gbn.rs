@@ -72,7 +72,9 @@
 //!   [`TimerTable`]: [`Gbn::poll_timeout`] is O(1), and [`Gbn::handle_timeout`] fires
 //!   them in (deadline, peer, kind) order.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use phalanx_wire::{flags, serial, stamp, Header, Kind, Packet, HEADER_LEN};
 
@@ -192,6 +194,55 @@ const OWN_FLAGS: u8 = flags::SEQ_VALID | flags::ACK_VALID | flags::RETRANSMIT;
 struct Entry {
     buf: Vec<u8>,
     base_flags: u8,
+    /// The datagram's payload by reference, after `buf` on the wire ([`Gbn::send_tail`]).
+    tail: Option<Tail>,
+}
+
+impl Entry {
+    /// The datagram's pieces in wire order (the second empty without a tail).
+    fn parts(&self) -> [&[u8]; 2] {
+        [&self.buf, self.tail.as_ref().map_or(&[][..], Tail::bytes)]
+    }
+}
+
+/// Bytes a send window refers to instead of owning them: a message's buffer, from which
+/// datagrams take their payloads where they lie. The protocol only reads them; whoever
+/// made one keeps the bytes valid and unchanged while any [`Tail`] of it lives (a window
+/// drops its tails as their datagrams are acknowledged, so the owner knows the bytes are
+/// free again when it holds the last reference).
+pub trait Shared: Send + Sync {
+    /// The bytes.
+    fn bytes(&self) -> &[u8];
+}
+
+/// A datagram's payload by reference: `len` bytes at `off` of a [`Shared`] buffer.
+#[derive(Clone)]
+pub struct Tail {
+    src: Arc<dyn Shared>,
+    off: usize,
+    len: usize,
+}
+
+impl Tail {
+    /// `len` bytes at `off` of `src`; `None` if that range is not inside it.
+    pub fn new(src: Arc<dyn Shared>, off: usize, len: usize) -> Option<Tail> {
+        let end = off.checked_add(len)?;
+        (end <= src.bytes().len()).then_some(Tail { src, off, len })
+    }
+
+    /// The bytes (checked in range at construction).
+    pub fn bytes(&self) -> &[u8] {
+        &self.src.bytes()[self.off..self.off + self.len]
+    }
+}
+
+impl std::fmt::Debug for Tail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tail")
+            .field("off", &self.off)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 struct Peer {
@@ -409,9 +460,58 @@ impl Gbn {
     /// send window until acknowledged. The datagram comes back unchanged in `Err` if the
     /// window is full, `peer` is out of range or it is shorter than a header.
     pub fn send(&mut self, now: u64, peer: u32, datagram: Vec<u8>) -> Result<(), Vec<u8>> {
+        self.push(now, peer, datagram, None)
+            .map_err(|(head, _)| head)
+    }
+
+    /// [`send`](Self::send) of the datagram `head` followed by `tail`, whose bytes stay
+    /// where they are (the window keeps the reference until the datagram is
+    /// acknowledged; every transmission reads them again). Both come back unchanged in
+    /// `Err` when `send` would refuse `head`.
+    pub fn send_tail(
+        &mut self,
+        now: u64,
+        peer: u32,
+        head: Vec<u8>,
+        tail: Tail,
+    ) -> Result<(), (Vec<u8>, Tail)> {
+        self.push(now, peer, head, Some(tail))
+            .map_err(|(head, tail)| (head, tail.expect("the tail given")))
+    }
+
+    /// Copies the bytes every window entry refers to in `src` into the entry itself, so
+    /// that `src` is no longer read (its owner gives it up before the datagrams are
+    /// acknowledged). Returns how many entries were changed.
+    pub fn own_tails(&mut self, src: &dyn Shared) -> usize {
+        let want = src as *const dyn Shared as *const ();
+        let mut n = 0;
+        for p in &mut self.peers {
+            for e in &mut p.win {
+                let ours = e
+                    .tail
+                    .as_ref()
+                    .is_some_and(|t| Arc::as_ptr(&t.src) as *const () == want);
+                if ours {
+                    if let Some(t) = e.tail.take() {
+                        e.buf.extend_from_slice(t.bytes());
+                        n += 1;
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    fn push(
+        &mut self,
+        now: u64,
+        peer: u32,
+        datagram: Vec<u8>,
+        tail: Option<Tail>,
+    ) -> Result<(), (Vec<u8>, Option<Tail>)> {
         let _ = now;
         if datagram.len() < HEADER_LEN || self.send_space(peer) == 0 {
-            return Err(datagram);
+            return Err((datagram, tail));
         }
         let mut buf = datagram;
         let p = &mut self.peers[peer as usize];
@@ -419,7 +519,11 @@ impl Gbn {
         let base_flags = buf[phalanx_wire::OFF_FLAGS] & !OWN_FLAGS;
         // Cannot fail: the length was checked above.
         let _ = stamp::seq(&mut buf, seq);
-        p.win.push_back(Entry { buf, base_flags });
+        p.win.push_back(Entry {
+            buf,
+            base_flags,
+            tail,
+        });
         p.snd_nxt = seq.wrapping_add(1);
         self.schedule(peer);
         Ok(())
@@ -652,27 +756,34 @@ impl Gbn {
 
     /// The next datagram for the wire and its destination rank. ACK fields are stamped
     /// with the latest cumulative ACK now (piggy-back), which clears the lazy-ACK debt.
+    /// A datagram sent with a [`Tail`] comes out as one copy of both pieces (the
+    /// simulator's and the tests' path; [`poll_transmit_run`](Self::poll_transmit_run)
+    /// hands out the pieces).
     #[must_use]
-    pub fn poll_transmit(&mut self, now: u64) -> Option<(u32, &[u8])> {
+    pub fn poll_transmit(&mut self, now: u64) -> Option<(u32, Cow<'_, [u8]>)> {
         let (peer, idx) = self.prepare_transmit(now)?;
         let p = &self.peers[peer as usize];
         match idx {
-            None => Some((peer, &p.ack_buf[..])),
+            None => Some((peer, Cow::Borrowed(&p.ack_buf[..]))),
             // The cursors always lie inside the window, so `get` succeeds.
-            Some(i) => p.win.get(i).map(|e| (peer, &e.buf[..])),
+            Some(i) => p.win.get(i).map(|e| match e.parts() {
+                [head, []] => (peer, Cow::Borrowed(head)),
+                [head, tail] => (peer, Cow::Owned([head, tail].concat())),
+            }),
         }
     }
 
     /// Like [`poll_transmit`](Self::poll_transmit), for up to `max` (at most
     /// [`RUN_MAX`]) datagrams to one peer in a row, what one system call may carry:
     /// `send(peer, run)` gets them in wire order, exactly the datagrams `poll_transmit`
-    /// would have returned one by one. A run ends at a pure ACK (its buffer is reused by
-    /// the next one). False when nothing is due.
+    /// would have returned one by one, each as its pieces (a header and the payload of a
+    /// [`Tail`], the second empty without one). A run ends at a pure ACK (its buffer is
+    /// reused by the next one). False when nothing is due.
     pub fn poll_transmit_run(
         &mut self,
         now: u64,
         max: usize,
-        send: impl FnOnce(u32, &[&[u8]]),
+        send: impl FnOnce(u32, &[[&[u8]; 2]]),
     ) -> bool {
         let Some((peer, first)) = self.prepare_transmit(now) else {
             return false;
@@ -696,12 +807,12 @@ impl Gbn {
             }
         }
         let p = &self.peers[peer as usize];
-        let mut run: [&[u8]; RUN_MAX] = [&[]; RUN_MAX];
+        let mut run: [[&[u8]; 2]; RUN_MAX] = [[&[], &[]]; RUN_MAX];
         for (slot, idx) in run.iter_mut().zip(&idxs[..n]) {
             *slot = match idx {
-                None => &p.ack_buf[..],
+                None => [&p.ack_buf[..], &[]],
                 // The cursors always lie inside the window, so `get` succeeds.
-                Some(i) => p.win.get(*i).map_or(&[][..], |e| &e.buf[..]),
+                Some(i) => p.win.get(*i).map_or([&[][..], &[]], Entry::parts),
             };
         }
         send(peer, &run[..n]);

@@ -23,6 +23,15 @@ fn drain(g: &mut Gbn, now: u64) -> Vec<(u32, Vec<u8>)> {
 }
 
 /// Feeds one datagram; accepts it if deliverable.
+/// Bytes a window may refer to.
+struct Bytes(Vec<u8>);
+
+impl Shared for Bytes {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 fn feed(g: &mut Gbn, now: u64, d: &[u8]) -> Verdict {
     let p = Packet::new_checked(d).expect("valid datagram");
     let v = g.handle_packet(now, &p);
@@ -689,8 +698,16 @@ fn runs_hand_over_what_single_polls_would() {
     let build = || {
         let mut a = Gbn::new(cfg(), KEY, 0, 4);
         let mut b = Gbn::new(cfg(), KEY, 2, 4);
+        // Every third datagram with its payload by reference (a tail).
+        let shared: Arc<dyn Shared> = Arc::new(Bytes((0..=255).collect()));
         for i in 0..100 {
-            a.send(0, 1, data(0, i)).expect("space");
+            if i % 3 == 0 {
+                let head = Header::new(Kind::GbnData, KEY, 0).to_datagram(&[i]);
+                let tail = Tail::new(shared.clone(), usize::from(i), 7).expect("in range");
+                a.send_tail(0, 1, head, tail).expect("space");
+            } else {
+                a.send(0, 1, data(0, i)).expect("space");
+            }
         }
         for i in 0..3 {
             a.send(0, 2, data(0, i)).expect("space");
@@ -708,7 +725,7 @@ fn runs_hand_over_what_single_polls_would() {
     let mut sizes = Vec::new();
     while runs.poll_transmit_run(5, 64, |p, run| {
         sizes.push((p, run.len()));
-        got.extend(run.iter().map(|d| (p, d.to_vec())));
+        got.extend(run.iter().map(|d| (p, d.concat())));
     }) {
         assert!(got.len() < 100_000, "poll_transmit_run does not terminate");
     }
@@ -725,8 +742,64 @@ fn runs_hand_over_what_single_polls_would() {
     let mut got = Vec::new();
     while runs.poll_transmit_run(u64::MAX / 2, 7, |p, run| {
         assert!(run.len() <= 7);
-        got.extend(run.iter().map(|d| (p, d.to_vec())));
+        got.extend(run.iter().map(|d| (p, d.concat())));
     }) {}
     assert!(!want.is_empty());
     assert_eq!(got, want);
+}
+
+#[test]
+fn tails_are_sent_from_where_they_lie_until_acknowledged_or_owned() {
+    let shared: Arc<dyn Shared> = Arc::new(Bytes((0..100).collect()));
+    let mut a = Gbn::new(cfg(), KEY, 0, 2);
+    let mut b = Gbn::new(cfg(), KEY, 1, 2);
+    assert!(Tail::new(shared.clone(), 90, 11).is_none(), "out of range");
+    for i in 0..4u8 {
+        let head = Header::new(Kind::GbnData, KEY, 0).to_datagram(&[i]);
+        let tail = Tail::new(shared.clone(), 10 * usize::from(i), 10).expect("in range");
+        a.send_tail(0, 1, head, tail).expect("space");
+    }
+    assert_eq!(
+        Arc::strong_count(&shared),
+        5,
+        "the window holds a reference each"
+    );
+    // On the wire: the header datagram, then the referred bytes.
+    let out = drain(&mut a, 0);
+    assert_eq!(out.len(), 4);
+    for (i, (_, d)) in out.iter().enumerate() {
+        let p = Packet::new_checked(d).expect("valid");
+        assert_eq!(p.payload()[0], i as u8);
+        let want: Vec<u8> = (10 * i as u8..10 * i as u8 + 10).collect();
+        assert_eq!(&p.payload()[1..], &want[..]);
+    }
+    // The first two acknowledged: their references are dropped.
+    feed(&mut b, 0, &out[0].1);
+    feed(&mut b, 0, &out[1].1);
+    b.flush_acks(0);
+    for (_, ack) in drain(&mut b, 0) {
+        feed(&mut a, 0, &ack);
+    }
+    assert_eq!(Arc::strong_count(&shared), 3);
+    // The owner gives the bytes up: the rest become copies, the same on the wire.
+    assert_eq!(a.own_tails(&*shared), 2);
+    assert_eq!(Arc::strong_count(&shared), 1);
+    // Timeouts until the unacknowledged two are re-sent (after the probes).
+    let mut resent = 0;
+    let mut now = 1_000_000_000;
+    for _ in 0..20 {
+        now += 1_000_000_000;
+        a.handle_timeout(now);
+        for (_, d) in drain(&mut a, now) {
+            let p = Packet::new_checked(&d).expect("valid");
+            if p.payload().len() == 11 {
+                let i = p.payload()[0];
+                assert!(i == 2 || i == 3, "only the unacknowledged: {i}");
+                let want: Vec<u8> = (10 * i..10 * i + 10).collect();
+                assert_eq!(&p.payload()[1..], &want[..]);
+                resent += 1;
+            }
+        }
+    }
+    assert!(resent > 0, "the owned copies were re-sent");
 }

@@ -72,7 +72,7 @@ fn drive(g: &mut Gbn, rng: &mut Rng, now: &mut u64, bytes: &[u8]) {
     while let Some((peer, d)) = g.poll_transmit(*now) {
         assert!(d.len() >= HEADER_LEN);
         assert!(
-            Packet::new_checked(d).is_ok(),
+            Packet::new_checked(&d).is_ok(),
             "gbn emitted an invalid datagram"
         );
         let _ = peer;

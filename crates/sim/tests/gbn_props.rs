@@ -3,19 +3,23 @@
 //! Every endpoint runs a `Gbn` plus a small application that sends random messages
 //! (0..4000 payload bytes, random destinations, a per-(src,dst) counter in `aux` and in
 //! the first payload bytes) and checks at the receiver: exactly once, in order, right
-//! bytes; at the end every endpoint is `all_acked()` and every message arrived.
+//! bytes; at the end every endpoint is `all_acked()` and every message arrived. Half the
+//! messages leave with their payload by reference (`send_tail`, as zero-copy rendezvous
+//! data does), some of those taken back into the window (`own_tails`, as a freed request
+//! does); at the end no window holds a reference any more.
 //!
 //! Scenarios (rank count, message count, window, ACK policy, sequence wrap, delays,
 //! duplication, reordering, partitions, refusals) are drawn by proptest and a failure is
 //! shrunk to a minimal scenario; its report names the run's seed and the command that
 //! replays it (see `phalanx_sim::prop`).
 
-use phalanx_proto::gbn::{Gbn, GbnConfig, GbnEvent, GbnStats, Verdict};
+use phalanx_proto::gbn::{Gbn, GbnConfig, GbnEvent, GbnStats, Shared, Tail, Verdict};
 use phalanx_sim::prop::{arb_partition, check};
 use phalanx_sim::{Dest, Faults, Limits, Node, Sim, SmallRng};
 use phalanx_wire::{Header, Kind, MsgKind, Packet};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
+use std::sync::Arc;
 
 const JOB_KEY: u64 = 0xfeed_beef_0123_4567;
 
@@ -54,7 +58,9 @@ struct App {
     rng: SmallRng,
     remaining: u32,
     next_send_at: u64,
-    outbox: Option<(u32, Vec<u8>)>,
+    outbox: Option<(u32, Vec<u8>, Option<Tail>)>,
+    /// The buffers tails were sent from.
+    shared: Vec<Arc<dyn Shared>>,
     sent_to: Vec<u64>,
     recv_from: Vec<u64>,
     refuse: f64,
@@ -74,6 +80,7 @@ impl App {
             remaining: sc.msgs_per_node,
             next_send_at: 0,
             outbox: None,
+            shared: Vec::new(),
             sent_to: vec![0; sc.n as usize],
             recv_from: vec![0; sc.n as usize],
             refuse: sc.refuse,
@@ -105,13 +112,36 @@ impl App {
                 h.tag = dst as i32;
                 h.aux = counter;
                 h.msg_len = len as u64;
-                let d = h.to_datagram(&content(self.rank, dst, counter, len));
-                self.outbox = Some((dst, d));
+                let body = content(self.rank, dst, counter, len);
+                if self.rng.gen_bool(0.5) {
+                    // The payload after its first bytes by reference.
+                    let cut = len.min(self.rng.gen_range(0..12));
+                    let d = h.to_datagram(&body[..cut]);
+                    let src: Arc<dyn Shared> = Arc::new(Bytes(body));
+                    let tail = Tail::new(src.clone(), cut, len - cut);
+                    self.shared.push(src);
+                    self.outbox = Some((dst, d, tail));
+                } else {
+                    self.outbox = Some((dst, h.to_datagram(&body), None));
+                }
             }
-            let Some((dst, d)) = self.outbox.take() else {
+            let Some((dst, d, tail)) = self.outbox.take() else {
                 break;
             };
-            match self.gbn.send(now, dst, d) {
+            let sent = match tail {
+                Some(t) => self
+                    .gbn
+                    .send_tail(now, dst, d, t)
+                    .map_err(|(d, t)| (d, Some(t))),
+                None => self.gbn.send(now, dst, d).map_err(|d| (d, None)),
+            };
+            // Now and then the owner takes a buffer back while it is in flight.
+            if sent.is_ok() && self.rng.gen_bool(0.1) {
+                if let Some(src) = self.shared.last() {
+                    self.gbn.own_tails(&**src);
+                }
+            }
+            match sent {
                 Ok(()) => {
                     self.sent_to[dst as usize] += 1;
                     self.remaining -= 1;
@@ -120,12 +150,21 @@ impl App {
                         self.next_send_at = now + self.rng.gen_range(0..self.send_gap_ns);
                     }
                 }
-                Err(d) => {
-                    self.outbox = Some((dst, d));
+                Err((d, t)) => {
+                    self.outbox = Some((dst, d, t));
                     break;
                 }
             }
         }
+    }
+}
+
+/// A buffer tails refer to.
+struct Bytes(Vec<u8>);
+
+impl Shared for Bytes {
+    fn bytes(&self) -> &[u8] {
+        &self.0
     }
 }
 
@@ -213,6 +252,10 @@ fn run_one(seed: u64, sc: &Scenario) -> Result<GbnStats, String> {
                 a.rank,
                 a.gbn.unacked_peers()
             ));
+        }
+        let held = a.shared.iter().filter(|s| Arc::strong_count(s) > 1).count();
+        if held > 0 {
+            problems.push(format!("rank {}: {held} buffers still referenced", a.rank));
         }
         if a.remaining != 0 || a.outbox.is_some() {
             problems.push(format!("rank {} did not send everything", a.rank));

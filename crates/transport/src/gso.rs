@@ -22,6 +22,8 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::Socket;
 
+use crate::Pieces;
+
 /// `SOL_UDP` socket options (linux/udp.h).
 const UDP_SEGMENT: libc::c_int = 103;
 /// Also the type of the control message a coalesced receive carries: its segment size.
@@ -35,16 +37,16 @@ const CMSG_U64S: usize = 4;
 
 /// How many datagrams from the front of `run` one segmented send may carry, each
 /// followed by `trailer` bytes (module docs). At least 1 for a non-empty run.
-pub fn batch_len(run: &[&[u8]], trailer: usize) -> usize {
+pub fn batch_len<D: Pieces>(run: &[D], trailer: usize) -> usize {
     let Some(first) = run.first() else {
         return 0;
     };
-    let seg = first.len() + trailer;
+    let seg = first.total() + trailer;
     let mut total = seg;
     let mut k = 1;
     while k < run.len() && k < MAX_SEGMENTS {
-        let next = run[k].len() + trailer;
-        if run[k - 1].len() + trailer != seg || next > seg || next == 0 {
+        let next = run[k].total() + trailer;
+        if run[k - 1].total() + trailer != seg || next > seg || next == 0 {
             break;
         }
         if total + next > MAX_TOTAL {
@@ -58,21 +60,23 @@ pub fn batch_len(run: &[&[u8]], trailer: usize) -> usize {
 
 /// Sends `run` (datagrams cut by [`batch_len`], so 2 or more) to `addr` in one segmented
 /// `sendmsg`; `trailers[i]`, when given, follows `run[i]` on the wire.
-pub fn send_segmented(
+pub fn send_segmented<D: Pieces>(
     fd: RawFd,
     addr: &libc::sockaddr_in,
-    run: &[&[u8]],
+    run: &[D],
     trailers: Option<&[[u8; crate::mac::TRAILER]]>,
 ) -> io::Result<()> {
     let t = trailers.map_or(0, |_| crate::mac::TRAILER);
-    let seg = run.first().map_or(0, |d| d.len() + t);
-    let mut iov: Vec<libc::iovec> = Vec::with_capacity(run.len() * 2);
+    let seg = run.first().map_or(0, |d| d.total() + t);
+    let mut iov: Vec<libc::iovec> = Vec::with_capacity(run.len() * 3);
     for (i, d) in run.iter().enumerate() {
         // The kernel only reads the buffers of a send.
-        iov.push(libc::iovec {
-            iov_base: d.as_ptr().cast_mut().cast(),
-            iov_len: d.len(),
-        });
+        for piece in d.pieces().into_iter().filter(|p| !p.is_empty()) {
+            iov.push(libc::iovec {
+                iov_base: piece.as_ptr().cast_mut().cast(),
+                iov_len: piece.len(),
+            });
+        }
         if let Some(ts) = trailers {
             iov.push(libc::iovec {
                 iov_base: ts[i].as_ptr().cast_mut().cast(),

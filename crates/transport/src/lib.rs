@@ -112,6 +112,40 @@ pub struct TransportStats {
     pub bad_mac: u64,
 }
 
+/// A datagram in two pieces, sent as their concatenation: a header, then a payload left
+/// where it lies (in the sender's own buffer), so that it is not copied to be sent. Either
+/// piece may be empty.
+pub type Parts<'a> = [&'a [u8]; 2];
+
+/// A datagram as the pieces it is sent from: a slice, or [`Parts`].
+pub trait Pieces {
+    /// The pieces, in wire order (an empty one is skipped).
+    fn pieces(&self) -> Parts<'_>;
+    /// The datagram's length.
+    fn total(&self) -> usize {
+        let [a, b] = self.pieces();
+        a.len() + b.len()
+    }
+}
+
+impl Pieces for &[u8] {
+    #[inline]
+    fn pieces(&self) -> Parts<'_> {
+        [self, &[]]
+    }
+    #[inline]
+    fn total(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Pieces for Parts<'_> {
+    #[inline]
+    fn pieces(&self) -> Parts<'_> {
+        *self
+    }
+}
+
 /// A datagram transport used by the phalanx progress engine. Nonblocking.
 pub trait Transport {
     /// Sends one datagram to `peer`. Nonblocking in spirit: on EAGAIN/ENOBUFS
@@ -147,6 +181,20 @@ pub trait Transport {
         let mut n = 0;
         for d in run {
             n += usize::from(self.send_to(peer, d)?);
+        }
+        Ok(n)
+    }
+    /// [`send_run`](Self::send_run) for datagrams in pieces ([`Parts`]): each leaves as the
+    /// concatenation of its pieces. UDP sends the pieces where they lie (one iovec each,
+    /// sealed in pieces); the default copies each two-piece datagram into one buffer.
+    fn send_run_parts(&mut self, peer: Rank, run: &[Parts<'_>]) -> std::io::Result<usize> {
+        let mut n = 0;
+        for [a, b] in run {
+            n += usize::from(if b.is_empty() {
+                self.send_to(peer, a)?
+            } else {
+                self.send_to(peer, &[*a, *b].concat())?
+            });
         }
         Ok(n)
     }

@@ -48,7 +48,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::iface::{interface_mtu, Interface};
 use crate::mac::{Seal, TRAILER};
 use crate::mcast::{self, group_for_key, McastSetting};
-use crate::{bpf, Rank, Transport, TransportStats};
+use crate::{bpf, Parts, Pieces, Rank, Transport, TransportStats};
 
 /// Datagrams drained per socket per `recv_batch` call.
 pub const RECV_BATCH: usize = 32;
@@ -308,7 +308,7 @@ impl UdpTransport {
     /// A run of datagrams to `addr` (a peer or the group): segmented batches where the
     /// path allows ([`crate::gso::batch_len`]), else one by one. Returns how many were
     /// handed to the kernel.
-    fn send_run_to(&mut self, addr: &libc::sockaddr_in, run: &[&[u8]]) -> io::Result<usize> {
+    fn send_run_to<D: Pieces>(&mut self, addr: &libc::sockaddr_in, run: &[D]) -> io::Result<usize> {
         let addr = *addr;
         let trailer = if self.seal.is_some() { TRAILER } else { 0 };
         let (mut done, mut handed) = (0, 0);
@@ -320,10 +320,10 @@ impl UdpTransport {
             };
             let batch = &run[done..done + n];
             for d in batch {
-                self.check_len_to(d.len(), &addr)?;
+                self.check_len_to(d.total(), &addr)?;
             }
             if n == 1 {
-                handed += usize::from(self.send_addr(&addr, batch[0])?);
+                handed += usize::from(self.send_addr(&addr, &batch[0])?);
                 done += 1;
                 continue;
             }
@@ -343,12 +343,16 @@ impl UdpTransport {
 
     /// `run[..n]` (a [`crate::gso::batch_len`] batch of 2 or more) to `addr` in one
     /// segmented send, with the bounded wait on back-pressure. `Ok(false)`: dropped.
-    fn send_segmented(&mut self, addr: &libc::sockaddr_in, run: &[&[u8]]) -> io::Result<bool> {
+    fn send_segmented<D: Pieces>(
+        &mut self,
+        addr: &libc::sockaddr_in,
+        run: &[D],
+    ) -> io::Result<bool> {
         let fd = self.sock.as_raw_fd();
         let trailers: Option<Vec<[u8; TRAILER]>> = self
             .seal
             .as_mut()
-            .map(|s| run.iter().map(|d| s.trailer(d)).collect());
+            .map(|s| run.iter().map(|d| s.trailer_parts(&d.pieces())).collect());
         let n = run.len() as u64;
         for attempt in 0..=SEND_RETRIES {
             self.stats.send_calls += 1;
@@ -527,12 +531,14 @@ impl UdpTransport {
 
     /// One datagram to `addr`, with the bounded wait on back-pressure.
     #[inline]
-    fn send_addr(&mut self, addr: &libc::sockaddr_in, datagram: &[u8]) -> io::Result<bool> {
+    fn send_addr<D: Pieces>(&mut self, addr: &libc::sockaddr_in, datagram: &D) -> io::Result<bool> {
         let fd = self.sock.as_raw_fd();
-        let trailer = self.seal.as_mut().map(|s| s.trailer(datagram));
-        let sendto = |fd, addr: &libc::sockaddr_in, d: &[u8]| match &trailer {
-            None => sendto(fd, addr, d),
-            Some(t) => sendmsg(fd, addr, d, t),
+        let [head, tail] = datagram.pieces();
+        let trailer = self.seal.as_mut().map(|s| s.trailer_parts(&[head, tail]));
+        let sendto = |fd, addr: &libc::sockaddr_in, _: &D| match &trailer {
+            None if tail.is_empty() => sendto(fd, addr, head),
+            None => sendmsg(fd, addr, &[head, tail]),
+            Some(t) => sendmsg(fd, addr, &[head, tail, t]),
         };
         self.stats.send_calls += 1;
         let mut err = match sendto(fd, addr, datagram) {
@@ -544,7 +550,7 @@ impl UdpTransport {
         };
         for _ in 0..SEND_RETRIES {
             if !transient(&err) {
-                self.check_len_to(datagram.len(), addr)?;
+                self.check_len_to(datagram.total(), addr)?;
                 return Err(err);
             }
             wait_writable(fd);
@@ -577,10 +583,15 @@ impl Transport for UdpTransport {
         // Checked here: over a veth the kernel would fragment rather than refuse.
         let addr = self.peer_addr(peer)?;
         self.check_len_to(datagram.len(), &addr)?;
-        self.send_addr(&addr, datagram)
+        self.send_addr(&addr, &datagram)
     }
 
     fn send_run(&mut self, peer: Rank, run: &[&[u8]]) -> io::Result<usize> {
+        let addr = self.peer_addr(peer)?;
+        self.send_run_to(&addr, run)
+    }
+
+    fn send_run_parts(&mut self, peer: Rank, run: &[Parts<'_>]) -> io::Result<usize> {
         let addr = self.peer_addr(peer)?;
         self.send_run_to(&addr, run)
     }
@@ -601,7 +612,7 @@ impl Transport for UdpTransport {
     fn send_multicast(&mut self, datagram: &[u8], targets: &[Rank]) -> io::Result<bool> {
         self.check_len(datagram.len())?;
         if let Some(dest) = self.group.as_ref().map(|g| g.dest) {
-            let sent = self.send_addr(&dest, datagram)?;
+            let sent = self.send_addr(&dest, &datagram)?;
             if sent {
                 self.stats.multicasts_sent += 1;
             }
@@ -797,25 +808,28 @@ fn sendto(fd: RawFd, addr: &libc::sockaddr_in, datagram: &[u8]) -> io::Result<()
     }
 }
 
-/// One datagram of two pieces (a datagram and its trailer) to `addr`.
-fn sendmsg(fd: RawFd, addr: &libc::sockaddr_in, datagram: &[u8], trailer: &[u8]) -> io::Result<()> {
+/// One datagram of up to three pieces (a header, a payload, a trailer; empty ones are
+/// skipped) to `addr`.
+fn sendmsg(fd: RawFd, addr: &libc::sockaddr_in, pieces: &[&[u8]]) -> io::Result<()> {
     // The kernel only reads the buffers of a send.
-    let mut iov = [
-        libc::iovec {
-            iov_base: datagram.as_ptr().cast_mut().cast(),
-            iov_len: datagram.len(),
-        },
-        libc::iovec {
-            iov_base: trailer.as_ptr().cast_mut().cast(),
-            iov_len: trailer.len(),
-        },
-    ];
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; 3];
+    let mut n = 0;
+    for p in pieces.iter().filter(|p| !p.is_empty()).take(iov.len()) {
+        iov[n] = libc::iovec {
+            iov_base: p.as_ptr().cast_mut().cast(),
+            iov_len: p.len(),
+        };
+        n += 1;
+    }
     // SAFETY: msghdr is a plain C struct; all-zero is valid.
     let mut m: libc::msghdr = unsafe { mem::zeroed() };
     m.msg_name = (addr as *const libc::sockaddr_in).cast_mut().cast();
     m.msg_namelen = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
     m.msg_iov = iov.as_mut_ptr();
-    m.msg_iovlen = iov.len();
+    m.msg_iovlen = n;
     // SAFETY: `m` points at `addr` and at `iov`, whose pieces point at live slices; all
     // outlive the call.
     let rc = unsafe { libc::sendmsg(fd, &m, 0) };

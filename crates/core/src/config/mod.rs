@@ -75,6 +75,10 @@ pub struct Config {
     pub comm_lock: bool,
     /// Acknowledge every packet at once. `PHALANX_EAGER_ACK=1`.
     pub eager_ack: bool,
+    /// Rendezvous data over go-back-n leaves from the sender's buffer (no copy; the send
+    /// completes when its datagrams are acknowledged). `PHALANX_ZERO_COPY=0`: each
+    /// datagram is a copy, and the send completes once the last one is cut.
+    pub zero_copy: bool,
     /// Retransmission back-off clamp. `PHALANX_RTO_MAX_MS` (1 to [`MAX_RTO_MAX_MS`];
     /// default 1: recovery at 30 % loss waits out clamped timers — an 8-rank Jacobi
     /// iteration was 250 times slower than without loss with a clamp of 100 ms, 40
@@ -170,6 +174,7 @@ impl Config {
             comm_budget: env.bytes("PHALANX_COMM_BUDGET", MAX_BYTES)?,
             comm_lock: env.switch("PHALANX_COMM_LOCK", false)?,
             eager_ack: env.switch("PHALANX_EAGER_ACK", false)?,
+            zero_copy: env.switch("PHALANX_ZERO_COPY", true)?,
             rto_max: Duration::from_millis(
                 env.int("PHALANX_RTO_MAX_MS", 1..=MAX_RTO_MAX_MS, "ms")?
                     .unwrap_or(1),

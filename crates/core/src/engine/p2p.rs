@@ -15,13 +15,14 @@ use super::requests::{RawStatus, Req, ReqId, Requests, SendBuf, SendReq};
 use super::{Engine, Waiting};
 use crate::error::{Error, Result};
 use crate::link::Medium;
-use phalanx_wire::{Header, Kind, MsgKind, Packet, HEADER_LEN};
+use phalanx_wire::{flags, Header, Kind, MsgKind, Packet, HEADER_LEN};
 use std::collections::VecDeque;
 
 mod bsend;
 pub(super) mod direct;
 mod matched;
 mod recv;
+pub(super) mod zero_copy;
 
 /// `aux32` of an RTS whose payload is the sender's buffer address (single copy).
 const RTS_SINGLE_COPY: u32 = 1;
@@ -36,6 +37,8 @@ enum Job {
         total: u64,
         next: u64,
         rreq: Option<u64>,
+        /// Whether the data leaves from the buffer where it lies ([`zero_copy`]).
+        shared: zero_copy::Share,
     },
     /// A ready datagram (RTS, CTS).
     Control(Vec<u8>),
@@ -120,6 +123,8 @@ pub(super) struct P2p {
     probe_wants: Vec<(Option<u32>, Option<i32>, u32)>,
     /// Buffered-mode sends: the attached capacity and what is in flight ([`bsend`]).
     bsend: bsend::Bsend,
+    /// Zero-copy sends whose every datagram is cut, waiting for acknowledgement.
+    acked_sends: Vec<zero_copy::Pending>,
 }
 
 /// A posted receive with its selectors (kept here so matching reads no request).
@@ -166,6 +171,7 @@ impl P2p {
             direct: Default::default(),
             probe_wants: Vec::new(),
             bsend: Default::default(),
+            acked_sends: Vec::new(),
         }
     }
 
@@ -357,6 +363,7 @@ impl Engine {
                 total: len,
                 next: 0,
                 rreq: None,
+                shared: zero_copy::Share::No,
             }
         } else {
             let mut h = data_header(self.job_key, self.rank, MsgKind::Rts, ctx, tag, len);
@@ -423,12 +430,13 @@ impl Engine {
         self.p2p.queued_jobs += 1;
     }
 
-    /// Moves fragments of every peer's jobs into the windows.
+    /// Moves fragments of every peer's jobs into the windows, and completes the zero-copy
+    /// sends whose datagrams are all acknowledged.
     pub(super) fn pump_all(&mut self, now: u64) -> bool {
+        let mut did = !self.p2p.acked_sends.is_empty() && self.complete_acked_sends();
         if self.p2p.queued_jobs == 0 {
-            return false;
+            return did;
         }
-        let mut did = false;
         for peer in 0..self.size {
             if !self.p2p.jobs[peer as usize].is_empty() {
                 did |= self.pump(now, peer);
@@ -476,14 +484,16 @@ impl Engine {
             let Some(job) = self.p2p.jobs[peer as usize].front_mut() else {
                 return did;
             };
-            let (dgram, finished) = match job {
-                Job::Control(d) => (std::mem::take(d), None),
+            let zero_copy = self.cfg.zero_copy && medium == Medium::Gbn;
+            let (dgram, tail, finished) = match job {
+                Job::Control(d) => (std::mem::take(d), None, None),
                 Job::Frags {
                     req,
                     ctx,
                     total,
                     next,
                     rreq,
+                    shared,
                 } => {
                     let Some(Req::Send(s)) = self.reqs.get(*req) else {
                         // The request vanished (cannot happen: sends complete only here).
@@ -500,18 +510,36 @@ impl Engine {
                     };
                     let mut h = data_header(self.job_key, self.rank, msg, *ctx, s.tag, *total);
                     h.aux = *next;
+                    let last = *next + n as u64 == *total;
+                    // Rendezvous data over go-back-n: the payload stays in the send
+                    // buffer, and the last datagram asks for an ACK at once (the send
+                    // completes on it).
+                    // A request already given up copies (its buffer may be reused as soon
+                    // as the receiver has the message).
+                    let allowed = zero_copy && !self.reqs.is_detached(*req);
+                    if shared.decide(&s.buf, allowed) {
+                        self.stats.rndv_zero_copy += 1;
+                    }
+                    let tail = shared.tail(*next as usize, n);
+                    if tail.is_some() && last {
+                        h.flags |= flags::ACK_REQUEST;
+                    }
                     // Built by appending, so the payload is written once (no zeroing).
                     let mut hdr = [0u8; HEADER_LEN];
                     let _ = h.emit(&mut hdr);
-                    let mut d = Vec::with_capacity(HEADER_LEN + pre + n);
+                    let body = if tail.is_some() { 0 } else { n };
+                    let mut d = Vec::with_capacity(HEADER_LEN + pre + body);
                     d.extend_from_slice(&hdr);
                     if let Some(r) = rreq {
                         d.extend_from_slice(&r.to_le_bytes());
                     }
-                    d.extend_from_slice(s.buf.slice(*next as usize, n));
+                    if tail.is_none() {
+                        d.extend_from_slice(s.buf.slice(*next as usize, n));
+                    }
                     *next += n as u64;
-                    let done = *next == *total;
-                    (d, done.then_some((*req, *total)))
+                    // A zero-copy send completes when its datagrams are acknowledged.
+                    let waits = if last { shared.take() } else { None };
+                    (d, tail, last.then_some((*req, *total, waits)))
                 }
             };
             let finished_job = match self.p2p.jobs[peer as usize].front() {
@@ -523,27 +551,31 @@ impl Engine {
                 self.p2p.jobs[peer as usize].pop_front();
                 self.p2p.queued_jobs -= 1;
             }
-            if let Some((req, total)) = finished {
-                let tag = match self.reqs.get(req) {
-                    Some(Req::Send(s)) => s.tag,
-                    _ => 0,
-                };
-                self.reqs.complete(
+            match finished {
+                Some((req, total, Some(buf))) => self.p2p.acked_sends.push(zero_copy::Pending {
                     req,
-                    Ok(RawStatus {
-                        source: self.rank,
-                        tag,
-                        bytes: total,
-                        cancelled: false,
-                    }),
-                );
+                    bytes: total,
+                    buf,
+                }),
+                Some((req, total, None)) => self.complete_send(req, total),
+                None => {}
             }
-            // A datagram the link cannot take now goes back to the front of the queue
-            // (`has_room` said it would be taken: never lose it anyway).
-            let refused = match self.links.get(medium) {
-                Some((link, net)) => link.send(net, now, &[peer], dgram).err(),
-                None => Some(dgram),
+            let refused = match tail {
+                Some(tail) => {
+                    let l = &mut self.links;
+                    l.gbn
+                        .send_tail(&mut l.net, now, peer, dgram, tail)
+                        .err()
+                        .map(|(head, tail)| [&head[..], tail.bytes()].concat())
+                }
+                None => match self.links.get(medium) {
+                    Some((link, net)) => link.send(net, now, &[peer], dgram).err(),
+                    None => Some(dgram),
+                },
             };
+            // A datagram the link cannot take now goes back to the front of the queue
+            // (`has_room` said it would be taken: never lose it anyway; a refused
+            // zero-copy datagram goes back as a copy).
             if let Some(d) = refused {
                 self.p2p.jobs[peer as usize].push_front(Job::Control(d));
                 self.p2p.queued_jobs += 1;
@@ -676,6 +708,7 @@ impl Engine {
                         total,
                         next: 0,
                         rreq: Some(rreq),
+                        shared: zero_copy::Share::Undecided,
                     },
                 );
                 true

@@ -100,6 +100,8 @@ pub struct Stats {
     pub rndv_sent: u64,
     /// Their payload bytes.
     pub rndv_bytes: u64,
+    /// Of `rndv_sent`, those whose data left from the send buffer (zero-copy over UDP).
+    pub rndv_zero_copy: u64,
     /// Collective calls this rank took part in (every algorithm, the board's included).
     pub coll_calls: u64,
     /// Bytes those calls moved from this rank's send buffers.
@@ -158,6 +160,7 @@ impl Stats {
             ("eager_bytes", self.eager_bytes),
             ("rndv_sent", self.rndv_sent),
             ("rndv_bytes", self.rndv_bytes),
+            ("rndv_zero_copy", self.rndv_zero_copy),
             ("coll_calls", self.coll_calls),
             ("coll_bytes", self.coll_bytes),
             ("wait_ns", self.wait_ns),

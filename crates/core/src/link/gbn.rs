@@ -15,7 +15,7 @@
 
 use super::{Link, LinkReport, Net, Saved};
 use crate::error::{Error, Result};
-use phalanx_proto::gbn::{Gbn, GbnEvent, Verdict};
+use phalanx_proto::gbn::{Gbn, GbnEvent, Tail, Verdict};
 use phalanx_wire::Packet;
 
 /// Bytes of datagrams a held link keeps before it sends them anyway: about what one
@@ -63,7 +63,7 @@ impl GbnLink {
         while self
             .proto
             .poll_transmit_run(now, phalanx_proto::gbn::RUN_MAX, |peer, run| {
-                net.send_run(peer, run)
+                net.send_run_parts(peer, run)
             })
         {
             did = true;
@@ -73,6 +73,31 @@ impl GbnLink {
             tracing::debug!(count = again, "retransmitted datagrams");
         }
         did
+    }
+}
+
+impl GbnLink {
+    /// [`Link::send`] to one peer of the datagram `head` followed by `tail`, whose bytes
+    /// stay in the sender's buffer until the datagram is acknowledged (zero-copy
+    /// rendezvous data); both come back when the window has no room.
+    pub(crate) fn send_tail(
+        &mut self,
+        net: &mut Net,
+        now: u64,
+        peer: u32,
+        head: Vec<u8>,
+        tail: Tail,
+    ) -> std::result::Result<(), (Vec<u8>, Tail)> {
+        if self.halted {
+            return Err((head, tail));
+        }
+        let len = head.len() + tail.bytes().len();
+        self.proto.send_tail(now, peer, head, tail)?;
+        self.queued += len;
+        if !self.held || self.queued >= HOLD_BYTES {
+            self.flush(net, now);
+        }
+        Ok(())
     }
 }
 

@@ -88,6 +88,17 @@ impl Transport for HostMedium {
         Ok(n)
     }
 
+    fn send_run_parts(&mut self, peer: Rank, run: &[[&[u8]; 2]]) -> std::io::Result<usize> {
+        if !self.ring_peer(peer) {
+            return self.udp.send_run_parts(peer, run);
+        }
+        let mut n = 0;
+        for [head, tail] in run {
+            n += usize::from(self.ring_send(peer, &[*head, *tail].concat())?);
+        }
+        Ok(n)
+    }
+
     fn send_multicast(&mut self, datagram: &[u8], targets: &[Rank]) -> std::io::Result<bool> {
         Ok(self.multi_send(datagram, targets)? == targets.len())
     }

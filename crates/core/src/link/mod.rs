@@ -201,6 +201,18 @@ impl Net {
         }
     }
 
+    /// [`send_run`](Self::send_run) of datagrams in pieces (a header and a payload left
+    /// in the sender's buffer), each sent as their concatenation.
+    pub(crate) fn send_run_parts(&mut self, peer: u32, run: &[[&[u8]; 2]]) {
+        let Some(t) = self.transport.as_mut() else {
+            return;
+        };
+        self.sent += run.len() as u64;
+        if let Err(e) = t.send_run_parts(peer, run) {
+            self.error(peer, &e);
+        }
+    }
+
     /// Sends each datagram of `run` to `peers` through the job's multicast group (one
     /// segmented send where it can), or fan-out.
     pub(crate) fn multicast_run(&mut self, peers: &[u32], run: &[&[u8]]) {

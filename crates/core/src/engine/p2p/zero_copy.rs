@@ -1,0 +1,197 @@
+//! Zero-copy rendezvous sends over go-back-n: datagrams that take their payload from the
+//! send buffer where it lies.
+//!
+//! Contract:
+//! * Rendezvous data to a peer on go-back-n (UDP) is cut as a header datagram and a
+//!   [`Tail`] into the send buffer, [`SharedBuf`]: the window keeps the reference, the
+//!   socket sends header and payload as two iovec pieces, and the MAC is computed over the
+//!   pieces. A retransmission reads the buffer again. (`PHALANX_ZERO_COPY=0` copies every
+//!   datagram instead, as eager data always is.)
+//! * Such a send is complete when every one of its datagrams is acknowledged, not when
+//!   the last one is cut: its last datagram asks for an ACK at once
+//!   ([`phalanx_wire::flags::ACK_REQUEST`]), and [`Pending`] sends are completed in
+//!   `pump_all` once the windows hold no reference to their buffer any more. Until then
+//!   the buffer is read, never written: MPI's rule that a send buffer is not modified
+//!   before the send completes is what makes this sound.
+//! * A request given up (`MPI_Request_free`, [`Engine::detach_request`]) is not
+//!   zero-copy: given up before its first cut (before the receiver's CTS, usually), it
+//!   copies every datagram; given up later, what the windows hold of its buffer is copied
+//!   into them and later fragments are copied as they are cut — the caller may reuse the
+//!   buffer as soon as the receiver has the message, before its ACKs arrive.
+//! * Only contiguous caller buffers ([`SendBuf::Raw`]) are shared; packed ones
+//!   ([`SendBuf::Owned`]) are copied as before.
+
+use std::sync::Arc;
+
+use phalanx_proto::gbn::{Shared, Tail};
+
+use super::super::requests::{RawStatus, Req, ReqId, SendBuf};
+use super::super::Engine;
+use super::Job;
+use crate::error::Result;
+
+/// A caller's contiguous send buffer as go-back-n's windows share it.
+struct UserBytes {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the bytes are only read, and the request they belong to does not complete (so
+// the caller may not free or change them) while a window holds them (module docs).
+unsafe impl Send for UserBytes {}
+// SAFETY: as above; concurrent reads of unchanging bytes are sound.
+unsafe impl Sync for UserBytes {}
+
+impl Shared for UserBytes {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr..ptr + len` is the caller's send buffer, valid and unchanged until
+        // the request completes, which waits for every reference to be dropped (module
+        // docs); `len` > 0 (rendezvous messages are longer than one datagram).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// A send buffer shared with the windows.
+#[derive(Clone)]
+pub(in crate::engine) struct SharedBuf(Arc<dyn Shared>);
+
+impl std::fmt::Debug for SharedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SharedBuf")
+            .field(&self.0.bytes().len())
+            .finish()
+    }
+}
+
+impl SharedBuf {
+    /// `buf` shared, if it is a caller's contiguous buffer.
+    pub(super) fn of(buf: &SendBuf) -> Option<SharedBuf> {
+        match *buf {
+            SendBuf::Raw(ptr, len) if len > 0 && !ptr.is_null() => {
+                Some(SharedBuf(Arc::new(UserBytes { ptr, len })))
+            }
+            _ => None,
+        }
+    }
+
+    /// `len` bytes at `off`, by reference.
+    pub(super) fn tail(&self, off: usize, len: usize) -> Option<Tail> {
+        Tail::new(self.0.clone(), off, len)
+    }
+
+    /// Whether no window holds a piece of the buffer any more.
+    fn released(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+}
+
+/// Whether a rendezvous job shares its buffer with the windows.
+#[derive(Debug, Default)]
+pub(in crate::engine) enum Share {
+    /// Not decided yet: decided at the first cut (by the medium and the buffer).
+    #[default]
+    Undecided,
+    /// Sharing.
+    Yes(SharedBuf),
+    /// Copying every datagram (eager data, packed buffers, other media, given up).
+    No,
+}
+
+impl Share {
+    /// Decides, at `buf`'s first cut, whether a job sends it by reference: true when it
+    /// now does.
+    pub(super) fn decide(&mut self, buf: &SendBuf, allowed: bool) -> bool {
+        if !matches!(self, Share::Undecided) {
+            return false;
+        }
+        *self = match SharedBuf::of(buf).filter(|_| allowed) {
+            Some(b) => Share::Yes(b),
+            None => Share::No,
+        };
+        matches!(self, Share::Yes(_))
+    }
+
+    /// `len` bytes at `off` by reference, when sharing.
+    pub(super) fn tail(&self, off: usize, len: usize) -> Option<Tail> {
+        match self {
+            Share::Yes(b) => b.tail(off, len),
+            _ => None,
+        }
+    }
+
+    /// The shared buffer, if any; the job copies from now on.
+    pub(super) fn take(&mut self) -> Option<SharedBuf> {
+        match std::mem::replace(self, Share::No) {
+            Share::Yes(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// A zero-copy send whose datagrams are all cut, until they are all acknowledged.
+#[derive(Debug)]
+pub(in crate::engine) struct Pending {
+    pub(super) req: ReqId,
+    pub(super) bytes: u64,
+    pub(super) buf: SharedBuf,
+}
+
+impl Engine {
+    /// Completes send `req` of `bytes` bytes.
+    pub(super) fn complete_send(&mut self, req: ReqId, bytes: u64) {
+        let tag = match self.reqs.get(req) {
+            Some(Req::Send(s)) => s.tag,
+            _ => 0,
+        };
+        self.reqs.complete(
+            req,
+            Ok(RawStatus {
+                source: self.rank,
+                tag,
+                bytes,
+                cancelled: false,
+            }),
+        );
+    }
+
+    /// Completes the pending zero-copy sends that the windows have let go of.
+    pub(super) fn complete_acked_sends(&mut self) -> bool {
+        let mut did = false;
+        let mut i = 0;
+        while i < self.p2p.acked_sends.len() {
+            if self.p2p.acked_sends[i].buf.released() {
+                let p = self.p2p.acked_sends.swap_remove(i);
+                self.complete_send(p.req, p.bytes);
+                did = true;
+            } else {
+                i += 1;
+            }
+        }
+        did
+    }
+
+    /// Gives up request `id`'s result (`MPI_Request_free`); it runs on to completion. A
+    /// zero-copy send stops sharing its buffer first (module docs).
+    pub fn detach_request(&mut self, id: ReqId) -> Result<()> {
+        let mut bufs = Vec::new();
+        if let Some(i) = self.p2p.acked_sends.iter().position(|p| p.req == id) {
+            let p = self.p2p.acked_sends.swap_remove(i);
+            bufs.push(p.buf);
+            self.complete_send(p.req, p.bytes);
+        }
+        for q in &mut self.p2p.jobs {
+            for job in q.iter_mut() {
+                if let Job::Frags { req, shared, .. } = job {
+                    if *req == id {
+                        // Later fragments are copies: the job never shares again.
+                        bufs.extend(shared.take());
+                    }
+                }
+            }
+        }
+        for b in &bufs {
+            self.links.gbn.proto.own_tails(&*b.0);
+        }
+        self.reqs.detach(id)
+    }
+}
