@@ -9,8 +9,15 @@
 //! * **Sending**: [`Gbn::send`] takes a complete datagram (header emitted by the caller
 //!   with [`Kind::GbnData`], any message-layer fields), assigns the next sequence number,
 //!   keeps it in the peer's send window (at most [`GbnConfig::window`] un-acked packets)
-//!   and queues it. [`Gbn::poll_transmit`] hands out the next datagram to put on the wire;
-//!   the `ack` field and the flags are re-stamped at that moment, so every data packet
+//!   and queues it. [`Gbn::send_tail`] does the same for a header datagram followed by a
+//!   [`Tail`]: payload bytes the window refers to where they lie (a [`Shared`] buffer,
+//!   such as a message's send buffer) instead of a copy; the entry holds the reference
+//!   until the datagram is acknowledged, so its owner knows the bytes are no longer read
+//!   when it holds the last reference, and [`Gbn::own_tails`] turns an owner's tails into
+//!   copies when it must give the bytes up earlier. [`Gbn::poll_transmit`] hands out the
+//!   next datagram to put on the wire (a tail's datagram as one copy);
+//!   [`Gbn::poll_transmit_run`] hands out runs of datagrams as their pieces; the `ack`
+//!   field and the flags are re-stamped at that moment, so every data packet
 //!   piggy-backs the latest cumulative ACK for its peer.
 //! * **Receiving**: the caller validates a datagram with `Packet::new_checked`, checks the
 //!   job key, then calls [`Gbn::handle_packet`], which processes the ACK field and
@@ -66,7 +73,8 @@
 //! * **Robustness**: nothing panics on network input. A packet from `src >= peers`, a data
 //!   packet without `SEQ_VALID`, a pure ACK without `ACK_VALID` or an ACK for a sequence
 //!   number never transmitted is [`Verdict::Invalid`] and changes no state.
-//! * **Bounds**: memory is the send windows plus one header-sized ACK buffer per peer;
+//! * **Bounds**: memory is the send windows (tails by reference) plus one header-sized
+//!   ACK buffer per peer;
 //!   the transmit queue is implicit (window cursors plus one ACK per peer).
 //!   Timers (retransmission and delayed ACK, at most two per peer) live in the shared
 //!   [`TimerTable`]: [`Gbn::poll_timeout`] is O(1), and [`Gbn::handle_timeout`] fires

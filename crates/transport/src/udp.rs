@@ -31,6 +31,10 @@
 //!   (a stranger's, a forged one, a damaged one) is dropped and counted in `bad_mac`,
 //!   and `max_datagram` shrinks by the trailer. A sealed datagram is one `sendmsg` (or
 //!   `sendmmsg` entry) of two pieces, the datagram and its trailer: no copy.
+//! * [`Transport::send_run_parts`] takes datagrams in two pieces ([`crate::Parts`]: a
+//!   header and a payload left in the sender's buffer) and sends each piece where it
+//!   lies, one iovec each (empty ones skipped), sealed in pieces
+//!   ([`crate::mac::Seal::trailer_parts`]); on the wire it is their concatenation.
 //! * [`Transport::send_run`] (a run of datagrams to one peer) sends consecutive
 //!   equal-size datagrams in one segmented `sendmsg` once
 //!   [`UdpTransport::set_segmentation`] is on, and `recv_batch` cuts a coalesced receive

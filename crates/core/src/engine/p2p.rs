@@ -7,7 +7,9 @@
 //! and the data (`RndvData`, addressed to the receiver's request) follows the receiver's
 //! `Cts`. Each peer has one FIFO of send jobs whose fragments are cut from the user's
 //! buffer only when the go-back-n window has room, so a job's fragments are contiguous in
-//! the stream and a message's buffer is read once. Unexpected eager data is held up to
+//! the stream and a message's buffer is read once (rendezvous data over go-back-n is not
+//! copied at all: the datagrams refer to the buffer and the send completes on their
+//! acknowledgement, [`zero_copy`]). Unexpected eager data is held up to
 //! the configured limit; beyond it packets are refused (not acknowledged) and the sender
 //! retransmits later — flow control without extra messages.
 

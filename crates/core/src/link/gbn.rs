@@ -9,6 +9,9 @@
 //! Incoming datagrams reach [`GbnLink::input`] from the engine's demultiplexer; the
 //! message layer confirms each delivered one with [`GbnLink::accept`] (a refused one is
 //! not acknowledged, and the sender retransmits it later: flow control).
+//! [`GbnLink::send_tail`] takes a datagram whose payload stays in the sender's buffer (a
+//! [`Tail`], zero-copy rendezvous data): the window keeps the reference until the
+//! datagram is acknowledged, and the socket sends header and payload as two pieces.
 //! Between `hold` and `release` (the message layer cutting fragments) datagrams shorter
 //! than [`HOLD_BYTES`] are kept until a run of about that many bytes is ready, which
 //! leaves in one segmented send; everything owed goes out as runs per peer.
