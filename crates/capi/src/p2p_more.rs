@@ -371,13 +371,34 @@ export!(MPI_Request_free, PMPI_Request_free, (request: *mut Handle) -> c_int {
                 e => Some(e),
             };
             if let Some(e @ ReqEntry::Live { .. }) = e {
-                // Completes on its own; MPI_Finalize waits for it.
+                // Completes on its own; MPI_Finalize waits for it. Its buffer may be
+                // reused once the receiver has the message: no window reads it after.
+                unshare(&e);
                 state::with(|s| s.freed.push(e));
             }
             out(request, REQUEST_NULL as Handle)
         }
     })
 });
+
+/// A freed request's sends stop sharing their buffers with the go-back-n windows
+/// (zero-copy rendezvous, `engine/p2p/zero_copy.rs`).
+fn unshare(e: &ReqEntry) {
+    if let ReqEntry::Live { req, .. } = e {
+        match req {
+            LiveReq::Bytes(r) => {
+                if let Some(id) = r.c_engine_id() {
+                    phalanx::capi_support::unshare(id);
+                }
+            }
+            LiveReq::Pair(pair, _) => {
+                unshare(&pair.0);
+                unshare(&pair.1);
+            }
+            LiveReq::Barrier(_) | LiveReq::Coll(_) => {}
+        }
+    }
+}
 
 export!(MPI_Cancel, PMPI_Cancel, (request: *mut Handle) -> c_int {
     guard("MPI_Cancel", WORLD, || {

@@ -243,6 +243,17 @@ pub fn cancel(id: ReqId) -> Result<bool> {
     with_engine(|e| e.cancel(id))
 }
 
+/// Request `id`, which the C layer gives up while it runs (a freed persistent or
+/// staged send), stops reading its buffer after the receiver has it (a zero-copy send
+/// copies what is in flight; nothing changes for other requests).
+pub fn unshare(id: ReqId) {
+    with_engine(|e| {
+        e.unshare_send(id);
+        Ok(())
+    })
+    .ok();
+}
+
 /// Gives up request `id`'s result (`MPI_Request_free`); it runs on to completion.
 pub fn detach(id: ReqId) -> Result<()> {
     with_engine(|e| e.detach_request(id))

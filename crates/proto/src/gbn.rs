@@ -492,14 +492,20 @@ impl Gbn {
     /// acknowledged). Returns how many entries were changed.
     pub fn own_tails(&mut self, src: &dyn Shared) -> usize {
         let want = src as *const dyn Shared as *const ();
+        self.own_tails_where(|t| Arc::as_ptr(&t.src) as *const () == want)
+    }
+
+    /// [`own_tails`](Self::own_tails) of every buffer: no window refers to anything
+    /// afterwards (after an error, when owners may give up any buffer).
+    pub fn own_all_tails(&mut self) -> usize {
+        self.own_tails_where(|_| true)
+    }
+
+    fn own_tails_where(&mut self, pick: impl Fn(&Tail) -> bool) -> usize {
         let mut n = 0;
         for p in &mut self.peers {
             for e in &mut p.win {
-                let ours = e
-                    .tail
-                    .as_ref()
-                    .is_some_and(|t| Arc::as_ptr(&t.src) as *const () == want);
-                if ours {
+                if e.tail.as_ref().is_some_and(&pick) {
                     if let Some(t) = e.tail.take() {
                         e.buf.extend_from_slice(t.bytes());
                         n += 1;

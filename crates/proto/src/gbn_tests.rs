@@ -22,7 +22,6 @@ fn drain(g: &mut Gbn, now: u64) -> Vec<(u32, Vec<u8>)> {
     v
 }
 
-/// Feeds one datagram; accepts it if deliverable.
 /// Bytes a window may refer to.
 struct Bytes(Vec<u8>);
 
@@ -32,6 +31,7 @@ impl Shared for Bytes {
     }
 }
 
+/// Feeds one datagram; accepts it if deliverable.
 fn feed(g: &mut Gbn, now: u64, d: &[u8]) -> Verdict {
     let p = Packet::new_checked(d).expect("valid datagram");
     let v = g.handle_packet(now, &p);

@@ -30,7 +30,8 @@
 //!   MAC and opens every one received ([`crate::mac`]): a datagram whose tag is wrong
 //!   (a stranger's, a forged one, a damaged one) is dropped and counted in `bad_mac`,
 //!   and `max_datagram` shrinks by the trailer. A sealed datagram is one `sendmsg` (or
-//!   `sendmmsg` entry) of two pieces, the datagram and its trailer: no copy.
+//!   `sendmmsg` entry) of its pieces (the datagram, or a header and a payload, then the
+//!   trailer): no copy.
 //! * [`Transport::send_run_parts`] takes datagrams in two pieces ([`crate::Parts`]: a
 //!   header and a payload left in the sender's buffer) and sends each piece where it
 //!   lies, one iovec each (empty ones skipped), sealed in pieces
@@ -539,13 +540,13 @@ impl UdpTransport {
         let fd = self.sock.as_raw_fd();
         let [head, tail] = datagram.pieces();
         let trailer = self.seal.as_mut().map(|s| s.trailer_parts(&[head, tail]));
-        let sendto = |fd, addr: &libc::sockaddr_in, _: &D| match &trailer {
+        let send_once = |fd, addr: &libc::sockaddr_in| match &trailer {
             None if tail.is_empty() => sendto(fd, addr, head),
             None => sendmsg(fd, addr, &[head, tail]),
             Some(t) => sendmsg(fd, addr, &[head, tail, t]),
         };
         self.stats.send_calls += 1;
-        let mut err = match sendto(fd, addr, datagram) {
+        let mut err = match send_once(fd, addr) {
             Ok(()) => {
                 self.stats.sent += 1;
                 return Ok(true);
@@ -559,7 +560,7 @@ impl UdpTransport {
             }
             wait_writable(fd);
             self.stats.send_calls += 1;
-            match sendto(fd, addr, datagram) {
+            match send_once(fd, addr) {
                 Ok(()) => {
                     self.stats.sent += 1;
                     return Ok(true);

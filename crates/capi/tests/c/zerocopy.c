@@ -38,6 +38,9 @@ int main(int argc, char **argv) {
     int news = size - 1;              /* who tells rank 0 that rank 1 has the message */
     int tell = size == 3 ? 2 : 0;     /* whom rank 1 tells */
     unsigned char *buf = malloc(LEN), *other = malloc(LEN);
+    MPI_Datatype kb;
+    OK(MPI_Type_contiguous(1024, MPI_BYTE, &kb));
+    OK(MPI_Type_commit(&kb));
     CHECK(buf && other);
     int ack = 0;
     for (int round = 0; round < rounds; round++) {
@@ -80,22 +83,30 @@ int main(int argc, char **argv) {
         }
         /* 3. Freed requests: the buffer is unmapped as soon as the receiver says it has
          * the message, without waiting for anything else. The first is freed at once
-         * (before the receiver's clear-to-send), the second after its datagrams have
-         * left (the receiver's clear-to-send has come: its data is in the window). */
-        for (int late = 0; late < 2; late++) {
-            int tag = 4 + 2 * late, reply = 5 + 2 * late;
+         * (before the receiver's clear-to-send); the others after their datagrams have
+         * left (the receiver's clear-to-send has come: the data is in the window): a
+         * plain send, an active persistent send, a send of a derived (contiguous) type. */
+        for (int how = 0; how < 4; how++) {
+            int late = how > 0, tag = 4 + 2 * how, reply = 5 + 2 * how;
             if (rank == 0) {
                 unsigned char *m = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 CHECK(m != MAP_FAILED);
-                for (size_t i = 0; i < LEN; i++) m[i] = fill(round + 100 + late, i);
+                for (size_t i = 0; i < LEN; i++) m[i] = fill(round + 100 + how, i);
                 MPI_Request r;
-                OK(MPI_Isend(m, LEN, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &r));
+                if (how == 2) {
+                    OK(MPI_Send_init(m, LEN, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &r));
+                    OK(MPI_Start(&r));
+                } else if (how == 3) {
+                    OK(MPI_Isend(m, LEN / 1024, kb, 1, tag, MPI_COMM_WORLD, &r));
+                } else {
+                    OK(MPI_Isend(m, LEN, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &r));
+                }
                 if (late) {
                     /* Rank 1 sends a note once its receive is posted. */
                     int posted = 0, flag = 0;
                     MPI_Request p;
-                    OK(MPI_Irecv(&posted, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, &p));
+                    OK(MPI_Irecv(&posted, 1, MPI_INT, 1, 99, MPI_COMM_WORLD, &p));
                     while (!flag) OK(MPI_Test(&p, &flag, MPI_STATUS_IGNORE));
                     for (int i = 0; i < 100 && !flag; i++) {
                         OK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
@@ -116,9 +127,9 @@ int main(int argc, char **argv) {
                  * with the receive and before the note (one ordered stream to rank 0). */
                 if (late) OK(MPI_Probe(0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
                 OK(MPI_Irecv(buf, LEN, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &q));
-                if (late) OK(MPI_Send(&round, 1, MPI_INT, 0, 9, MPI_COMM_WORLD));
+                if (late) OK(MPI_Send(&round, 1, MPI_INT, 0, 99, MPI_COMM_WORLD));
                 OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
-                expect(buf, LEN, round + 100 + late);
+                expect(buf, LEN, round + 100 + how);
                 ack = round;
                 OK(MPI_Send(&ack, 1, MPI_INT, tell, reply, MPI_COMM_WORLD));
             } else {
@@ -128,6 +139,7 @@ int main(int argc, char **argv) {
         }
     }
     OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Type_free(&kb));
     free(buf);
     free(other);
     if (rank == 0) printf("zerocopy ok\n");

@@ -663,8 +663,20 @@ impl Engine {
         self.peer_addrs.get(rank as usize).copied()
     }
 
-    /// One round of progress. Returns whether anything happened.
+    /// One round of progress. Returns whether anything happened. After an error no send
+    /// shares its buffer with the windows any more (`p2p/zero_copy.rs`: the caller may
+    /// give up its buffers once it sees the error).
     pub fn progress(&mut self) -> Result<bool> {
+        let r = self.progress_round();
+        if r.is_err() {
+            self.unshare_all();
+        }
+        r
+    }
+
+    /// [`progress`](Self::progress)'s round.
+    #[inline(always)]
+    fn progress_round(&mut self) -> Result<bool> {
         // Fast path when every peer is on shared memory and no network protocol has
         // anything in flight: the rings and the local queue only. Every 256th round (and
         // after a sleep) is a full round, so sockets and timers are never starved.

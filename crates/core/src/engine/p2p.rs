@@ -186,7 +186,8 @@ impl P2p {
         }
     }
 
-    /// No queued outgoing work.
+    /// No queued outgoing work (zero-copy sends waiting for acknowledgements may still
+    /// run: what they wait for is go-back-n's `all_acked`).
     pub(super) fn idle(&self) -> bool {
         self.queued_jobs == 0
     }
@@ -498,7 +499,8 @@ impl Engine {
                     shared,
                 } => {
                     let Some(Req::Send(s)) = self.reqs.get(*req) else {
-                        // The request vanished (cannot happen: sends complete only here).
+                        // The request vanished (cannot happen: a send completes only once its
+                        // job is done).
                         self.p2p.jobs[peer as usize].pop_front();
                         self.p2p.queued_jobs -= 1;
                         continue;
@@ -564,6 +566,7 @@ impl Engine {
             }
             let refused = match tail {
                 Some(tail) => {
+                    debug_assert_eq!(medium, Medium::Gbn, "tails go over go-back-n only");
                     let l = &mut self.links;
                     l.gbn
                         .send_tail(&mut l.net, now, peer, dgram, tail)

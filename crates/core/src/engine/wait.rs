@@ -258,6 +258,10 @@ impl Engine {
         // clock before the wait may be stale by the program's computation) to its last.
         let mut start = 0;
         let r = self.wait_rounds(done, &mut start);
+        if r.is_err() {
+            // The caller may give up its buffers once it sees the error.
+            self.unshare_all();
+        }
         if start != 0 {
             self.stats.wait_ns += self.last_now.saturating_sub(start);
         }

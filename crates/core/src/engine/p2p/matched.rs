@@ -176,7 +176,7 @@ impl Engine {
             self.complete_cancelled_send(id, tag);
             return true;
         }
-        if jobs.iter().any(mine) {
+        if jobs.iter().any(mine) || self.awaiting_acks(id) {
             return false; // its data is on its way
         }
         // A request-to-send out (or queued: the cancel follows it), nothing matched yet

@@ -18,7 +18,11 @@
 //!   copies every datagram; given up later, what the windows hold of its buffer is copied
 //!   into them and later fragments are copied as they are cut — the caller may reuse the
 //!   buffer as soon as the receiver has the message, before its ACKs arrive.
-//! * Only contiguous caller buffers ([`SendBuf::Raw`]) are shared; packed ones
+//! * After an error is reported to the caller (a failed progress round or wait), every
+//!   send stops sharing ([`Engine::unshare_all`]): the caller may give up any buffer
+//!   then.
+//! * Only contiguous buffers the request points at ([`SendBuf::Raw`]: the caller's, or a
+//!   staged copy the C layer keeps until completion) are shared; packed ones
 //!   ([`SendBuf::Owned`]) are copied as before.
 
 use std::sync::Arc;
@@ -46,7 +50,7 @@ impl Shared for UserBytes {
     fn bytes(&self) -> &[u8] {
         // SAFETY: `ptr..ptr + len` is the caller's send buffer, valid and unchanged until
         // the request completes, which waits for every reference to be dropped (module
-        // docs); `len` > 0 (rendezvous messages are longer than one datagram).
+        // docs); `ptr` is not null and `len` > 0 ([`SharedBuf::of`]).
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
@@ -171,8 +175,17 @@ impl Engine {
     }
 
     /// Gives up request `id`'s result (`MPI_Request_free`); it runs on to completion. A
-    /// zero-copy send stops sharing its buffer first (module docs).
+    /// zero-copy send stops sharing its buffer first ([`unshare_send`](Self::unshare_send)).
     pub fn detach_request(&mut self, id: ReqId) -> Result<()> {
+        self.unshare_send(id);
+        self.reqs.detach(id)
+    }
+
+    /// Send `id` stops sharing its buffer with the windows (module docs): what they hold
+    /// of it becomes copies, later fragments are copied as they are cut, and a send
+    /// waiting only for acknowledgements completes. For a request the caller gives up
+    /// while it runs; anything else is left alone.
+    pub fn unshare_send(&mut self, id: ReqId) {
         let mut bufs = Vec::new();
         if let Some(i) = self.p2p.acked_sends.iter().position(|p| p.req == id) {
             let p = self.p2p.acked_sends.swap_remove(i);
@@ -184,7 +197,9 @@ impl Engine {
                 if let Job::Frags { req, shared, .. } = job {
                     if *req == id {
                         // Later fragments are copies: the job never shares again.
-                        bufs.extend(shared.take());
+                        if let Some(b) = shared.take() {
+                            bufs.push(b);
+                        }
                     }
                 }
             }
@@ -192,6 +207,31 @@ impl Engine {
         for b in &bufs {
             self.links.gbn.proto.own_tails(&*b.0);
         }
-        self.reqs.detach(id)
+    }
+
+    /// Every send stops sharing its buffer (after an error is reported: the caller may
+    /// then give up any buffer). The sends waiting only for acknowledgements complete
+    /// at the next round, as they did before zero-copy once their data was cut.
+    pub(in crate::engine) fn unshare_all(&mut self) {
+        if self.p2p.queued_jobs == 0
+            && self.p2p.acked_sends.is_empty()
+            && self.links.gbn.proto.all_acked()
+        {
+            return;
+        }
+        for q in &mut self.p2p.jobs {
+            for job in q.iter_mut() {
+                if let Job::Frags { shared, .. } = job {
+                    shared.take();
+                }
+            }
+        }
+        self.links.gbn.proto.own_all_tails();
+    }
+
+    /// Whether send `id` has every datagram cut and waits only for acknowledgements
+    /// (too late to cancel).
+    pub(in crate::engine) fn awaiting_acks(&self, id: ReqId) -> bool {
+        self.p2p.acked_sends.iter().any(|p| p.req == id)
     }
 }
