@@ -436,7 +436,7 @@ impl Engine {
     /// Moves fragments of every peer's jobs into the windows, and completes the zero-copy
     /// sends whose datagrams are all acknowledged.
     pub(super) fn pump_all(&mut self, now: u64) -> bool {
-        let mut did = !self.p2p.acked_sends.is_empty() && self.complete_acked_sends();
+        let mut did = !self.p2p.acked_sends.is_empty() && self.complete_acked_sends(now);
         if self.p2p.queued_jobs == 0 {
             return did;
         }
@@ -560,6 +560,7 @@ impl Engine {
                     req,
                     bytes: total,
                     buf,
+                    since: now,
                 }),
                 Some((req, total, None)) => self.complete_send(req, total),
                 None => {}

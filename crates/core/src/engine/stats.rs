@@ -102,6 +102,9 @@ pub struct Stats {
     pub rndv_bytes: u64,
     /// Of `rndv_sent`, those whose data left from the send buffer (zero-copy over UDP).
     pub rndv_zero_copy: u64,
+    /// Of those, sends whose ACKs took longer than the zero-copy wait (their unacknowledged
+    /// datagrams were copied and the send completed).
+    pub rndv_ack_waits_expired: u64,
     /// Collective calls this rank took part in (every algorithm, the board's included).
     pub coll_calls: u64,
     /// Bytes those calls moved from this rank's send buffers.
@@ -161,6 +164,7 @@ impl Stats {
             ("rndv_sent", self.rndv_sent),
             ("rndv_bytes", self.rndv_bytes),
             ("rndv_zero_copy", self.rndv_zero_copy),
+            ("rndv_ack_waits_expired", self.rndv_ack_waits_expired),
             ("coll_calls", self.coll_calls),
             ("coll_bytes", self.coll_bytes),
             ("wait_ns", self.wait_ns),

@@ -10,7 +10,9 @@
 //! * Such a send is complete when every one of its datagrams is acknowledged, not when
 //!   the last one is cut: its last datagram asks for an ACK at once
 //!   ([`phalanx_wire::flags::ACK_REQUEST`]), and [`Pending`] sends are completed in
-//!   `pump_all` once the windows hold no reference to their buffer any more. Until then
+//!   `pump_all` once the windows hold no reference to their buffer any more — or after
+//!   [`ACK_WAIT_NS`] without all the ACKs, when the windows take copies of what is
+//!   still unacknowledged (counted in `rndv_ack_waits_expired`). Until then
 //!   the buffer is read, never written: MPI's rule that a send buffer is not modified
 //!   before the send completes is what makes this sound.
 //! * A request given up (`MPI_Request_free`, [`Engine::detach_request`]) is not
@@ -138,7 +140,15 @@ pub(in crate::engine) struct Pending {
     pub(super) req: ReqId,
     pub(super) bytes: u64,
     pub(super) buf: SharedBuf,
+    /// When its last datagram was cut (ns, the engine's clock).
+    pub(super) since: u64,
 }
+
+/// Longest a send waits for the acknowledgement of its cut datagrams before the windows
+/// take copies of what is still unacknowledged and it completes (ns): several
+/// retransmission timeouts (0.3–1 ms), so a lost ACK, a descheduled receiver or one
+/// that has finished and left costs a send at most this, as a copy at the cut used to.
+const ACK_WAIT_NS: u64 = 2_000_000;
 
 impl Engine {
     /// Completes send `req` of `bytes` bytes.
@@ -158,11 +168,17 @@ impl Engine {
         );
     }
 
-    /// Completes the pending zero-copy sends that the windows have let go of.
-    pub(super) fn complete_acked_sends(&mut self) -> bool {
+    /// Completes the pending zero-copy sends that the windows have let go of, and those
+    /// that waited [`ACK_WAIT_NS`] (their unacknowledged datagrams become copies).
+    pub(super) fn complete_acked_sends(&mut self, now: u64) -> bool {
         let mut did = false;
         let mut i = 0;
         while i < self.p2p.acked_sends.len() {
+            let p = &self.p2p.acked_sends[i];
+            if !p.buf.released() && now.saturating_sub(p.since) >= ACK_WAIT_NS {
+                self.stats.rndv_ack_waits_expired += 1;
+                self.links.gbn.proto.own_tails(&*p.buf.0);
+            }
             if self.p2p.acked_sends[i].buf.released() {
                 let p = self.p2p.acked_sends.swap_remove(i);
                 self.complete_send(p.req, p.bytes);
