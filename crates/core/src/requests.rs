@@ -122,6 +122,9 @@ pub struct SendReq {
     pub(crate) peer: u32,
     pub(crate) tag: i32,
     pub(crate) buf: SendBuf,
+    /// Its data is copied into every datagram, never sent from `buf` where it lies (the
+    /// request was given up while running: `engine/p2p/zero_copy.rs`).
+    pub(crate) copy: bool,
 }
 
 /// A receive in flight.
@@ -255,15 +258,6 @@ impl Requests {
                 Ok(())
             }
         }
-    }
-
-    /// Whether running request `id` was given up ([`detach`](Self::detach)).
-    pub fn is_detached(&self, id: ReqId) -> bool {
-        self.get(id).is_some()
-            && self
-                .slots
-                .get((id & 0xffff_ffff) as usize)
-                .is_some_and(|s| s.detached)
     }
 
     /// Whether `id` is finished (true also for unknown ids, which wait cannot help).

@@ -9,7 +9,8 @@
 //! buffer only when the go-back-n window has room, so a job's fragments are contiguous in
 //! the stream and a message's buffer is read once (rendezvous data over go-back-n is not
 //! copied at all: the datagrams refer to the buffer and the send completes on their
-//! acknowledgement, [`zero_copy`]). Unexpected eager data is held up to
+//! acknowledgement or after a bounded wait, [`zero_copy`]). Unexpected eager data is
+//! held up to
 //! the configured limit; beyond it packets are refused (not acknowledged) and the sender
 //! retransmits later — flow control without extra messages.
 
@@ -125,7 +126,8 @@ pub(super) struct P2p {
     probe_wants: Vec<(Option<u32>, Option<i32>, u32)>,
     /// Buffered-mode sends: the attached capacity and what is in flight ([`bsend`]).
     bsend: bsend::Bsend,
-    /// Zero-copy sends whose every datagram is cut, waiting for acknowledgement.
+    /// Zero-copy sends whose every datagram is cut, waiting for acknowledgement (at most
+    /// [`zero_copy`]'s 2 ms).
     acked_sends: Vec<zero_copy::Pending>,
 }
 
@@ -358,6 +360,7 @@ impl Engine {
             peer: dest,
             tag,
             buf,
+            copy: false,
         }))?;
         let job = if eager {
             Job::Frags {
@@ -434,7 +437,7 @@ impl Engine {
     }
 
     /// Moves fragments of every peer's jobs into the windows, and completes the zero-copy
-    /// sends whose datagrams are all acknowledged.
+    /// sends whose datagrams are all acknowledged (or that waited long enough).
     pub(super) fn pump_all(&mut self, now: u64) -> bool {
         let mut did = !self.p2p.acked_sends.is_empty() && self.complete_acked_sends(now);
         if self.p2p.queued_jobs == 0 {
@@ -520,7 +523,7 @@ impl Engine {
                     // completes on it).
                     // A request already given up copies (its buffer may be reused as soon
                     // as the receiver has the message).
-                    let allowed = zero_copy && !self.reqs.is_detached(*req);
+                    let allowed = zero_copy && !s.copy;
                     if shared.decide(&s.buf, allowed) {
                         self.stats.rndv_zero_copy += 1;
                     }
@@ -541,7 +544,8 @@ impl Engine {
                         d.extend_from_slice(s.buf.slice(*next as usize, n));
                     }
                     *next += n as u64;
-                    // A zero-copy send completes when its datagrams are acknowledged.
+                    // A zero-copy send completes when its datagrams are acknowledged (or
+                    // after a bounded wait, [`zero_copy`]).
                     let waits = if last { shared.take() } else { None };
                     (d, tail, last.then_some((*req, *total, waits)))
                 }

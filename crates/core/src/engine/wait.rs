@@ -246,7 +246,12 @@ impl Engine {
 
     /// An error that ends any wait: a collective's (mismatch) or a link's.
     pub(crate) fn take_wait_error(&mut self) -> Option<Error> {
-        self.coll.take_error().or_else(|| self.link_error.take())
+        let e = self.coll.take_error().or_else(|| self.link_error.take());
+        if e.is_some() {
+            // The caller may give up its buffers once it sees the error.
+            self.unshare_all();
+        }
+        e
     }
 
     // Inlined into the receive paths (a call and a dynamic `done` there cost a small

@@ -15,14 +15,17 @@
 //!   still unacknowledged (counted in `rndv_ack_waits_expired`). Until then
 //!   the buffer is read, never written: MPI's rule that a send buffer is not modified
 //!   before the send completes is what makes this sound.
-//! * A request given up (`MPI_Request_free`, [`Engine::detach_request`]) is not
-//!   zero-copy: given up before its first cut (before the receiver's CTS, usually), it
-//!   copies every datagram; given up later, what the windows hold of its buffer is copied
-//!   into them and later fragments are copied as they are cut — the caller may reuse the
-//!   buffer as soon as the receiver has the message, before its ACKs arrive.
+//! * A request given up (`MPI_Request_free`: [`Engine::detach_request`], or
+//!   [`Engine::unshare_send`] for the C layer's requests it keeps waiting for) is not
+//!   zero-copy from then on (`SendReq::copy`): given up before its first cut (before the
+//!   receiver's CTS, usually), it copies every datagram; given up later, what the windows
+//!   hold of its buffer is copied into them and later fragments are copied as they are
+//!   cut — the caller may reuse the buffer as soon as the receiver has the message,
+//!   before its ACKs arrive.
 //! * After an error is reported to the caller (a failed progress round or wait), every
-//!   send stops sharing ([`Engine::unshare_all`]): the caller may give up any buffer
-//!   then.
+//!   send in flight stops sharing ([`Engine::unshare_all`]): the caller may give up any
+//!   buffer then. (A send whose receiver clears it to send after that shares again, as
+//!   it would have read the buffer at its cut without zero-copy.)
 //! * Only contiguous buffers the request points at ([`SendBuf::Raw`]: the caller's, or a
 //!   staged copy the C layer keeps until completion) are shared; packed ones
 //!   ([`SendBuf::Owned`]) are copied as before.
@@ -202,6 +205,10 @@ impl Engine {
     /// waiting only for acknowledgements completes. For a request the caller gives up
     /// while it runs; anything else is left alone.
     pub fn unshare_send(&mut self, id: ReqId) {
+        // Never shares from now on, even if its first cut is still to come.
+        if let Some(Req::Send(s)) = self.reqs.get_mut(id) {
+            s.copy = true;
+        }
         let mut bufs = Vec::new();
         if let Some(i) = self.p2p.acked_sends.iter().position(|p| p.req == id) {
             let p = self.p2p.acked_sends.swap_remove(i);
@@ -228,6 +235,7 @@ impl Engine {
     /// Every send stops sharing its buffer (after an error is reported: the caller may
     /// then give up any buffer). The sends waiting only for acknowledgements complete
     /// at the next round, as they did before zero-copy once their data was cut.
+    #[cold]
     pub(in crate::engine) fn unshare_all(&mut self) {
         if self.p2p.queued_jobs == 0
             && self.p2p.acked_sends.is_empty()
