@@ -170,6 +170,14 @@ fn blocking_receives_keep_order_kinds_and_statuses() {
     }
 }
 
+/// The values of the `PHALANX_STATS` counter `key` (`" name="` or `"name="`) on each
+/// line of `err` that has it.
+fn stats<'a>(err: &'a str, key: &'a str) -> impl Iterator<Item = u64> + 'a {
+    err.lines()
+        .filter_map(move |l| l.split(key).nth(1))
+        .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+}
+
 /// Zero-copy rendezvous over UDP (`engine/p2p/zero_copy.rs`): right data, sends that
 /// complete with their buffers reusable, and a freed request's buffer unmapped while
 /// loss keeps its datagrams in the window — with and without injected faults, and with
@@ -205,16 +213,13 @@ fn zero_copy_rendezvous_over_udp_reads_the_buffer_only_while_it_may() {
             show(&o)
         );
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        let stat = |name: &str| -> u64 {
-            err.lines()
-                .filter_map(|l| l.split(&format!(" {name}=")).nth(1))
-                .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-                .sum()
-        };
-        // Rank 0 sends 12 rendezvous messages a round, 4 rounds; all zero-copy but the
-        // three freed before their clear-to-send.
-        let want = if zero_copy == "1" { 36 } else { 0 };
-        assert_eq!(stat("rndv_zero_copy"), want, "{what}: {err}");
+        let stat = |name: &str| -> u64 { stats(&err, &format!(" {name}=")).sum() };
+        // Rank 0 sends 12 rendezvous messages a round, 4 rounds: 9 a round zero-copy,
+        // the three freed at once too if the receiver's clear-to-send came before the
+        // free (the start of a persistent or derived-type send may make progress).
+        let zc = stat("rndv_zero_copy");
+        let want = if zero_copy == "1" { 36..=48 } else { 0..=0 };
+        assert!(want.contains(&zc), "{what}: {zc} zero-copy sends\n{err}");
         assert!(!err.contains("warning"), "{what}: {err}");
         if !faults.is_empty() {
             assert!(stat("retransmits") > 0, "{what}: {err}");
@@ -244,9 +249,7 @@ fn careful_flood_is_held_then_copied_out_within_the_limit() {
         // Rank 1's counters: frames held at arrival, and how many were copied out.
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         let stat = |name: &str| -> u64 {
-            err.lines()
-                .filter_map(|l| l.split(&format!("{name}=")).nth(1))
-                .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            stats(&err, &format!("{name}="))
                 .max()
                 .unwrap_or_else(|| panic!("no {name} in {err}"))
         };
