@@ -8,8 +8,8 @@
 //!   [`GbnConfig::initial_seq`] (all ranks of a job must use the same value).
 //! * **Sending**: [`Gbn::send`] takes a complete datagram (header emitted by the caller
 //!   with [`Kind::GbnData`], any message-layer fields), assigns the next sequence number,
-//!   keeps it in the peer's send window (at most [`GbnConfig::window`] un-acked packets)
-//!   and queues it. [`Gbn::send_tail`] does the same for a header datagram followed by a
+//!   keeps it in the peer's send window (at most [`GbnConfig::window`] un-acked packets,
+//!   and no new one once [`GbnConfig::window_bytes`] are out) and queues it. [`Gbn::send_tail`] does the same for a header datagram followed by a
 //!   [`Tail`]: payload bytes the window refers to where they lie (a [`Shared`] buffer,
 //!   such as a message's send buffer) instead of a copy; the entry holds the reference
 //!   until the datagram is acknowledged, so its owner knows the bytes are no longer read
@@ -28,7 +28,7 @@
 //!   will be retransmitted by its sender.
 //! * **Acknowledgements** are cumulative ("last in-order sequence number received") and
 //!   lazy: piggy-backed on data, or a pure [`Kind::GbnAck`] datagram after
-//!   [`GbnConfig::ack_threshold`] un-acked packets, after [`GbnConfig::ack_delay_ns`], at
+//!   [`GbnConfig::ack_threshold`] un-acked packets or [`GbnConfig::ack_bytes`] bytes, after [`GbnConfig::ack_delay_ns`], at
 //!   once in [`GbnConfig::eager_ack`] mode, at once for a packet carrying
 //!   [`flags::ACK_REQUEST`], and on [`Gbn::flush_acks`] (Finalize). An out-of-order or
 //!   duplicate packet triggers an immediate *duplicate ACK* (a pure ACK of the last
@@ -93,12 +93,18 @@ use crate::timers::TimerTable;
 pub struct GbnConfig {
     /// Maximum un-acked data packets in flight per peer.
     pub window: u32,
+    /// Maximum un-acked bytes (whole datagrams, tails included) in flight per peer: a
+    /// datagram is queued only while fewer are out (so one may cross the bound), and one
+    /// always when nothing is.
+    pub window_bytes: usize,
     /// Initial retransmission timeout (ns).
     pub rto_initial_ns: u64,
     /// Clamp of the exponential back-off (ns).
     pub rto_max_ns: u64,
     /// A pure ACK is sent after this many un-acked in-order packets.
     pub ack_threshold: u32,
+    /// A pure ACK is sent after this many un-acked in-order bytes (whole datagrams).
+    pub ack_bytes: usize,
     /// A pure ACK is sent when un-acked received data is older than this (ns).
     pub ack_delay_ns: u64,
     /// Acknowledge every data packet at once.
@@ -118,9 +124,11 @@ impl Default for GbnConfig {
     fn default() -> Self {
         GbnConfig {
             window: 128,
+            window_bytes: usize::MAX,
             rto_initial_ns: 4_000_000,
             rto_max_ns: 100_000_000,
             ack_threshold: 16,
+            ack_bytes: usize::MAX,
             ack_delay_ns: 1_000_000,
             eager_ack: false,
             retx_burst: 64,
@@ -207,6 +215,11 @@ struct Entry {
 }
 
 impl Entry {
+    /// The datagram's length on the wire.
+    fn len(&self) -> usize {
+        self.buf.len() + self.tail.as_ref().map_or(0, |t| t.len)
+    }
+
     /// The datagram's pieces in wire order (the second empty without a tail).
     fn parts(&self) -> [&[u8]; 2] {
         [&self.buf, self.tail.as_ref().map_or(&[][..], Tail::bytes)]
@@ -263,6 +276,8 @@ struct Peer {
     tx_next: u32,
     /// Buffers of `snd_una..snd_nxt`.
     win: VecDeque<Entry>,
+    /// Their bytes ([`Entry::len`]).
+    snd_bytes: usize,
     /// Pending go-back: `rtx_cursor..rtx_end` still to be re-sent.
     rtx_cursor: u32,
     rtx_end: u32,
@@ -297,6 +312,8 @@ struct Peer {
     rcv_any: bool,
     /// Accepted packets not yet covered by a transmitted ACK.
     ack_debt: u32,
+    /// Their bytes.
+    ack_debt_bytes: usize,
     /// A (pure) ACK is owed now.
     ack_pending: bool,
     /// A duplicate ACK (always pure) is owed now.
@@ -317,6 +334,7 @@ impl Peer {
             snd_nxt: s,
             tx_next: s,
             win: VecDeque::new(),
+            snd_bytes: 0,
             rtx_cursor: s,
             rtx_end: s,
             rtx_limit: cfg.retx_burst,
@@ -335,6 +353,7 @@ impl Peer {
             rcv_nxt: s,
             rcv_any: false,
             ack_debt: 0,
+            ack_debt_bytes: 0,
             ack_pending: false,
             dup_pending: false,
             dup_gap: false,
@@ -408,8 +427,8 @@ pub struct Gbn {
     /// Peers that may have something to transmit (round robin).
     ready: VecDeque<u32>,
     events: VecDeque<GbnEvent>,
-    /// The packet last returned as `Deliver`: (peer, seq, ack requested).
-    pending: Option<(u32, u32, bool)>,
+    /// The packet last returned as `Deliver`: (peer, seq, ack requested, length).
+    pending: Option<(u32, u32, bool, usize)>,
     stats: GbnStats,
 }
 
@@ -420,6 +439,8 @@ impl Gbn {
         cfg.window = cfg.window.clamp(1, 1 << 30);
         cfg.retx_burst = cfg.retx_burst.max(1);
         cfg.ack_threshold = cfg.ack_threshold.max(1);
+        cfg.window_bytes = cfg.window_bytes.max(1);
+        cfg.ack_bytes = cfg.ack_bytes.max(1);
         cfg.rto_initial_ns = cfg.rto_initial_ns.max(1);
         cfg.rto_max_ns = cfg.rto_max_ns.max(cfg.rto_initial_ns);
         cfg.max_backoffs = cfg.max_backoffs.max(1);
@@ -452,9 +473,11 @@ impl Gbn {
         &self.cfg
     }
 
-    /// Free slots in `peer`'s send window (0 for an unknown peer).
+    /// Free slots in `peer`'s send window (0 for an unknown peer, and while its
+    /// un-acked bytes reach [`GbnConfig::window_bytes`]).
     pub fn send_space(&self, peer: u32) -> u32 {
         match self.peers.get(peer as usize) {
+            Some(p) if p.snd_bytes >= self.cfg.window_bytes && !p.win.is_empty() => 0,
             Some(p) => self
                 .cfg
                 .window
@@ -533,11 +556,13 @@ impl Gbn {
         let base_flags = buf[phalanx_wire::OFF_FLAGS] & !OWN_FLAGS;
         // Cannot fail: the length was checked above.
         let _ = stamp::seq(&mut buf, seq);
-        p.win.push_back(Entry {
+        let entry = Entry {
             buf,
             base_flags,
             tail,
-        });
+        };
+        p.snd_bytes += entry.len();
+        p.win.push_back(entry);
         p.snd_nxt = seq.wrapping_add(1);
         self.schedule(peer);
         Ok(())
@@ -548,7 +573,7 @@ impl Gbn {
     pub fn handle_packet(&mut self, now: u64, pkt: &Packet<'_>) -> Verdict {
         // A previously delivered but not accepted packet counts as not received: the
         // receiver refused it (no buffer), which is no loss to report.
-        if let Some((peer, _, _)) = self.pending.take() {
+        if let Some((peer, _, _, _)) = self.pending.take() {
             if let Some(p) = self.peers.get_mut(peer as usize) {
                 p.refused = true;
             }
@@ -612,7 +637,7 @@ impl Gbn {
         let req = fl & flags::ACK_REQUEST != 0;
         let rcv_nxt = self.peers[src as usize].rcv_nxt;
         let v = if seq == rcv_nxt {
-            self.pending = Some((src, seq, req));
+            self.pending = Some((src, seq, req, pkt.as_bytes().len()));
             Verdict::Deliver
         } else if serial::lt(seq, rcv_nxt) {
             self.stats.duplicates += 1;
@@ -670,7 +695,8 @@ impl Gbn {
             }
         }
         let n = una.wrapping_sub(p.snd_una) as usize;
-        p.win.drain(..n.min(p.win.len()));
+        let freed: usize = p.win.drain(..n.min(p.win.len())).map(|e| e.len()).sum();
+        p.snd_bytes -= freed;
         p.snd_una = una;
         if serial::lt(p.rtx_cursor, una) {
             p.rtx_cursor = una;
@@ -731,7 +757,7 @@ impl Gbn {
     /// returned as [`Verdict::Deliver`]: advance the receive edge and count it for the
     /// lazy ACK. Without a matching delivered packet this does nothing.
     pub fn accept(&mut self, now: u64, peer: u32) {
-        let Some((p_id, seq, req)) = self.pending else {
+        let Some((p_id, seq, req, len)) = self.pending else {
             return;
         };
         if p_id != peer {
@@ -748,8 +774,13 @@ impl Gbn {
         p.refused = false;
         p.dup_ok = true;
         p.ack_debt = p.ack_debt.saturating_add(1);
+        p.ack_debt_bytes = p.ack_debt_bytes.saturating_add(len);
         self.stats.delivered += 1;
-        if cfg.eager_ack || req || p.ack_debt >= cfg.ack_threshold {
+        if cfg.eager_ack
+            || req
+            || p.ack_debt >= cfg.ack_threshold
+            || p.ack_debt_bytes >= cfg.ack_bytes
+        {
             p.ack_pending = true;
             self.timers.set(peer, TIMER_ACK, None);
         } else if self.timers.get(peer, TIMER_ACK).is_none() {
@@ -871,6 +902,7 @@ impl Gbn {
                 p.dup_pending = false;
                 p.dup_gap = false;
                 p.ack_debt = 0;
+                p.ack_debt_bytes = 0;
                 self.timers.set(peer, TIMER_ACK, None);
             }
             let idx = match item {

@@ -102,6 +102,57 @@ fn window_full_returns_datagram() {
 }
 
 #[test]
+fn windows_are_bounded_in_bytes_too() {
+    // Datagrams of HEADER_LEN + 3 bytes; 3 of them reach a 2.5-datagram byte budget.
+    let len = data(0, 0).len();
+    let c = GbnConfig {
+        window: 100,
+        window_bytes: len * 5 / 2,
+        ack_threshold: 100,
+        ack_bytes: len * 2,
+        ..cfg()
+    };
+    let (mut a, mut b) = pair(c);
+    for i in 0..3 {
+        assert!(a.send_space(1) > 0, "bytes left before datagram {i}");
+        a.send(0, 1, data(0, i)).expect("space");
+    }
+    assert_eq!(a.send_space(1), 0, "the byte budget is reached");
+    let d = data(0, 9);
+    assert_eq!(a.send(0, 1, d.clone()), Err(d));
+    // A tail counts with its bytes: one long datagram alone is always let through.
+    let (mut t, _) = pair(GbnConfig {
+        window_bytes: 10,
+        ..cfg()
+    });
+    let big: Arc<dyn Shared> = Arc::new(Bytes(vec![3; 1000]));
+    let head = data(0, 1);
+    t.send_tail(0, 1, head.clone(), Tail::new(big.clone(), 0, 1000).unwrap())
+        .expect("an empty window takes one datagram");
+    assert!(t
+        .send_tail(0, 1, head, Tail::new(big, 0, 1000).unwrap())
+        .is_err());
+    // The receiver owes a pure ACK after `ack_bytes`: here after 2 datagrams, not 100.
+    let out = drain(&mut a, 0);
+    assert_eq!(out.len(), 3);
+    assert_eq!(feed(&mut b, 1, &out[0].1), Verdict::Deliver);
+    assert!(
+        drain(&mut b, 1).is_empty(),
+        "one datagram's bytes owe nothing yet"
+    );
+    assert_eq!(feed(&mut b, 1, &out[1].1), Verdict::Deliver);
+    let acks = drain(&mut b, 1);
+    assert_eq!(acks.len(), 1, "pure ACK after ack_bytes");
+    assert_eq!(pkt(&acks[0].1).ack(), 1);
+    // It frees the bytes of the two acknowledged datagrams.
+    assert_eq!(feed(&mut a, 2, &acks[0].1), Verdict::AckOnly);
+    assert_eq!(a.send_space(1), 99);
+    a.send(0, 1, data(0, 3)).expect("space again");
+    a.send(0, 1, data(0, 4)).expect("space again");
+    assert_eq!(a.send_space(1), 0);
+}
+
+#[test]
 fn lazy_ack_threshold_and_delay() {
     let (mut a, mut b) = pair(cfg());
     for i in 0..20 {

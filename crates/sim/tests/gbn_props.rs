@@ -299,7 +299,7 @@ fn add(t: &mut GbnStats, s: &GbnStats) {
 }
 
 /// (simulator seed, scenario) with `loss` and one of `ns` ranks: eager ACK, a start just
-/// below the sequence wrap, small windows and bursts, jitter, duplication, reordering,
+/// below the sequence wrap, small windows and bursts, windows bounded in bytes, jitter, duplication, reordering,
 /// refusals and bursty sends each on or off. Shrinking turns features off and counts down.
 fn arb_scenario(ns: &'static [u32], loss: f64) -> impl Strategy<Value = (u64, Scenario)> {
     (
@@ -308,7 +308,10 @@ fn arb_scenario(ns: &'static [u32], loss: f64) -> impl Strategy<Value = (u64, Sc
         1u32..40,
         any::<bool>(),
         prop::option::weighted(0.33, 0u32..4),
-        prop::option::weighted(0.2, (1u32..10, 1u32..5, 1u32..6)),
+        (
+            prop::option::weighted(0.2, (1u32..10, 1u32..5, 1u32..6)),
+            prop::option::weighted(0.2, 100usize..20_000),
+        ),
         5_000u64..55_000,
         prop::option::weighted(0.25, 0u64..5_000),
         prop::bool::weighted(0.75),
@@ -317,7 +320,20 @@ fn arb_scenario(ns: &'static [u32], loss: f64) -> impl Strategy<Value = (u64, Sc
         any::<bool>(),
     )
         .prop_map(
-            move |(seed, n, msgs, eager, wrap, small, delay, jitter, dup, reorder, refuse, gap)| {
+            move |(
+                seed,
+                n,
+                msgs,
+                eager,
+                wrap,
+                (small, bytes),
+                delay,
+                jitter,
+                dup,
+                reorder,
+                refuse,
+                gap,
+            )| {
                 let mut gbn = GbnConfig {
                     eager_ack: eager,
                     ..GbnConfig::default()
@@ -329,6 +345,11 @@ fn arb_scenario(ns: &'static [u32], loss: f64) -> impl Strategy<Value = (u64, Sc
                     gbn.window = window;
                     gbn.retx_burst = burst;
                     gbn.ack_threshold = threshold;
+                }
+                if let Some(b) = bytes {
+                    // A window bounded in bytes: a few datagrams, or less than one.
+                    gbn.window_bytes = b;
+                    gbn.ack_bytes = (b / 2).max(1);
                 }
                 let faults = Faults {
                     base_delay_ns: delay,

@@ -10,6 +10,16 @@
 //! * [`send_segmented`] is that one `sendmsg`: the datagrams and their trailers (the MAC,
 //!   [`crate::mac`], when sealing) as consecutive iovec pieces, and a `UDP_SEGMENT`
 //!   control message with the segment size. It reads the buffers only.
+//! * Short segments leave gathered: [`Stage::gather`] copies a batch of datagrams whose
+//!   segments are at most [`GATHER_MAX`] bytes, each followed by its trailer (sealed over
+//!   the gathered bytes, one piece), into one staging buffer allocated once, and
+//!   [`send_gathered`] sends that as one iovec. Measured 2026-11-28 on this 2-core Zen 3
+//!   (a sender alone, 1 MiB in 1472-byte segments to a loopback socket with GRO that
+//!   drops them, best of 5 × 3000): one piece per batch 130–139 µs, a header, a payload
+//!   and a trailer per segment 198–242, two pieces per segment 206–207, gathered per
+//!   datagram 139–141 — the kernel's copy of many short iovec pieces costs more than a
+//!   copy into a hot buffer and one long piece. Longer segments (loopback's 64 KiB
+//!   datagrams) keep their pieces where they lie.
 //! * [`enable_gro`] asks the kernel to coalesce consecutive datagrams of one flow into
 //!   one receive; its `UDP_GRO` control message gives the segment size (its datagrams
 //!   are that long, the last one possibly shorter), which the receiver cuts apart again.
@@ -22,6 +32,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::Socket;
 
+use crate::mac::{Seal, TRAILER};
 use crate::Pieces;
 
 /// `SOL_UDP` socket options (linux/udp.h).
@@ -34,6 +45,46 @@ pub const MAX_SEGMENTS: usize = 64;
 pub const MAX_TOTAL: usize = 65507;
 /// Control-message space for one `u16` (a `cmsghdr` and its padded data), in u64s.
 const CMSG_U64S: usize = 4;
+/// Longest segment (datagram and trailer) sent gathered (module docs).
+pub const GATHER_MAX: usize = 8192;
+
+/// The staging buffer of gathered sends (module docs), allocated once.
+pub struct Stage {
+    buf: Vec<u8>,
+}
+
+impl Default for Stage {
+    fn default() -> Stage {
+        Stage {
+            buf: Vec::with_capacity(MAX_TOTAL + GATHER_MAX + TRAILER),
+        }
+    }
+}
+
+impl Stage {
+    /// `run`'s datagrams one after the other, each followed by its trailer when `seal`
+    /// is given (sealed over the gathered datagram): what their segmented send puts on
+    /// the wire.
+    pub fn gather<D: Pieces>(&mut self, run: &[D], mut seal: Option<&mut Seal>) -> &[u8] {
+        self.buf.clear();
+        for d in run {
+            let start = self.buf.len();
+            for piece in d.pieces() {
+                self.buf.extend_from_slice(piece);
+            }
+            if let Some(s) = seal.as_deref_mut() {
+                let t = s.trailer(&self.buf[start..]);
+                self.buf.extend_from_slice(&t);
+            }
+        }
+        &self.buf
+    }
+
+    /// What the last [`gather`](Self::gather) put together.
+    pub fn gathered(&self) -> &[u8] {
+        &self.buf
+    }
+}
 
 /// How many datagrams from the front of `run` one segmented send may carry, each
 /// followed by `trailer` bytes (module docs). At least 1 for a non-empty run.
@@ -64,9 +115,9 @@ pub fn send_segmented<D: Pieces>(
     fd: RawFd,
     addr: &libc::sockaddr_in,
     run: &[D],
-    trailers: Option<&[[u8; crate::mac::TRAILER]]>,
+    trailers: Option<&[[u8; TRAILER]]>,
 ) -> io::Result<()> {
-    let t = trailers.map_or(0, |_| crate::mac::TRAILER);
+    let t = trailers.map_or(0, |_| TRAILER);
     let seg = run.first().map_or(0, |d| d.total() + t);
     let mut iov: Vec<libc::iovec> = Vec::with_capacity(run.len() * 3);
     for (i, d) in run.iter().enumerate() {
@@ -84,6 +135,32 @@ pub fn send_segmented<D: Pieces>(
             });
         }
     }
+    sendmsg_segmented(fd, addr, &mut iov, seg)
+}
+
+/// Sends `gathered` ([`Stage::gather`] of a [`batch_len`] batch whose segments, trailers
+/// included, are `seg` bytes, the last no longer) to `addr` in one segmented `sendmsg`.
+pub fn send_gathered(
+    fd: RawFd,
+    addr: &libc::sockaddr_in,
+    gathered: &[u8],
+    seg: usize,
+) -> io::Result<()> {
+    // The kernel only reads the buffer of a send.
+    let mut iov = [libc::iovec {
+        iov_base: gathered.as_ptr().cast_mut().cast(),
+        iov_len: gathered.len(),
+    }];
+    sendmsg_segmented(fd, addr, &mut iov, seg)
+}
+
+/// One `sendmsg` of `iov` to `addr` with a `UDP_SEGMENT` control message of `seg`.
+fn sendmsg_segmented(
+    fd: RawFd,
+    addr: &libc::sockaddr_in,
+    iov: &mut [libc::iovec],
+    seg: usize,
+) -> io::Result<()> {
     let mut ctrl = [0u64; CMSG_U64S];
     // SAFETY: msghdr is a plain C struct; all-zero is valid.
     let mut m: libc::msghdr = unsafe { mem::zeroed() };

@@ -31,11 +31,14 @@
 //!   (a stranger's, a forged one, a damaged one) is dropped and counted in `bad_mac`,
 //!   and `max_datagram` shrinks by the trailer. A sealed datagram is one `sendmsg` (or
 //!   `sendmmsg` entry) of its pieces (the datagram, or a header and a payload, then the
-//!   trailer): no copy.
+//!   trailer), except where short datagrams are gathered (below).
 //! * [`Transport::send_run_parts`] takes datagrams in two pieces ([`crate::Parts`]: a
 //!   header and a payload left in the sender's buffer) and sends each piece where it
 //!   lies, one iovec each (empty ones skipped), sealed in pieces
 //!   ([`crate::mac::Seal::trailer_parts`]); on the wire it is their concatenation.
+//!   Short ones (at most [`crate::gso::GATHER_MAX`] with the trailer) are gathered
+//!   instead: copied with their trailers into one staging buffer and sent as one piece,
+//!   a datagram in two pieces alone or a segmented run (measurements in [`crate::gso`]).
 //! * [`Transport::send_run`] (a run of datagrams to one peer) sends consecutive
 //!   equal-size datagrams in one segmented `sendmsg` once
 //!   [`UdpTransport::set_segmentation`] is on, and `recv_batch` cuts a coalesced receive
@@ -240,6 +243,8 @@ pub struct UdpTransport {
     seal: Option<Seal>,
     /// Runs of datagrams to one peer leave in segmented sends ([`crate::gso`]).
     gso: bool,
+    /// Where short datagrams are gathered before they leave ([`crate::gso::Stage`]).
+    stage: crate::gso::Stage,
 }
 
 // SAFETY: the raw pointers inside `RecvRing` (iovec bases, msg_name,
@@ -290,6 +295,7 @@ impl UdpTransport {
             poll_group: true,
             seal: None,
             gso: false,
+            stage: crate::gso::Stage::default(),
         })
     }
 
@@ -354,14 +360,26 @@ impl UdpTransport {
         run: &[D],
     ) -> io::Result<bool> {
         let fd = self.sock.as_raw_fd();
-        let trailers: Option<Vec<[u8; TRAILER]>> = self
-            .seal
-            .as_mut()
-            .map(|s| run.iter().map(|d| s.trailer_parts(&d.pieces())).collect());
+        let t = if self.seal.is_some() { TRAILER } else { 0 };
+        let seg = run.first().map_or(0, |d| d.total() + t);
+        let gathered = seg <= crate::gso::GATHER_MAX;
+        let trailers: Option<Vec<[u8; TRAILER]>> = if gathered {
+            self.stage.gather(run, self.seal.as_mut());
+            None
+        } else {
+            self.seal
+                .as_mut()
+                .map(|s| run.iter().map(|d| s.trailer_parts(&d.pieces())).collect())
+        };
         let n = run.len() as u64;
         for attempt in 0..=SEND_RETRIES {
             self.stats.send_calls += 1;
-            match crate::gso::send_segmented(fd, addr, run, trailers.as_deref()) {
+            let sent = if gathered {
+                crate::gso::send_gathered(fd, addr, self.stage.gathered(), seg)
+            } else {
+                crate::gso::send_segmented(fd, addr, run, trailers.as_deref())
+            };
+            match sent {
                 Ok(()) => {
                     self.stats.sent += n;
                     return Ok(true);
@@ -539,8 +557,20 @@ impl UdpTransport {
     fn send_addr<D: Pieces>(&mut self, addr: &libc::sockaddr_in, datagram: &D) -> io::Result<bool> {
         let fd = self.sock.as_raw_fd();
         let [head, tail] = datagram.pieces();
-        let trailer = self.seal.as_mut().map(|s| s.trailer_parts(&[head, tail]));
+        let t = if self.seal.is_some() { TRAILER } else { 0 };
+        // A short datagram in two pieces leaves gathered, sealed whole (crate::gso).
+        let gathered =
+            !head.is_empty() && !tail.is_empty() && datagram.total() + t <= crate::gso::GATHER_MAX;
+        let trailer = if gathered {
+            self.stage
+                .gather(std::slice::from_ref(datagram), self.seal.as_mut());
+            None
+        } else {
+            self.seal.as_mut().map(|s| s.trailer_parts(&[head, tail]))
+        };
+        let stage = &self.stage;
         let send_once = |fd, addr: &libc::sockaddr_in| match &trailer {
+            _ if gathered => sendto(fd, addr, stage.gathered()),
             None if tail.is_empty() => sendto(fd, addr, head),
             None => sendmsg(fd, addr, &[head, tail]),
             Some(t) => sendmsg(fd, addr, &[head, tail, t]),

@@ -262,9 +262,17 @@ struct RankSize {
     size: u32,
 }
 
+/// Un-acked bytes a go-back-n send window holds per peer, whatever its packet count
+/// (`GbnConfig::window_bytes`): 128 of loopback's 64 KiB datagrams, the bound before
+/// windows were counted in bytes too. Across a 1500-byte MTU the packet count binds
+/// first (1024 datagrams, about 1.5 MB). A pure ACK goes after half of it.
+const GBN_WINDOW_BYTES: usize = 8 << 20;
+
 fn gbn_config(cfg: &Config) -> GbnConfig {
     GbnConfig {
         window: cfg.window,
+        window_bytes: GBN_WINDOW_BYTES,
+        ack_bytes: GBN_WINDOW_BYTES / 2,
         eager_ack: cfg.eager_ack,
         rto_max_ns: cfg.rto_max.as_nanos() as u64,
         rto_initial_ns: cfg.rto_min.as_nanos() as u64,
@@ -574,8 +582,10 @@ impl Engine {
                     .fold(max_dgram, usize::max)
             });
             gcfg.window = ((c0 / largest.max(1)) as u32).clamp(1, gcfg.window);
+            gcfg.window_bytes = gcfg.window_bytes.min(c0.max(1));
             // A receiver must not wait for more packets than the sender may have out.
             gcfg.ack_threshold = gcfg.ack_threshold.min((gcfg.window / 2).max(1));
+            gcfg.ack_bytes = gcfg.ack_bytes.min((gcfg.window_bytes / 2).max(1));
         }
         let links = Links::new(
             Net::new(transport, rank),
