@@ -3,13 +3,17 @@
  * latency: one side sends SIZE, the other receives all of it into place and sends SIZE
  * back. UDP: segmented sends (UDP_SEGMENT of SEG-byte datagrams, at most 64 KiB a call),
  * coalesced receives (UDP_GRO), busy-polling, no MAC, no protocol, nothing lost or
- * acknowledged. TCP: one connection, TCP_NODELAY, busy-polling, received into place.
+ * acknowledged; received straight into place, or with BOUNCE=1 in the environment into
+ * one 64 KiB buffer and copied into place from there, as phalanx's receive ring does
+ * (the kernel's copy into a large destination is the slower one here). TCP: one
+ * connection, TCP_NODELAY, busy-polling, received into place.
  * Printed: microseconds per one-way transfer (half a round trip), as osu_like prints.
  *
  * Build: gcc -O2 -o raw_pingpong bench/c/raw_pingpong.c
  * Run:   ip netns exec xns-1 ./raw_pingpong udp server 10.233.77.11 7000 1048576 2000 1472 &
  *        ip netns exec xns-0 ./raw_pingpong udp client 10.233.77.11 7000 1048576 2000 1472
- * (bench/raw_floor.sh runs both protocols, alternating.) */
+ * (test hosts as `bench/compare.sh` makes them with NETNS=2; run both sides pinned to
+ * different cores with taskset, alternating the variants). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,19 +66,25 @@ static void udp_send(int s, const char *src, size_t size) {
   }
 }
 
+static char bounce[65536];
+static int use_bounce;
+
 static void udp_recv(int s, char *dst, size_t size, const char *side) {
   size_t got = 0;
+  unsigned long idle = 0;
   double t = now();
   while (got < size) {
     struct sockaddr_in from;
     socklen_t fl = sizeof from;
-    ssize_t k = recvfrom(s, dst + got, 65536 < size - got ? 65536 : size - got, MSG_DONTWAIT,
-                         (void *)&from, &fl);
+    size_t room = 65536 < size - got ? 65536 : size - got;
+    char *to = use_bounce ? bounce : dst + got;
+    ssize_t k = recvfrom(s, to, room, MSG_DONTWAIT, (void *)&from, &fl);
     if (k > 0) {
+      if (use_bounce) memcpy(dst + got, bounce, k);
       if (!peer.sin_port) peer = from;
       got += k;
       t = now();
-    } else if ((got & 0xff) == 0) {
+    } else if (++idle % 1024 == 0) {
       check_stall(t, side);
     }
   }
@@ -118,6 +128,7 @@ int main(int argc, char **argv) {
   size_t size = strtoul(argv[5], 0, 10);
   int iters = atoi(argv[6]), warm = iters / 10 + 1;
   seg = argc > 7 ? atoi(argv[7]) : 1472;
+  use_bounce = getenv("BOUNCE") && atoi(getenv("BOUNCE"));
   char *buf = malloc(size);
   memset(buf, server, size);
   int big = 32 << 20, one = 1, s;

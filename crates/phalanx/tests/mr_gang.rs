@@ -536,7 +536,7 @@ fn mr_comm_budget_shrinks_the_window() {
     };
     assert_eq!(
         run_with(None).stat("window="),
-        2 * 1024,
+        2 * 128,
         "the default window"
     );
     assert_eq!(

@@ -8,9 +8,10 @@
 //!   [`GbnConfig::initial_seq`] (all ranks of a job must use the same value).
 //! * **Sending**: [`Gbn::send`] takes a complete datagram (header emitted by the caller
 //!   with [`Kind::GbnData`], any message-layer fields), assigns the next sequence number,
-//!   keeps it in the peer's send window (at most [`GbnConfig::window`] un-acked packets,
-//!   and no new one once [`GbnConfig::window_bytes`] are out) and queues it. [`Gbn::send_tail`] does the same for a header datagram followed by a
-//!   [`Tail`]: payload bytes the window refers to where they lie (a [`Shared`] buffer,
+//!   keeps it in the peer's send window (at most [`GbnConfig::window`] un-acked
+//!   packets, and no new one once [`GbnConfig::window_bytes`] are out) and queues it.
+//!   [`Gbn::send_tail`] does the same for a header datagram followed by a [`Tail`]:
+//!   payload bytes the window refers to where they lie (a [`Shared`] buffer,
 //!   such as a message's send buffer) instead of a copy; the entry holds the reference
 //!   until the datagram is acknowledged, so its owner knows the bytes are no longer read
 //!   when it holds the last reference, and [`Gbn::own_tails`] turns an owner's tails into
@@ -28,11 +29,12 @@
 //!   will be retransmitted by its sender.
 //! * **Acknowledgements** are cumulative ("last in-order sequence number received") and
 //!   lazy: piggy-backed on data, or a pure [`Kind::GbnAck`] datagram after
-//!   [`GbnConfig::ack_threshold`] un-acked packets or [`GbnConfig::ack_bytes`] bytes, after [`GbnConfig::ack_delay_ns`], at
-//!   once in [`GbnConfig::eager_ack`] mode, at once for a packet carrying
-//!   [`flags::ACK_REQUEST`], and on [`Gbn::flush_acks`] (Finalize). An out-of-order or
-//!   duplicate packet triggers an immediate *duplicate ACK* (a pure ACK of the last
-//!   in-order packet), rate-limited to one per in-order advance or per `rto_initial / 4`;
+//!   [`GbnConfig::ack_threshold`] un-acked packets or [`GbnConfig::ack_bytes`] bytes,
+//!   after [`GbnConfig::ack_delay_ns`], at once in [`GbnConfig::eager_ack`] mode, at
+//!   once for a packet carrying [`flags::ACK_REQUEST`], and on [`Gbn::flush_acks`]
+//!   (Finalize). An out-of-order or duplicate packet triggers an immediate *duplicate
+//!   ACK* (a pure ACK of the last in-order packet), rate-limited to one per in-order
+//!   advance or per `rto_initial / 4`;
 //!   one answering an out-of-order packet carries [`flags::GAP`]. Every pure ACK carries
 //!   [`flags::TX_HINT`]: the last sequence number its sender has transmitted to the
 //!   receiver; a receiver that has not got that far answers at once with a duplicate ACK
@@ -440,7 +442,8 @@ impl Gbn {
         cfg.retx_burst = cfg.retx_burst.max(1);
         cfg.ack_threshold = cfg.ack_threshold.max(1);
         cfg.window_bytes = cfg.window_bytes.max(1);
-        cfg.ack_bytes = cfg.ack_bytes.max(1);
+        // A receiver owes an ACK no later than a window of its own kind is full.
+        cfg.ack_bytes = cfg.ack_bytes.clamp(1, cfg.window_bytes);
         cfg.rto_initial_ns = cfg.rto_initial_ns.max(1);
         cfg.rto_max_ns = cfg.rto_max_ns.max(cfg.rto_initial_ns);
         cfg.max_backoffs = cfg.max_backoffs.max(1);

@@ -299,8 +299,9 @@ fn add(t: &mut GbnStats, s: &GbnStats) {
 }
 
 /// (simulator seed, scenario) with `loss` and one of `ns` ranks: eager ACK, a start just
-/// below the sequence wrap, small windows and bursts, windows bounded in bytes, jitter, duplication, reordering,
-/// refusals and bursty sends each on or off. Shrinking turns features off and counts down.
+/// below the sequence wrap, small windows and bursts, windows bounded in bytes, jitter,
+/// duplication, reordering, refusals and bursty sends each on or off. Shrinking turns
+/// features off and counts down.
 fn arb_scenario(ns: &'static [u32], loss: f64) -> impl Strategy<Value = (u64, Scenario)> {
     (
         any::<u64>(),

@@ -10,14 +10,15 @@
 //! * [`send_segmented`] is that one `sendmsg`: the datagrams and their trailers (the MAC,
 //!   [`crate::mac`], when sealing) as consecutive iovec pieces, and a `UDP_SEGMENT`
 //!   control message with the segment size. It reads the buffers only.
-//! * Short segments leave gathered: [`Stage::gather`] copies a batch of datagrams whose
+//! * Short segments of more than one piece (a trailer, or a header and a payload) leave
+//!   gathered: [`Stage::gather`] copies a batch of datagrams whose
 //!   segments are at most [`GATHER_MAX`] bytes, each followed by its trailer (sealed over
 //!   the gathered bytes, one piece), into one staging buffer allocated once, and
 //!   [`send_gathered`] sends that as one iovec. Measured 2026-11-28 on this 2-core Zen 3
-//!   (a sender alone, 1 MiB in 1472-byte segments to a loopback socket with GRO that
-//!   drops them, best of 5 × 3000): one piece per batch 130–139 µs, a header, a payload
-//!   and a trailer per segment 198–242, two pieces per segment 206–207, gathered per
-//!   datagram 139–141 — the kernel's copy of many short iovec pieces costs more than a
+//!   (`bench/c/send_pieces.c`: a sender alone, 1 MiB in 1472-byte segments to a loopback
+//!   socket with GRO that drops them, best of 5 × 3000, two runs): one piece per batch
+//!   114–139 µs, a header, a payload and a trailer per segment 198–242, two pieces per
+//!   segment 198–207, gathered per datagram 139–166 — the kernel's copy of many short iovec pieces costs more than a
 //!   copy into a hot buffer and one long piece. Longer segments (loopback's 64 KiB
 //!   datagrams) keep their pieces where they lie.
 //! * [`enable_gro`] asks the kernel to coalesce consecutive datagrams of one flow into
@@ -56,7 +57,9 @@ pub struct Stage {
 impl Default for Stage {
     fn default() -> Stage {
         Stage {
-            buf: Vec::with_capacity(MAX_TOTAL + GATHER_MAX + TRAILER),
+            // A batch is at most MAX_TOTAL with its trailers, one datagram at most
+            // GATHER_MAX with its trailer.
+            buf: Vec::with_capacity(MAX_TOTAL.max(GATHER_MAX)),
         }
     }
 }

@@ -36,9 +36,11 @@
 //!   header and a payload left in the sender's buffer) and sends each piece where it
 //!   lies, one iovec each (empty ones skipped), sealed in pieces
 //!   ([`crate::mac::Seal::trailer_parts`]); on the wire it is their concatenation.
-//!   Short ones (at most [`crate::gso::GATHER_MAX`] with the trailer) are gathered
-//!   instead: copied with their trailers into one staging buffer and sent as one piece,
-//!   a datagram in two pieces alone or a segmented run (measurements in [`crate::gso`]).
+//! * Short datagrams (at most [`crate::gso::GATHER_MAX`] with the trailer) that would
+//!   leave in more than one piece each (sealed, or a header and a payload) are gathered
+//!   instead: copied with their trailers into one staging buffer, sealed there, and sent
+//!   as one piece — a datagram in two pieces alone, or a segmented run of any
+//!   (`send_run`, `send_run_parts`, multicast runs; measurements in [`crate::gso`]).
 //! * [`Transport::send_run`] (a run of datagrams to one peer) sends consecutive
 //!   equal-size datagrams in one segmented `sendmsg` once
 //!   [`UdpTransport::set_segmentation`] is on, and `recv_batch` cuts a coalesced receive
@@ -362,7 +364,11 @@ impl UdpTransport {
         let fd = self.sock.as_raw_fd();
         let t = if self.seal.is_some() { TRAILER } else { 0 };
         let seg = run.first().map_or(0, |d| d.total() + t);
-        let gathered = seg <= crate::gso::GATHER_MAX;
+        // Segments of one piece each (unsealed, whole datagrams) gain nothing from it.
+        let pieces = run.first().map_or(0, |d| {
+            d.pieces().iter().filter(|p| !p.is_empty()).count() + usize::from(t > 0)
+        });
+        let gathered = seg <= crate::gso::GATHER_MAX && pieces > 1;
         let trailers: Option<Vec<[u8; TRAILER]>> = if gathered {
             self.stage.gather(run, self.seal.as_mut());
             None

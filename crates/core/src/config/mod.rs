@@ -24,12 +24,15 @@ pub const MAX_BYTES: usize = 1 << 40;
 pub const MAX_WAIT_SECS: f64 = 604_800.0;
 /// Longest spin or yield phase (`PHALANX_SPIN_US`, `PHALANX_YIELD_US`): 10 s, in µs.
 pub const MAX_SPIN_US: u64 = 10_000_000;
-/// The go-back-n window's default (`PHALANX_WINDOW`), packets: across a 1500-byte MTU
-/// (2 test hosts, p = 2 ping-pong, 2026-11-28, 3 alternating runs) 128 KiB took
-/// 122–136 µs with 128, 99–147 with 256, 101–110 with 1024, and 1 MiB 799–1151,
-/// 761–980 and 645–1031; the window's bytes are bounded too (8 MiB, `engine/mod.rs`), so
-/// loopback's 64 KiB datagrams stay at 128 in flight.
-pub const DEFAULT_WINDOW: u32 = 1024;
+/// The go-back-n window's default (`PHALANX_WINDOW`), packets. Larger ones measured no
+/// better across a 1500-byte MTU and worse under loss (2 test hosts, p = 2, 2026-11-28,
+/// medians of 6 alternating runs, ratios to 128 at 128 KiB – 1 MiB): 1024 ping-pong
+/// 0.76–1.05, streaming 0.92–1.04 of the rate; 192 and 256 in another set ping-pong
+/// 1.05–1.33; at 1 % injected loss 1 MiB ping-pong took 59 ms with 1024 against 46 with
+/// 128 (go-back-n re-sends what follows a loss). The window's bytes are bounded too
+/// (`engine/mod.rs`), so a larger `PHALANX_WINDOW` keeps loopback's 64 KiB datagrams
+/// within 8 MiB.
+pub const DEFAULT_WINDOW: u32 = 128;
 /// Largest go-back-n window (`PHALANX_WINDOW`), packets.
 pub const MAX_WINDOW: u32 = 65536;
 /// Largest retransmission clamp (`PHALANX_RTO_MAX_MS`): one minute, in ms.

@@ -263,9 +263,10 @@ struct RankSize {
 }
 
 /// Un-acked bytes a go-back-n send window holds per peer, whatever its packet count
-/// (`GbnConfig::window_bytes`): 128 of loopback's 64 KiB datagrams, the bound before
-/// windows were counted in bytes too. Across a 1500-byte MTU the packet count binds
-/// first (1024 datagrams, about 1.5 MB). A pure ACK goes after half of it.
+/// (`GbnConfig::window_bytes`; one datagram may cross it): 128 of loopback's 64 KiB
+/// datagrams, what the default window holds there. A larger `PHALANX_WINDOW` counts
+/// across a 1500-byte MTU and not beyond this on loopback. A pure ACK goes after half
+/// of it or half the packets.
 const GBN_WINDOW_BYTES: usize = 8 << 20;
 
 fn gbn_config(cfg: &Config) -> GbnConfig {
