@@ -762,9 +762,9 @@ mod tests {
         let p = plans.len();
         let mut bufs: Vec<Vec<Vec<u8>>> = plans
             .iter()
-            .map(|pl| pl.tmps.iter().map(|&n| vec![0u8; n]).collect())
+            .map(|pl| pl.tmps.iter().map(|&n| vec![0xa5u8; n]).collect())
             .collect();
-        let mut recvs = vec![vec![0u8; recv_len]; p];
+        let mut recvs = vec![vec![0x5au8; recv_len]; p];
         let mut mail: HashMap<(u32, u32, i32), Vec<u8>> = HashMap::new();
         let (mut at, mut started) = (vec![0usize; p], vec![false; p]);
         let get = |m: usize, r: Region, bufs: &Vec<Vec<Vec<u8>>>, recvs: &Vec<Vec<u8>>| match r.buf

@@ -35,7 +35,7 @@ impl CollState {
     /// Checks `call` against the signatures seen so far and builds its schedule; the
     /// caller then makes a request for it and [`launch`](Self::launch)es it.
     pub(crate) fn prepare(&mut self, rank: u32, call: CollCall, plan: Plan) -> Result<Sched> {
-        let tmps = plan.tmps.iter().map(|&n| vec![0u8; n]).collect();
+        let tmps = plan.tmps.iter().map(|&n| self.spare.take(n)).collect();
         let s = Sched {
             ctx: call.ctx,
             seq: call.seq,
@@ -161,7 +161,14 @@ impl CollState {
     }
 
     fn finish(&mut self, io: &mut dyn CollIo, id: ReqId, r: Result<u64>) {
-        self.scheds.remove(&id);
+        if let Some(s) = self.scheds.remove(&id) {
+            // Receives still posted into its buffers (a schedule ended by an error) go
+            // with it: nothing arriving later writes into a buffer given back.
+            if s.outstanding > 0 {
+                self.posted.retain(|_, p| p.sched != id);
+            }
+            self.spare.give(s.tmps);
+        }
         self.active.retain(|&x| x != id);
         io.complete(id, r);
     }

@@ -365,6 +365,56 @@ pub(crate) struct CollState {
     /// Signatures of data that arrived before the local call: (context, seq) → (src, sig).
     early: HashMap<(u32, u32), (u32, u64)>,
     error: Option<Error>,
+    /// Temporary buffers of finished schedules, kept for the next ones ([`TmpPool`]).
+    spare: TmpPool,
+}
+
+/// Temporary buffers of finished schedules, reused as they are (stale contents: every
+/// plan writes a temporary before it reads it, which the plan simulator checks with
+/// garbage-filled temporaries) so that a large collective does not allocate and zero
+/// its temporaries on every call. At most [`TmpPool::MAX_BUFS`] buffers and
+/// [`TmpPool::MAX_BYTES`] bytes are kept.
+#[derive(Default)]
+pub(crate) struct TmpPool {
+    bufs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl TmpPool {
+    const MAX_BUFS: usize = 8;
+    const MAX_BYTES: usize = 32 << 20;
+
+    /// A buffer of at least `n` bytes: the smallest kept one that is long enough, else
+    /// the longest kept one lengthened (only the added bytes are written), else a new one.
+    pub(crate) fn take(&mut self, n: usize) -> Vec<u8> {
+        let fit = (0..self.bufs.len())
+            .filter(|&i| self.bufs[i].len() >= n)
+            .min_by_key(|&i| self.bufs[i].len());
+        let pick = fit.or_else(|| (0..self.bufs.len()).max_by_key(|&i| self.bufs[i].len()));
+        let Some(i) = pick else {
+            return vec![0u8; n];
+        };
+        let mut v = self.bufs.swap_remove(i);
+        self.bytes -= v.len();
+        if v.len() < n {
+            v.resize(n, 0);
+        }
+        v
+    }
+
+    /// Keeps `bufs` for later, within the bounds (the rest is freed).
+    pub(crate) fn give(&mut self, bufs: Vec<Vec<u8>>) {
+        for v in bufs {
+            if v.is_empty()
+                || self.bufs.len() >= Self::MAX_BUFS
+                || self.bytes + v.len() > Self::MAX_BYTES
+            {
+                continue;
+            }
+            self.bytes += v.len();
+            self.bufs.push(v);
+        }
+    }
 }
 
 impl CollState {
@@ -535,5 +585,30 @@ mod tests {
         assert_eq!(sig(&v, 1), sig(&f, 4));
         let swapped = TypeMap::try_structured(&[1, 1], &[8, 0], &[&f, &i]).unwrap();
         assert_ne!(sig(&s, 1), sig(&swapped, 1));
+    }
+
+    #[test]
+    fn temporaries_are_reused_within_their_bounds() {
+        let mut pool = TmpPool::default();
+        let a = pool.take(1000);
+        assert_eq!(a.len(), 1000);
+        let p = a.as_ptr();
+        pool.give(vec![a, vec![7u8; 50]]);
+        // The smallest long enough, as it is (no shorter, contents kept).
+        let b = pool.take(40);
+        assert_eq!((b.len(), b[0]), (50, 7));
+        let c = pool.take(900);
+        assert_eq!((c.as_ptr(), c.len()), (p, 1000));
+        // Nothing long enough: the longest kept one, lengthened.
+        pool.give(vec![c]);
+        let d = pool.take(3000);
+        assert_eq!(d.len(), 3000);
+        assert_eq!(pool.bytes, 0);
+        // At most MAX_BUFS buffers and MAX_BYTES bytes are kept.
+        pool.give((0..20).map(|_| vec![0u8; 10]).collect());
+        assert_eq!(pool.bufs.len(), TmpPool::MAX_BUFS);
+        let mut pool = TmpPool::default();
+        pool.give(vec![vec![0u8; TmpPool::MAX_BYTES], vec![0u8; 1]]);
+        assert_eq!((pool.bufs.len(), pool.bytes), (1, TmpPool::MAX_BYTES));
     }
 }
