@@ -35,8 +35,7 @@ impl CollState {
     /// Checks `call` against the signatures seen so far and builds its schedule; the
     /// caller then makes a request for it and [`launch`](Self::launch)es it.
     pub(crate) fn prepare(&mut self, rank: u32, call: CollCall, plan: Plan) -> Result<Sched> {
-        let tmps = plan.tmps.iter().map(|&n| self.spare.take(n)).collect();
-        let s = Sched {
+        let mut s = Sched {
             ctx: call.ctx,
             seq: call.seq,
             sig: call.sig,
@@ -44,7 +43,7 @@ impl CollState {
             dt: call.dt,
             send: call.send,
             recv: call.recv,
-            tmps,
+            tmps: Vec::new(),
             plan,
             cur: 0,
             in_round: false,
@@ -60,6 +59,8 @@ impl CollState {
                 ));
             }
         }
+        // Temporaries once the call is known to go ahead (none taken for a refused one).
+        s.tmps = s.plan.tmps.iter().map(|&n| self.spare.take(n)).collect();
         self.early.remove(&(call.ctx, call.seq));
         self.sigs.insert((call.ctx, call.seq), call.sig);
         // Keep a bounded history for checking late arrivals.
@@ -162,8 +163,9 @@ impl CollState {
 
     fn finish(&mut self, io: &mut dyn CollIo, id: ReqId, r: Result<u64>) {
         if let Some(s) = self.scheds.remove(&id) {
-            // Receives still posted into its buffers (a schedule ended by an error) go
-            // with it: nothing arriving later writes into a buffer given back.
+            // Receives still posted into its buffers go with it, so that nothing arriving
+            // later writes into a buffer given back (none in practice: a schedule
+            // finishes once every receive of its round is done).
             if s.outstanding > 0 {
                 self.posted.retain(|_, p| p.sched != id);
             }

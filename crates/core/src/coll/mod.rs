@@ -298,7 +298,8 @@ impl Sched {
         match b {
             Buf::Send => self.send.1,
             Buf::Recv => self.recv.1,
-            Buf::Tmp(i) => self.tmps.get(i).map_or(0, |t| t.len()),
+            // The plan's size, not the buffer's: a kept one may be longer.
+            Buf::Tmp(i) => self.plan.tmps.get(i).copied().unwrap_or(0),
         }
     }
     fn check(&self) -> Result<()> {
@@ -369,10 +370,11 @@ pub(crate) struct CollState {
     spare: TmpPool,
 }
 
-/// Temporary buffers of finished schedules, reused as they are (stale contents: every
-/// plan writes a temporary before it reads it, which the plan simulator checks with
-/// garbage-filled temporaries) so that a large collective does not allocate and zero
-/// its temporaries on every call. At most [`TmpPool::MAX_BUFS`] buffers and
+/// Temporary buffers of finished schedules, reused as they are (stale contents, maybe
+/// longer than asked: every plan fills a temporary, by a copy or a receive of its whole
+/// size, before it reads it, and regions are checked against the plan's sizes; the
+/// plan simulator runs with garbage-filled temporaries) so that a large collective does
+/// not allocate and zero its temporaries on every call. At most [`TmpPool::MAX_BUFS`] buffers and
 /// [`TmpPool::MAX_BYTES`] bytes are kept.
 #[derive(Default)]
 pub(crate) struct TmpPool {
@@ -384,34 +386,34 @@ impl TmpPool {
     const MAX_BUFS: usize = 8;
     const MAX_BYTES: usize = 32 << 20;
 
-    /// A buffer of at least `n` bytes: the smallest kept one that is long enough, else
-    /// the longest kept one lengthened (only the added bytes are written), else a new one.
+    /// A buffer of at least `n` bytes: the smallest kept one that is long enough, as it
+    /// is, else a new one.
     pub(crate) fn take(&mut self, n: usize) -> Vec<u8> {
+        if n == 0 {
+            return Vec::new();
+        }
         let fit = (0..self.bufs.len())
             .filter(|&i| self.bufs[i].len() >= n)
             .min_by_key(|&i| self.bufs[i].len());
-        let pick = fit.or_else(|| (0..self.bufs.len()).max_by_key(|&i| self.bufs[i].len()));
-        let Some(i) = pick else {
+        let Some(i) = fit else {
             return vec![0u8; n];
         };
-        let mut v = self.bufs.swap_remove(i);
-        self.bytes -= v.len();
-        if v.len() < n {
-            v.resize(n, 0);
-        }
+        let v = self.bufs.swap_remove(i);
+        self.bytes -= v.capacity();
         v
     }
 
-    /// Keeps `bufs` for later, within the bounds (the rest is freed).
+    /// Keeps `bufs` for later, within the bounds (the rest is freed; the bytes counted
+    /// are the allocations').
     pub(crate) fn give(&mut self, bufs: Vec<Vec<u8>>) {
         for v in bufs {
             if v.is_empty()
                 || self.bufs.len() >= Self::MAX_BUFS
-                || self.bytes + v.len() > Self::MAX_BYTES
+                || self.bytes + v.capacity() > Self::MAX_BYTES
             {
                 continue;
             }
-            self.bytes += v.len();
+            self.bytes += v.capacity();
             self.bufs.push(v);
         }
     }
@@ -599,16 +601,22 @@ mod tests {
         assert_eq!((b.len(), b[0]), (50, 7));
         let c = pool.take(900);
         assert_eq!((c.as_ptr(), c.len()), (p, 1000));
-        // Nothing long enough: the longest kept one, lengthened.
+        // Nothing long enough: a new one, the kept ones stay; none taken for nothing.
         pool.give(vec![c]);
         let d = pool.take(3000);
         assert_eq!(d.len(), 3000);
+        assert_eq!((pool.bufs.len(), pool.bytes), (1, 1000));
+        assert!(pool.take(0).is_empty());
+        assert_eq!(pool.bufs.len(), 1);
+        let _ = pool.take(1);
         assert_eq!(pool.bytes, 0);
         // At most MAX_BUFS buffers and MAX_BYTES bytes are kept.
         pool.give((0..20).map(|_| vec![0u8; 10]).collect());
         assert_eq!(pool.bufs.len(), TmpPool::MAX_BUFS);
         let mut pool = TmpPool::default();
-        pool.give(vec![vec![0u8; TmpPool::MAX_BYTES], vec![0u8; 1]]);
-        assert_eq!((pool.bufs.len(), pool.bytes), (1, TmpPool::MAX_BYTES));
+        let big = vec![0u8; TmpPool::MAX_BYTES];
+        let cap = big.capacity();
+        pool.give(vec![big, vec![0u8; 1]]);
+        assert_eq!((pool.bufs.len(), pool.bytes), (1, cap));
     }
 }
