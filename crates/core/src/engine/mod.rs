@@ -979,6 +979,8 @@ impl Engine {
         s.urtp_multicasts = u.multicasts_sent;
         s.urtp_resent = u.resent;
         s.urtp_reqs = u.reqs_sent;
+        s.urtp_rto_resent = u.rto_resent;
+        s.urtp_out_of_order = u.buffered_out_of_order;
         if let Some(t) = self.links.net.transport.as_ref() {
             let ts = t.stats();
             s.kernel_drops = ts.kernel_drops;

@@ -53,6 +53,10 @@ pub struct Stats {
     pub urtp_resent: u64,
     /// URTP REQs sent.
     pub urtp_reqs: u64,
+    /// Of the URTP re-sends, the safety net's (sender timeout), not answers to REQs.
+    pub urtp_rto_resent: u64,
+    /// URTP data packets that arrived ahead of a gap (buffered out of order).
+    pub urtp_out_of_order: u64,
     /// Frames put in shared-memory rings.
     pub shm_sent: u64,
     /// Frames taken from shared-memory rings.
@@ -142,6 +146,8 @@ impl Stats {
             ("urtp_multicasts", self.urtp_multicasts),
             ("urtp_resent", self.urtp_resent),
             ("urtp_reqs", self.urtp_reqs),
+            ("urtp_rto_resent", self.urtp_rto_resent),
+            ("urtp_out_of_order", self.urtp_out_of_order),
             ("shm_sent", self.shm_sent),
             ("shm_received", self.shm_received),
             ("single_copies", self.single_copies),
