@@ -2,9 +2,9 @@
 //! multicast (`PHALANX_MCAST=0`, UDP): every byte right for 16 ranks and sizes up to
 //! 1 MiB under injected loss, duplication and reordering — with λ forced and from the
 //! cost model, with and without packet-wise pipelining; reduction and gather along the
-//! same trees, every root, under faults; the default takes the tree from 32 KiB where
-//! the model predicts it clearly faster (see `collective/root.rs`), the binomial tree
-//! elsewhere.
+//! same trees, every root, under faults; the default takes the tree where the model
+//! predicts it clearly faster (see `collective/root.rs`: a broadcast or gather from
+//! 32 KiB, a reduction at every size), the binomial tree elsewhere.
 
 mod common;
 use common::*;
@@ -118,6 +118,31 @@ fn mr_tree_reduce_and_gather_are_exact_under_faults() {
     for name in ["reduce", "gather"] {
         let line = format!("collective=\"{name}\" algorithm=\"tree\"");
         assert!(r.stderr.contains(&line), "{line}\n{}", r.dump());
+    }
+}
+
+#[test]
+fn mr_tree_reductions_of_every_size_take_the_tree_where_the_model_predicts_it() {
+    // Reductions take the postal tree at every size where the model predicts it clearly
+    // faster (`REDUCE_TREE_MIN`, collective/root.rs): at λ = 3, from 8 ranks, not at 4.
+    let ex = example("collectives").display().to_string();
+    let line = "collective=\"reduce\" algorithm=\"tree\"";
+    for (n, tree) in [("8", true), ("4", false)] {
+        let env = [
+            ("PHALANX_TRANSPORT", "udp"),
+            ("PHALANX_MCAST", "0"),
+            ("PHALANX_LOG", "debug"),
+            COST_LAMBDA_3,
+        ];
+        let r = run(&["-n", n, &ex, "1024"], &env, LIMIT);
+        assert!(r.ok(), "{n} ranks:\n{}", r.dump());
+        assert_eq!(
+            r.stdout.matches("all collectives ok").count(),
+            n.parse::<usize>().unwrap(),
+            "{}",
+            r.dump()
+        );
+        assert_eq!(r.stderr.contains(line), tree, "{n} ranks:\n{}", r.dump());
     }
 }
 

@@ -455,11 +455,23 @@ fn tree_lambda(len: usize, packet: usize) -> u32 {
         .unwrap_or_else(|| crate::coll::cost::model().lambda(len, packet))
 }
 
-/// Smallest message (a broadcast's or reduction's, a gather's block) for which the
-/// postal tree is the default.
+/// Smallest message (a broadcast's, a gather's block) for which the postal tree is the
+/// default.
 const TREE_MIN: usize = 32 << 10;
 
-/// The postal tree in place of the binomial default from [`TREE_MIN`] bytes where the
+/// The same for a reduction: every size. Measured 2026-11-28 on the 2-core Zen 3 over
+/// UDP (`bench/thresholds.py reduce NP SIZES PHALANX_COLL_REDUCE binomial,tree`,
+/// medians of 3 alternating runs, µs binomial / tree): 8 ranks on one host, 4 B 86 / 58,
+/// 2 KiB 109 / 71, 8 KiB 120 / 77, 32 KiB 178 / 121, 64 KiB 295 / 189; 16 ranks on one
+/// host, 4 B 263 / 146, 8 KiB 335 / 159, 64 KiB 775 / 349; 8 test hosts of one rank,
+/// 2 KiB 147 / 90, 8 KiB 150 / 121, 16 KiB 166 / 143, 32 KiB 190 / 194, 64 KiB 286 /
+/// 302; 4 test hosts of two ranks, 2 KiB 118 / 99, 8 KiB 115 / 107, 32 KiB 202 / 166.
+/// (Before, the small sizes measured the other way, and the threshold was
+/// [`TREE_MIN`].)
+const REDUCE_TREE_MIN: usize = 0;
+
+/// The postal tree in place of the binomial default from [`TREE_MIN`] bytes
+/// ([`REDUCE_TREE_MIN`] for a reduction) where the
 /// model predicts it clearly faster ([`crate::coll::tree::pays`]), unless the
 /// environment chose; a tree carries its λ.
 ///
@@ -478,7 +490,12 @@ fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, len: usize) -> Cho
     let forced = crate::coll::algorithm::choices().forced(kind).is_some();
     let mut cached = None;
     let mut lambda = || *cached.get_or_insert_with(|| tree_lambda(len, s.packet));
-    if c.alg == Binomial && !forced && len >= TREE_MIN && crate::coll::tree::pays(s.p, lambda()) {
+    let min = if kind == CollKind::Reduce {
+        REDUCE_TREE_MIN
+    } else {
+        TREE_MIN
+    };
+    if c.alg == Binomial && !forced && len >= min && crate::coll::tree::pays(s.p, lambda()) {
         c = Chosen::plain(Tree);
     }
     if c.alg == Tree {
