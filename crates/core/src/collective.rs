@@ -143,12 +143,21 @@ impl Operation for SystemOperation {
 const RSAG_MIN: usize = 64 << 10;
 
 /// From this many members, with real multicast, an all-reduce of `RSAG_MIN` or more whose
-/// reduced blocks are below `algos::RSAG_MCAST_BLOCK_MIN` is a binomial reduce and one
-/// multicast broadcast instead of the reduce-scatter + all-gather. C `MPI_Allreduce`, p =
-/// 8, µs rsag / reduce_bcast (3–4 alternating runs): across 4 test hosts (two ranks each,
+/// reduced blocks are below `algos::RSAG_MCAST_BLOCK_MIN` is a reduce and one multicast
+/// broadcast instead of the reduce-scatter + all-gather. C `MPI_Allreduce`, p = 8, µs
+/// rsag / reduce_bcast (3–4 alternating runs): across 4 test hosts (two ranks each,
 /// UDP) 64 KiB 530–596 / 430–450, 128 KiB 765–939 / 692–735, 256 KiB alike; over
 /// loopback 64 KiB 252–259 / 202–214, 128 KiB 362–370 / 319–323. At p = 4 rsag was as
 /// fast or faster (across 4 hosts, 128 KiB 271–322 / 342–353).
+///
+/// Smaller ones too, instead of recursive doubling, where the reduce is a postal tree
+/// (`coll::tree::pays`): the reduce is then the tree's (a binomial one otherwise), and
+/// the tree's λ joins the signature. Measured 2026-11-28 over UDP, p = 8, µs rd /
+/// reduce_bcast with the tree (`bench/thresholds.py allreduce 8 4:65536
+/// PHALANX_COLL_ALLREDUCE rd,reduce_bcast`, medians of 3 alternating runs): one host
+/// 4 B 308 / 269, 1 KiB 312 / 224, 8 KiB 405 / 266, 32 KiB 729 / 475; 4 test hosts of
+/// two ranks 4 B 388 / 307, 1 KiB 406 / 418, 8 KiB 555 / 509, 32 KiB 912 / 827; 8 test
+/// hosts of one rank 4 B 415 / 369, 1 KiB 367 / 327, 8 KiB 587 / 398, 32 KiB 1050 / 676.
 const REDUCE_BCAST_MIN_P: usize = 8;
 
 /// The k-concurrency all-gather's chunk at least (bytes): each of its rounds, k chunks
@@ -173,13 +182,14 @@ impl Chosen {
 
     /// The bits this choice adds to a call's signature: the algorithm's code in bits
     /// 52..56, k (only for `mcast2`, an all-gather, which has no root) in the root
-    /// field, bits 32..48, and a postal tree's λ in bits 60..64.
+    /// field, bits 32..48, and a postal tree's λ in bits 60..64 (a reduce + broadcast
+    /// all-reduce's reduce on the tree too; 0 when it is binomial).
     fn sig_bits(self) -> u64 {
         let k = match self.alg {
             Algorithm::Mcast2 => (u64::from(self.k) << 32) ^ (0xffff << 32),
             // A postal tree's λ (1..=15) above the collective's kind (1..=10, bits
             // 56..60): ranks on other trees are told.
-            Algorithm::Tree => u64::from(self.k & 0xf) << 60,
+            Algorithm::Tree | Algorithm::ReduceBcast => u64::from(self.k & 0xf) << 60,
             _ => 0,
         };
         (u64::from(self.alg.code()) << 52) | k
@@ -1010,10 +1020,13 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         // (`REDUCE_BCAST_MIN_P`); larger ones take rsag with its point-to-point all-gather
         // at eight members and more (`coll::rsag::RSAG_MCAST_Q_MAX`).
         let q = 1usize << s.p.max(1).ilog2();
-        let mcast = if p2p == Algorithm::Rsag
-            && s.p >= REDUCE_BCAST_MIN_P
-            && len / q < algos::RSAG_MCAST_BLOCK_MIN
-        {
+        let lambda = crate::coll::cost::model().lambda(len, s.packet);
+        let tree = crate::coll::tree::pays(s.p, lambda);
+        let mcast = if s.p >= REDUCE_BCAST_MIN_P
+            && match p2p {
+                Algorithm::Rsag => len / q < algos::RSAG_MCAST_BLOCK_MIN,
+                _ => tree,
+            } {
             Algorithm::ReduceBcast
         } else {
             p2p
@@ -1025,7 +1038,17 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
                     (c, Plan::hierarchical())
                 }
                 c if c.alg == Algorithm::ReduceBcast => {
-                    let mut plan = algos::reduce_binomial(s, 0, len);
+                    // The reduce on the postal tree where it pays (its λ in the
+                    // signature, as a tree collective's), else the binomial one.
+                    let (c, mut plan) = if tree {
+                        let c = Chosen {
+                            k: lambda as u16,
+                            ..c
+                        };
+                        (c, crate::coll::tree::reduce_tree(s, 0, len, lambda))
+                    } else {
+                        (c, algos::reduce_binomial(s, 0, len))
+                    };
                     let b = if s.multicast {
                         algos::bcast_mcast(s, 0, Buf::Recv, len)
                     } else {

@@ -144,6 +144,30 @@ fn mr_tree_reductions_of_every_size_take_the_tree_where_the_model_predicts_it() 
         );
         assert_eq!(r.stderr.contains(line), tree, "{n} ranks:\n{}", r.dump());
     }
+    // With multicast, a small all-reduce from 8 ranks is that reduce and one multicast
+    // broadcast (`REDUCE_BCAST_MIN_P`, collective.rs), recursive doubling at 4.
+    let line = "collective=\"all_reduce_into\" algorithm=\"reduce_bcast\"";
+    for (n, reduce_bcast) in [("8", true), ("4", false)] {
+        let env = [
+            ("PHALANX_TRANSPORT", "udp"),
+            ("PHALANX_LOG", "debug"),
+            COST_LAMBDA_3,
+        ];
+        let r = run(&["-n", n, &ex, "1024"], &env, LIMIT);
+        assert!(r.ok(), "{n} ranks:\n{}", r.dump());
+        assert_eq!(
+            r.stdout.matches("all collectives ok").count(),
+            n.parse::<usize>().unwrap(),
+            "{}",
+            r.dump()
+        );
+        assert_eq!(
+            r.stderr.contains(line),
+            reduce_bcast,
+            "{n} ranks:\n{}",
+            r.dump()
+        );
+    }
 }
 
 #[test]
