@@ -1020,12 +1020,15 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         // (`REDUCE_BCAST_MIN_P`); larger ones take rsag with its point-to-point all-gather
         // at eight members and more (`coll::rsag::RSAG_MCAST_Q_MAX`).
         let q = 1usize << s.p.max(1).ilog2();
-        let lambda = crate::coll::cost::model().lambda(len, s.packet);
-        let tree = crate::coll::tree::pays(s.p, lambda);
+        // λ, and whether the tree pays, asked only where a reduce + broadcast may be
+        // chosen (the tree is built to tell); the same facts on every member.
+        let lambda = root::tree_lambda(len, s.packet);
+        let tree =
+            || s.p >= REDUCE_BCAST_MIN_P && s.multicast && crate::coll::tree::pays(s.p, lambda);
         let mcast = if s.p >= REDUCE_BCAST_MIN_P
             && match p2p {
                 Algorithm::Rsag => len / q < algos::RSAG_MCAST_BLOCK_MIN,
-                _ => tree,
+                _ => tree(),
             } {
             Algorithm::ReduceBcast
         } else {
@@ -1040,14 +1043,15 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
                 c if c.alg == Algorithm::ReduceBcast => {
                     // The reduce on the postal tree where it pays (its λ in the
                     // signature, as a tree collective's), else the binomial one.
-                    let (c, mut plan) = if tree {
+                    let (c, mut plan) = if tree() {
                         let c = Chosen {
                             k: lambda as u16,
                             ..c
                         };
                         (c, crate::coll::tree::reduce_tree(s, 0, len, lambda))
                     } else {
-                        (c, algos::reduce_binomial(s, 0, len))
+                        // No λ in the signature (k is the all-gather's otherwise).
+                        (Chosen { k: 0, ..c }, algos::reduce_binomial(s, 0, len))
                     };
                     let b = if s.multicast {
                         algos::bcast_mcast(s, 0, Buf::Recv, len)

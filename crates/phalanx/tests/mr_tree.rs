@@ -198,6 +198,30 @@ fn mr_tree_lambdas_that_differ_are_a_mismatch() {
         r.dump()
     );
     assert_ne!(r.code, Some(124), "it hung instead:\n{}", r.dump());
+    // The same for an all-reduce's reduce on the tree (a reduce + multicast broadcast,
+    // 8 ranks; reductions themselves binomial here, so the all-reduce meets it first).
+    let ex = example("collectives").display().to_string();
+    let script = format!(
+        "if [ \"$PHALANX_RANK\" = 1 ]; then export PHALANX_COLL_LAMBDA=5; fi; exec {ex} 1024"
+    );
+    let env = [
+        ("PHALANX_TRANSPORT", "udp"),
+        ("PHALANX_COLL_REDUCE", "binomial"),
+        ("PHALANX_COLL_LAMBDA", "3"),
+    ];
+    let r = run(
+        &["-n", "8", "--timeout", "60", "sh", "-c", &script],
+        &env,
+        LIMIT,
+    );
+    assert!(!r.ok(), "{}", r.dump());
+    assert!(r.stderr.contains("collective mismatch"), "{}", r.dump());
+    assert!(
+        r.stderr.contains("all_reduce") && r.stderr.contains("λ 5") && r.stderr.contains("λ 3"),
+        "{}",
+        r.dump()
+    );
+    assert_ne!(r.code, Some(124), "it hung instead:\n{}", r.dump());
 }
 
 #[test]

@@ -228,8 +228,10 @@ pub fn describe(sig: u64) -> String {
     if op != 0 {
         s += &format!("op #{op}, ");
     }
-    if alg == algorithm::Algorithm::Tree.code() {
-        // A postal tree's λ sits above the kind.
+    let tree = alg == algorithm::Algorithm::Tree.code();
+    if tree || (alg == algorithm::Algorithm::ReduceBcast.code() && sig >> 60 != 0) {
+        // A postal tree's λ sits above the kind (a reduce + broadcast all-reduce's
+        // reduce on a tree too).
         s += &format!("λ {}, ", sig >> 60);
     }
     if let Some(a) = algorithm::Algorithm::from_code(alg) {

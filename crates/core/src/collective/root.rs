@@ -449,7 +449,7 @@ impl Root for Process<'_> {
 
 /// λ of the postal trees for `len`-byte messages in packets of `packet` bytes:
 /// `PHALANX_COLL_LAMBDA`, else the cost model's.
-fn tree_lambda(len: usize, packet: usize) -> u32 {
+pub(super) fn tree_lambda(len: usize, packet: usize) -> u32 {
     crate::coll::algorithm::choices()
         .lambda
         .unwrap_or_else(|| crate::coll::cost::model().lambda(len, packet))
