@@ -121,53 +121,62 @@ fn mr_tree_reduce_and_gather_are_exact_under_faults() {
     }
 }
 
+/// Runs the `collectives` example (every collective, up to 1 KiB) on `n` ranks over
+/// UDP at λ = 3 with `env`, checks every result, and says whether the log names `line`.
+fn collectives_log_has(n: &str, env: &[(&str, &str)], line: &str) -> bool {
+    let ex = example("collectives").display().to_string();
+    let mut all = vec![
+        ("PHALANX_TRANSPORT", "udp"),
+        ("PHALANX_LOG", "debug"),
+        COST_LAMBDA_3,
+    ];
+    all.extend_from_slice(env);
+    let r = run(&["-n", n, &ex, "1024"], &all, LIMIT);
+    assert!(r.ok(), "{n} ranks:\n{}", r.dump());
+    assert_eq!(
+        r.stdout.matches("all collectives ok").count(),
+        n.parse::<usize>().unwrap(),
+        "{}",
+        r.dump()
+    );
+    r.stderr.contains(line)
+}
+
 #[test]
 fn mr_tree_reductions_of_every_size_take_the_tree_where_the_model_predicts_it() {
     // Reductions take the postal tree at every size where the model predicts it clearly
     // faster (`REDUCE_TREE_MIN`, collective/root.rs): at λ = 3, from 8 ranks, not at 4.
-    let ex = example("collectives").display().to_string();
     let line = "collective=\"reduce\" algorithm=\"tree\"";
     for (n, tree) in [("8", true), ("4", false)] {
-        let env = [
-            ("PHALANX_TRANSPORT", "udp"),
-            ("PHALANX_MCAST", "0"),
-            ("PHALANX_LOG", "debug"),
-            COST_LAMBDA_3,
-        ];
-        let r = run(&["-n", n, &ex, "1024"], &env, LIMIT);
-        assert!(r.ok(), "{n} ranks:\n{}", r.dump());
-        assert_eq!(
-            r.stdout.matches("all collectives ok").count(),
-            n.parse::<usize>().unwrap(),
-            "{}",
-            r.dump()
-        );
-        assert_eq!(r.stderr.contains(line), tree, "{n} ranks:\n{}", r.dump());
+        let got = collectives_log_has(n, &[("PHALANX_MCAST", "0")], line);
+        assert_eq!(got, tree, "{n} ranks");
     }
     // With multicast, a small all-reduce from 8 ranks is that reduce and one multicast
     // broadcast (`REDUCE_BCAST_MIN_P`, collective.rs), recursive doubling at 4.
     let line = "collective=\"all_reduce_into\" algorithm=\"reduce_bcast\"";
     for (n, reduce_bcast) in [("8", true), ("4", false)] {
-        let env = [
-            ("PHALANX_TRANSPORT", "udp"),
-            ("PHALANX_LOG", "debug"),
-            COST_LAMBDA_3,
-        ];
-        let r = run(&["-n", n, &ex, "1024"], &env, LIMIT);
-        assert!(r.ok(), "{n} ranks:\n{}", r.dump());
-        assert_eq!(
-            r.stdout.matches("all collectives ok").count(),
-            n.parse::<usize>().unwrap(),
-            "{}",
-            r.dump()
-        );
-        assert_eq!(
-            r.stderr.contains(line),
-            reduce_bcast,
-            "{n} ranks:\n{}",
-            r.dump()
-        );
+        assert_eq!(collectives_log_has(n, &[], line), reduce_bcast, "{n} ranks");
     }
+}
+
+/// Runs `args` (an example and its arguments) on `n` ranks, rank 1 with λ = `other`,
+/// and checks for a mismatch error naming `what`, both λ (`env` gives the others'),
+/// not a hang.
+fn lambdas_differ(n: &str, args: &str, other: &str, env: &[(&str, &str)], want: &[&str]) {
+    let script = format!(
+        "if [ \"$PHALANX_RANK\" = 1 ]; then export PHALANX_COLL_LAMBDA={other}; fi; exec {args}"
+    );
+    let r = run(
+        &["-n", n, "--timeout", "60", "sh", "-c", &script],
+        env,
+        LIMIT,
+    );
+    assert!(!r.ok(), "{}", r.dump());
+    assert!(r.stderr.contains("collective mismatch"), "{}", r.dump());
+    for w in want {
+        assert!(r.stderr.contains(w), "{w}:\n{}", r.dump());
+    }
+    assert_ne!(r.code, Some(124), "it hung instead:\n{}", r.dump());
 }
 
 #[test]
@@ -176,52 +185,23 @@ fn mr_tree_lambdas_that_differ_are_a_mismatch() {
     // trees: the tree's λ travels in the call's signature, so they get a clear error
     // naming both, not a hang.
     let ex = example("bcast_check").display().to_string();
-    let script = format!(
-        "if [ \"$PHALANX_RANK\" = 1 ]; then export PHALANX_COLL_LAMBDA=4; fi; exec {ex} 65536 1"
-    );
     let env = [
         ("PHALANX_TRANSPORT", "udp"),
         ("PHALANX_MCAST", "0"),
         ("PHALANX_COLL_BCAST", "tree"),
         ("PHALANX_COLL_LAMBDA", "2"),
     ];
-    let r = run(
-        &["-n", "4", "--timeout", "60", "sh", "-c", &script],
-        &env,
-        LIMIT,
-    );
-    assert!(!r.ok(), "{}", r.dump());
-    assert!(r.stderr.contains("collective mismatch"), "{}", r.dump());
-    assert!(
-        r.stderr.contains("λ 4") && r.stderr.contains("λ 2"),
-        "{}",
-        r.dump()
-    );
-    assert_ne!(r.code, Some(124), "it hung instead:\n{}", r.dump());
+    lambdas_differ("4", &format!("{ex} 65536 1"), "4", &env, &["λ 4", "λ 2"]);
     // The same for an all-reduce's reduce on the tree (a reduce + multicast broadcast,
     // 8 ranks; reductions themselves binomial here, so the all-reduce meets it first).
     let ex = example("collectives").display().to_string();
-    let script = format!(
-        "if [ \"$PHALANX_RANK\" = 1 ]; then export PHALANX_COLL_LAMBDA=5; fi; exec {ex} 1024"
-    );
     let env = [
         ("PHALANX_TRANSPORT", "udp"),
         ("PHALANX_COLL_REDUCE", "binomial"),
         ("PHALANX_COLL_LAMBDA", "3"),
     ];
-    let r = run(
-        &["-n", "8", "--timeout", "60", "sh", "-c", &script],
-        &env,
-        LIMIT,
-    );
-    assert!(!r.ok(), "{}", r.dump());
-    assert!(r.stderr.contains("collective mismatch"), "{}", r.dump());
-    assert!(
-        r.stderr.contains("all_reduce") && r.stderr.contains("λ 5") && r.stderr.contains("λ 3"),
-        "{}",
-        r.dump()
-    );
-    assert_ne!(r.code, Some(124), "it hung instead:\n{}", r.dump());
+    let want = ["all_reduce", "λ 5", "λ 3"];
+    lambdas_differ("8", &format!("{ex} 1024"), "5", &env, &want);
 }
 
 #[test]
