@@ -1021,14 +1021,13 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         // at eight members and more (`coll::rsag::RSAG_MCAST_Q_MAX`).
         let q = 1usize << s.p.max(1).ilog2();
         // λ, and whether the tree pays, asked only where a reduce + broadcast may be
-        // chosen (the tree is built to tell); the same facts on every member.
+        // chosen; the same facts on every member.
         let lambda = root::tree_lambda(len, s.packet);
-        let tree =
-            || s.p >= REDUCE_BCAST_MIN_P && s.multicast && crate::coll::tree::pays(s.p, lambda);
+        let tree = s.p >= REDUCE_BCAST_MIN_P && s.multicast && crate::coll::tree::pays(s.p, lambda);
         let mcast = if s.p >= REDUCE_BCAST_MIN_P
             && match p2p {
                 Algorithm::Rsag => len / q < algos::RSAG_MCAST_BLOCK_MIN,
-                _ => tree(),
+                _ => tree,
             } {
             Algorithm::ReduceBcast
         } else {
@@ -1043,7 +1042,7 @@ fn all_reduce_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
                 c if c.alg == Algorithm::ReduceBcast => {
                     // The reduce on the postal tree where it pays (its λ in the
                     // signature, as a tree collective's), else the binomial one.
-                    let (c, mut plan) = if tree() {
+                    let (c, mut plan) = if tree {
                         let c = Chosen {
                             k: lambda as u16,
                             ..c

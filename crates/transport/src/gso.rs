@@ -68,7 +68,7 @@ impl Stage {
     /// `run`'s datagrams one after the other, each followed by its trailer when `seal`
     /// is given (sealed over the gathered datagram): what their segmented send puts on
     /// the wire.
-    pub fn gather<D: Pieces>(&mut self, run: &[D], mut seal: Option<&mut Seal>) -> &[u8] {
+    pub fn gather<D: Pieces>(&mut self, run: &[D], mut seal: Option<&mut Seal>) {
         self.buf.clear();
         for d in run {
             let start = self.buf.len();
@@ -80,7 +80,6 @@ impl Stage {
                 self.buf.extend_from_slice(&t);
             }
         }
-        &self.buf
     }
 
     /// What the last [`gather`](Self::gather) put together.

@@ -126,10 +126,28 @@ pub fn binomial_time(p: usize, lambda: u32) -> u64 {
 
 /// Whether the postal tree for `lambda` is the default over the binomial tree for `p`
 /// members: its predicted time beats the binomial one's by more than [`TREE_GAIN`].
+/// The answer of the last (p, λ) asked is kept: a reduction of any size asks on every
+/// call, and building the tree to tell is O(p) with allocations.
 pub fn pays(p: usize, lambda: u32) -> bool {
     if lambda <= 1 || p < 3 {
         return false;
     }
+    thread_local! {
+        static LAST: std::cell::Cell<Option<(usize, u32, bool)>> =
+            const { std::cell::Cell::new(None) };
+    }
+    if let Some((lp, ll, ans)) = LAST.get() {
+        if (lp, ll) == (p, lambda) {
+            return ans;
+        }
+    }
+    let ans = predicted_gain(p, lambda);
+    LAST.set(Some((p, lambda, ans)));
+    ans
+}
+
+/// [`pays`], computed.
+fn predicted_gain(p: usize, lambda: u32) -> bool {
     let tree = postal_tree(p, lambda, 0)
         .time
         .into_iter()
