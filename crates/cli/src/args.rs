@@ -284,6 +284,15 @@ impl RunArgs {
         if let Some(figures) = crate::cost::job_figures(&env)? {
             env.push(("PHALANX_COST".into(), figures.into()));
         }
+        // Ranks sharing CPUs: one figure for the whole job (its collectives' trees depend
+        // on it), unless the user gave one.
+        let share = crate::spawn::ENV_RANKS_PER_CPU;
+        let given = env.iter().any(|(k, _)| k == share) || std::env::var_os(share).is_some();
+        if let Some(r) = crate::hosts::ranks_per_cpu(&hosts, crate::spawn::allowed_cpus().len()) {
+            if !given {
+                env.push((share.into(), format!("{r}").into()));
+            }
+        }
         let ssh = if hosts.iter().any(|h| matches!(h, Host::Ssh(_))) {
             let cmd = shlex::split(&self.launcher_cmd)
                 .filter(|c| !c.is_empty())

@@ -160,6 +160,17 @@ pub fn place(entries: &[HostEntry], n: u32, oversubscribe: bool) -> Result<Vec<H
         .collect())
 }
 
+/// Ranks per CPU on this machine when `hosts` (one per rank) put more of them on it (its
+/// own ranks and its test hosts') than it has `cpus`; `None` otherwise. Other machines'
+/// CPUs are not known here, so their ranks are not counted.
+pub fn ranks_per_cpu(hosts: &[Host], cpus: usize) -> Option<f64> {
+    let here = hosts
+        .iter()
+        .filter(|h| matches!(h, Host::Local | Host::Netns(_)))
+        .count();
+    (here > cpus.max(1)).then(|| here as f64 / cpus.max(1) as f64)
+}
+
 /// `(address, prefix length)` of every IPv4 address `ip -4 -o addr show` lists, except
 /// loopback ones. `netns`: run inside that namespace (`ip -n NAME`).
 fn ipv4_addrs(netns: Option<&str>) -> Result<Vec<(Ipv4Addr, u32)>, String> {
@@ -235,6 +246,29 @@ pub fn boot_ip_for(ns: &str) -> Result<Ipv4Addr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranks_per_cpu_counts_this_machine_and_its_test_hosts() {
+        let ns = |n: &str| Host::Netns(n.into());
+        let ssh = Host::Ssh("far".into());
+        assert_eq!(ranks_per_cpu(&[Host::Local, Host::Local], 2), None);
+        assert_eq!(ranks_per_cpu(&vec![Host::Local; 8], 2), Some(4.0));
+        let spread = [
+            ns("a"),
+            ns("a"),
+            ns("b"),
+            Host::Local,
+            ssh.clone(),
+            ssh.clone(),
+        ];
+        assert_eq!(ranks_per_cpu(&spread, 2), Some(2.0));
+        assert_eq!(
+            ranks_per_cpu(&vec![ssh; 64], 2),
+            None,
+            "other machines' CPUs"
+        );
+        assert_eq!(ranks_per_cpu(&vec![Host::Local; 3], 0), Some(3.0));
+    }
 
     #[test]
     fn parse_and_place() {

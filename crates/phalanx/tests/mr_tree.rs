@@ -14,7 +14,11 @@ const LIMIT: Duration = Duration::from_secs(150);
 
 fn bcast_check(n: &str, env: &[(&str, &str)]) -> Run {
     let ex = example("bcast_check").display().to_string();
-    let mut all = vec![("PHALANX_TRANSPORT", "udp"), ("PHALANX_MCAST", "0")];
+    let mut all = vec![
+        ("PHALANX_TRANSPORT", "udp"),
+        ("PHALANX_MCAST", "0"),
+        ONE_PER_CPU,
+    ];
     all.extend_from_slice(env);
     run(&["-n", n, &ex, "1048576", "1"], &all, LIMIT)
 }
@@ -49,6 +53,10 @@ fn mr_tree_bcast_is_exact_under_faults() {
 
 /// Figures whose λ is 3 for every size: (5 + 3 + 1) / 3.
 const COST_LAMBDA_3: (&str, &str) = ("PHALANX_COST", "send=5+0,xmit=3+0,recv=1+0");
+
+/// The model's λ as it is: without it the launcher scales λ by the ranks per CPU of this
+/// machine (`coll/cost.rs`), which depends on the machine the tests run on.
+const ONE_PER_CPU: (&str, &str) = ("PHALANX_RANKS_PER_CPU", "1");
 
 #[test]
 fn mr_tree_default_follows_the_model() {
@@ -94,6 +102,7 @@ fn collectives_on_trees(n: &str, max: &str, env: &[(&str, &str)]) -> Run {
         ("PHALANX_COLL_BCAST", "tree"),
         ("PHALANX_COLL_REDUCE", "tree"),
         ("PHALANX_COLL_GATHER", "tree"),
+        ONE_PER_CPU,
     ];
     all.extend_from_slice(env);
     run(&["-n", n, &ex, max], &all, LIMIT)
@@ -129,6 +138,7 @@ fn collectives_log_has(n: &str, env: &[(&str, &str)], line: &str) -> bool {
         ("PHALANX_TRANSPORT", "udp"),
         ("PHALANX_LOG", "debug"),
         COST_LAMBDA_3,
+        ONE_PER_CPU,
     ];
     all.extend_from_slice(env);
     let r = run(&["-n", n, &ex, "1024"], &all, LIMIT);
@@ -157,6 +167,35 @@ fn mr_tree_reductions_of_every_size_take_the_tree_where_the_model_predicts_it() 
     for (n, reduce_bcast) in [("8", true), ("4", false)] {
         assert_eq!(collectives_log_has(n, &[], line), reduce_bcast, "{n} ranks");
     }
+}
+
+#[test]
+fn mr_tree_ranks_sharing_cpus_widen_the_trees() {
+    // The launcher counts the ranks it starts on its machine against the CPUs it may use
+    // (one here) and gives every rank the same figure; one the user gives is kept.
+    let show = |n: &str, env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new("taskset");
+        cmd.args(["-c", "0"]).arg(phalanx()).args(["run", "-n", n]);
+        cmd.args(["sh", "-c", "echo share:$PHALANX_RANKS_PER_CPU"]);
+        cmd.env_remove("PHALANX_RANKS_PER_CPU");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let r = run_cmd(cmd, LIMIT);
+        assert!(r.ok(), "{}", r.dump());
+        let got: Vec<String> = r.stdout.lines().map(str::to_string).collect();
+        assert_eq!(got.len(), n.parse::<usize>().unwrap(), "{}", r.dump());
+        got
+    };
+    assert!(show("3", &[]).iter().all(|l| l == "share:3"));
+    assert_eq!(show("1", &[]), ["share:"]);
+    let given = [("PHALANX_RANKS_PER_CPU", "1.5")];
+    assert!(show("2", &given).iter().all(|l| l == "share:1.5"));
+    // With two ranks per CPU, λ = 3 × 2: reductions of 4 ranks take the tree, which they
+    // do not at λ = 3 (above); every result is checked.
+    let line = "collective=\"reduce\" algorithm=\"tree\"";
+    let env = [("PHALANX_MCAST", "0"), ("PHALANX_RANKS_PER_CPU", "2")];
+    assert!(collectives_log_has("4", &env, line));
 }
 
 /// Runs `args` (an example and its arguments) on `n` ranks, rank 1 with λ = `other`,

@@ -16,6 +16,19 @@
 //! * λ decides the trees, so every rank of a job must use the same figures: the
 //!   signature of a tree collective carries its λ, and ranks whose figures differ get a
 //!   mismatch error (set `PHALANX_COST` or `PHALANX_COLL_LAMBDA` for the job).
+//! * Ranks that share CPUs wait for each other to be scheduled, which the lines (timed
+//!   by one process) do not see: a message's latency grows, its sender's cost does not.
+//!   So the job's λ ([`lambda`]) is the model's times the ranks per CPU of the job's
+//!   most crowded machine (`PHALANX_RANKS_PER_CPU`, which `phalanx run` sets for every
+//!   rank when it starts more ranks on its machine, test hosts included, than the
+//!   machine has CPUs; 1 when unset), rounded and clamped to [`MAX_LAMBDA`]. One number
+//!   for the whole job, so its ranks still agree. Measured on a 2-core machine over UDP
+//!   (2026-11-28, `bench/thresholds.py`, medians of 3 alternating runs, µs): a reduction
+//!   at p = 4 (2 ranks per CPU, λ 3 → 6) took 20–65 on the tree against 36–126 on the
+//!   binomial tree (4 B – 64 KiB, one host), 30–107 against 42–200 across 4 test hosts;
+//!   p = 8 (4 per CPU, λ 12 against 3) 30–90 against 53–146 on one host, 37–130 against
+//!   69–226 across 4 test hosts of two ranks; p = 16 (λ 15) 44–166 against 121–296; a
+//!   gather at p = 8 of 16 KiB – 1 MiB blocks 43–1770 against 98–3031.
 
 pub use phalanx_transport::cost::{cache_path, CostModel, Line, MAX_LAMBDA};
 
@@ -38,13 +51,52 @@ pub fn from_value(v: Option<&str>) -> Result<CostModel, String> {
 }
 
 static MODEL: std::sync::OnceLock<CostModel> = std::sync::OnceLock::new();
+static RANKS_PER_CPU: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
 
-/// Installs the figures read at initialization (the first installation wins).
-pub(crate) fn install(m: CostModel) {
+/// Installs the figures and the job's ranks per CPU read at initialization (the first
+/// installation wins).
+pub(crate) fn install(m: CostModel, ranks_per_cpu: f64) {
     let _ = MODEL.set(m);
+    let _ = RANKS_PER_CPU.set(ranks_per_cpu);
+}
+
+/// λ of the job's trees for `len`-byte messages in `packet`-byte packets: the model's,
+/// scaled by the ranks per CPU (module docs).
+pub(crate) fn lambda(len: usize, packet: usize) -> u32 {
+    scaled(
+        model().lambda(len, packet),
+        RANKS_PER_CPU.get().copied().unwrap_or(1.0),
+    )
+}
+
+/// `lambda` times `ranks_per_cpu` where that is above 1, rounded, in `1..=MAX_LAMBDA`.
+fn scaled(lambda: u32, ranks_per_cpu: f64) -> u32 {
+    if ranks_per_cpu.is_nan() || ranks_per_cpu <= 1.0 {
+        return lambda;
+    }
+    // `as` saturates: a huge product clamps like any other.
+    ((f64::from(lambda) * ranks_per_cpu).round() as u32).clamp(1, MAX_LAMBDA)
 }
 
 /// The figures installed at initialization (the defaults if none were).
 pub(crate) fn model() -> &'static CostModel {
     MODEL.get_or_init(|| CostModel::DEFAULT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_sharing_cpus_scale_lambda_within_its_bounds() {
+        assert_eq!(scaled(3, 1.0), 3);
+        assert_eq!(scaled(3, 0.5), 3, "fewer ranks than CPUs: the model's");
+        assert_eq!(scaled(3, f64::NAN), 3);
+        assert_eq!(scaled(3, 2.0), 6);
+        assert_eq!(scaled(3, 1.5), 5, "4.5 rounds up");
+        assert_eq!(scaled(3, 4.0), 12);
+        assert_eq!(scaled(3, 8.0), MAX_LAMBDA);
+        assert_eq!(scaled(1, 1e300), MAX_LAMBDA);
+        assert_eq!(scaled(3, f64::INFINITY), MAX_LAMBDA);
+    }
 }

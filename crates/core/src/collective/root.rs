@@ -448,11 +448,11 @@ impl Root for Process<'_> {
 }
 
 /// λ of the postal trees for `len`-byte messages in packets of `packet` bytes:
-/// `PHALANX_COLL_LAMBDA`, else the cost model's.
+/// `PHALANX_COLL_LAMBDA`, else the cost model's for the job ([`crate::coll::cost::lambda`]).
 pub(super) fn tree_lambda(len: usize, packet: usize) -> u32 {
     crate::coll::algorithm::choices()
         .lambda
-        .unwrap_or_else(|| crate::coll::cost::model().lambda(len, packet))
+        .unwrap_or_else(|| crate::coll::cost::lambda(len, packet))
 }
 
 /// Smallest message (a broadcast's, a gather's block) for which the postal tree is the

@@ -109,6 +109,10 @@ pub struct Config {
     /// The send/transmit/receive cost lines behind the broadcast trees' λ
     /// (`PHALANX_COST`, the host's cached figures, or the defaults).
     pub cost: crate::coll::cost::CostModel,
+    /// Ranks per CPU on the job's most crowded machine, the same for every rank (the
+    /// launcher counts them, [`crate::coll::cost::lambda`] scales the trees' λ by it).
+    /// `PHALANX_RANKS_PER_CPU` (1 to [`MAX_CPUS`]; default 1).
+    pub ranks_per_cpu: f64,
     /// Medium between ranks of one host. `PHALANX_TRANSPORT` (`auto`, `udp`, `shm`).
     pub transport: phalanx_transport::TransportKind,
     /// Injected faults, under the protocols: `auto` then takes UDP, `shm` runs the
@@ -206,6 +210,9 @@ impl Config {
                     _ => Error::Init(e),
                 })?
             },
+            ranks_per_cpu: env
+                .number("PHALANX_RANKS_PER_CPU", 1.0..=MAX_CPUS as f64, "ranks")?
+                .unwrap_or(1.0),
             log: crate::log::parse_level(env.text("PHALANX_LOG")?.unwrap_or(""))?,
             trace: env
                 .text("PHALANX_TRACE")?
@@ -323,6 +330,7 @@ mod tests {
             ("PHALANX_COMM_BUDGET", "1024g"),
             ("PHALANX_CAREFUL_STALL", "604800s"),
             ("PHALANX_CPUS", "65536"),
+            ("PHALANX_RANKS_PER_CPU", "65536"),
             ("PHALANX_TEST_SHM_FAIL", "3@60000"),
             ("PHALANX_COLL_ALLGATHER_K", "65534"),
         ])
@@ -334,6 +342,7 @@ mod tests {
         assert_eq!(c.careful_stall_ns, Some(604_800_000_000_000));
         assert_eq!(c.test_shm_fail.as_deref(), Some("3@60000"));
         assert_eq!(c.coll.allgather_k, 65534);
+        assert_eq!(c.ranks_per_cpu, 65536.0);
     }
 
     #[test]
@@ -362,6 +371,8 @@ mod tests {
             ("PHALANX_CAREFUL_STALL", "604801"),
             ("PHALANX_CAREFUL_STALL", "1e308"),
             ("PHALANX_CPUS", "65537"),
+            ("PHALANX_RANKS_PER_CPU", "0.5"),
+            ("PHALANX_RANKS_PER_CPU", "inf"),
             ("PHALANX_TEST_SHM_FAIL", "1@60001"),
             ("PHALANX_TEST_SHM_FAIL", "x"),
             ("PHALANX_COST", "send=1e308+0,xmit=1+1,recv=1+1"),

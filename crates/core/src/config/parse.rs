@@ -128,6 +128,30 @@ impl Env {
             })
     }
 
+    /// A number (fractions allowed) in `range`; `unit` names it in the error.
+    pub fn number(
+        &self,
+        name: &str,
+        range: RangeInclusive<f64>,
+        unit: &str,
+    ) -> Result<Option<f64>> {
+        let Some(v) = self.set(name)? else {
+            return Ok(None);
+        };
+        v.parse::<f64>()
+            .ok()
+            .filter(|n| range.contains(n))
+            .map(Some)
+            .ok_or_else(|| {
+                init(format!(
+                    "{name}={} is not a number of {unit} from {} to {}",
+                    shown(v),
+                    range.start(),
+                    range.end()
+                ))
+            })
+    }
+
     /// A size in bytes with an optional `k`, `m` or `g` suffix, from 1 to `max`.
     pub fn bytes(&self, name: &str, max: usize) -> Result<Option<usize>> {
         let Some(raw) = self.set(name)? else {
@@ -223,6 +247,13 @@ mod tests {
         for n in ["T", "I", "N"] {
             let m = msg(s.secs(n, 1.0, 604_800.0).unwrap_err());
             assert!(m.starts_with(n) && m.contains("604800"), "{m}");
+        }
+        let r = env(&[("R", "2.5"), ("Q", "0.5"), ("I", "inf"), ("N", "NaN")]);
+        assert_eq!(r.number("R", 1.0..=8.0, "ranks").unwrap(), Some(2.5));
+        assert_eq!(r.number("U", 1.0..=8.0, "ranks").unwrap(), None);
+        for n in ["Q", "I", "N"] {
+            let m = msg(r.number(n, 1.0..=8.0, "ranks").unwrap_err());
+            assert!(m.starts_with(n) && m.contains("1 to 8"), "{m}");
         }
         let b = env(&[
             ("A", "1024g"),

@@ -307,7 +307,7 @@ impl Engine {
         }
         crate::log::install_default(cfg.log, cfg.trace);
         crate::coll::algorithm::install(cfg.coll.clone());
-        crate::coll::cost::install(cfg.cost);
+        crate::coll::cost::install(cfg.cost, cfg.ranks_per_cpu);
         let boot_env = BootEnv::from_env().map_err(|e| Error::Init(e.to_string()))?;
         let kind = cfg.transport;
         let faults = cfg.faults.clone();
