@@ -482,7 +482,10 @@ const REDUCE_TREE_MIN: usize = 0;
 /// below (members share the cores, which the postal model does not count); run
 /// backwards, 1-37 % faster from 32 KiB and up to 25 % slower below at 8 ranks. At 4
 /// ranks, where the model predicts only 17 % (not the 20 % margin, `TREE_GAIN`), the
-/// binomial tree was faster at every size.
+/// binomial tree was faster at every size. (Those runs were at λ = 3; where ranks share
+/// CPUs, λ is scaled by the job's ranks per CPU, [`crate::coll::cost::lambda`], and the
+/// flatter trees that follow were 40–65 % faster for reductions and gathers at 4, 8 and
+/// 16 ranks on 2 cores, at every size: its module docs.)
 fn with_tree(kind: CollKind, mut c: Chosen, s: &algos::Shape, len: usize) -> Chosen {
     if c.alg == Shm {
         return c;
