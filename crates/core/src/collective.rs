@@ -211,7 +211,12 @@ fn choose_board(
         return Chosen::plain(Algorithm::Shm);
     }
     if !s.hosts.is_empty()
-        && hier::supported(kind, need, s.multicast)
+        && hier::supported(
+            kind,
+            need,
+            s.multicast,
+            forced.is_none() && crate::coll::cost::cpus_shared(),
+        )
         && forced.is_none_or(|a| a == Algorithm::Hier)
     {
         // The leaders' network algorithm (multicast or not) is part of the choice.

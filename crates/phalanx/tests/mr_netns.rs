@@ -251,23 +251,40 @@ fn mr_netns_hierarchical_collectives_three_hosts() {
     // collective (the varcount ones too: the all-gather varcount is hierarchical), every
     // root, with the hierarchical forms and with them switched off. With them, sizes to
     // 128 KiB: from 64 KiB the three leaders' all-reduce is reduce-scatter + multicast
-    // all-gather (one leader beyond the power of two).
+    // all-gather (one leader beyond the power of two). Where ranks share CPUs (on a
+    // machine of fewer than nine CPUs) a reduction is not hierarchical by default
+    // (`hier::supported`): it is checked forced and with one rank per CPU given, and with
+    // 4.5 ranks per CPU given no reduction is.
     let net = TestNet::create(3).expect("test hosts (network namespaces) must be available");
     let hf = hostfile_slots(&net, 3);
     let hosts = hf.0.display().to_string();
     let ex = example("collectives").display().to_string();
-    for (max, env) in [
-        ("131072", vec![("PHALANX_STATS", "1")]),
+    let stats = ("PHALANX_STATS", "1");
+    let debug = ("PHALANX_LOG", "debug");
+    let share = |r| ("PHALANX_RANKS_PER_CPU", r);
+    // (largest size, environment, hierarchical forms ran, hierarchical reductions ran)
+    for (max, env, hier_expected, reduce) in [
+        ("131072", vec![stats], true, None),
+        (
+            "65536",
+            vec![stats, debug, ("PHALANX_COLL_REDUCE", "hier")],
+            true,
+            Some(true),
+        ),
+        ("16384", vec![stats, debug, share("1")], true, Some(true)),
+        ("16384", vec![stats, debug, share("4.5")], true, Some(false)),
         (
             "16384",
             vec![
-                ("PHALANX_STATS", "1"),
+                stats,
                 ("PHALANX_COLL_BCAST", "binomial"),
                 ("PHALANX_COLL_ALLREDUCE", "rd"),
                 ("PHALANX_COLL_REDUCE", "binomial"),
                 ("PHALANX_COLL_BARRIER", "dissemination"),
                 ("PHALANX_COLL_ALLGATHERV", "linear"),
             ],
+            false,
+            None,
         ),
     ] {
         let r = run(&["--hostfile", &hosts, &ex, max], &env, LIMIT);
@@ -278,13 +295,12 @@ fn mr_netns_hierarchical_collectives_three_hosts() {
             "{}",
             r.dump()
         );
+        if let Some(want) = reduce {
+            let line = "collective=\"reduce\" algorithm=\"hier";
+            assert_eq!(r.stderr.contains(line), want, "{env:?}\n{}", r.dump());
+        }
         let hier: u64 = stat_values(&r.stderr, "hier_collectives=").iter().sum();
-        assert_eq!(
-            hier > 0,
-            env.len() == 1,
-            "{env:?} hier={hier}\n{}",
-            r.dump()
-        );
+        assert_eq!(hier > 0, hier_expected, "{env:?} hier={hier}\n{}", r.dump());
     }
 }
 

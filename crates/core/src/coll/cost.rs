@@ -69,6 +69,11 @@ pub(crate) fn lambda(len: usize, packet: usize) -> u32 {
     )
 }
 
+/// Do the job's ranks share CPUs (more than one per CPU on its most crowded machine)?
+pub(crate) fn cpus_shared() -> bool {
+    RANKS_PER_CPU.get().is_some_and(|&r| r > 1.0)
+}
+
 /// `lambda` times `ranks_per_cpu` where that is above 1, rounded, in `1..=MAX_LAMBDA`.
 fn scaled(lambda: u32, ranks_per_cpu: f64) -> u32 {
     if ranks_per_cpu.is_nan() || ranks_per_cpu <= 1.0 {

@@ -20,7 +20,8 @@
 //! All-gather varcount: each board gathers its members' blocks to the leader, packed at
 //! their place in the whole (hosts in order); the leaders all-gather the hosts' packs;
 //! every board broadcasts the whole, and each member copies the blocks to its layout.
-//! Reduce: every board reduces to its leader, then the leaders reduce to the root.
+//! Reduce: every board reduces to its leader, then the leaders reduce to the root (not
+//! where the job's ranks share CPUs: [`supported`]).
 //! All-reduce: board reduce to the leader, leaders all-reduce (chosen by size as a flat
 //! all-reduce over the network is), board broadcast. Barrier:
 //! the board gathers to the leader, the leaders barrier, the board releases. Reductions
@@ -44,11 +45,21 @@ const LOCAL_STEPS: i32 = 1 << 16;
 /// hop costs more than it saves (measured with `bench/netns_bcast.py`, 3 hosts × 3 ranks).
 const MCAST_BCAST_MIN: usize = 4096;
 
-/// Does this call (`need` bytes) have a hierarchical form worth using?
-pub(crate) fn supported(kind: CollKind, need: usize, multicast: bool) -> bool {
+/// Does this call (`need` bytes) have a hierarchical form worth using? Not a reduction
+/// where the job's ranks share CPUs (`cpus_shared`, the same on every rank; the caller
+/// passes false when the environment forced an algorithm): there a
+/// member's board partner is often descheduled, and the flat postal tree (wide at the
+/// job's scaled λ) reaches the root in one step. Measured 2026-11-28 on 2 cores, 8 ranks
+/// on 4 test hosts of two, shared memory inside each (`bench/thresholds.py reduce 8
+/// 4:65536 PHALANX_COLL_REDUCE hier,tree`, medians of 3 alternating runs, µs): 4 B 84 /
+/// 41, 1 KiB 79 / 39, 8 KiB 104 / 48, 64 KiB 207 / 166. (The hierarchical all-reduce
+/// and barrier stayed ahead there: all-reduce 1–64 KiB 204–657 µs against the flat
+/// reduce + multicast's 222–1018, barrier 166–184 against 220–229.)
+pub(crate) fn supported(kind: CollKind, need: usize, multicast: bool, cpus_shared: bool) -> bool {
     match kind {
         CollKind::Bcast => !multicast || need >= MCAST_BCAST_MIN,
-        CollKind::Reduce | CollKind::Allreduce | CollKind::Barrier | CollKind::Allgatherv => true,
+        CollKind::Reduce => !cpus_shared,
+        CollKind::Allreduce | CollKind::Barrier | CollKind::Allgatherv => true,
         _ => false,
     }
 }
