@@ -273,6 +273,23 @@ fn collectives() {
     for n in [2, 3, 4] {
         run_ok(n, &exe, &[], "coll ok");
     }
+    // Eight ranks over UDP with multicast: the network's choices from 8 members (an
+    // in-place all-gather as a gather and one multicast, reductions on the postal tree).
+    let o = Command::new(phalanx())
+        .args(["run", "-n", "8", "--timeout", "60"])
+        .env("PHALANX_TRANSPORT", "udp")
+        .env("PHALANX_LOG", "debug")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("coll ok"));
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        log.contains(r#"collective="all_gather_into" algorithm="mcast""#),
+        "{}",
+        show(&o)
+    );
     // On the timeline (`--trace`), every C call is a slice named after the function,
     // and every collective says its algorithm.
     let file = out_dir().join("coll-trace.json");

@@ -160,6 +160,19 @@ const RSAG_MIN: usize = 64 << 10;
 /// hosts of one rank 4 B 415 / 369, 1 KiB 367 / 327, 8 KiB 587 / 398, 32 KiB 1050 / 676.
 const REDUCE_BCAST_MIN_P: usize = 8;
 
+/// With real multicast, from [`REDUCE_BCAST_MIN_P`] members, an all-gather of blocks below
+/// this is a gather to member 0 (each block sent straight to it) and one multicast of the
+/// whole (`algos::allgather_gather_mcast`) instead of the k-concurrency multicast: two
+/// steps whatever p. Measured 2026-11-28 over UDP on 2 cores, p = 8, µs gather +
+/// multicast / k-concurrency / recursive doubling (`bench/thresholds.py allgather 8
+/// 1:65536 PHALANX_COLL_ALLGATHER mcast,mcast2,rd`, medians of 3 alternating runs): one
+/// host 1 B 207 / 258 / 273, 1 KiB 199 / 287 / 296, 8 KiB 379 / 389 / 453, 32 KiB 1000
+/// / 1009 / 1187, 64 KiB 1578 / 1846 / 2541; 4 test hosts of two ranks 1 B 257 / 469 /
+/// 391, 1 KiB 275 / 361 / 386, 8 KiB 539 / 615 / 620, 32 KiB 1399 / 1514 / 1645, 64 KiB
+/// 2800 / 2746 / 3312. At p = 4 (one host) it was no faster: 1 B – 1 KiB 63–72 against
+/// 61–70 and 60–71, 2–64 KiB behind the k-concurrency multicast.
+const GATHER_MCAST_MAX: usize = 64 << 10;
+
 /// The k-concurrency all-gather's chunk at least (bytes): each of its rounds, k chunks
 /// from every member, waits for every member, so a packet-sized chunk on a 1500-byte
 /// MTU made a 64 KiB all-gather 46 rounds (measured across 4 test hosts, p = 4:
@@ -872,11 +885,20 @@ fn all_gather_spec<'c, S: ?Sized + Buffer, R: ?Sized + BufferMut>(
         if c.alg == Algorithm::Rd && !p.is_power_of_two() {
             c.alg = Algorithm::Ring; // what runs: recursive doubling needs 2^n members
         }
+        let forced = crate::coll::algorithm::choices().forced(CollKind::Allgather);
+        if c.alg == Algorithm::Mcast2
+            && forced.is_none()
+            && p >= REDUCE_BCAST_MIN_P
+            && block < GATHER_MCAST_MAX
+        {
+            c = Chosen::plain(Algorithm::Mcast);
+        }
         let k = usize::from(c.k);
         Ok((
             c,
             match c.alg {
                 Algorithm::Shm => Plan::on_board(),
+                Algorithm::Mcast => algos::allgather_gather_mcast(s, block),
                 Algorithm::Mcast1 => algos::allgather_mcast_rr(s, block),
                 Algorithm::Mcast2 => {
                     algos::allgather_mcast_k(s, block, s.packet.max(MCAST2_CHUNK_MIN), k)

@@ -117,6 +117,7 @@ const FORCEABLE: [(CollKind, &str, &[Algorithm], bool); 15] = [
         CollKind::Allgather,
         "ALLGATHER",
         &[
+            Algorithm::Mcast,
             Algorithm::Mcast1,
             Algorithm::Mcast2,
             Algorithm::Ring,

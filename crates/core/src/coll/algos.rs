@@ -526,6 +526,14 @@ pub fn bcast_mcast(s: &Shape, root: usize, buf: Buf, len: usize) -> Plan {
     plan
 }
 
+/// All-gather as a gather to member 0 (every member sends its block straight to it), then
+/// one multicast of the whole from it: two steps whatever p, and p − 1 + 1 sends in all.
+pub fn allgather_gather_mcast(s: &Shape, block: usize) -> Plan {
+    let mut plan = gather_linear(s, 0, block);
+    plan.append(bcast_mcast(s, 0, Buf::Recv, s.p * block), 1);
+    plan
+}
+
 /// Allgather algorithm 1 (seed 000 §4.3, round-robin multicast): in turn, each member
 /// multicasts its block while all others receive it.
 pub fn allgather_mcast_rr(s: &Shape, block: usize) -> Plan {
@@ -898,6 +906,25 @@ mod tests {
                     for (m, g) in got.iter().enumerate() {
                         assert_eq!(g, &want, "p={p} n={n} {mcast:?} member {m}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gather_and_multicast_all_gather_gives_every_member_every_block() {
+        for p in 1..=9 {
+            for block in [0usize, 1, 5, 64] {
+                let sends: Vec<Vec<u8>> = (0..p)
+                    .map(|m| (0..block).map(|i| (m * 31 + i) as u8).collect())
+                    .collect();
+                let plans: Vec<Plan> = (0..p)
+                    .map(|m| allgather_gather_mcast(&shape(p, m), block))
+                    .collect();
+                let got = simulate(&plans, &sends, p * block);
+                let want = sends.concat();
+                for (m, g) in got.iter().enumerate() {
+                    assert_eq!(g, &want, "p={p} block={block} member {m}");
                 }
             }
         }
