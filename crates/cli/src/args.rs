@@ -285,12 +285,17 @@ impl RunArgs {
             env.push(("PHALANX_COST".into(), figures.into()));
         }
         // Ranks sharing CPUs: one figure for the whole job (its collectives' trees depend
-        // on it), unless the user gave one.
+        // on it), unless the user gave one. Either way it travels in the program's
+        // environment, which every rank gets (node agents' ranks inherit nothing).
         let share = crate::spawn::ENV_RANKS_PER_CPU;
-        let given = env.iter().any(|(k, _)| k == share) || std::env::var_os(share).is_some();
-        if let Some(r) = crate::hosts::ranks_per_cpu(&hosts, crate::spawn::allowed_cpus().len()) {
-            if !given {
-                env.push((share.into(), format!("{r}").into()));
+        if !env.iter().any(|(k, _)| k == share) {
+            let value = match std::env::var_os(share) {
+                Some(v) => Some(v),
+                None => crate::hosts::ranks_per_cpu(&hosts, crate::spawn::allowed_cpus().len())
+                    .map(|r| format!("{r}").into()),
+            };
+            if let Some(v) = value {
+                env.push((share.into(), v));
             }
         }
         let ssh = if hosts.iter().any(|h| matches!(h, Host::Ssh(_))) {

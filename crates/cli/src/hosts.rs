@@ -161,14 +161,15 @@ pub fn place(entries: &[HostEntry], n: u32, oversubscribe: bool) -> Result<Vec<H
 }
 
 /// Ranks per CPU on this machine when `hosts` (one per rank) put more of them on it (its
-/// own ranks and its test hosts') than it has `cpus`; `None` otherwise. Other machines'
-/// CPUs are not known here, so their ranks are not counted.
+/// own ranks and its test hosts') than it has `cpus`; `None` otherwise, and when `cpus` is
+/// 0 (not known). Other machines' CPUs are not known here, so their ranks are not
+/// counted (nor this machine's when they are started over ssh).
 pub fn ranks_per_cpu(hosts: &[Host], cpus: usize) -> Option<f64> {
     let here = hosts
         .iter()
         .filter(|h| matches!(h, Host::Local | Host::Netns(_)))
         .count();
-    (here > cpus.max(1)).then(|| here as f64 / cpus.max(1) as f64)
+    (cpus > 0 && here > cpus).then(|| here as f64 / cpus as f64)
 }
 
 /// `(address, prefix length)` of every IPv4 address `ip -4 -o addr show` lists, except
@@ -267,7 +268,11 @@ mod tests {
             None,
             "other machines' CPUs"
         );
-        assert_eq!(ranks_per_cpu(&vec![Host::Local; 3], 0), Some(3.0));
+        assert_eq!(
+            ranks_per_cpu(&vec![Host::Local; 3], 0),
+            None,
+            "CPUs not known"
+        );
     }
 
     #[test]

@@ -62,8 +62,9 @@ pub const ENV_CPUS: &str = "PHALANX_CPUS";
 /// spin-or-yield choice needs to know.
 pub const ENV_MACHINE_RANKS: &str = "PHALANX_MACHINE_RANKS";
 
-/// Environment variable with the ranks per CPU of the job's most crowded machine, the
-/// same for every rank: the library widens its collective trees by it
+/// Environment variable with the ranks per CPU of the launcher's machine (its own and its
+/// test hosts' ranks), the same for every rank: the library widens its collective trees
+/// by it
 /// ([`crate::hosts::ranks_per_cpu`]).
 pub const ENV_RANKS_PER_CPU: &str = "PHALANX_RANKS_PER_CPU";
 

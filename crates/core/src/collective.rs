@@ -211,7 +211,8 @@ impl Chosen {
 
 /// Like [`choose`], but picks the shared-memory board (`shm`) when the call may run on it
 /// and its largest publication (`need` bytes) fits a slot — unless the environment names
-/// another algorithm — and the hierarchical form where it is possible.
+/// another algorithm — and the hierarchical form where it is possible (for a reduction,
+/// not where the job's ranks share CPUs unless forced: `hier::supported`).
 fn choose_board(
     kind: CollKind,
     s: &Shape,

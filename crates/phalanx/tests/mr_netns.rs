@@ -116,8 +116,12 @@ fn mr_netns_bcast_sends_each_packet_once_and_filters_non_targets() {
         assert_eq!(field(root, "bcast_data="), expected, "{root}");
         // Odd ranks are not targets of the even-only broadcast: nothing reached user
         // space, their kernels dropped the packets — each one, or, sent segmented, each
-        // run, which arrives at a coalescing socket as one receive.
-        let least = if gso == "0" { expected } else { 1 };
+        // run, which arrives at a coalescing socket as one receive. The kernel reports a
+        // socket's drops only with a datagram it delivers there later (SO_RXQ_OVFL), and
+        // the last drop was not reported by the end here: all but one. (The count used to
+        // reach `expected` with the odd ranks' own all-gather multicast, dropped too,
+        // before the communicator split's all-gather became a gather and one multicast.)
+        let least = if gso == "0" { expected - 1 } else { 1 };
         for l in lines.iter().filter(|l| l.contains("member=false")) {
             assert_eq!(field(l, "not_target_in_user_space="), 0, "{l}");
             assert!(field(l, "kernel_drops=") >= least, "PHALANX_GSO={gso}: {l}");
@@ -238,8 +242,9 @@ fn mr_netns_mixed_shared_memory_and_udp() {
         "{}",
         r.dump()
     );
-    // Blocking broadcast/reduce/all-reduce/barrier of the world ran hierarchically on
-    // every rank (the split halves, one rank per host, did not need it).
+    // Blocking broadcast/all-reduce/barrier of the world ran hierarchically on every rank
+    // (the split halves, one rank per host, did not need it; the reduction did too unless
+    // the four ranks share this machine's CPUs: `hier::supported`).
     let hier = stat_values(&r.stderr, "hier_collectives=");
     assert_eq!(hier.len(), 4, "{}", r.dump());
     assert!(hier.iter().all(|&h| h > 20), "{hier:?}\n{}", r.dump());

@@ -169,13 +169,32 @@ fn mr_tree_reductions_of_every_size_take_the_tree_where_the_model_predicts_it() 
     }
 }
 
+/// The first CPU this process may run on.
+fn first_allowed_cpu() -> usize {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, filled by the kernel for this
+    // process; CPU_ISSET reads it within CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        assert_eq!(
+            libc::sched_getaffinity(0, size, &mut set),
+            0,
+            "sched_getaffinity"
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| libc::CPU_ISSET(c, &set))
+            .expect("a CPU")
+    }
+}
+
 #[test]
 fn mr_tree_ranks_sharing_cpus_widen_the_trees() {
     // The launcher counts the ranks it starts on its machine against the CPUs it may use
     // (one here) and gives every rank the same figure; one the user gives is kept.
+    let cpu = first_allowed_cpu().to_string();
     let show = |n: &str, env: &[(&str, &str)]| {
         let mut cmd = std::process::Command::new("taskset");
-        cmd.args(["-c", "0"]).arg(phalanx()).args(["run", "-n", n]);
+        cmd.args(["-c", &cpu]).arg(phalanx()).args(["run", "-n", n]);
         cmd.args(["sh", "-c", "echo share:$PHALANX_RANKS_PER_CPU"]);
         cmd.env_remove("PHALANX_RANKS_PER_CPU");
         for (k, v) in env {

@@ -18,11 +18,12 @@
 //!   mismatch error (set `PHALANX_COST` or `PHALANX_COLL_LAMBDA` for the job).
 //! * Ranks that share CPUs wait for each other to be scheduled, which the lines (timed
 //!   by one process) do not see: a message's latency grows, its sender's cost does not.
-//!   So the job's λ ([`lambda`]) is the model's times the ranks per CPU of the job's
-//!   most crowded machine (`PHALANX_RANKS_PER_CPU`, which `phalanx run` sets for every
-//!   rank when it starts more ranks on its machine, test hosts included, than the
-//!   machine has CPUs; 1 when unset), rounded and clamped to [`MAX_LAMBDA`]. One number
-//!   for the whole job, so its ranks still agree. Measured on a 2-core machine over UDP
+//!   So the job's λ ([`lambda`]) is the model's times the job's ranks per CPU
+//!   (`PHALANX_RANKS_PER_CPU`, which `phalanx run` sets for every rank when it starts
+//!   more ranks on its own machine, test hosts included, than the CPUs it may use — it
+//!   does not know other machines' CPUs; 1 when unset, as under `srun`), rounded and
+//!   clamped to [`MAX_LAMBDA`]. One number for the whole job, so its ranks still agree.
+//!   A λ forced by `PHALANX_COLL_LAMBDA` is used as given. Measured on a 2-core machine over UDP
 //!   (2026-11-28, `bench/thresholds.py`, medians of 3 alternating runs, µs): a reduction
 //!   at p = 4 (2 ranks per CPU, λ 3 → 6) took 20–65 on the tree against 36–126 on the
 //!   binomial tree (4 B – 64 KiB, one host), 30–107 against 42–200 across 4 test hosts;
@@ -69,7 +70,7 @@ pub(crate) fn lambda(len: usize, packet: usize) -> u32 {
     )
 }
 
-/// Do the job's ranks share CPUs (more than one per CPU on its most crowded machine)?
+/// Do the job's ranks share CPUs (`PHALANX_RANKS_PER_CPU` above 1)?
 pub(crate) fn cpus_shared() -> bool {
     RANKS_PER_CPU.get().is_some_and(|&r| r > 1.0)
 }

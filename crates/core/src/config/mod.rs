@@ -109,8 +109,8 @@ pub struct Config {
     /// The send/transmit/receive cost lines behind the broadcast trees' λ
     /// (`PHALANX_COST`, the host's cached figures, or the defaults).
     pub cost: crate::coll::cost::CostModel,
-    /// Ranks per CPU on the job's most crowded machine, the same for every rank (the
-    /// launcher counts them, [`crate::coll::cost::lambda`] scales the trees' λ by it).
+    /// Ranks per CPU, the same for every rank (the launcher counts those it starts on its
+    /// own machine; [`crate::coll::cost::lambda`] scales the trees' λ by it).
     /// `PHALANX_RANKS_PER_CPU` (1 to [`MAX_CPUS`]; default 1).
     pub ranks_per_cpu: f64,
     /// Medium between ranks of one host. `PHALANX_TRANSPORT` (`auto`, `udp`, `shm`).
