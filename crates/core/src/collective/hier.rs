@@ -52,7 +52,9 @@ const MCAST_BCAST_MIN: usize = 4096;
 /// job's scaled λ) reaches the root in one step. Measured 2026-11-28 on 2 cores, 8 ranks
 /// on 4 test hosts of two, shared memory inside each (`bench/thresholds.py reduce 8
 /// 4:65536 PHALANX_COLL_REDUCE hier,tree`, medians of 3 alternating runs, µs): 4 B 84 /
-/// 41, 1 KiB 79 / 39, 8 KiB 104 / 48, 64 KiB 207 / 166. (The hierarchical all-reduce
+/// 41, 1 KiB 79 / 39, 8 KiB 104 / 48, 64 KiB 207 / 166; with 2 test hosts of two and 3
+/// of three the hierarchical form was ahead from 32 KiB (3 × 3: 91 / 103 at 32 KiB, 134
+/// / 180 at 64 KiB; flat as fast or faster below): not settled. (The hierarchical all-reduce
 /// and barrier stayed ahead there: all-reduce 1–64 KiB 204–657 µs against the flat
 /// reduce + multicast's 222–1018, barrier 166–184 against 220–229.)
 pub(crate) fn supported(kind: CollKind, need: usize, multicast: bool, cpus_shared: bool) -> bool {
