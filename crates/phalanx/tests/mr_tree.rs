@@ -114,12 +114,7 @@ fn mr_tree_reduce_and_gather_are_exact_under_faults() {
     for (n, lambda) in [("8", "3"), ("5", "15"), ("16", "2")] {
         let r = collectives_on_trees(n, "131072", &[faults, ("PHALANX_COLL_LAMBDA", lambda)]);
         assert!(r.ok(), "{n} ranks, λ={lambda}:\n{}", r.dump());
-        assert_eq!(
-            r.stdout.matches("all collectives ok").count(),
-            n.parse::<usize>().unwrap(),
-            "{}",
-            r.dump()
-        );
+        assert_collectives_ok(&r, n);
     }
     // And chosen by default (λ from the model) at 8 ranks, names in the log.
     let r = collectives_on_trees("8", "65536", &[COST_LAMBDA_3, ("PHALANX_LOG", "debug")]);
@@ -128,6 +123,16 @@ fn mr_tree_reduce_and_gather_are_exact_under_faults() {
         let line = format!("collective=\"{name}\" algorithm=\"tree\"");
         assert!(r.stderr.contains(&line), "{line}\n{}", r.dump());
     }
+}
+
+/// Every one of the `n` ranks of a `collectives` run found every result right.
+fn assert_collectives_ok(r: &Run, n: &str) {
+    assert_eq!(
+        r.stdout.matches("all collectives ok").count(),
+        n.parse::<usize>().unwrap(),
+        "{}",
+        r.dump()
+    );
 }
 
 /// Runs the `collectives` example (every collective, up to 1 KiB) on `n` ranks over
@@ -143,12 +148,7 @@ fn collectives_log_has(n: &str, env: &[(&str, &str)], line: &str) -> bool {
     all.extend_from_slice(env);
     let r = run(&["-n", n, &ex, "1024"], &all, LIMIT);
     assert!(r.ok(), "{n} ranks:\n{}", r.dump());
-    assert_eq!(
-        r.stdout.matches("all collectives ok").count(),
-        n.parse::<usize>().unwrap(),
-        "{}",
-        r.dump()
-    );
+    assert_collectives_ok(&r, n);
     r.stderr.contains(line)
 }
 

@@ -94,6 +94,24 @@ impl Env {
     where
         T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
     {
+        self.in_range(name, range, &format!("a whole number of {unit}"))
+    }
+
+    /// A number (fractions allowed) in `range`; `unit` names it in the error.
+    pub fn number(
+        &self,
+        name: &str,
+        range: RangeInclusive<f64>,
+        unit: &str,
+    ) -> Result<Option<f64>> {
+        self.in_range(name, range, &format!("a number of {unit}"))
+    }
+
+    /// A value of `T` in `range`; the error says it is not `what` in it.
+    fn in_range<T>(&self, name: &str, range: RangeInclusive<T>, what: &str) -> Result<Option<T>>
+    where
+        T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+    {
         let Some(v) = self.set(name)? else {
             return Ok(None);
         };
@@ -103,7 +121,7 @@ impl Env {
             .map(Some)
             .ok_or_else(|| {
                 init(format!(
-                    "{name}={} is not a whole number of {unit} from {} to {}",
+                    "{name}={} is not {what} from {} to {}",
                     shown(v),
                     range.start(),
                     range.end()
@@ -124,30 +142,6 @@ impl Env {
                 init(format!(
                     "{name}={} is not a number of seconds from 0 to {max}",
                     shown(v)
-                ))
-            })
-    }
-
-    /// A number (fractions allowed) in `range`; `unit` names it in the error.
-    pub fn number(
-        &self,
-        name: &str,
-        range: RangeInclusive<f64>,
-        unit: &str,
-    ) -> Result<Option<f64>> {
-        let Some(v) = self.set(name)? else {
-            return Ok(None);
-        };
-        v.parse::<f64>()
-            .ok()
-            .filter(|n| range.contains(n))
-            .map(Some)
-            .ok_or_else(|| {
-                init(format!(
-                    "{name}={} is not a number of {unit} from {} to {}",
-                    shown(v),
-                    range.start(),
-                    range.end()
                 ))
             })
     }
